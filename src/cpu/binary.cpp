@@ -1,0 +1,7 @@
+#include "cpu/kernel.h"
+
+namespace onnxgpu::cpu {
+
+void register_binary(KernelRegistry& r) {}
+
+}  // namespace onnxgpu::cpu

@@ -1,0 +1,70 @@
+#include "cpu/kernel.h"
+
+#include <mutex>
+
+namespace onnxgpu::cpu {
+
+const Tensor& KernelContext::input(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required but was not given");
+  return *inputs_[i];
+}
+
+void KernelContext::fail(const std::string& msg) const { throw InvalidArgument(node.describe() + ": " + msg); }
+
+void KernelContext::unsupported(const std::string& msg) const {
+  throw NotImplemented(node.describe() + ": " + msg);
+}
+
+int64_t KernelContext::normalize_axis(int64_t axis, int64_t rank) const {
+  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
+  if (axis < lo || axis > hi)
+    fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+void KernelRegistry::add(const std::string& op_type, Kernel k, const std::string& domain) {
+  kernels_[domain + "::" + op_type] = std::move(k);
+}
+
+const Kernel* KernelRegistry::find(const std::string& op_type, const std::string& domain) const {
+  std::string d = (domain == "ai.onnx") ? "" : domain;
+  auto it = kernels_.find(d + "::" + op_type);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> KernelRegistry::op_types() const {
+  std::vector<std::string> r;
+  for (const auto& [k, v] : kernels_) r.push_back(k.substr(k.find("::") + 2));
+  return r;
+}
+
+const KernelRegistry& registry() {
+  static const KernelRegistry reg = [] {
+    KernelRegistry r;
+    register_unary(r);
+    register_binary(r);
+    register_cast(r);
+    register_reduce(r);
+    register_softmax(r);
+    register_sort(r);
+    register_cumsum(r);
+    register_shape_ops(r);
+    register_layout(r);
+    register_generators(r);
+    register_indexing(r);
+    register_matmul(r);
+    register_conv(r);
+    register_pool(r);
+    register_normalization(r);
+    register_resize(r);
+    register_rnn(r);
+    register_loss(r);
+    register_quantize(r);
+    register_detection(r);
+    register_control_flow(r);
+    return r;
+  }();
+  return reg;
+}
+
+}  // namespace onnxgpu::cpu

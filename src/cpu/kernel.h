@@ -1,0 +1,86 @@
+// The CPU reference kernels' interface. One op family per file (src/cpu/<family>.cpp); each family
+// registers its ops in register_<family>(). Kernels compute output shapes themselves and follow ONNX
+// semantics exactly: they are the source of truth every GPU result is compared with.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "onnxgpu/tensor.h"
+
+namespace onnxgpu::cpu {
+
+class KernelContext {
+ public:
+  KernelContext(const ir::Node& node, int64_t opset, std::vector<const Tensor*> inputs)
+      : node(node), opset(opset), inputs_(std::move(inputs)) {}
+
+  const ir::Node& node;
+  int64_t opset;  // the model's opset version for this node's domain
+
+  size_t num_inputs() const { return inputs_.size(); }  // including omitted optionals before the last given one
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] && inputs_[i]->defined(); }
+  const Tensor& input(size_t i) const;  // throws, naming the node and the input, when omitted
+  size_t num_outputs() const { return node.outputs.size(); }
+  bool output_wanted(size_t i) const { return i < node.outputs.size() && !node.outputs[i].empty(); }
+
+  // Runs a subgraph attribute (If/Loop/Scan bodies) with `inputs` bound to its declared inputs; the
+  // subgraph sees the values of the enclosing scopes. Set by the graph runner.
+  std::function<std::vector<Tensor>(const ir::Graph&, const std::vector<Tensor>&)> run_subgraph;
+
+  // Throws InvalidArgument "node 'n' (Op): msg".
+  [[noreturn]] void fail(const std::string& msg) const;
+  // Throws NotImplemented "node 'n' (Op): msg".
+  [[noreturn]] void unsupported(const std::string& msg) const;
+
+  // Helpers for the common checks.
+  int64_t normalize_axis(int64_t axis, int64_t rank) const;  // handles negatives, range-checks
+  std::string input_name(size_t i) const { return i < node.inputs.size() ? node.inputs[i] : std::string(); }
+
+ private:
+  std::vector<const Tensor*> inputs_;
+};
+
+// Returns the node's outputs in order (an omitted optional output may be returned as an undefined Tensor;
+// trailing ones may be left out).
+using Kernel = std::function<std::vector<Tensor>(KernelContext&)>;
+
+class KernelRegistry {
+ public:
+  void add(const std::string& op_type, Kernel k, const std::string& domain = "");
+  const Kernel* find(const std::string& op_type, const std::string& domain = "") const;
+  std::vector<std::string> op_types() const;
+
+ private:
+  std::map<std::string, Kernel> kernels_;  // key: domain + "::" + op_type
+};
+
+// The registry with every family registered (built once).
+const KernelRegistry& registry();
+
+// Families (src/cpu/<family>.cpp).
+void register_unary(KernelRegistry&);          // Abs, Exp, Relu, Sigmoid, Gelu, IsNaN, Not, ...
+void register_binary(KernelRegistry&);         // Add..Pow, And/Or/Xor, BitShift, comparisons, Where, Max/Min/Sum/Mean, PRelu
+void register_cast(KernelRegistry&);           // Cast, CastLike, Clip
+void register_reduce(KernelRegistry&);         // Reduce*, ArgMax, ArgMin
+void register_softmax(KernelRegistry&);        // Softmax, LogSoftmax, Hardmax
+void register_sort(KernelRegistry&);           // TopK, Unique, NonZero
+void register_cumsum(KernelRegistry&);         // CumSum
+void register_shape_ops(KernelRegistry&);      // Reshape, Flatten, Squeeze, Unsqueeze, Shape, Size, Identity, Dropout, ...
+void register_layout(KernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, ...
+void register_generators(KernelRegistry&);     // Constant, ConstantOfShape, Range, EyeLike, OneHot, Trilu
+void register_indexing(KernelRegistry&);       // Gather*, Scatter*, Compress
+void register_matmul(KernelRegistry&);         // MatMul, Gemm, Einsum, Det
+void register_conv(KernelRegistry&);           // Conv, ConvTranspose
+void register_pool(KernelRegistry&);           // AveragePool, MaxPool, Global*Pool, LRN
+void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN
+void register_resize(KernelRegistry&);         // Resize, Upsample
+void register_rnn(KernelRegistry&);            // RNN, GRU, LSTM
+void register_loss(KernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_quantize(KernelRegistry&);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void register_detection(KernelRegistry&);      // NonMaxSuppression
+void register_control_flow(KernelRegistry&);   // If, Loop, Scan
+
+}  // namespace onnxgpu::cpu
