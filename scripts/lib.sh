@@ -75,7 +75,7 @@ setup_vulkan_env() {
 ensure_deps() { ensure_apt_packages; ensure_dawn; }
 
 build() {
-  export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache}
+  export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache} CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
   local buildtype=${ONNXGPU_BUILD_TYPE:-RelWithDebInfo}
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$buildtype" \
