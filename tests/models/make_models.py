@@ -104,13 +104,19 @@ def vinfo(name, elem, shape):
 # torch models
 # ----------------------------------------------------------------------------
 
-def torch_export(module, args, input_names, output_names, dynamic_axes):
+def torch_export(module, args, input_names, output_names, dynamic_axes, keep_batchnorm=False):
     import torch
+    import warnings
     buf = io.BytesIO()
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # tracer/constant-folding advice, not errors
         torch.onnx.export(module, args, buf, opset_version=OPSET, do_constant_folding=True,
                           input_names=input_names, output_names=output_names,
-                          dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.EVAL)
+                          dynamic_axes=dynamic_axes,
+                          # EVAL folds BatchNorm into the preceding Conv; PRESERVE on a module
+                          # in eval mode keeps an inference-mode BatchNormalization node.
+                          training=(torch.onnx.TrainingMode.PRESERVE if keep_batchnorm
+                                    else torch.onnx.TrainingMode.EVAL))
     return onnx.load_from_string(buf.getvalue())
 
 
@@ -313,7 +319,10 @@ def build_cnn_tiny():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 32, 32)).astype(np.float32)
     model = torch_export(m, (torch.from_numpy(x),), ["input"], ["logits"],
-                         {"input": {0: "batch"}, "logits": {0: "batch"}})
+                         {"input": {0: "batch"}, "logits": {0: "batch"}}, keep_batchnorm=True)
+    bn_nodes = [n for n in model.graph.node if n.op_type == "BatchNormalization"]
+    assert len(bn_nodes) == 1 and all(a.i == 0 for a in bn_nodes[0].attribute
+                                      if a.name == "training_mode"), bn_nodes
     datasets = []
     for B in (1, 3):
         x = rng.standard_normal((B, 3, 32, 32)).astype(np.float32)
