@@ -96,7 +96,8 @@ std::vector<Tensor> split(KernelContext& ctx) {
   if (ctx.opset < 13 && ctx.node.has_attr("split")) {
     sizes = ctx.node.attr_ints("split");
     given = true;
-  } else if ((ctx.opset < 2 || ctx.opset >= 13) && ctx.has_input(1)) {
+  } else if ((ctx.opset < 2 || ctx.opset >= 13) && ctx.has_input(1) && ctx.input(1).numel() > 0) {
+    // (an empty 'split' input means equal parts, as when omitted)
     sizes = int64_input(ctx, 1, "split");
     given = true;
   }

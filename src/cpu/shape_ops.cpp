@@ -1,6 +1,7 @@
 // Ops that change only the shape (or read it): Reshape, Flatten, Squeeze, Unsqueeze, Shape, Size,
 // Identity, Dropout (inference). Outputs share the input's storage where the data is unchanged.
 #include <algorithm>
+#include <random>
 
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
@@ -74,7 +75,7 @@ std::vector<Tensor> squeeze(KernelContext& ctx) {
     axes = int64_input(ctx, 1, "axes");
   }
   std::vector<bool> drop(size_t(x.rank()), false);
-  if (have_axes) {
+  if (have_axes && !axes.empty()) {  // empty axes squeeze every size-1 axis, as when omitted (as ONNX Runtime does)
     for (int64_t a : normalize_axes(ctx, axes, x.rank())) {
       if (x.dim(a) != 1)
         ctx.fail("cannot squeeze axis " + std::to_string(a) + " of input " + x.describe() + ": its size is not 1");
@@ -142,6 +143,28 @@ Tensor dropout_mask(const KernelContext& ctx, const Tensor& x) {
   return m;
 }
 
+// Training-mode Dropout with a seed: the mask is numpy's RandomState(seed).uniform(0, 1, shape) >= ratio (the
+// stream ONNX's reference implementation uses), so a seeded node is reproducible; output = mask * x / (1 - ratio).
+std::vector<Tensor> dropout_training(const KernelContext& ctx, const Tensor& x, double ratio, int64_t seed) {
+  std::mt19937 gen(static_cast<uint32_t>(seed));  // numpy's legacy seeding is MT19937 init_genrand
+  Tensor y(x.dtype(), x.shape()), mask(DType::Bool, x.shape());
+  bool* m = mask.data<bool>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    uint32_t a = gen() >> 5, b = gen() >> 6;  // numpy's random_sample: 53 random bits
+    m[i] = (a * 67108864.0 + b) / 9007199254740992.0 >= ratio;
+  }
+  visit_dtype(x.dtype(), [&]<class T>() {
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* in = x.data<T>();
+    T* o = y.data<T>();
+    C keep = C(1) - C(ratio);
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = m[i] ? T(C(in[i]) / keep) : T(C(0));
+  }, kFloatTypes, "Dropout");
+  std::vector<Tensor> out{y};
+  if (ctx.output_wanted(1)) out.push_back(mask);
+  return out;
+}
+
 std::vector<Tensor> dropout(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!kFloatTypes.has(x.dtype())) ctx.fail("input 'data' must be a float tensor, got " + x.describe());
@@ -166,9 +189,12 @@ std::vector<Tensor> dropout(KernelContext& ctx) {
       training = t.data<bool>()[0];
     }
   }
-  if (training && ratio != 0)
-    ctx.unsupported("Dropout in training mode with ratio " + std::to_string(ratio) + " is random");
-  if (training && (ratio < 0 || ratio >= 1)) ctx.fail("ratio must be in [0, 1), got " + std::to_string(ratio));
+  if (training && ratio != 0) {
+    if (ratio < 0 || ratio >= 1) ctx.fail("ratio must be in [0, 1), got " + std::to_string(ratio));
+    if (!ctx.node.has_attr("seed"))
+      ctx.unsupported("Dropout in training mode with ratio " + std::to_string(ratio) + " and no seed is random");
+    return dropout_training(ctx, x, ratio, ctx.node.attr_int("seed", 0));
+  }
   std::vector<Tensor> out{x};
   if (ctx.output_wanted(1)) out.push_back(dropout_mask(ctx, x));
   return out;

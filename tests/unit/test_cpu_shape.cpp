@@ -230,3 +230,15 @@ TEST(CpuShape, IndexingScatterAndCompress) {
   cp = run("Compress", {x, cond});
   EXPECT_EQ(values<float>(cp[0]), (std::vector<float>{2, 3}));
 }
+
+TEST(CpuShape, DropoutInferenceAndSeededTraining) {
+  Tensor x = Tensor::from_vector<float>({5}, {1, 2, 3, 4, 5});
+  auto y = run("Dropout", {x, Tensor::scalar<float>(0.5f)}, {}, 13, 2);
+  EXPECT_EQ(values<float>(y[0]), (std::vector<float>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(values<bool>(y[1]), (std::vector<bool>{true, true, true, true, true}));
+  // numpy: RandomState(0).uniform(size=5) = .549 .715 .603 .545 .424
+  y = run("Dropout", {x, Tensor::scalar<float>(0.5f), Tensor::scalar<bool>(true)}, {{"seed", int_attr(0)}}, 13, 2);
+  EXPECT_EQ(values<float>(y[0]), (std::vector<float>{2, 4, 6, 8, 0}));
+  EXPECT_EQ(values<bool>(y[1]), (std::vector<bool>{true, true, true, true, false}));
+  EXPECT_THROW(run("Dropout", {x, Tensor::scalar<float>(0.5f), Tensor::scalar<bool>(true)}), NotImplemented);
+}
