@@ -351,3 +351,22 @@ TEST(CpuElementwiseCast, Clip) {
   EXPECT_EQ(values<uint8_t>(run1("Clip", {vec<uint8_t>({3, 200})})), (std::vector<uint8_t>{3, 200}));
   EXPECT_THROW(run1("Clip", {xi, Tensor::scalar<int32_t>(0)}), InvalidArgument);
 }
+
+TEST(CpuElementwiseBinary, EmptyAndOtherTypes) {
+  Tensor e(DType::Float32, {0, 3});
+  Tensor y = run1("Add", {e, vec<float>({1, 2, 3})});
+  EXPECT_EQ(y.shape(), (Shape{0, 3}));
+  EXPECT_EQ(run1("Where", {Tensor(DType::Bool, {0}), vec<float>({1}), vec<float>({2})}).shape(), (Shape{0}));
+  EXPECT_EQ(run1("Max", {e, Tensor::scalar<float>(1)}).shape(), (Shape{0, 3}));
+  uint64_t big = uint64_t(1) << 63;
+  EXPECT_EQ(values<uint64_t>(run1("Div", {vec<uint64_t>({big + 10}), vec<uint64_t>({2})})), (std::vector<uint64_t>{(big >> 1) + 5}));
+  EXPECT_EQ(values<uint64_t>(run1("Mod", {vec<uint64_t>({big + 10}), vec<uint64_t>({big})})), (std::vector<uint64_t>{10}));
+  Tensor h = run1("Add", {Tensor::from_vector<Float16>({2, 1}, {Float16(1.0f), Float16(2.0f)}),
+                          Tensor::from_vector<Float16>({2}, {Float16(0.5f), Float16(2048.0f)})});
+  ASSERT_EQ(h.dtype(), DType::Float16);
+  EXPECT_EQ(float(h.data<Float16>()[0]), 1.5f);
+  EXPECT_EQ(float(h.data<Float16>()[1]), 2048.0f);  // 2049 rounds to even in float16
+  EXPECT_EQ(float(h.data<Float16>()[3]), 2050.0f);
+  EXPECT_EQ(values<int32_t>(run1("Pow", {vec<int32_t>({2, -1, 1}), vec<int32_t>({-1, -3, -5})})), (std::vector<int32_t>{0, -1, 1}));
+  EXPECT_THROW(run1("Pow", {vec<int64_t>({0}), vec<int64_t>({-1})}), InvalidArgument);
+}
