@@ -162,24 +162,32 @@ std::vector<Tensor> max_unpool(KernelContext& ctx) {
   std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(r, 1));
   std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
   if (strides.size() != r || pads.size() != 2 * r) ctx.fail("strides/pads do not match the spatial rank");
-  Shape out;
+  // Indices address the inferred output; an explicit output_shape pads it at the end of each dim.
+  Shape inferred{X.dim(0), X.dim(1)};
+  for (size_t i = 0; i < r; ++i)
+    inferred.push_back((X.dim(int64_t(i + 2)) - 1) * strides[i] - pads[i] - pads[i + r] + ks[i]);
+  Shape out = inferred;
   if (ctx.has_input(2)) {
     out = ctx.input(2).to_int64_vector();
     if (out.size() != size_t(X.rank())) ctx.fail("output_shape must have " + std::to_string(X.rank()) + " values");
-    for (int64_t d : out)
-      if (d < 0) ctx.fail("output_shape " + shape_str(out) + " has a negative dim");
-  } else {
-    out = {X.dim(0), X.dim(1)};
-    for (size_t i = 0; i < r; ++i) out.push_back((X.dim(int64_t(i + 2)) - 1) * strides[i] - pads[i] - pads[i + r] + ks[i]);
+    for (size_t d = 0; d < out.size(); ++d)
+      if (out[d] < inferred[d] || (d < 2 && out[d] != inferred[d]))
+        ctx.fail("output_shape " + shape_str(out) + " is smaller than the unpooled shape " + shape_str(inferred));
   }
   Tensor Y(X.dtype(), out);
-  int64_t total = Y.numel();
+  int64_t total = shape_numel(inferred);
+  std::vector<int64_t> out_st = shape_strides(out);
   size_t es = dtype_size(X.dtype());
   const int64_t* idx = I.data<int64_t>();
   for (int64_t i = 0; i < X.numel(); ++i) {
     if (idx[i] < 0 || idx[i] >= total)
-      ctx.fail("index " + std::to_string(idx[i]) + " in I is outside the output " + shape_str(out));
-    std::memcpy(static_cast<std::byte*>(Y.raw()) + idx[i] * es, static_cast<const std::byte*>(X.raw()) + i * es, es);
+      ctx.fail("index " + std::to_string(idx[i]) + " in I is outside the unpooled shape " + shape_str(inferred));
+    int64_t rem = idx[i], dst = 0;  // re-address the index into the (possibly larger) output
+    for (size_t d = inferred.size(); d-- > 0;) {
+      dst += (rem % inferred[d]) * out_st[d];
+      rem /= inferred[d];
+    }
+    std::memcpy(static_cast<std::byte*>(Y.raw()) + dst * es, static_cast<const std::byte*>(X.raw()) + i * es, es);
   }
   return {Y};
 }

@@ -112,8 +112,12 @@ std::vector<AxisTaps> axis_taps(const ResizeParams& p, size_t a, int64_t in) {
 
 Tensor run_resize(const KernelContext& ctx, const Tensor& X, const ResizeParams& p) {
   size_t r = size_t(X.rank());
-  for (size_t a = 0; a < r; ++a)
+  for (size_t a = 0; a < r; ++a) {
     if (p.out[a] < 0) ctx.fail("output shape " + shape_str(p.out) + " has a negative dim");
+    if (X.dim(int64_t(a)) == 0 && p.out[a] > 0)
+      ctx.fail("cannot resize the empty axis " + std::to_string(a) + " of X " + X.describe() + " to " +
+               std::to_string(p.out[a]));
+  }
   std::vector<std::vector<AxisTaps>> taps;
   for (size_t a = 0; a < r; ++a) taps.push_back(axis_taps(p, a, X.dim(int64_t(a))));
   if (p.mode == "nearest") {

@@ -353,3 +353,83 @@ TEST(CpuNnResize, NearestAndLinear) {
   EXPECT_EQ(u[0].shape(), (Shape{1, 1, 4, 6}));
   EXPECT_EQ(u[0].data<float>()[5], 2);
 }
+
+TEST(CpuNnResize, AntialiasMatchesPyTorch) {
+  // Expected values from torch.nn.functional.interpolate(antialias=True, align_corners=False) (opset 18).
+  std::vector<double> xv(24);
+  for (size_t i = 0; i < 24; ++i) xv[i] = double(i);
+  xv[8] = 30;
+  Tensor X = Tensor::from_vector<double>({1, 1, 4, 6}, xv);
+  Tensor none;
+  Tensor s1 = Tensor::from_vector<int64_t>({4}, {1, 1, 2, 3});
+  auto l = run(make_node("Resize", 4, 1, {{"mode", str("linear")}, {"antialias", int1(1)}, {"exclude_outside", int1(1)}}),
+               {&X, &none, &none, &s1}, 18);
+  std::vector<double> want_l = {6.346938775510203, 10.321428571428571, 8.571428571428571,
+                                14.877551020408161, 17.39285714285714, 18.0};
+  for (size_t i = 0; i < 6; ++i) EXPECT_NEAR(l[0].data<double>()[i], want_l[i], 1e-12) << i;
+  Tensor s2 = Tensor::from_vector<int64_t>({4}, {1, 1, 3, 2});
+  auto c = run(make_node("Resize", 4, 1, {{"mode", str("cubic")}, {"antialias", int1(1)}, {"exclude_outside", int1(1)},
+                                          {"cubic_coeff_a", flt(-0.5f)}}),
+               {&X, &none, &none, &s2}, 18);
+  std::vector<double> want_c = {4.121281464530893, 5.800915331807779, 13.385038566243194,
+                                14.262760889292197, 17.64422497892328, 20.579790437191377};
+  for (size_t i = 0; i < 6; ++i) EXPECT_NEAR(c[0].data<double>()[i], want_c[i], 1e-12) << i;
+  // axes + keep_aspect_ratio_policy: sizes for the last two axes, not_larger keeps the aspect ratio.
+  Tensor s3 = Tensor::from_vector<int64_t>({2}, {2, 2});
+  auto k = run(make_node("Resize", 4, 1, {{"axes", ints({2, 3})}, {"keep_aspect_ratio_policy", str("not_larger")}}),
+               {&X, &none, &none, &s3}, 18);
+  EXPECT_EQ(k[0].shape(), (Shape{1, 1, 1, 2}));
+}
+
+TEST(CpuNnTypes, HalfIntegerAndDoubleVariants) {
+  // Conv in float16 equals float32 rounded to float16 (small exact values).
+  std::vector<float> xv = random_values(1 * 2 * 4 * 4, 20), wv = random_values(3 * 2 * 2 * 2, 21);
+  Tensor X = Tensor::from_vector<float>({1, 2, 4, 4}, xv), W = Tensor::from_vector<float>({3, 2, 2, 2}, wv);
+  std::vector<Float16> xh(xv.begin(), xv.end()), wh(wv.begin(), wv.end());
+  Tensor Xh = Tensor::from_vector<Float16>({1, 2, 4, 4}, xh), Wh = Tensor::from_vector<Float16>({3, 2, 2, 2}, wh);
+  auto yf = run(make_node("Conv", 2, 1), {&X, &W});
+  auto yh = run(make_node("Conv", 2, 1), {&Xh, &Wh});
+  ASSERT_EQ(yh[0].dtype(), DType::Float16);
+  for (int64_t i = 0; i < yf[0].numel(); ++i) EXPECT_EQ(float(yh[0].data<Float16>()[i]), yf[0].data<float>()[i]);
+  // MaxPool on int8 and uint8.
+  Tensor Xi = Tensor::from_vector<int8_t>({1, 1, 2, 2}, {-128, -5, -7, -100});
+  auto mi = run(make_node("MaxPool", 1, 1, {{"kernel_shape", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}), {&Xi});
+  EXPECT_EQ(values<int8_t>(mi[0]), (std::vector<int8_t>{-128, -5, -5, -7, -5, -5, -7, -7, -100}));
+  // Linear Resize of uint8 rounds to nearest.
+  Tensor Xu = Tensor::from_vector<uint8_t>({1, 2}, {0, 3});
+  Tensor none, sc = Tensor::from_vector<float>({2}, {1, 2});
+  auto ru = run(make_node("Resize", 3, 1, {{"mode", str("linear")}}), {&Xu, &none, &sc}, 13);
+  EXPECT_EQ(values<uint8_t>(ru[0]), (std::vector<uint8_t>{0, 1, 2, 3}));  // 0, 0.75, 2.25, 3
+  // Gemm in float64 and bfloat16.
+  Tensor A = Tensor::from_vector<double>({1, 2}, {0.1, 0.2}), B = Tensor::from_vector<double>({2, 1}, {3, 4});
+  EXPECT_DOUBLE_EQ(run(make_node("Gemm", 2, 1), {&A, &B})[0].data<double>()[0], 0.1 * 3 + 0.2 * 4);
+  Tensor Ab = Tensor::from_vector<BFloat16>({1, 2}, {BFloat16(1.5f), BFloat16(2)});
+  Tensor Bb = Tensor::from_vector<BFloat16>({2, 1}, {BFloat16(2), BFloat16(4)});
+  EXPECT_EQ(float(run(make_node("MatMul", 2, 1), {&Ab, &Bb})[0].data<BFloat16>()[0]), 11.0f);
+  // Types outside a schema are errors, not crashes.
+  Tensor Xl = Tensor::from_vector<int64_t>({1, 1, 2, 2}, {1, 2, 3, 4});
+  EXPECT_THROW(run(make_node("AveragePool", 1, 1, {{"kernel_shape", ints({2, 2})}}), {&Xl}), Error);
+  EXPECT_THROW(run(make_node("Conv", 2, 1), {&Xl, &Xl}), Error);
+}
+
+TEST(CpuNnErrors, BadInputsFailCleanly) {
+  Tensor X = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor X2 = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  EXPECT_THROW(run(make_node("Conv", 2, 1), {&X2, &X2}), InvalidArgument);                        // rank 2
+  EXPECT_THROW(run(make_node("MaxPool", 1, 1), {&X}), InvalidArgument);                           // no kernel_shape
+  EXPECT_THROW(run(make_node("MaxPool", 1, 1, {{"kernel_shape", ints({3, 3})}}), {&X}), InvalidArgument);  // too big
+  EXPECT_THROW(run(make_node("AveragePool", 1, 1, {{"kernel_shape", ints({2})}}), {&X}), InvalidArgument);
+  Tensor none, sc = Tensor::from_vector<float>({4}, {1, 1, 2, 2});
+  EXPECT_THROW(run(make_node("Resize", 3, 1, {{"mode", str("bicubic")}}), {&X, &none, &sc}, 13), InvalidArgument);
+  Tensor sc3 = Tensor::from_vector<float>({3}, {1, 2, 2});
+  EXPECT_THROW(run(make_node("Resize", 3, 1), {&X, &none, &sc3}, 13), InvalidArgument);
+  Tensor s = Tensor::from_vector<float>({3}, {1, 1, 1});
+  EXPECT_THROW(run(make_node("InstanceNormalization", 3, 1), {&X, &s, &s}, 6), InvalidArgument);
+  EXPECT_THROW(run(make_node("BatchNormalization", 5, 1), {&X, &s, &s, &s, &s}, 15), InvalidArgument);
+  EXPECT_THROW(run(make_node("Einsum", 1, 1, {{"equation", str("ij->k")}}), {&X2}), InvalidArgument);
+  EXPECT_THROW(run(make_node("Einsum", 1, 1, {{"equation", str("ijk")}}), {&X2}), InvalidArgument);
+  EXPECT_THROW(run(make_node("Det", 1, 1), {&sc3}), InvalidArgument);
+  Tensor I = Tensor::from_vector<int64_t>({1, 1, 2, 2}, {0, 1, 2, 99});
+  EXPECT_THROW(run(make_node("MaxUnpool", 2, 1, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}}), {&X, &I}),
+               InvalidArgument);
+}
