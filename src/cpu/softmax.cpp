@@ -25,7 +25,9 @@ void add_softmax(KernelRegistry& r, const std::string& op, SoftmaxKind kind) {
     int64_t axis = ctx.node.attr_int("axis", legacy ? 1 : -1);
     // A scalar is treated as a 1-element vector.
     Shape shape = x.rank() == 0 ? Shape{1} : x.shape();
-    axis = ctx.normalize_axis(axis, int64_t(shape.size()));
+    int64_t rank = int64_t(shape.size());
+    // Opset 1 had no range check: axis == rank coerces to [N, 1] (each element alone).
+    if (!(ctx.opset < 11 && axis == rank)) axis = ctx.normalize_axis(axis, rank);
     AxisSplit s = legacy ? coerce_2d(shape, axis) : split_at_axis(shape, axis);
 
     Tensor out(x.dtype(), x.shape());

@@ -190,6 +190,9 @@ TEST(CpuReduce, SoftmaxAxisOpset11VersusOpset13) {
   EXPECT_NEAR(d13[2], std::log(0.25), 1e-6);
   auto hm = values<float>(run("Hardmax", 11, {y}, {{"axis", int_attr(0)}})[0]);
   EXPECT_EQ(hm, (std::vector<float>{0, 0, 0, 1}));
+  // Opset 1 tolerates axis == rank: every element is its own row.
+  EXPECT_EQ(values<float>(run("Softmax", 1, {f32({2}, {3, 4})})[0]), (std::vector<float>{1, 1}));
+  EXPECT_THROW(run("Softmax", 13, {x}, {{"axis", int_attr(2)}}), InvalidArgument);
   auto large = values<float>(run("Softmax", 13, {f32({2}, {1e30f, 1e30f})})[0]);
   EXPECT_EQ(large, (std::vector<float>{0.5f, 0.5f}));
 }
@@ -206,6 +209,9 @@ TEST(CpuReduce, UniqueAndNonZero) {
   EXPECT_EQ(ua[0].shape(), (Shape{2, 2}));
   EXPECT_EQ(values<int64_t>(ua[0]), (std::vector<int64_t>{0, 1, 1, 0}));
   EXPECT_EQ(values<int64_t>(ua[2]), (std::vector<int64_t>{1, 0, 1}));
+  auto us = run("Unique", 11, {Tensor::strings({4}, {"b", "a", "b", "c"})}, {}, 4);
+  EXPECT_EQ(us[0].string_data(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(values<int64_t>(us[2]), (std::vector<int64_t>{1, 0, 1, 2}));
   auto nz = run("NonZero", 13, {m});
   EXPECT_EQ(nz[0].shape(), (Shape{2, 3}));
   EXPECT_EQ(values<int64_t>(nz[0]), (std::vector<int64_t>{0, 1, 2, 0, 1, 0}));
