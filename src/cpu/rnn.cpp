@@ -122,9 +122,9 @@ std::vector<Tensor> run_recurrent(KernelContext& ctx, Cell cell) {
 
   // Outputs (computed as A, converted at the end).
   std::vector<A> y(size_t(S * nd * N * H), A(0)), y_h(size_t(nd * N * H), A(0)), y_c(size_t(nd * N * H), A(0));
-  auto x_at = [&](int64_t t, int64_t b) { return &x[size_t(layout == 0 ? (t * N + b) * I : (b * S + t) * I)]; };
+  auto x_at = [&](int64_t t, int64_t b) { return x.data() + size_t(layout == 0 ? (t * N + b) * I : (b * S + t) * I); };
   auto y_at = [&](int64_t t, int64_t d, int64_t b) {
-    return &y[size_t(layout == 0 ? ((t * nd + d) * N + b) * H : ((b * S + t) * nd + d) * H)];
+    return y.data() + size_t(layout == 0 ? ((t * nd + d) * N + b) * H : ((b * S + t) * nd + d) * H);
   };
   auto state_off = [&](int64_t d, int64_t b) { return size_t(layout == 0 ? (d * N + b) * H : (b * nd + d) * H); };
   auto clipped = [&](A v) { return has_clip ? std::clamp(v, -clip, clip) : v; };
@@ -134,9 +134,9 @@ std::vector<Tensor> run_recurrent(KernelContext& ctx, Cell cell) {
   std::vector<A> xw(uGH), hr(uGH), h(uH), c(uH), h_new(uH), rh(uH), z(uH), rg(uH);
   for (int64_t d = 0; d < nd; ++d) {
     const bool reverse = rev_only || (!fwd_only && d == 1);
-    const A* Wd = &w[size_t(d * GH * I)];
-    const A* Rd = &r[size_t(d * GH * H)];
-    const A* Wb = &bias[size_t(d * 2 * GH)];
+    const A* Wd = w.data() + size_t(d * GH * I);
+    const A* Rd = r.data() + size_t(d * GH * H);
+    const A* Wb = bias.data() + size_t(d * 2 * GH);
     const A* Rb = Wb + GH;
     const rnn::Activation* act = &acts[size_t(d) * nacts];
     for (int64_t b = 0; b < N; ++b) {
@@ -175,7 +175,7 @@ std::vector<Tensor> run_recurrent(KernelContext& ctx, Cell cell) {
           }
         } else {
           // Gate order i, o, f, c; peepholes i, o, f.
-          const A* P = has_p ? &peep[size_t(d * 3 * H)] : nullptr;
+          const A* P = has_p ? peep.data() + size_t(d * 3 * H) : nullptr;
           for (int64_t j = 0; j < H; ++j) {
             const size_t u = size_t(j);
             const A c_prev = c[u];

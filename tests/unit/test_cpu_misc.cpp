@@ -394,3 +394,88 @@ TEST(CpuMiscNms, CenterPointBoxAndIdenticalScores) {
           {"selected"}, {{"center_point_box", attr_i(1)}});
   EXPECT_EQ(o[0].shape(), (Shape{3, 3}));
 }
+
+// ---------------------------------------------------------------------------------- error messages
+
+namespace {
+
+// Runs `f`, expecting an InvalidArgument whose message contains every one of `parts`.
+template <class Fn>
+void expect_error(Fn f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error mentioning " << parts.front();
+  } catch (const InvalidArgument& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+}  // namespace
+
+TEST(CpuMiscErrors, RecurrentOpsNameNodeAndInput) {
+  const Tensor X = F({2, 1, 3}, std::vector<float>(6, 0.1f));
+  const Tensor W = F({1, 8, 3}, std::vector<float>(24, 0.1f)), R = F({1, 8, 2}, std::vector<float>(16, 0.1f));
+  expect_error([&] { run("LSTM", {X, F({1, 8, 2}, std::vector<float>(16)), R}, {"Y"}); },
+               {"node 'n' (LSTM)", "'W'", "in1", "[1,8,2]", "expected [1,8,3]"});
+  expect_error([&] { run("LSTM", {X, W, R, Tensor(), Tensor::from_vector<int32_t>({1}, {3})}, {"Y"}); },
+               {"node 'n' (LSTM)", "'sequence_lens'", "in4", "3"});
+  expect_error([&] { run("LSTM", {X, W, R, Tensor(), Tensor::from_vector<int64_t>({1}, {2})}, {"Y"}); },
+               {"node 'n' (LSTM)", "'sequence_lens'", "int32"});
+  expect_error([&] { run("LSTM", {X.cast(DType::Int32), W, R}, {"Y"}); }, {"node 'n' (LSTM)", "'X'", "in0", "int32"});
+  expect_error([&] { run("LSTM", {X, W.cast(DType::Float64), R}, {"Y"}); }, {"node 'n' (LSTM)", "'W'", "float64"});
+  expect_error([&] { run("LSTM", {X, W, R, Tensor(), Tensor(), Tensor(), Tensor(), F({1, 2}, {0, 0})}, {"Y"}); },
+               {"node 'n' (LSTM)", "'P'", "in7", "expected [1,6]"});
+  expect_error([&] { run("LSTM", {X, W, R, Tensor(), Tensor(), F({1, 1, 3}, {0, 0, 0})}, {"Y"}); },
+               {"node 'n' (LSTM)", "'initial_h'", "in5"});
+  expect_error([&] { run("GRU", {X, F({1, 6, 3}, std::vector<float>(18)), F({1, 6, 2}, std::vector<float>(12))}, {"Y"},
+                         {{"activations", attr_ss({"Sigmoid", "Swish"})}}); },
+               {"node 'n' (GRU)", "'activations'", "Swish"});
+  expect_error([&] { run("RNN", {X, F({1, 2, 3}, std::vector<float>(6)), F({1, 2, 2}, std::vector<float>(4))}, {"Y"},
+                         {{"direction", attr_s("sideways")}}); },
+               {"node 'n' (RNN)", "'direction'", "sideways"});
+  expect_error([&] { run("RNN", {Tensor(), F({1, 2, 3}, std::vector<float>(6)), F({1, 2, 2}, std::vector<float>(4))}, {"Y"}); },
+               {"node 'n' (RNN)", "input 0"});
+}
+
+TEST(CpuMiscErrors, QuantizeOpsNameNodeAndInput) {
+  const Tensor x = F({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_error([&] { run("QuantizeLinear", {x, F({2}, {1, 1}), Tensor::from_vector<uint8_t>({2}, {0, 0})}, {"y"}); },
+               {"node 'n' (QuantizeLinear)", "'y_scale'", "in1", "expected 3"});
+  expect_error([&] { run("QuantizeLinear", {x, F({3}, {1, 1, 1})}, {"y"}, {}, 10); },
+               {"node 'n' (QuantizeLinear)", "'y_scale'", "opset 13"});
+  expect_error([&] { run("QuantizeLinear", {x, Tensor::scalar<float>(1), Tensor::scalar<int32_t>(0)}, {"y"}); },
+               {"node 'n' (QuantizeLinear)", "'y_zero_point'", "in2", "int32"});
+  expect_error([&] { run("QuantizeLinear", {x, Tensor::scalar<float>(1), Tensor::from_vector<uint8_t>({2}, {0, 0})}, {"y"}); },
+               {"node 'n' (QuantizeLinear)", "'y_zero_point'", "[2]"});
+  expect_error([&] { run("QuantizeLinear", {x.cast(DType::Float64), Tensor::scalar<float>(1)}, {"y"}); },
+               {"node 'n' (QuantizeLinear)", "'x'", "in0", "float64"});
+  expect_error([&] { run("QuantizeLinear", {x, F({3}, {1, 1, 1})}, {"y"}, {{"axis", attr_i(2)}}); },
+               {"node 'n' (QuantizeLinear)", "axis 2"});
+  const Tensor q = Tensor::from_vector<uint8_t>({2}, {1, 2});
+  expect_error([&] { run("DequantizeLinear", {q, Tensor::scalar<float>(1), Tensor::scalar<int8_t>(0)}, {"y"}); },
+               {"node 'n' (DequantizeLinear)", "'x_zero_point'", "in2", "int8"});
+  expect_error([&] { run("DequantizeLinear", {q, Tensor::scalar<double>(1)}, {"y"}); },
+               {"node 'n' (DequantizeLinear)", "'x_scale'", "in1", "float64"});
+  expect_error([&] { run("DequantizeLinear", {x, Tensor::scalar<float>(1)}, {"y"}); },
+               {"node 'n' (DequantizeLinear)", "'x'", "in0", "float32"});
+  expect_error([&] { run("DynamicQuantizeLinear", {x.cast(DType::Float16)}, {"y", "s", "z"}); },
+               {"node 'n' (DynamicQuantizeLinear)", "'x'", "in0", "float16"});
+}
+
+TEST(CpuMiscErrors, NonMaxSuppressionNamesNodeAndInput) {
+  const Tensor boxes = F({1, 2, 4}, {0, 0, 1, 1, 0, 0, 2, 2});
+  const Tensor scores = F({1, 1, 2}, {0.5f, 0.6f});
+  expect_error([&] { run("NonMaxSuppression", {F({1, 2, 3}, std::vector<float>(6)), scores}, {"s"}); },
+               {"node 'n' (NonMaxSuppression)", "'boxes'", "in0", "[1,2,3]"});
+  expect_error([&] { run("NonMaxSuppression", {boxes, F({1, 1, 3}, {0, 0, 0})}, {"s"}); },
+               {"node 'n' (NonMaxSuppression)", "'scores'", "in1", "[1,1,3]"});
+  expect_error([&] { run("NonMaxSuppression", {boxes, scores, Tensor::scalar<int32_t>(3)}, {"s"}); },
+               {"node 'n' (NonMaxSuppression)", "'max_output_boxes_per_class'", "in2", "int32"});
+  expect_error([&] { run("NonMaxSuppression", {boxes, scores, Tensor::scalar<int64_t>(3), Tensor::scalar<float>(1.5f)}, {"s"}); },
+               {"node 'n' (NonMaxSuppression)", "'iou_threshold'", "in3", "[0, 1]"});
+  expect_error([&] { run("NonMaxSuppression", {boxes, scores, Tensor::scalar<int64_t>(3), Tensor(), F({2}, {0, 0})}, {"s"}); },
+               {"node 'n' (NonMaxSuppression)", "'score_threshold'", "in4", "scalar"});
+  expect_error([&] { run("NonMaxSuppression", {boxes, scores}, {"s"}, {{"center_point_box", attr_i(2)}}); },
+               {"node 'n' (NonMaxSuppression)", "'center_point_box'"});
+}
