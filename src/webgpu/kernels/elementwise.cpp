@@ -15,6 +15,7 @@ namespace {
 std::string f32_lit(float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return (bits & 0x007fffffu) ? "f32_nan()" : (bits >> 31 ? "-f32_inf()" : "f32_inf()");
   return "bitcast<f32>(" + std::to_string(bits) + "u)";
 }
 
@@ -129,7 +130,7 @@ fn pow_f32(a: f32, b: f32) -> f32 {
     let r = pow(-a, b);
     return select(r, -r, abs(b) % 2.0 == 1.0);
   }
-  if (a == 0.0) { return select(0.0, bitcast<f32>(0x7f800000u), b < 0.0); }
+  if (a == 0.0) { return select(0.0, f32_inf(), b < 0.0); }
   return pow(a, b);
 }
 )";
@@ -317,7 +318,7 @@ void register_elementwise(GpuKernelRegistry& r) {
   r.add("IsNaN", [](GpuKernelContext& ctx) { unary(ctx, "isnan", "select(0u, 1u, isnan_f32(v))", DType::Bool); });
   r.add("IsInf", [](GpuKernelContext& ctx) {
     bool neg = ctx.node.attr_int("detect_negative", 1) != 0, pos = ctx.node.attr_int("detect_positive", 1) != 0;
-    std::string e = "select(0u, 1u, (abs(v) == bitcast<f32>(0x7f800000u)) && ((v > 0.0 && " + std::string(pos ? "true" : "false") +
+    std::string e = "select(0u, 1u, (abs(v) == f32_inf()) && ((v > 0.0 && " + std::string(pos ? "true" : "false") +
                     ") || (v < 0.0 && " + std::string(neg ? "true" : "false") + ")))";
     unary(ctx, "isinf", e, DType::Bool);
   });

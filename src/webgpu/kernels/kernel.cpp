@@ -97,6 +97,17 @@ const GpuKernelRegistry& gpu_registry() {
     GpuKernelRegistry r;
     register_elementwise(r);
     register_views(r);
+    register_layout(r);
+    register_indexing(r);
+    register_generators(r);
+    register_reduce(r);
+    register_softmax(r);
+    register_sort(r);
+    register_matmul(r);
+    register_normalization(r);
+    register_conv(r);
+    register_pool(r);
+    register_resize(r);
     return r;
   }();
   return reg;

@@ -126,8 +126,19 @@ class GpuKernelRegistry {
 const GpuKernelRegistry& gpu_registry();
 
 // Families (src/webgpu/kernels/<family>.cpp).
-void register_elementwise(GpuKernelRegistry&);  // unary, binary, comparison, logical, Where, Cast, Clip, activations
-void register_views(GpuKernelRegistry&);        // Reshape, Squeeze, Unsqueeze, Flatten, Identity, Dropout
+void register_elementwise(GpuKernelRegistry&);    // unary, binary, comparison, logical, Where, Cast, Clip, activations
+void register_views(GpuKernelRegistry&);          // Reshape, Squeeze, Unsqueeze, Flatten, Identity, Dropout
+void register_layout(GpuKernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth
+void register_indexing(GpuKernelRegistry&);       // Gather, GatherElements, GatherND, ScatterElements, ScatterND
+void register_generators(GpuKernelRegistry&);     // Range, ConstantOfShape, Trilu, OneHot, EyeLike
+void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum
+void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
+void register_sort(GpuKernelRegistry&);           // TopK
+void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm
+void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
+void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
+void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool
+void register_resize(GpuKernelRegistry&);         // Resize
 
 // Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
 void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);

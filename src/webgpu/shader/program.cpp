@@ -13,6 +13,11 @@ const FLAG_INDEX: u32 = 1u;
 const FLAG_DIV_ZERO: u32 = 2u;
 const FLAG_OVERFLOW: u32 = 4u;
 fn P(k: u32) -> u32 { return params.v[k >> 2u][k & 3u]; }
+// Infinity and NaN: WGSL rejects them in constant expressions, so they come from private variables.
+var<private> F32_INF_BITS: u32 = 0x7f800000u;
+var<private> F32_NAN_BITS: u32 = 0x7fc00000u;
+fn f32_inf() -> f32 { return bitcast<f32>(F32_INF_BITS); }
+fn f32_nan() -> f32 { return bitcast<f32>(F32_NAN_BITS); }
 // Records an error for this dispatch (out-of-range index, integer division by zero, INT64 overflow);
 // the runtime reads the flags after the run and reports them, naming the node.
 fn flag(code: u32) { atomicOr(&status_buf[P(0u)], code); }

@@ -161,8 +161,8 @@ fn from_bool_u64(b: bool) -> w64 { return w64(select(0u, 1u, b), 0u); }
 const char* kF32 = R"(
 fn zero_f32() -> f32 { return 0.0; }
 fn one_f32() -> f32 { return 1.0; }
-fn lowest_f32() -> f32 { return bitcast<f32>(0xff800000u); }
-fn highest_f32() -> f32 { return bitcast<f32>(0x7f800000u); }
+fn lowest_f32() -> f32 { return -f32_inf(); }
+fn highest_f32() -> f32 { return f32_inf(); }
 fn add_f32(a: f32, b: f32) -> f32 { return a + b; }
 fn sub_f32(a: f32, b: f32) -> f32 { return a - b; }
 fn mul_f32(a: f32, b: f32) -> f32 { return a * b; }
@@ -179,8 +179,8 @@ fn gt_f32(a: f32, b: f32) -> bool { return a > b; }
 fn ge_f32(a: f32, b: f32) -> bool { return a >= b; }
 fn isnan_f32(a: f32) -> bool { return (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u; }
 // NaN-propagating min/max, as ONNX Min/Max.
-fn min_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return bitcast<f32>(0x7fc00000u); } return min(a, b); }
-fn max_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return bitcast<f32>(0x7fc00000u); } return max(a, b); }
+fn min_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); } return min(a, b); }
+fn max_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); } return max(a, b); }
 fn to_f32_f32(a: f32) -> f32 { return a; }
 fn from_f32_f32(f: f32) -> f32 { return f; }
 fn to_i64_f32(a: f32) -> w64 { let m = w64_from_f32_unsigned(abs(a)); return select(m, w64_neg(m), a < 0.0); }
