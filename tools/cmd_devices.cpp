@@ -59,6 +59,7 @@ void run_devices(bool json, const webgpu::DeviceOptions& options) {
   if (json) {
     nlohmann::json out;
     out["dawn_library"] = webgpu::dawn().path;
+    out["vulkan_loader"] = webgpu::dawn().vulkan_loader;
     out["chosen"] = list.chosen;
     out["adapters"] = nlohmann::json::array();
     for (size_t i = 0; i < list.adapters.size(); ++i) {
