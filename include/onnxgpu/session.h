@@ -1,0 +1,56 @@
+// The public C++ API: load a model, run it on WebGPU (with graph capture) or on the CPU reference.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "onnxgpu/int64_policy.h"
+#include "onnxgpu/tensor.h"
+
+namespace onnxgpu {
+
+struct SessionOptions {
+  std::string ep = "webgpu";  // "webgpu" or "cpu"
+  bool capture = true;        // record GPU work once per input-shape signature, replay it after
+  Int64Policy int64;
+  // ONNX Runtime-style config entries, e.g. {"gpu_graph_capture", "1"}, {"onnxgpu.int64.strategy", "cast_to_i32"}.
+  // Applied on top of the fields above when the session is created.
+  std::map<std::string, std::string> config;
+  void add_config_entry(const std::string& key, const std::string& value) { config[key] = value; }
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::Undefined;
+  bool has_shape = false;
+  std::vector<int64_t> shape;           // -1 where the dimension is symbolic or unknown
+  std::vector<std::string> dim_params;  // symbolic names ("" where concrete or unnamed)
+};
+
+class Session {
+ public:
+  Session(const std::string& model_path, SessionOptions options = {});
+  static Session from_bytes(const std::string& model_bytes, SessionOptions options = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  // Inputs the caller must feed (graph inputs without an initializer), and the outputs, in graph order.
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  const SessionOptions& options() const;
+
+  // Runs the model. Every required input must be given, with the declared dtype and a shape that
+  // matches every concrete declared dimension. Returns the outputs in graph order.
+  std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
+
+  struct Impl;
+
+ private:
+  Session() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace onnxgpu

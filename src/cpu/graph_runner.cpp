@@ -1,0 +1,111 @@
+#include "cpu/graph_runner.h"
+
+#include "cpu/kernel.h"
+
+namespace onnxgpu::cpu {
+
+const Tensor* Scope::find(const std::string& name) const {
+  for (const Scope* s = this; s; s = s->parent_) {
+    auto it = s->values_.find(name);
+    if (it != s->values_.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+namespace {
+int64_t opset_for(const OpsetMap& opsets, const std::string& domain) {
+  auto it = opsets.find(domain);
+  return it == opsets.end() ? 0 : it->second;
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+}  // namespace
+
+std::vector<Tensor> run_node(const ir::Node& node, const OpsetMap& opsets, const std::vector<const Tensor*>& inputs,
+                             const Scope* scope) {
+  const Kernel* k = registry().find(node.op_type, node.domain);
+  if (!k)
+    throw NotImplemented(node.describe() + ": no CPU kernel for op '" + node.op_type + "'" +
+                         (node.domain.empty() ? "" : " in domain '" + node.domain + "'"));
+  KernelContext ctx(node, opset_for(opsets, node.domain), inputs);
+  ctx.run_subgraph = [&](const ir::Graph& g, const std::vector<Tensor>& sub_inputs) {
+    if (sub_inputs.size() != g.inputs.size())
+      ctx.fail("subgraph '" + g.name + "' takes " + std::to_string(g.inputs.size()) + " inputs, got " +
+               std::to_string(sub_inputs.size()));
+    std::unordered_map<std::string, Tensor> named;
+    for (size_t i = 0; i < sub_inputs.size(); ++i) named[g.inputs[i].name] = sub_inputs[i];
+    return run_graph(g, opsets, named, scope);
+  };
+  std::vector<Tensor> out;
+  try {
+    out = (*k)(ctx);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (starts_with(msg, node.describe())) throw;
+    if (dynamic_cast<const NotImplemented*>(&e)) throw NotImplemented(node.describe() + ": " + msg);
+    throw InvalidArgument(node.describe() + ": " + msg);
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgument(node.describe() + ": out of host memory");
+  } catch (const std::exception& e) {
+    throw Error(node.describe() + ": " + e.what());
+  }
+  if (out.size() > node.outputs.size())
+    throw Error(node.describe() + ": kernel returned " + std::to_string(out.size()) + " outputs, the node has " +
+                std::to_string(node.outputs.size()));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (ctx.output_wanted(i) && !out[i].defined())
+      throw Error(node.describe() + ": kernel did not produce output '" + node.outputs[i] + "'");
+  return out;
+}
+
+std::vector<Tensor> run_graph(const ir::Graph& g, const OpsetMap& opsets,
+                              const std::unordered_map<std::string, Tensor>& inputs, const Scope* outer) {
+  Scope scope(outer);
+  for (const auto& [name, t] : g.initializers) scope.set(name, t);
+  for (const auto& [name, t] : inputs) scope.set(name, t);
+  for (const auto& in : g.inputs)
+    if (!scope.find(in.name) && !inputs.count(in.name))
+      throw InvalidArgument("graph input '" + in.name + "' was not given");
+
+  // Last use of each value, so intermediate tensors are freed as soon as possible.
+  std::unordered_map<std::string, size_t> last_use;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& in : g.nodes[i].inputs) last_use[in] = i;
+    for (const auto& [an, a] : g.nodes[i].attrs)  // subgraphs may read outer values by name
+      if (a.g || !a.graphs.empty()) for (auto& [n, v] : last_use) v = std::max(v, i);
+  }
+  std::unordered_map<std::string, bool> is_output;
+  for (const auto& o : g.outputs) is_output[o.name] = true;
+
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& node = g.nodes[i];
+    std::vector<const Tensor*> ins;
+    for (const auto& name : node.inputs) {
+      if (name.empty()) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      const Tensor* t = scope.find(name);
+      if (!t) throw InvalidArgument(node.describe() + ": input '" + name + "' has no value");
+      ins.push_back(t);
+    }
+    std::vector<Tensor> outs = run_node(node, opsets, ins, &scope);
+    for (size_t k = 0; k < outs.size(); ++k)
+      if (!node.outputs[k].empty()) scope.set(node.outputs[k], std::move(outs[k]));
+    for (const auto& name : node.inputs) {
+      auto it = last_use.find(name);
+      if (!name.empty() && it != last_use.end() && it->second == i && !is_output.count(name) &&
+          !g.is_initializer(name) && !inputs.count(name))
+        scope.erase(name);
+    }
+  }
+  std::vector<Tensor> result;
+  for (const auto& o : g.outputs) {
+    const Tensor* t = scope.find(o.name);
+    if (!t) throw Error("graph output '" + o.name + "' was not computed");
+    result.push_back(*t);
+  }
+  return result;
+}
+
+}  // namespace onnxgpu::cpu

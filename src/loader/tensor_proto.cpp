@@ -1,0 +1,233 @@
+#include "loader/tensor_proto.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace onnxgpu::loader {
+
+namespace {
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InvalidArgument("cannot open " + what + " '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+DType dtype_from_onnx(int32_t t, const std::string& what) {
+  switch (t) {
+    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
+      return DType(t);
+    default:
+      throw NotImplemented(what + ": unsupported ONNX element type " + std::to_string(t));
+  }
+}
+
+// Copies `n` values from a repeated field into the tensor, converting to the element type.
+template <class Field>
+void copy_typed(const Field& field, Tensor& t, const std::string& what) {
+  if (field.size() != t.numel())
+    throw InvalidArgument(what + ": has " + std::to_string(field.size()) + " values, its shape " +
+                          shape_str(t.shape()) + " needs " + std::to_string(t.numel()));
+  visit_dtype(t.dtype(), [&]<class T>() {
+    T* d = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        d[i].bits = uint16_t(field.Get(int(i)));  // int32_data holds the raw bits
+      } else {
+        d[i] = static_cast<T>(field.Get(int(i)));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir, const std::string& what_in) {
+  std::string what = what_in.empty() ? "tensor '" + p.name() + "'" : what_in;
+  DType dt = dtype_from_onnx(p.data_type(), what);
+  Shape shape;
+  for (int64_t d : p.dims()) {
+    if (d < 0) throw InvalidArgument(what + ": negative dimension " + std::to_string(d));
+    shape.push_back(d);
+  }
+  if (p.has_segment()) throw NotImplemented(what + ": segmented tensors are not supported");
+  if (dt == DType::String) {
+    std::vector<std::string> v(p.string_data().begin(), p.string_data().end());
+    if (int64_t(v.size()) != shape_numel(shape)) throw InvalidArgument(what + ": string count does not match its shape");
+    return Tensor::strings(shape, std::move(v));
+  }
+  Tensor t(dt, shape);
+  const size_t nbytes = t.nbytes();
+
+  if (p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : p.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (location.empty()) throw InvalidArgument(what + ": external data without a location");
+    std::filesystem::path file = std::filesystem::path(base_dir) / location;
+    std::ifstream f(file, std::ios::binary);
+    if (!f) throw InvalidArgument(what + ": cannot open external data file '" + file.string() + "'");
+    if (length >= 0 && size_t(length) != nbytes)
+      throw InvalidArgument(what + ": external data length " + std::to_string(length) + " does not match its shape (" +
+                            std::to_string(nbytes) + " bytes)");
+    f.seekg(offset);
+    f.read(reinterpret_cast<char*>(t.raw()), std::streamsize(nbytes));
+    if (size_t(f.gcount()) != nbytes)
+      throw InvalidArgument(what + ": external data file '" + file.string() + "' is too short");
+    return t;
+  }
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != nbytes)
+      throw InvalidArgument(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, its type and shape " +
+                            t.describe() + " need " + std::to_string(nbytes));
+    if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);
+    return t;
+  }
+  switch (dt) {
+    case DType::Float32: copy_typed(p.float_data(), t, what); break;
+    case DType::Float64: copy_typed(p.double_data(), t, what); break;
+    case DType::Int64: copy_typed(p.int64_data(), t, what); break;
+    case DType::UInt32: case DType::UInt64: copy_typed(p.uint64_data(), t, what); break;
+    default: copy_typed(p.int32_data(), t, what); break;  // int8/16/32, uint8/16, bool, float16, bfloat16
+  }
+  return t;
+}
+
+void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto& p) {
+  p.Clear();
+  p.set_name(name);
+  p.set_data_type(int32_t(t.dtype()));
+  for (int64_t d : t.shape()) p.add_dims(d);
+  if (t.dtype() == DType::String) {
+    for (const auto& s : t.string_data()) p.add_string_data(s);
+  } else {
+    p.set_raw_data(t.raw(), t.nbytes());
+  }
+}
+
+std::pair<std::string, Tensor> read_tensor_pb(const std::string& path) {
+  std::string bytes = read_file(path, "tensor file");
+  onnx::TensorProto p;
+  if (!p.ParseFromString(bytes)) throw InvalidArgument("'" + path + "' is not a valid ONNX TensorProto file");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return {p.name(), tensor_from_proto(p, dir, "tensor file '" + path + "'")};
+}
+
+void write_tensor_pb(const std::string& path, const std::string& name, const Tensor& t) {
+  onnx::TensorProto p;
+  tensor_to_proto(t, name, p);
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !p.SerializeToOstream(&f)) throw Error("cannot write '" + path + "'");
+}
+
+namespace {
+const char* npy_descr(DType t) {
+  switch (t) {
+    case DType::Float32: return "<f4";
+    case DType::Float64: return "<f8";
+    case DType::Float16: return "<f2";
+    case DType::Int8: return "|i1";
+    case DType::UInt8: return "|u1";
+    case DType::Int16: return "<i2";
+    case DType::UInt16: return "<u2";
+    case DType::Int32: return "<i4";
+    case DType::UInt32: return "<u4";
+    case DType::Int64: return "<i8";
+    case DType::UInt64: return "<u8";
+    case DType::Bool: return "|b1";
+    default: return nullptr;
+  }
+}
+}  // namespace
+
+Tensor read_npy(const std::string& path) {
+  std::string b = read_file(path, ".npy file");
+  auto bad = [&](const std::string& why) { return InvalidArgument("'" + path + "' is not a valid .npy file: " + why); };
+  if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) throw bad("missing magic");
+  int major = uint8_t(b[6]);
+  size_t hlen, hstart;
+  if (major == 1) {
+    hlen = uint8_t(b[8]) | (size_t(uint8_t(b[9])) << 8);
+    hstart = 10;
+  } else {
+    if (b.size() < 12) throw bad("truncated header");
+    hlen = uint8_t(b[8]) | (size_t(uint8_t(b[9])) << 8) | (size_t(uint8_t(b[10])) << 16) | (size_t(uint8_t(b[11])) << 24);
+    hstart = 12;
+  }
+  if (hstart + hlen > b.size()) throw bad("truncated header");
+  std::string h = b.substr(hstart, hlen);
+  auto field = [&](const std::string& key) {
+    size_t k = h.find("'" + key + "'");
+    if (k == std::string::npos) throw bad("header lacks '" + key + "'");
+    size_t c = h.find(':', k);
+    if (c == std::string::npos) throw bad("malformed header");
+    return c + 1;
+  };
+  size_t d = h.find('\'', field("descr"));
+  size_t d2 = h.find('\'', d + 1);
+  if (d == std::string::npos || d2 == std::string::npos) throw bad("malformed descr");
+  std::string descr = h.substr(d + 1, d2 - d - 1);
+  if (h.find("True", field("fortran_order")) < h.find(',', field("fortran_order"))) throw bad("Fortran order is not supported");
+  size_t s1 = h.find('(', field("shape")), s2 = h.find(')', s1);
+  if (s1 == std::string::npos || s2 == std::string::npos) throw bad("malformed shape");
+  Shape shape;
+  std::stringstream ss(h.substr(s1 + 1, s2 - s1 - 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(" ") == std::string::npos) continue;
+    shape.push_back(std::stoll(item));
+  }
+  DType dt = DType::Undefined;
+  for (DType c : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::UInt8, DType::Int16, DType::UInt16,
+                  DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Bool}) {
+    std::string want = npy_descr(c);
+    if (descr == want || (descr.size() == 3 && want.size() == 3 && descr.substr(1) == want.substr(1) &&
+                          (descr[0] == '|' || descr[0] == '<' || descr[0] == '='))) {
+      dt = c;
+      break;
+    }
+  }
+  if (dt == DType::Undefined) throw bad("unsupported dtype '" + descr + "'");
+  Tensor t(dt, shape);
+  if (b.size() - hstart - hlen < t.nbytes()) throw bad("data is shorter than its shape");
+  if (t.nbytes()) std::memcpy(t.raw(), b.data() + hstart + hlen, t.nbytes());
+  return t;
+}
+
+void write_npy(const std::string& path, const Tensor& t) {
+  const char* descr = npy_descr(t.dtype());
+  if (!descr) throw NotImplemented("cannot write " + t.describe() + " as .npy");
+  std::string shape = "(";
+  for (int64_t d : t.shape()) shape += std::to_string(d) + ",";
+  if (t.rank() > 1) shape.pop_back();
+  shape += ")";
+  std::string h = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + h.size() + 1;
+  h.append((64 - total % 64) % 64, ' ');
+  h += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot write '" + path + "'");
+  f.write("\x93NUMPY\x01\x00", 8);
+  uint16_t hl = uint16_t(h.size());
+  f.put(char(hl & 0xff));
+  f.put(char(hl >> 8));
+  f.write(h.data(), std::streamsize(h.size()));
+  f.write(static_cast<const char*>(t.raw()), std::streamsize(t.nbytes()));
+}
+
+Tensor read_tensor_file(const std::string& path) {
+  if (path.size() >= 4 && path.substr(path.size() - 4) == ".npy") return read_npy(path);
+  return read_tensor_pb(path).second;
+}
+
+}  // namespace onnxgpu::loader

@@ -1,0 +1,97 @@
+#include "onnxgpu/session.h"
+
+#include "cpu/graph_runner.h"
+#include "ir/graph.h"
+#include "loader/model_loader.h"
+#include "runtime/options.h"
+
+namespace onnxgpu {
+
+struct Session::Impl {
+  ir::Model model;
+  SessionOptions options;
+  std::vector<TensorInfo> inputs, outputs;
+};
+
+namespace {
+
+TensorInfo info_of(const ir::ValueInfo& v) {
+  TensorInfo t;
+  t.name = v.name;
+  t.dtype = v.dtype;
+  t.has_shape = v.has_shape;
+  for (const auto& d : v.dims) {
+    t.shape.push_back(d.concrete() ? d.value : -1);
+    t.dim_params.push_back(d.param);
+  }
+  return t;
+}
+
+std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options) {
+  auto impl = std::make_unique<Session::Impl>();
+  runtime::apply_config_entries(options);
+  if (options.ep != "cpu")
+    throw NotImplemented("execution provider '" + options.ep + "' is not available yet; use ep 'cpu'");
+  impl->model = std::move(model);
+  impl->options = std::move(options);
+  for (const auto& v : impl->model.graph.inputs)
+    if (!impl->model.graph.is_initializer(v.name)) impl->inputs.push_back(info_of(v));
+  for (const auto& v : impl->model.graph.outputs) impl->outputs.push_back(info_of(v));
+  return impl;
+}
+
+void check_feeds(const ir::Graph& g, const std::unordered_map<std::string, Tensor>& feeds) {
+  for (const auto& [name, t] : feeds) {
+    const ir::ValueInfo* decl = nullptr;
+    for (const auto& v : g.inputs)
+      if (v.name == name) decl = &v;
+    if (!decl) {
+      std::string known;
+      for (const auto& v : g.inputs)
+        if (!g.is_initializer(v.name)) known += (known.empty() ? "" : ", ") + v.name;
+      throw InvalidArgument("input '" + name + "' is not an input of the model (its inputs: " + known + ")");
+    }
+    if (decl->dtype != DType::Undefined && t.dtype() != decl->dtype)
+      throw InvalidArgument("input '" + name + "': expected " + std::string(dtype_onnx_name(decl->dtype)) + ", got " +
+                            std::string(dtype_onnx_name(t.dtype())));
+    if (decl->has_shape) {
+      if (size_t(t.rank()) != decl->dims.size())
+        throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + " (rank " +
+                              std::to_string(decl->dims.size()) + "), got " + shape_str(t.shape()));
+      for (size_t i = 0; i < decl->dims.size(); ++i)
+        if (decl->dims[i].concrete() && decl->dims[i].value != t.shape()[i])
+          throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + ", got " +
+                                shape_str(t.shape()) + " (dimension " + std::to_string(i) + ")");
+    }
+  }
+  for (const auto& v : g.inputs)
+    if (!g.is_initializer(v.name) && !feeds.count(v.name))
+      throw InvalidArgument("input '" + v.name + "' (" + std::string(dtype_onnx_name(v.dtype)) + v.shape_str() +
+                            ") is required but was not given");
+}
+
+}  // namespace
+
+Session::Session(const std::string& model_path, SessionOptions options)
+    : impl_(make_impl(loader::load_model(model_path), std::move(options))) {}
+
+Session Session::from_bytes(const std::string& model_bytes, SessionOptions options) {
+  Session s;
+  s.impl_ = make_impl(loader::load_model_from_bytes(model_bytes), std::move(options));
+  return s;
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::vector<TensorInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs; }
+const SessionOptions& Session::options() const { return impl_->options; }
+
+std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& feeds) {
+  check_feeds(impl_->model.graph, feeds);
+  return cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
+}
+
+}  // namespace onnxgpu
