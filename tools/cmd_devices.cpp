@@ -47,6 +47,8 @@ std::string bytes_str(uint64_t b) {
     std::snprintf(buf, sizeof buf, "%.4g MiB", double(b) / double(1u << 20));
   else if (b >= 1024 && b % 1024 == 0)
     std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(b / 1024));
+  else if (b >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.4g GiB", double(b) / double(uint64_t{1} << 30));
   else
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;

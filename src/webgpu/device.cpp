@@ -721,7 +721,12 @@ void Device::submit_and_read(CommandBatch& batch, std::span<const ReadRequest> r
     s->message = to_string(message);
   };
   cb.userdata1 = hold(state);
-  wait(d.BufferMapAsync(stage, WGPUMapMode_Read, 0, static_cast<size_t>(total), cb), "a buffer readback");
+  try {
+    wait(d.BufferMapAsync(stage, WGPUMapMode_Read, 0, static_cast<size_t>(total), cb), "a buffer readback");
+  } catch (...) {
+    staging_ = Buffer{};  // its map may still be pending: never reuse it
+    throw;
+  }
   if (state->status != WGPUMapAsyncStatus_Success) {
     check();
     throw GpuError("WebGPU: mapping the readback buffer failed: " + state->message);
