@@ -88,9 +88,10 @@ Dawn open_dawn(const std::vector<std::string>& paths) {
 }
 
 const Dawn& dawn() {
-  // A throwing initializer leaves the static uninitialized, so the next call tries again.
-  static const Dawn loaded = open_dawn(dawn_candidate_paths());
-  return loaded;
+  // A throwing initializer leaves the static uninitialized, so the next call tries again. Never
+  // freed, so that handles released by static destructors still find the table.
+  static const Dawn* loaded = new Dawn(open_dawn(dawn_candidate_paths()));
+  return *loaded;
 }
 
 std::string to_string(WGPUStringView v) {

@@ -245,6 +245,8 @@ class CommandBatch {
 
 // ---- The device ------------------------------------------------------------------------------
 
+// Destroy every Device before the process exits (not from a static destructor): some drivers,
+// SwiftShader among them, crash when a device outlives their own teardown.
 class Device {
  public:
   // Chooses an adapter (see list_adapters) and creates the device; throws onnxgpu::Error when no
