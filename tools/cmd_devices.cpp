@@ -47,6 +47,8 @@ std::string bytes_str(uint64_t b) {
     std::snprintf(buf, sizeof buf, "%.4g MiB", double(b) / double(1u << 20));
   else if (b >= 1024 && b % 1024 == 0)
     std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(b / 1024));
+  else if (b >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.4g GiB", double(b) / double(uint64_t{1} << 30));
   else
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;
@@ -59,6 +61,7 @@ void run_devices(bool json, const webgpu::DeviceOptions& options) {
   if (json) {
     nlohmann::json out;
     out["dawn_library"] = webgpu::dawn().path;
+    out["vulkan_loader"] = webgpu::dawn().vulkan_loader;
     out["chosen"] = list.chosen;
     out["adapters"] = nlohmann::json::array();
     for (size_t i = 0; i < list.adapters.size(); ++i) {

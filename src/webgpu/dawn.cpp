@@ -28,13 +28,17 @@ std::string next_to_executable() {
   return slash == std::string::npos ? std::string{} : exe.substr(0, slash + 1) + kLibName;
 }
 
-std::vector<std::string> candidate_paths() {
+}  // namespace
+
+std::vector<std::string> dawn_candidate_paths() {
   if (const char* env = std::getenv("ONNXGPU_DAWN_LIB"); env && *env) return {env};
   std::vector<std::string> paths;
   if (std::strlen(ONNXGPU_DEFAULT_DAWN_LIB) > 0) paths.push_back(ONNXGPU_DEFAULT_DAWN_LIB);
   if (auto p = next_to_executable(); !p.empty()) paths.push_back(p);
   return paths;
 }
+
+namespace {
 
 // Dawn's Vulkan backend dlopens "libvulkan.so.1". Where the system has no Vulkan loader (Debian's
 // libvulkan1 is not installed) but Debian's chromium is, load chromium's copy first: the dynamic
@@ -51,10 +55,11 @@ std::string preload_vulkan_loader() {
   return sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "libvulkan.so.1";
 }
 
-// Opens the first candidate that loads and resolves every function.
-Dawn load() {
+}  // namespace
+
+Dawn open_dawn(const std::vector<std::string>& paths) {
   std::string tried;
-  for (const std::string& path : candidate_paths()) {
+  for (const std::string& path : paths) {
     // RTLD_LOCAL keeps Dawn's bundled symbols (abseil, SPIRV-Tools) away from everyone else.
     void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -82,12 +87,11 @@ Dawn load() {
               "\nRun scripts/build (it fetches and verifies Dawn) or point ONNXGPU_DAWN_LIB at the file.");
 }
 
-}  // namespace
-
 const Dawn& dawn() {
-  // A throwing initializer leaves the static uninitialized, so the next call tries again.
-  static const Dawn loaded = load();
-  return loaded;
+  // A throwing initializer leaves the static uninitialized, so the next call tries again. Never
+  // freed, so that handles released by static destructors still find the table.
+  static const Dawn* loaded = new Dawn(open_dawn(dawn_candidate_paths()));
+  return *loaded;
 }
 
 std::string to_string(WGPUStringView v) {

@@ -10,6 +10,7 @@
 // copy in $ONNXGPU_VULKAN_LOADER or in Debian's chromium package (/usr/lib/chromium) is loaded first.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "webgpu/abi.h"
 
@@ -27,6 +28,11 @@ struct Dawn {
 // Loads the library on first use (thread-safe) and returns the table; throws onnxgpu::Error when
 // it cannot. Later calls after a failure try again.
 const Dawn& dawn();
+
+// The paths dawn() tries, in order, and the loader itself (opens the first path that loads and has
+// every function; throws onnxgpu::Error listing each path and why it failed). For tests and tools.
+std::vector<std::string> dawn_candidate_paths();
+Dawn open_dawn(const std::vector<std::string>& paths);
 
 // Makes a WGPUStringView of a std::string (not owned) and a std::string of a WGPUStringView.
 inline WGPUStringView to_view(const std::string& s) { return WGPUStringView{s.data(), s.size()}; }

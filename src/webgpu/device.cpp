@@ -136,7 +136,7 @@ const char* kNullRefused =
 
 std::string no_adapter_help() {
   return "To get one: install the Vulkan driver of your GPU (and the Vulkan loader, libvulkan1), or use a CPU "
-         "Vulkan driver: run scripts/test or scripts/demo, which install Debian's chromium package for SwiftShader "
+         "Vulkan driver: run scripts/test or scripts/demo, which install Debian's chromium package (SwiftShader) "
          "and set VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json (set it yourself to run onnxgpu "
          "directly; XDG_RUNTIME_DIR=/tmp silences a warning).";
 }
@@ -395,6 +395,9 @@ Enumeration enumerate(WGPUInstance instance, const DeviceOptions& options, std::
   for (WGPUBackendType b : backends) tried += std::string(tried.empty() ? "" : ", ") + backend_name(b);
   e.why_none = "no WebGPU adapter found (backends tried: " + tried + ")";
   for (const std::string& n : e.notes) e.why_none += "\n  " + n;
+  if (dawn().vulkan_loader.empty())
+    e.why_none += "\n  (no Vulkan loader, libvulkan.so.1, could be loaded: install libvulkan1, or chromium, whose copy "
+                  "onnxgpu uses; or set ONNXGPU_VULKAN_LOADER)";
   e.why_none += "\n" + no_adapter_help();
   return e;
 }
@@ -718,7 +721,12 @@ void Device::submit_and_read(CommandBatch& batch, std::span<const ReadRequest> r
     s->message = to_string(message);
   };
   cb.userdata1 = hold(state);
-  wait(d.BufferMapAsync(stage, WGPUMapMode_Read, 0, static_cast<size_t>(total), cb), "a buffer readback");
+  try {
+    wait(d.BufferMapAsync(stage, WGPUMapMode_Read, 0, static_cast<size_t>(total), cb), "a buffer readback");
+  } catch (...) {
+    staging_ = Buffer{};  // its map may still be pending: never reuse it
+    throw;
+  }
   if (state->status != WGPUMapAsyncStatus_Success) {
     check();
     throw GpuError("WebGPU: mapping the readback buffer failed: " + state->message);

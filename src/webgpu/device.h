@@ -217,6 +217,10 @@ class BufferPool {
 // clear ends it (the next dispatch opens a new one). Hand it to Device::submit / submit_and_read.
 class CommandBatch {
  public:
+  CommandBatch(CommandBatch&&) = default;
+  CommandBatch& operator=(CommandBatch&&) = default;
+  CommandBatch(const CommandBatch&) = delete;
+  CommandBatch& operator=(const CommandBatch&) = delete;
   void dispatch(const Pipeline& pipeline, WGPUBindGroup group0, uint32_t x, uint32_t y = 1, uint32_t z = 1);
   void dispatch(const Pipeline& pipeline, std::span<const WGPUBindGroup> groups, uint32_t x, uint32_t y = 1,
                 uint32_t z = 1);
@@ -241,6 +245,8 @@ class CommandBatch {
 
 // ---- The device ------------------------------------------------------------------------------
 
+// Destroy every Device before the process exits (not from a static destructor): some drivers,
+// SwiftShader among them, crash when a device outlives their own teardown.
 class Device {
  public:
   // Chooses an adapter (see list_adapters) and creates the device; throws onnxgpu::Error when no
