@@ -7,8 +7,11 @@
 // (every attribute, tensor and subgraph) so that the sanitizers see their contents.
 //
 // Built with -DONNXGPU_LIBFUZZER and clang's -fsanitize=fuzzer, the same file is a libFuzzer target.
+#include <fcntl.h>
 #include <sanitizer/common_interface_defs.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -87,10 +90,26 @@ void dump(const std::string& bytes, const char* path) {
   }
 }
 
-// The mutant being loaded, written out by the sanitizers' death callback when one of them aborts.
+// The mutant being loaded, written out when a sanitizer stops the run: ASan calls its death callback;
+// UBSan (a separate runtime with GCC) aborts (UBSAN_OPTIONS=abort_on_error=1), caught as SIGABRT.
 const std::string* g_current = nullptr;
+constexpr const char* kFailurePath = "fuzz_loader_failure.onnx";
 void dump_current() {
-  if (g_current) dump(*g_current, "fuzz_loader_failure.onnx");
+  if (g_current) dump(*g_current, kFailurePath);
+}
+void on_abort(int) {
+  if (g_current) {  // async-signal-safe calls only
+    int fd = ::open(kFailurePath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ssize_t unused = ::write(fd, g_current->data(), g_current->size());
+      (void)unused;
+      ::close(fd);
+      const char msg[] = "the failing input is in fuzz_loader_failure.onnx\n";
+      unused = ::write(2, msg, sizeof msg - 1);
+    }
+  }
+  std::signal(SIGABRT, SIG_DFL);
+  std::raise(SIGABRT);
 }
 
 }  // namespace
@@ -131,12 +150,14 @@ int main(int argc, char** argv) {
   }
 
   __sanitizer_set_death_callback(dump_current);
+  std::signal(SIGABRT, on_abort);
   Counts c;
   uint64_t sink = 0;
   onnxgpu::fuzz::Rng rng(seed);
   // The seeds themselves must load.
   for (size_t k = 0; k < models.size(); ++k) {
     Counts seed_counts;
+    g_current = &models[k];
     if (!load_one(models[k], seed_counts, sink) || seed_counts.loaded != 1) {
       std::fprintf(stderr, "seed model %s does not load\n", paths[k].c_str());
       return 1;
@@ -150,7 +171,7 @@ int main(int argc, char** argv) {
     g_current = &bytes;
     if (!load_one(bytes, c, sink)) {
       std::fprintf(stderr, "iteration %ld (seed model %s)\n", i, paths[k].c_str());
-      dump(bytes, "fuzz_loader_failure.onnx");
+      dump(bytes, kFailurePath);
       return 1;
     }
     g_current = nullptr;

@@ -382,6 +382,20 @@ TEST(LoaderMalformed, HugeDimsDoNotOverflow) {
   expect_rejected(m, "");
 }
 
+// A 60-byte model must not make the loader allocate gigabytes: the data size is checked against the
+// shape before the tensor is allocated. Under a memory cap, allocating first ends as bad_alloc
+// ("malformed model: std::bad_alloc") instead of the raw_data message.
+TEST(LoaderMalformed, RawDataSizeCheckedBeforeAllocating) {
+  auto m = add_model();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->clear_dims();
+  w->add_dims(int64_t(1) << 30);  // 4 GiB of float32
+  w->set_raw_data(std::string(4, '\0'));
+  MemoryCap cap(rlim_t(512) << 20);
+  expect_rejected(m, "raw_data");
+}
+
 // Every prefix of a small model, loaded from bytes; a few from files too.
 TEST(LoaderTruncated, EveryPrefixOfSmallModel) {
   std::string full = read_model(kSmallModel);
