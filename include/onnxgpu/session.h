@@ -29,6 +29,30 @@ struct TensorInfo {
   std::vector<std::string> dim_params;  // symbolic names ("" where concrete or unnamed)
 };
 
+// Where a model's nodes ran for one input-shape signature, and how.
+struct PlanFallback {
+  std::string node, op, reason;
+  std::vector<std::string> dtypes;  // the node's input dtypes
+};
+struct PlanReport {
+  std::string ep;
+  std::string signature;  // input shapes the plan was built for
+  int nodes = 0;          // nodes of the graph
+  int gpu_nodes = 0;      // run by GPU kernels (views included)
+  int cpu_nodes = 0;      // fell back to the CPU at run time
+  int folded_nodes = 0;   // computed once at plan time (constants, shape arithmetic)
+  int segments = 0;       // captured GPU segments (a CPU node splits the GPU work)
+  int dispatches = 0;     // GPU dispatches per run
+  bool captured = false;  // recorded once and replayed
+  bool replayed = false;  // the last run was a replay
+  bool whole_graph_fallback = false;
+  std::vector<PlanFallback> fallbacks;
+  std::string int64_strategy;
+  int int64_tensors = 0;  // int64 values computed at run time
+  int int64_on_gpu = 0;   // of those, how many live on the GPU
+  uint64_t gpu_buffer_bytes = 0;
+};
+
 class Session {
  public:
   Session(const std::string& model_path, SessionOptions options = {});
@@ -45,6 +69,9 @@ class Session {
   // Runs the model. Every required input must be given, with the declared dtype and a shape that
   // matches every concrete declared dimension. Returns the outputs in graph order.
   std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
+
+  // The plan of the last run (placement, segments, fallbacks, INT64 representation).
+  const PlanReport& last_plan() const;
 
   struct Impl;
 

@@ -1,7 +1,335 @@
+// Elementwise ops of two or more inputs with numpy broadcasting: arithmetic, comparisons, logic,
+// BitShift, Where, PRelu and the variadic Max/Min/Sum/Mean.
+#include <cmath>
+
+#include "cpu/broadcast.h"
+#include "cpu/elementwise_util.h"
 #include "cpu/kernel.h"
 
 namespace onnxgpu::cpu {
+namespace {
+using namespace ew;
 
-void register_binary(KernelRegistry& r) {}
+constexpr DTypeSet kBoolOnly{DType::Bool};
+
+// Linear index into an input for each element of the broadcast output.
+class Indexer {
+ public:
+  Indexer(const Shape& in, const Shape& out) {
+    if (shape_numel(in) == 1) kind_ = Kind::Scalar;
+    else if (in == out) kind_ = Kind::Same;
+    else map_ = broadcast_index_map(in, out);
+  }
+  int64_t operator()(int64_t i) const {
+    return kind_ == Kind::Same ? i : kind_ == Kind::Scalar ? 0 : map_[size_t(i)];
+  }
+
+ private:
+  enum class Kind { Same, Scalar, Map } kind_ = Kind::Map;
+  std::vector<int64_t> map_;
+};
+
+Shape broadcast_or_fail(const KernelContext& ctx, const std::vector<Shape>& shapes) {
+  try {
+    return broadcast_shapes(shapes);
+  } catch (const InvalidArgument& e) {
+    ctx.fail(std::string("inputs are not broadcastable: ") + e.what());
+  }
+}
+
+// Before opset 7 the arithmetic, logic and comparison ops broadcast B to A only when the attribute
+// broadcast=1, aligning B at `axis` of A (default: trailing alignment). Returns B's shape aligned so
+// numpy broadcasting gives the old result.
+Shape legacy_b_shape(const KernelContext& ctx, const Shape& a, const Shape& b) {
+  if (ctx.opset >= 7) return b;
+  if (ctx.node.attr_int("broadcast", 0) == 0) {
+    if (a != b)
+      ctx.fail("inputs have shapes " + shape_str(a) + " and " + shape_str(b) +
+               " but broadcast=0 (opset " + std::to_string(ctx.opset) + " requires equal shapes)");
+    return b;
+  }
+  int64_t ra = int64_t(a.size()), rb = int64_t(b.size());
+  if (rb > ra) ctx.fail("input B " + shape_str(b) + " has a higher rank than input A " + shape_str(a));
+  int64_t axis = ctx.node.has_attr("axis") ? ctx.node.attr_int("axis", 0) : ra - rb;
+  if (axis < 0) axis += ra;
+  if (axis < 0 || axis + rb > ra) ctx.fail("attribute 'axis' does not place B " + shape_str(b) + " inside A " + shape_str(a));
+  Shape r(size_t(ra), 1);
+  for (int64_t i = 0; i < rb; ++i) r[size_t(axis + i)] = b[size_t(i)];
+  return r;
+}
+
+// out[i] = f(a[.], b[.]) over the broadcast shape. f gets acc_t<A>, acc_t<B> values; the result type is O.
+template <class A, class B, class O, class F>
+Tensor broadcast_binary(const KernelContext& ctx, const Tensor& a, const Tensor& b, F&& f, bool legacy = true) {
+  Shape bs = legacy ? legacy_b_shape(ctx, a.shape(), b.shape()) : b.shape();
+  Shape out_shape = broadcast_or_fail(ctx, {a.shape(), bs});
+  Tensor out(dtype_of<O>(), out_shape);
+  Indexer ia(a.shape(), out_shape), ib(bs, out_shape);
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  O* po = out.data<O>();
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = O(f(acc_t<A>(pa[ia(i)]), acc_t<B>(pb[ib(i)])));
+  return out;
+}
+
+void check_same_type(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype())
+    ctx.fail("inputs A and B must have the same type, got " + a.describe() + " and " + b.describe());
+}
+
+// Registers an op whose output has the inputs' type T. `make(ctx)` returns a generic callable on acc_t<T>.
+template <DTypeSet Types, class Make>
+void add_same_type(KernelRegistry& r, const std::string& name, Make make) {
+  r.add(name, [name, make](KernelContext& ctx) -> std::vector<Tensor> {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    check_same_type(ctx, a, b);
+    auto f = make(ctx);
+    return {visit_only<Types>(a.dtype(), [&]<class T>() { return broadcast_binary<T, T, T>(ctx, a, b, f); }, name)};
+  });
+}
+
+// Registers an op with inputs of type T and a bool output.
+template <DTypeSet Types, class F>
+void add_predicate(KernelRegistry& r, const std::string& name, F f) {
+  r.add(name, [name, f](KernelContext& ctx) -> std::vector<Tensor> {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    check_same_type(ctx, a, b);
+    return {visit_only<Types>(a.dtype(), [&]<class T>() { return broadcast_binary<T, T, bool>(ctx, a, b, f); }, name)};
+  });
+}
+
+// Integer power by squaring, wrapping like repeated two's complement multiplication.
+template <class V>
+V int_pow(const KernelContext& ctx, V base, int64_t e) {
+  if (e < 0) {
+    if (base == V(1)) return V(1);
+    if constexpr (std::is_signed_v<V>)
+      if (base == V(-1)) return (e & 1) ? V(-1) : V(1);
+    if (base == V(0)) ctx.fail("integer 0 raised to a negative power");
+    return V(0);  // |base| >= 2: 1/base^n truncates to 0
+  }
+  V result = V(1);
+  while (e > 0) {
+    if (e & 1) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+    e >>= 1;
+  }
+  return result;
+}
+
+template <class V>
+bool is_nan(V v) {
+  if constexpr (std::is_floating_point_v<V>) return std::isnan(v);
+  else return false;
+}
+
+// Max, Min, Sum, Mean: 1..N inputs of one type, multidirectional broadcast.
+template <DTypeSet Types, class F>
+void add_variadic(KernelRegistry& r, const std::string& name, bool mean, F f) {
+  r.add(name, [name, mean, f](KernelContext& ctx) -> std::vector<Tensor> {
+    size_t n = ctx.num_inputs();
+    if (n == 0) ctx.fail("needs at least one input");
+    std::vector<Shape> shapes;
+    for (size_t i = 0; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      if (t.dtype() != ctx.input(0).dtype())
+        ctx.fail("all inputs must have the same type; input 0 is " + ctx.input(0).describe() + ", input " +
+                 std::to_string(i) + " is " + t.describe());
+      shapes.push_back(t.shape());
+    }
+    Shape out_shape = broadcast_or_fail(ctx, shapes);
+    return {visit_only<Types>(ctx.input(0).dtype(), [&]<class T>() {
+      using V = acc_t<T>;
+      int64_t numel = shape_numel(out_shape);
+      std::vector<V> acc(static_cast<size_t>(numel));
+      for (size_t k = 0; k < n; ++k) {
+        const T* p = ctx.input(k).template data<T>();
+        Indexer ix(shapes[k], out_shape);
+        for (int64_t i = 0; i < numel; ++i) {
+          V v = V(p[ix(i)]);
+          acc[size_t(i)] = k == 0 ? v : f(acc[size_t(i)], v);
+        }
+      }
+      Tensor out(dtype_of<T>(), out_shape);
+      T* po = out.data<T>();
+      for (int64_t i = 0; i < numel; ++i) {
+        if constexpr (std::is_floating_point_v<V>) po[i] = T(mean ? acc[size_t(i)] / V(n) : acc[size_t(i)]);
+        else po[i] = T(acc[size_t(i)]);
+      }
+      return out;
+    }, name)};
+  });
+}
+
+Tensor pow_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (ctx.opset < 12) check_same_type(ctx, a, b);
+  constexpr DTypeSet kBase = kFloatTypes | DTypeSet{DType::Int32, DType::Int64};
+  return visit_only<kBase>(a.dtype(), [&]<class T>() {
+    return visit_only<kNumericTypes>(b.dtype(), [&]<class E>() {
+      return broadcast_binary<T, E, T>(ctx, a, b, [&](auto x, auto y) -> acc_t<T> {
+        using V = decltype(x);
+        if constexpr (is_int_v<V> && is_int_v<decltype(y)>) {
+          if constexpr (std::is_same_v<decltype(y), uint64_t>)
+            if (y > uint64_t(INT64_MAX)) return int_pow(ctx, x, int64_t(INT64_MAX - ((y & 1) ? 0 : 1)));
+          return int_pow(ctx, x, int64_t(y));
+        } else if constexpr (is_int_v<V>) {
+          return float_to_int<V>(std::pow(double(x), double(y)));
+        } else if constexpr (std::is_same_v<V, double>) {
+          return std::pow(x, double(y));
+        } else {
+          return V(std::pow(double(x), double(y)));  // float base: compute in double, round once
+        }
+      });
+    }, "Pow exponent");
+  }, "Pow");
+}
+
+Tensor where_kernel(KernelContext& ctx) {
+  const Tensor& c = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const Tensor& y = ctx.input(2);
+  if (c.dtype() != DType::Bool) ctx.fail("input 'condition' must be bool, got " + c.describe());
+  check_same_type(ctx, x, y);
+  Shape out_shape = broadcast_or_fail(ctx, {c.shape(), x.shape(), y.shape()});
+  Indexer ic(c.shape(), out_shape), ix(x.shape(), out_shape), iy(y.shape(), out_shape);
+  const bool* pc = c.data<bool>();
+  Tensor out(x.dtype(), out_shape);
+  int64_t n = out.numel();
+  if (x.dtype() == DType::String) {
+    auto& po = out.string_data();
+    const auto& px = x.string_data();
+    const auto& py = y.string_data();
+    for (int64_t i = 0; i < n; ++i) po[size_t(i)] = pc[ic(i)] ? px[size_t(ix(i))] : py[size_t(iy(i))];
+    return out;
+  }
+  return visit_only<kAllTypes>(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    const T* py = y.data<T>();
+    T* po = out.data<T>();
+    for (int64_t i = 0; i < n; ++i) po[i] = pc[ic(i)] ? px[ix(i)] : py[iy(i)];
+    return out;
+  }, "Where");
+}
+
+Tensor prelu_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor slope = ctx.input(1);
+  check_same_type(ctx, x, slope);
+  // Before opset 7 a slope of shape [C] applied per channel (axis 1).
+  if (ctx.opset < 7 && slope.rank() == 1 && x.rank() >= 2 && slope.dim(0) == x.dim(1) && slope.dim(0) != 1) {
+    Shape s(size_t(x.rank() - 1), 1);
+    s[0] = slope.dim(0);
+    slope = slope.reshaped(s);
+  }
+  Shape out_shape = broadcast_or_fail(ctx, {x.shape(), slope.shape()});
+  if (out_shape != x.shape())
+    ctx.fail("input 'slope' " + slope.describe() + " must broadcast to input 'X' " + x.describe());
+  return visit_only<kNumericTypes>(x.dtype(), [&]<class T>() {
+    return broadcast_binary<T, T, T>(ctx, x, slope, [](auto v, auto s) {
+      using V = decltype(v);
+      if constexpr (std::is_unsigned_v<V>) return v;
+      else if constexpr (is_int_v<V>) return v < 0 ? wrap_mul(v, s) : v;
+      else return v < V(0) ? v * s : v;
+    }, /*legacy=*/false);
+  }, "PRelu");
+}
+
+}  // namespace
+
+void register_binary(KernelRegistry& r) {
+  // --- Arithmetic -------------------------------------------------------------------------------
+  auto none = [](auto f) { return [f](const KernelContext&) { return f; }; };
+  add_same_type<kNumericTypes>(r, "Add", none([](auto a, auto b) {
+    if constexpr (is_int_v<decltype(a)>) return wrap_add(a, b);
+    else return a + b;
+  }));
+  add_same_type<kNumericTypes>(r, "Sub", none([](auto a, auto b) {
+    if constexpr (is_int_v<decltype(a)>) return wrap_sub(a, b);
+    else return a - b;
+  }));
+  add_same_type<kNumericTypes>(r, "Mul", none([](auto a, auto b) {
+    if constexpr (is_int_v<decltype(a)>) return wrap_mul(a, b);
+    else return a * b;
+  }));
+  add_same_type<kNumericTypes>(r, "Div", [](const KernelContext& ctx) {
+    return [&ctx](auto a, auto b) {
+      using V = decltype(a);
+      if constexpr (is_int_v<V>) {
+        if (b == V(0)) ctx.fail("integer division by zero (input B has a zero element)");
+        if constexpr (std::is_signed_v<V>)
+          if (b == V(-1)) return wrap_neg(a);  // avoids the overflow of MIN / -1
+        return V(a / b);  // truncates toward zero
+      } else {
+        return a / b;
+      }
+    };
+  });
+  add_same_type<kNumericTypes>(r, "Mod", [](const KernelContext& ctx) {
+    bool fmod = ctx.node.attr_int("fmod", 0) != 0;
+    return [&ctx, fmod](auto a, auto b) {
+      using V = decltype(a);
+      if constexpr (is_int_v<V>) {
+        if (b == V(0)) ctx.fail("integer modulo by zero (input B has a zero element)");
+        if constexpr (std::is_signed_v<V>) {
+          if (b == V(-1)) return V(0);
+          V m = V(a % b);                                        // sign of the dividend (C fmod)
+          if (!fmod && m != 0 && ((m < 0) != (b < 0))) m = V(m + b);  // sign of the divisor
+          return m;
+        } else {
+          return V(a % b);
+        }
+      } else {
+        if (!fmod) ctx.fail("attribute 'fmod' must be 1 for floating-point inputs");
+        return std::fmod(a, b);
+      }
+    };
+  });
+  r.add("Pow", [](KernelContext& ctx) -> std::vector<Tensor> { return {pow_kernel(ctx)}; });
+
+  // --- Logic and bits ---------------------------------------------------------------------------
+  add_same_type<kBoolOnly>(r, "And", none([](bool a, bool b) { return a && b; }));
+  add_same_type<kBoolOnly>(r, "Or", none([](bool a, bool b) { return a || b; }));
+  add_same_type<kBoolOnly>(r, "Xor", none([](bool a, bool b) { return a != b; }));
+  add_same_type<kUnsignedIntTypes>(r, "BitShift", [](const KernelContext& ctx) {
+    std::string dir = ctx.node.attr_string("direction", "");
+    if (dir != "LEFT" && dir != "RIGHT") ctx.fail("attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"" + dir + "\"");
+    bool left = dir == "LEFT";
+    return [left](auto a, auto b) {
+      using V = decltype(a);
+      if (b >= V(sizeof(V) * 8)) return V(0);
+      return left ? V(a << b) : V(a >> b);
+    };
+  });
+
+  // --- Comparisons ------------------------------------------------------------------------------
+  add_predicate<kAllTypes>(r, "Equal", [](auto a, auto b) { return a == b; });
+  add_predicate<kNumericTypes>(r, "Greater", [](auto a, auto b) { return a > b; });
+  add_predicate<kNumericTypes>(r, "Less", [](auto a, auto b) { return a < b; });
+  add_predicate<kNumericTypes>(r, "GreaterOrEqual", [](auto a, auto b) { return a >= b; });
+  add_predicate<kNumericTypes>(r, "LessOrEqual", [](auto a, auto b) { return a <= b; });
+
+  // --- Selection --------------------------------------------------------------------------------
+  r.add("Where", [](KernelContext& ctx) -> std::vector<Tensor> { return {where_kernel(ctx)}; });
+  r.add("PRelu", [](KernelContext& ctx) -> std::vector<Tensor> { return {prelu_kernel(ctx)}; });
+
+  // --- Variadic ---------------------------------------------------------------------------------
+  add_variadic<kNumericTypes>(r, "Max", false, [](auto a, auto b) {
+    if (is_nan(a) || is_nan(b)) return is_nan(a) ? a : b;
+    return a < b ? b : a;
+  });
+  add_variadic<kNumericTypes>(r, "Min", false, [](auto a, auto b) {
+    if (is_nan(a) || is_nan(b)) return is_nan(a) ? a : b;
+    return b < a ? b : a;
+  });
+  add_variadic<kNumericTypes>(r, "Sum", false, [](auto a, auto b) {
+    if constexpr (is_int_v<decltype(a)>) return wrap_add(a, b);
+    else return a + b;
+  });
+  add_variadic<kFloatTypes>(r, "Mean", true, [](auto a, auto b) { return a + b; });
+}
 
 }  // namespace onnxgpu::cpu

@@ -1,7 +1,169 @@
+// Cast, CastLike and Clip.
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
+#include "cpu/elementwise_util.h"
 #include "cpu/kernel.h"
 
 namespace onnxgpu::cpu {
+namespace {
+using namespace ew;
 
-void register_cast(KernelRegistry& r) {}
+// The 'to' attribute: an ONNX TensorProto.DataType number, or (Cast-1) its name such as "FLOAT".
+DType cast_target(const KernelContext& ctx) {
+  const ir::Attribute* a = ctx.node.attr("to");
+  if (!a) ctx.fail("attribute 'to' is required");
+  if (a->kind == ir::Attribute::Kind::String) {
+    std::string n;
+    for (char c : a->s) n += char(std::toupper(static_cast<unsigned char>(c)));
+    static const std::pair<const char*, DType> kNames[] = {
+        {"FLOAT", DType::Float32},   {"DOUBLE", DType::Float64}, {"FLOAT16", DType::Float16},
+        {"BFLOAT16", DType::BFloat16}, {"INT8", DType::Int8},      {"UINT8", DType::UInt8},
+        {"INT16", DType::Int16},     {"UINT16", DType::UInt16},  {"INT32", DType::Int32},
+        {"UINT32", DType::UInt32},   {"INT64", DType::Int64},    {"UINT64", DType::UInt64},
+        {"BOOL", DType::Bool},       {"STRING", DType::String}};
+    for (const auto& [name, t] : kNames)
+      if (n == name) return t;
+    ctx.fail("attribute 'to' names an unknown type \"" + a->s + "\"");
+  }
+  int64_t v = ctx.node.attr_int("to", 0);
+  DType t = DType(int32_t(v));
+  if (t != DType::String && !kAllTypes.has(t)) ctx.unsupported("cast to ONNX data type " + std::to_string(v) + " is not supported");
+  return t;
+}
+
+template <class T>
+std::string to_string_value(T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "1" : "0";
+  } else if constexpr (is_int_v<T>) {
+    return std::to_string(v);
+  } else {
+    using V = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    V x = V(v);
+    if (std::isnan(x)) return "NaN";
+    if (std::isinf(x)) return x > 0 ? "INF" : "-INF";
+    char buf[64];
+    auto res = std::to_chars(buf, buf + sizeof(buf), x);  // shortest representation that round-trips
+    return std::string(buf, res.ptr);
+  }
+}
+
+template <class T>
+T from_string_value(const KernelContext& ctx, const std::string& s) {
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  auto bad = [&]() { ctx.fail("cannot convert the string \"" + s + "\" to " + std::string(dtype_name(dtype_of<T>()))); };
+  auto check_end = [&]() {
+    while (end && *end && std::isspace(static_cast<unsigned char>(*end))) ++end;
+    if (end == begin || (end && *end)) bad();
+  };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (s == "true" || s == "True" || s == "TRUE") return true;
+    if (s == "false" || s == "False" || s == "FALSE") return false;
+    double d = std::strtod(begin, &end);
+    check_end();
+    return d != 0.0;
+  } else if constexpr (std::is_unsigned_v<T>) {
+    errno = 0;
+    unsigned long long v = std::strtoull(begin, &end, 10);
+    check_end();
+    if (errno == ERANGE || v > std::numeric_limits<T>::max() || s.find('-') != std::string::npos) bad();
+    return T(v);
+  } else if constexpr (is_int_v<T>) {
+    errno = 0;
+    long long v = std::strtoll(begin, &end, 10);
+    check_end();
+    if (errno == ERANGE || v > std::numeric_limits<T>::max() || v < std::numeric_limits<T>::min()) bad();
+    return T(v);
+  } else {
+    double d = std::strtod(begin, &end);  // accepts "NaN", "INF", "+INF", "-inf", exponents
+    check_end();
+    if constexpr (std::is_same_v<T, double>) return d;
+    else return convert<T>(d);
+  }
+}
+
+Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to) {
+  if (x.dtype() == to) return x.clone();
+  Tensor out(to, x.shape());
+  int64_t n = x.numel();
+  if (to == DType::String) {
+    auto& dst = out.string_data();
+    visit_only<kAllTypes>(x.dtype(), [&]<class S>() {
+      const S* src = x.data<S>();
+      for (int64_t i = 0; i < n; ++i) dst[size_t(i)] = to_string_value(src[i]);
+      return Tensor();
+    }, "Cast input");
+    return out;
+  }
+  if (x.dtype() == DType::String) {
+    const auto& src = x.string_data();
+    visit_only<kAllTypes>(to, [&]<class D>() {
+      D* dst = out.data<D>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = from_string_value<D>(ctx, src[size_t(i)]);
+      return Tensor();
+    }, "Cast output");
+    return out;
+  }
+  visit_only<kAllTypes>(x.dtype(), [&]<class S>() {
+    const S* src = x.data<S>();
+    return visit_only<kAllTypes>(to, [&]<class D>() {
+      D* dst = out.data<D>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = convert<D>(src[i]);
+      return Tensor();
+    }, "Cast output");
+  }, "Cast input");
+  return out;
+}
+
+// Bound i (1 = min, 2 = max) of Clip-11+: an optional input holding one value of the input's type.
+template <class T>
+std::optional<acc_t<T>> clip_bound(const KernelContext& ctx, size_t i, const Tensor& x) {
+  if (!ctx.has_input(i)) return std::nullopt;
+  const Tensor& b = ctx.input(i);
+  const char* what = i == 1 ? "min" : "max";
+  if (b.dtype() != x.dtype()) ctx.fail(std::string("input '") + what + "' " + b.describe() + " must have the type of input 'input' " + x.describe());
+  if (b.numel() != 1) ctx.fail(std::string("input '") + what + "' must be a scalar, got " + b.describe());
+  return acc_t<T>(b.data<T>()[0]);
+}
+
+Tensor clip_kernel(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  return visit_only<kNumericTypes>(x.dtype(), [&]<class T>() {
+    using V = acc_t<T>;
+    std::optional<V> lo, hi;
+    if (ctx.opset < 11) {
+      if constexpr (!is_float_v<T>) ctx.fail("Clip before opset 11 takes float inputs only, got " + x.describe());
+      else {
+        lo = V(ctx.node.attr_float("min", -std::numeric_limits<float>::max()));
+        hi = V(ctx.node.attr_float("max", std::numeric_limits<float>::max()));
+      }
+    } else {
+      lo = clip_bound<T>(ctx, 1, x);
+      hi = clip_bound<T>(ctx, 2, x);
+    }
+    return map_elements<T, T>(x, [&](V v) {
+      if (lo && v < *lo) v = *lo;  // NaN compares false and stays NaN
+      if (hi && v > *hi) v = *hi;
+      return v;
+    });
+  }, "Clip");
+}
+
+}  // namespace
+
+void register_cast(KernelRegistry& r) {
+  r.add("Cast", [](KernelContext& ctx) -> std::vector<Tensor> { return {cast_tensor(ctx, ctx.input(0), cast_target(ctx))}; });
+  r.add("CastLike", [](KernelContext& ctx) -> std::vector<Tensor> {
+    return {cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype())};
+  });
+  r.add("Clip", [](KernelContext& ctx) -> std::vector<Tensor> { return {clip_kernel(ctx)}; });
+}
 
 }  // namespace onnxgpu::cpu

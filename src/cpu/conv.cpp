@@ -1,7 +1,220 @@
+// Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond). Computed in double.
 #include "cpu/kernel.h"
+#include "cpu/nn_util.h"
 
 namespace onnxgpu::cpu {
+namespace {
 
-void register_conv(KernelRegistry& r) {}
+inline constexpr DTypeSet kConvTypes{DType::Float16, DType::Float32, DType::Float64};
+
+int64_t get_group(const KernelContext& ctx) {
+  int64_t g = ctx.node.attr_int("group", 1);
+  if (g <= 0) ctx.fail("group must be positive, got " + std::to_string(g));
+  return g;
+}
+
+void check_kernel_shape_attr(const KernelContext& ctx, const Shape& from_weights) {
+  std::vector<int64_t> ks = ctx.node.attr_ints("kernel_shape", {});
+  if (!ks.empty() && Shape(ks) != from_weights)
+    ctx.fail("kernel_shape " + shape_str(ks) + " does not match the weights' spatial dims " + shape_str(from_weights));
+}
+
+// Y = conv(X, W) + B over doubles. X [N, C, D...], W [M, C/group, k...], bias empty or M values.
+std::vector<double> conv_core(const KernelContext& ctx, const std::vector<double>& x, const Shape& xs,
+                              const std::vector<double>& w, const Shape& ws, const std::vector<double>& bias,
+                              Shape& out_shape) {
+  if (xs.size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(xs));
+  if (ws.size() != xs.size())
+    ctx.fail("weights W " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
+  int64_t group = get_group(ctx);
+  int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
+  if (C != Cg * group)
+    ctx.fail("X " + shape_str(xs) + " has " + std::to_string(C) + " channels but W " + shape_str(ws) + " with group " +
+             std::to_string(group) + " expects " + std::to_string(Cg * group));
+  if (M % group != 0)
+    ctx.fail("W " + shape_str(ws) + " has " + std::to_string(M) + " output channels, not divisible by group " +
+             std::to_string(group));
+  if (!bias.empty() && int64_t(bias.size()) != M)
+    ctx.fail("bias B has " + std::to_string(bias.size()) + " elements but W " + shape_str(ws) + " has " +
+             std::to_string(M) + " output channels");
+  Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
+  check_kernel_shape_attr(ctx, k_sp);
+  nn::Window win = nn::make_window(ctx, in_sp, k_sp, false);
+  out_shape = {N, M};
+  out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
+  int64_t in_sz = shape_numel(in_sp), k_sz = shape_numel(k_sp), out_sz = shape_numel(win.out);
+  int64_t Mg = M / group;
+  std::vector<double> y(static_cast<size_t>(shape_numel(out_shape)));
+  std::vector<std::pair<int64_t, int64_t>> taps;
+  std::vector<int64_t> o(in_sp.size(), 0);
+  for (int64_t op = 0; op < out_sz; ++op, nn::next_index(o, win.out)) {
+    nn::window_taps(win, o, taps);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        int64_t g = m / Mg;
+        double acc = bias.empty() ? 0.0 : bias[size_t(m)];
+        for (int64_t c = 0; c < Cg; ++c) {
+          const double* xc = x.data() + (n * C + g * Cg + c) * in_sz;
+          const double* wc = w.data() + (m * Cg + c) * k_sz;
+          for (const auto& [ki, xi] : taps) acc += xc[xi] * wc[ki];
+        }
+        y[size_t((n * M + m) * out_sz + op)] = acc;
+      }
+  }
+  return y;
+}
+
+std::vector<Tensor> conv(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  const Tensor& W = ctx.input(1);
+  if (!kConvTypes.has(X.dtype())) ctx.fail("X must be float16, float32 or float64, got " + X.describe());
+  if (W.dtype() != X.dtype()) ctx.fail("W is " + W.describe() + " but X is " + X.describe());
+  std::vector<double> bias;
+  if (ctx.has_input(2)) {
+    const Tensor& B = ctx.input(2);
+    if (B.dtype() != X.dtype() || B.rank() != 1) ctx.fail("B must be a 1-D tensor of X's type, got " + B.describe());
+    bias = nn::to_doubles(B);
+  }
+  Shape out;
+  std::vector<double> y = conv_core(ctx, nn::to_doubles(X), X.shape(), nn::to_doubles(W), W.shape(), bias, out);
+  return {nn::tensor_from_doubles(X.dtype(), out, y)};
+}
+
+std::vector<Tensor> conv_integer(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  const Tensor& W = ctx.input(1);
+  DTypeSet q{DType::Int8, DType::UInt8};
+  if (!q.has(X.dtype()) || !q.has(W.dtype()))
+    ctx.fail("X and W must be int8 or uint8, got " + X.describe() + " and " + W.describe());
+  std::vector<double> x = nn::to_doubles(X), w = nn::to_doubles(W);
+  if (ctx.has_input(2)) {
+    const Tensor& z = ctx.input(2);
+    if (z.numel() != 1 || z.dtype() != X.dtype()) ctx.fail("x_zero_point must be a scalar of X's type, got " + z.describe());
+    double zp = z.double_at(0);
+    for (double& v : x) v -= zp;
+  }
+  if (ctx.has_input(3) && W.rank() >= 1) {
+    const Tensor& z = ctx.input(3);
+    int64_t M = W.dim(0);
+    if (z.dtype() != W.dtype() || (z.numel() != 1 && z.numel() != M))
+      ctx.fail("w_zero_point must be a scalar or have one value per output channel (" + std::to_string(M) +
+               ") of W's type, got " + z.describe());
+    int64_t per = M == 0 ? 0 : W.numel() / M;
+    for (int64_t i = 0; i < W.numel(); ++i) w[size_t(i)] -= z.double_at(z.numel() == 1 ? 0 : i / per);
+  }
+  Shape out;
+  std::vector<double> y = conv_core(ctx, x, X.shape(), w, W.shape(), {}, out);
+  return {nn::tensor_from_doubles(DType::Int32, out, y)};
+}
+
+std::vector<Tensor> conv_transpose(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  const Tensor& W = ctx.input(1);
+  const ir::Node& node = ctx.node;
+  if (!kConvTypes.has(X.dtype())) ctx.fail("X must be float16, float32 or float64, got " + X.describe());
+  if (W.dtype() != X.dtype()) ctx.fail("W is " + W.describe() + " but X is " + X.describe());
+  if (X.rank() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + X.describe());
+  if (W.rank() != X.rank()) ctx.fail("weights W " + W.describe() + " must have the rank of X " + X.describe());
+  int64_t group = get_group(ctx);
+  int64_t N = X.dim(0), C = X.dim(1), Mg = W.dim(1), M = Mg * group;
+  if (W.dim(0) != C)
+    ctx.fail("X " + shape_str(X.shape()) + " has " + std::to_string(C) + " channels but W " + shape_str(W.shape()) +
+             " expects " + std::to_string(W.dim(0)));
+  if (C % group != 0) ctx.fail("X has " + std::to_string(C) + " channels, not divisible by group " + std::to_string(group));
+  int64_t Cg = C / group;
+  std::vector<double> bias;
+  if (ctx.has_input(2)) {
+    const Tensor& B = ctx.input(2);
+    if (B.dtype() != X.dtype() || B.rank() != 1 || B.dim(0) != M)
+      ctx.fail("B must be a 1-D tensor of X's type with " + std::to_string(M) + " values, got " + B.describe());
+    bias = nn::to_doubles(B);
+  }
+  size_t r = size_t(X.rank() - 2);
+  Shape in_sp(X.shape().begin() + 2, X.shape().end()), k_sp(W.shape().begin() + 2, W.shape().end());
+  check_kernel_shape_attr(ctx, k_sp);
+  auto get = [&](const char* name, size_t count, int64_t def) {
+    std::vector<int64_t> v = node.attr_ints(name, {});
+    if (v.empty()) v.assign(count, def);
+    if (v.size() != count)
+      ctx.fail(std::string("attribute '") + name + "' has " + std::to_string(v.size()) + " values, expected " +
+               std::to_string(count));
+    return v;
+  };
+  std::vector<int64_t> strides = get("strides", r, 1), dil = get("dilations", r, 1), opad = get("output_padding", r, 0);
+  std::vector<int64_t> pads = get("pads", 2 * r, 0);
+  std::vector<int64_t> out_attr = node.attr_ints("output_shape", {});
+  if (out_attr.size() == r + 2) out_attr.erase(out_attr.begin(), out_attr.begin() + 2);
+  if (!out_attr.empty() && out_attr.size() != r)
+    ctx.fail("output_shape " + shape_str(out_attr) + " must have one value per spatial dim (" + std::to_string(r) + ")");
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+    ctx.fail("unknown auto_pad '" + auto_pad + "'");
+  std::vector<int64_t> pb(r), out_sp(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (strides[i] <= 0 || dil[i] <= 0) ctx.fail("strides and dilations must be positive");
+    int64_t full = strides[i] * (in_sp[i] - 1) + opad[i] + (k_sp[i] - 1) * dil[i] + 1;
+    bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    if (!out_attr.empty() || same) {
+      int64_t o = !out_attr.empty() ? out_attr[i] : in_sp[i] * strides[i];
+      int64_t total = full - o;
+      pb[i] = auto_pad == "SAME_UPPER" ? nn::floor_div(total, 2) : total - nn::floor_div(total, 2);
+      out_sp[i] = o;
+    } else if (auto_pad == "VALID") {
+      pb[i] = 0;
+      out_sp[i] = full;
+    } else {
+      pb[i] = pads[i];
+      out_sp[i] = full - pads[i] - pads[i + r];
+    }
+    if (out_sp[i] < 0) ctx.fail("the output would have a negative size along spatial dim " + std::to_string(i));
+  }
+  Shape out{N, M};
+  out.insert(out.end(), out_sp.begin(), out_sp.end());
+  std::vector<double> x = nn::to_doubles(X), w = nn::to_doubles(W);
+  int64_t in_sz = shape_numel(in_sp), k_sz = shape_numel(k_sp), out_sz = shape_numel(out_sp);
+  std::vector<double> y(static_cast<size_t>(shape_numel(out)), 0.0);
+  // For each input position and kernel position, the output offset (or -1 when outside).
+  std::vector<int64_t> target(static_cast<size_t>(in_sz * k_sz), -1);
+  {
+    std::vector<int64_t> ii(r, 0);
+    for (int64_t a = 0; a < in_sz; ++a, nn::next_index(ii, in_sp)) {
+      std::vector<int64_t> kk(r, 0);
+      for (int64_t b = 0; b < k_sz; ++b, nn::next_index(kk, k_sp)) {
+        int64_t off = 0;
+        bool inside = true;
+        for (size_t d = 0; d < r && inside; ++d) {
+          int64_t p = ii[d] * strides[d] + kk[d] * dil[d] - pb[d];
+          inside = p >= 0 && p < out_sp[d];
+          off = off * out_sp[d] + p;
+        }
+        if (inside) target[size_t(a * k_sz + b)] = off;
+      }
+    }
+  }
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      int64_t g = m / Mg, mg = m % Mg;
+      double* yo = y.data() + (n * M + m) * out_sz;
+      if (!bias.empty()) std::fill(yo, yo + out_sz, bias[size_t(m)]);
+      for (int64_t c = 0; c < Cg; ++c) {
+        const double* xc = x.data() + (n * C + g * Cg + c) * in_sz;
+        const double* wc = w.data() + ((g * Cg + c) * Mg + mg) * k_sz;
+        for (int64_t a = 0; a < in_sz; ++a)
+          for (int64_t b = 0; b < k_sz; ++b) {
+            int64_t t = target[size_t(a * k_sz + b)];
+            if (t >= 0) yo[t] += xc[a] * wc[b];
+          }
+      }
+    }
+  return {nn::tensor_from_doubles(X.dtype(), out, y)};
+}
+
+}  // namespace
+
+void register_conv(KernelRegistry& r) {
+  r.add("Conv", conv);
+  r.add("ConvInteger", conv_integer);
+  r.add("ConvTranspose", conv_transpose);
+}
 
 }  // namespace onnxgpu::cpu

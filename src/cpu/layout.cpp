@@ -1,7 +1,386 @@
+// Ops that move elements around: Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace,
+// SpaceToDepth. All are type-generic (elements copied as bytes, or as strings).
+#include <algorithm>
+#include <numeric>
+
+#include "cpu/broadcast.h"
 #include "cpu/kernel.h"
+#include "cpu/shape_util.h"
 
 namespace onnxgpu::cpu {
 
-void register_layout(KernelRegistry& r) {}
+namespace {
+
+int64_t prod(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+// x viewed as `view` (same element count), transposed by `perm`.
+Tensor transpose_view(const Tensor& x, const Shape& view, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> in_strides = shape_strides(view);
+  Shape out(perm.size());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out[i] = view[size_t(perm[i])];
+    strides[i] = in_strides[size_t(perm[i])];
+  }
+  return strided_copy(x, out, strides, 0);
+}
+
+std::vector<Tensor> transpose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t r = x.rank();
+  std::vector<int64_t> perm(static_cast<size_t>(r));
+  for (int64_t i = 0; i < r; ++i) perm[size_t(i)] = r - 1 - i;
+  if (ctx.node.has_attr("perm")) {
+    perm = ctx.node.attr_ints("perm");
+    if (int64_t(perm.size()) != r)
+      ctx.fail("perm " + ints_str(perm) + " has " + std::to_string(perm.size()) + " entries but the input " +
+               x.describe() + " has rank " + std::to_string(r));
+    std::vector<bool> seen(size_t(r), false);
+    for (int64_t& p : perm) {
+      if (p < -r || p >= r || seen[size_t(p < 0 ? p + r : p)])
+        ctx.fail("perm " + ints_str(ctx.node.attr_ints("perm")) + " is not a permutation of 0.." + std::to_string(r - 1));
+      if (p < 0) p += r;
+      seen[size_t(p)] = true;
+    }
+  }
+  return {transpose_view(x, x.shape(), perm)};
+}
+
+std::vector<Tensor> concat(KernelContext& ctx) {
+  if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
+  const Tensor& first = ctx.input(0);
+  int64_t r = first.rank();
+  if (r == 0) ctx.fail("cannot concatenate scalars (input 0 is " + first.describe() + ")");
+  if (ctx.opset >= 4 && !ctx.node.has_attr("axis")) ctx.fail("attribute 'axis' is required");
+  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 1), r);
+  Shape out_shape = first.shape();
+  out_shape[size_t(axis)] = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.dtype() != first.dtype())
+      ctx.fail("input " + std::to_string(i) + " is " + t.describe() + " but input 0 is " + first.describe());
+    bool ok = t.rank() == r;
+    for (int64_t d = 0; ok && d < r; ++d) ok = d == axis || t.dim(d) == first.dim(d);
+    if (!ok)
+      ctx.fail("input " + std::to_string(i) + " " + t.describe() + " does not match input 0 " + first.describe() +
+               " outside axis " + std::to_string(axis));
+    out_shape[size_t(axis)] += t.dim(axis);
+  }
+  Tensor out(first.dtype(), out_shape);
+  int64_t outer = prod(out_shape, 0, size_t(axis));
+  int64_t inner = prod(out_shape, size_t(axis) + 1, out_shape.size());
+  int64_t out_row = out_shape[size_t(axis)] * inner, offset = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    int64_t row = t.dim(axis) * inner;
+    ElementCopier copy(t, out);
+    for (int64_t o = 0; o < outer; ++o) copy.run(o * out_row + offset, o * row, row);
+    offset += row;
+  }
+  return {out};
+}
+
+std::vector<Tensor> split(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() == 0) ctx.fail("cannot split a scalar");
+  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 0), x.rank());
+  int64_t dim = x.dim(axis);
+  int64_t n = int64_t(ctx.num_outputs());
+  if (n == 0) ctx.fail("has no outputs");
+  std::vector<int64_t> sizes;
+  bool given = false;
+  if (ctx.opset < 13 && ctx.node.has_attr("split")) {
+    sizes = ctx.node.attr_ints("split");
+    given = true;
+  } else if ((ctx.opset < 2 || ctx.opset >= 13) && ctx.has_input(1) && ctx.input(1).numel() > 0) {
+    // (an empty 'split' input means equal parts, as when omitted)
+    sizes = int64_input(ctx, 1, "split");
+    given = true;
+  }
+  if (given) {
+    if (int64_t(sizes.size()) != n)
+      ctx.fail("split " + ints_str(sizes) + " has " + std::to_string(sizes.size()) + " entries for " +
+               std::to_string(n) + " outputs");
+    int64_t sum = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) ctx.fail("split " + ints_str(sizes) + " has a negative size");
+      sum += s;
+    }
+    if (sum != dim)
+      ctx.fail("split " + ints_str(sizes) + " sums to " + std::to_string(sum) + " but axis " + std::to_string(axis) +
+               " of input " + x.describe() + " has size " + std::to_string(dim));
+  } else if (ctx.opset >= 18 && ctx.node.has_attr("num_outputs")) {
+    int64_t k = ctx.node.attr_int("num_outputs", n);
+    if (k != n) ctx.fail("num_outputs is " + std::to_string(k) + " but the node has " + std::to_string(n) + " outputs");
+    int64_t chunk = (dim + n - 1) / n;
+    if (chunk * (n - 1) > dim)
+      ctx.fail("cannot split size " + std::to_string(dim) + " into " + std::to_string(n) + " chunks of " +
+               std::to_string(chunk));
+    sizes.assign(size_t(n), chunk);
+    sizes.back() = dim - chunk * (n - 1);
+  } else {
+    if (dim % n != 0)
+      ctx.fail("axis " + std::to_string(axis) + " of input " + x.describe() + " (size " + std::to_string(dim) +
+               ") cannot be split into " + std::to_string(n) + " equal parts");
+    sizes.assign(size_t(n), dim / n);
+  }
+  int64_t outer = prod(x.shape(), 0, size_t(axis));
+  int64_t inner = prod(x.shape(), size_t(axis) + 1, x.shape().size());
+  std::vector<Tensor> outs;
+  int64_t offset = 0;
+  for (int64_t s : sizes) {
+    Shape os = x.shape();
+    os[size_t(axis)] = s;
+    Tensor out(x.dtype(), os);
+    ElementCopier copy(x, out);
+    for (int64_t o = 0; o < outer; ++o) copy.run(o * s * inner, o * dim * inner + offset * inner, s * inner);
+    offset += s;
+    outs.push_back(out);
+  }
+  return outs;
+}
+
+int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
+
+std::vector<Tensor> slice(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t r = x.rank();
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool have_axes = false;
+  if (ctx.opset < 10) {
+    if (!ctx.node.has_attr("starts") || !ctx.node.has_attr("ends"))
+      ctx.fail("attributes 'starts' and 'ends' are required before opset 10");
+    starts = ctx.node.attr_ints("starts");
+    ends = ctx.node.attr_ints("ends");
+    have_axes = ctx.node.has_attr("axes");
+    axes = ctx.node.attr_ints("axes");
+  } else {
+    starts = int64_input(ctx, 1, "starts");
+    ends = int64_input(ctx, 2, "ends");
+    if (ctx.has_input(3)) {
+      have_axes = true;
+      axes = int64_input(ctx, 3, "axes");
+    }
+    if (ctx.has_input(4)) steps = int64_input(ctx, 4, "steps");
+  }
+  size_t n = starts.size();
+  if (ends.size() != n)
+    ctx.fail("starts " + ints_str(starts) + " and ends " + ints_str(ends) + " differ in length");
+  if (!have_axes) {
+    if (int64_t(n) > r) ctx.fail("starts has " + std::to_string(n) + " entries for input " + x.describe());
+    axes.resize(n);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (axes.size() != n) ctx.fail("axes " + ints_str(axes) + " and starts " + ints_str(starts) + " differ in length");
+  if (steps.empty()) steps.assign(n, 1);
+  if (steps.size() != n) ctx.fail("steps " + ints_str(steps) + " and starts " + ints_str(starts) + " differ in length");
+  axes = normalize_axes(ctx, axes, r);
+
+  Shape out = x.shape();
+  std::vector<int64_t> in_strides = shape_strides(x.shape());
+  std::vector<int64_t> strides = in_strides;
+  int64_t base = 0;
+  for (size_t i = 0; i < n; ++i) {
+    size_t a = size_t(axes[i]);
+    int64_t d = x.dim(int64_t(a)), step = steps[i];
+    if (step == 0) ctx.fail("steps " + ints_str(steps) + " has a 0 step");
+    int64_t start = starts[i], end = ends[i];
+    if (start < 0) start += d;  // INT64_MIN + d cannot overflow: d >= 0
+    if (end < 0) end += d;
+    int64_t count;
+    if (step > 0) {
+      start = clamp64(start, 0, d);
+      end = clamp64(end, 0, d);
+      count = end > start ? int64_t((__int128(end) - start - 1) / step + 1) : 0;
+    } else {
+      start = clamp64(start, 0, d - 1);
+      end = clamp64(end, -1, d - 1);
+      count = start > end ? int64_t((__int128(start) - end - 1) / -__int128(step) + 1) : 0;
+    }
+    out[a] = count;
+    if (count > 0) {
+      base += start * in_strides[a];
+      strides[a] = in_strides[a] * (count > 1 ? step : 1);  // step only matters when count > 1
+    }
+  }
+  return {strided_copy(x, out, strides, base)};
+}
+
+std::vector<Tensor> expand(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> shape = int64_input(ctx, 1, "shape");
+  for (int64_t d : shape)
+    if (d < 0) ctx.fail("shape " + ints_str(shape) + " has a negative dimension");
+  Shape out;
+  try {
+    out = broadcast_shapes(x.shape(), shape);
+  } catch (const InvalidArgument& e) {
+    ctx.fail("cannot expand input " + x.describe() + " to shape " + ints_str(shape) + ": " + e.what());
+  }
+  return {strided_copy(x, out, broadcast_strides(x.shape(), out), 0)};
+}
+
+std::vector<Tensor> tile(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t r = x.rank();
+  std::vector<int64_t> repeats;
+  if (ctx.opset < 6) {
+    int64_t tiles = int64_scalar_input(ctx, 1, "tiles");
+    int64_t axis = ctx.normalize_axis(int64_scalar_input(ctx, 2, "axis"), r);
+    repeats.assign(size_t(r), 1);
+    repeats[size_t(axis)] = tiles;
+  } else {
+    repeats = int64_input(ctx, 1, "repeats");
+  }
+  if (int64_t(repeats.size()) != r)
+    ctx.fail("repeats " + ints_str(repeats) + " must have one entry per dimension of input " + x.describe());
+  Shape out(static_cast<size_t>(r));
+  for (int64_t i = 0; i < r; ++i) {
+    if (repeats[size_t(i)] < 0) ctx.fail("repeats " + ints_str(repeats) + " has a negative entry");
+    out[size_t(i)] = x.dim(i) * repeats[size_t(i)];
+  }
+  std::vector<int64_t> in_strides = shape_strides(x.shape());
+  Tensor y(x.dtype(), out);
+  ElementCopier copy(x, y);
+  int64_t i = 0;
+  for_each_coord(out, [&](const std::vector<int64_t>& c) {
+    int64_t src = 0;
+    for (size_t d = 0; d < c.size(); ++d) src += (c[d] % x.shape()[d]) * in_strides[d];
+    copy(i++, src);
+  });
+  return {y};
+}
+
+std::vector<Tensor> pad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t r = x.rank();
+  std::string mode = ctx.node.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    ctx.fail("mode '" + mode + "' is not one of constant, reflect, edge, wrap");
+  std::vector<int64_t> pads, axes;
+  Tensor value(x.dtype(), {});  // the constant, zero (or "") by default
+  if (ctx.opset < 11) {
+    const char* name = ctx.opset < 2 ? "paddings" : "pads";
+    if (!ctx.node.has_attr(name)) ctx.fail(std::string("attribute '") + name + "' is required before opset 11");
+    pads = ctx.node.attr_ints(name);
+    float v = ctx.node.attr_float("value", 0.0f);
+    if (x.dtype() != DType::String) value = Tensor::scalar<float>(v).cast(x.dtype());
+  } else {
+    pads = int64_input(ctx, 1, "pads");
+    if (ctx.has_input(2) && ctx.input(2).numel() > 0) {
+      const Tensor& cv = ctx.input(2);
+      if (cv.dtype() != x.dtype())
+        ctx.fail("constant_value " + cv.describe() + " must have the type of input 'data' " + x.describe());
+      if (cv.numel() != 1) ctx.fail("constant_value must be a single value, got " + cv.describe());
+      value = cv.reshaped({});
+    }
+    if (ctx.opset >= 18 && ctx.has_input(3)) axes = normalize_axes(ctx, int64_input(ctx, 3, "axes"), r);
+  }
+  if (axes.empty() && !(ctx.opset >= 18 && ctx.has_input(3))) {
+    axes.resize(size_t(r));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  size_t na = axes.size();
+  if (pads.size() != 2 * na)
+    ctx.fail("pads " + ints_str(pads) + " must have " + std::to_string(2 * na) + " entries for input " + x.describe());
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), finish(static_cast<size_t>(r), 0);
+  for (size_t i = 0; i < na; ++i) {
+    begin[size_t(axes[i])] = pads[i];
+    finish[size_t(axes[i])] = pads[na + i];
+  }
+  Shape out(static_cast<size_t>(r));
+  for (int64_t i = 0; i < r; ++i) {
+    size_t k = size_t(i);
+    out[k] = x.dim(i) + begin[k] + finish[k];
+    if (out[k] < 0)
+      ctx.fail("pads " + ints_str(pads) + " crop more than the size of axis " + std::to_string(i) + " of input " +
+               x.describe());
+    if (mode != "constant" && x.dim(i) == 0 && out[k] > 0)
+      ctx.fail("cannot pad the empty axis " + std::to_string(i) + " of input " + x.describe() + " in mode " + mode);
+  }
+  std::vector<int64_t> in_strides = shape_strides(x.shape());
+  Tensor y(x.dtype(), out);
+  ElementCopier copy(x, y), fill(value, y);
+  int64_t i = 0;
+  for_each_coord(out, [&](const std::vector<int64_t>& c) {
+    int64_t src = 0;
+    bool inside = true;
+    for (size_t d = 0; d < c.size(); ++d) {
+      int64_t n = x.shape()[d], p = c[d] - begin[d];
+      if (p < 0 || p >= n) {
+        if (mode == "constant") {
+          inside = false;
+          break;
+        } else if (mode == "edge") {
+          p = p < 0 ? 0 : n - 1;
+        } else if (mode == "wrap") {
+          p = ((p % n) + n) % n;
+        } else if (n == 1) {
+          p = 0;
+        } else {  // reflect, repeating for pads larger than the axis (as numpy does)
+          int64_t period = 2 * (n - 1);
+          p = ((p % period) + period) % period;
+          if (p >= n) p = period - p;
+        }
+      }
+      src += p * in_strides[d];
+    }
+    if (inside) copy(i, src);
+    else fill(i, 0);
+    ++i;
+  });
+  return {y};
+}
+
+void check_rank4(const KernelContext& ctx, const Tensor& x) {
+  if (x.rank() != 4) ctx.fail("input must be 4-D [N,C,H,W], got " + x.describe());
+}
+
+std::vector<Tensor> depth_to_space(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  check_rank4(ctx, x);
+  int64_t b = ctx.node.attr_int("blocksize", 0);
+  if (b <= 0) ctx.fail("attribute 'blocksize' must be positive");
+  std::string mode = ctx.opset >= 11 ? ctx.node.attr_string("mode", "DCR") : "DCR";
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (c % (b * b) != 0)
+    ctx.fail("channels of input " + x.describe() + " are not divisible by blocksize^2 = " + std::to_string(b * b));
+  int64_t oc = c / (b * b);
+  Tensor t;
+  if (mode == "DCR") t = transpose_view(x, {n, b, b, oc, h, w}, {0, 3, 4, 1, 5, 2});
+  else if (mode == "CRD") t = transpose_view(x, {n, oc, b, b, h, w}, {0, 1, 4, 2, 5, 3});
+  else ctx.fail("mode '" + mode + "' is not DCR or CRD");
+  return {t.reshaped({n, oc, h * b, w * b})};
+}
+
+std::vector<Tensor> space_to_depth(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  check_rank4(ctx, x);
+  int64_t b = ctx.node.attr_int("blocksize", 0);
+  if (b <= 0) ctx.fail("attribute 'blocksize' must be positive");
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (h % b != 0 || w % b != 0)
+    ctx.fail("height and width of input " + x.describe() + " must be divisible by blocksize " + std::to_string(b));
+  Tensor t = transpose_view(x, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4});
+  return {t.reshaped({n, c * b * b, h / b, w / b})};
+}
+
+}  // namespace
+
+void register_layout(KernelRegistry& r) {
+  r.add("Transpose", transpose);
+  r.add("Concat", concat);
+  r.add("Split", split);
+  r.add("Slice", slice);
+  r.add("Expand", expand);
+  r.add("Tile", tile);
+  r.add("Pad", pad);
+  r.add("DepthToSpace", depth_to_space);
+  r.add("SpaceToDepth", space_to_depth);
+}
 
 }  // namespace onnxgpu::cpu

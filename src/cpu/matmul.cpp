@@ -1,7 +1,391 @@
+// MatMul, MatMulInteger, Gemm, Einsum, Det.
+// Floats accumulate in double; integers accumulate exactly with two's complement wrap-around (as numpy).
+#include <array>
+#include <cmath>
+
+#include "cpu/broadcast.h"
 #include "cpu/kernel.h"
+#include "cpu/nn_util.h"
 
 namespace onnxgpu::cpu {
+namespace {
 
-void register_matmul(KernelRegistry& r) {}
+using nn::from_double;
+
+inline constexpr DTypeSet kMatMulTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16,
+                                       DType::Int32,   DType::Int64,   DType::UInt32,  DType::UInt64};
+
+// The accumulator of a dot product: double for floats, wrapping 64-bit for integers.
+template <class T>
+struct Accum {
+  std::conditional_t<is_float_v<T>, double, uint64_t> v{};
+  void add(T a, T b) {
+    if constexpr (is_float_v<T>) {
+      v += static_cast<double>(a) * static_cast<double>(b);
+    } else {
+      v += static_cast<uint64_t>(static_cast<int64_t>(a)) * static_cast<uint64_t>(static_cast<int64_t>(b));
+    }
+  }
+  T get() const {
+    if constexpr (is_float_v<T>) return from_double<T>(v);
+    else return static_cast<T>(v);  // modular (C++20)
+  }
+};
+
+// ---------------------------------------------------------------------------------------------- MatMul
+
+struct MatMulPlan {
+  int64_t M = 1, K = 1, N = 1;
+  Shape batch;                      // broadcast batch dims
+  std::vector<int64_t> a_off, b_off;  // per batch element: element offset of its matrix in A / B
+  Shape out;
+};
+
+// numpy matmul shapes: 1-D operands are promoted (a prepended / appended 1) and the batch dims broadcast.
+MatMulPlan plan_matmul(const KernelContext& ctx, const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty())
+    ctx.fail("MatMul inputs must have rank >= 1, got A " + shape_str(a) + " and B " + shape_str(b));
+  MatMulPlan p;
+  Shape a2 = a, b2 = b;
+  if (a.size() == 1) a2.insert(a2.begin(), 1);
+  if (b.size() == 1) b2.push_back(1);
+  p.M = a2[a2.size() - 2];
+  p.K = a2.back();
+  p.N = b2.back();
+  if (b2[b2.size() - 2] != p.K)
+    ctx.fail("inner dimensions differ: A " + shape_str(a) + " and B " + shape_str(b));
+  Shape ab(a2.begin(), a2.end() - 2), bb(b2.begin(), b2.end() - 2);
+  try {
+    p.batch = broadcast_shapes(ab, bb);
+  } catch (const InvalidArgument&) {
+    ctx.fail("batch dimensions of A " + shape_str(a) + " and B " + shape_str(b) + " cannot be broadcast");
+  }
+  p.a_off = broadcast_index_map(ab, p.batch);
+  p.b_off = broadcast_index_map(bb, p.batch);
+  for (auto& o : p.a_off) o *= p.M * p.K;
+  for (auto& o : p.b_off) o *= p.K * p.N;
+  p.out = p.batch;
+  if (a.size() != 1) p.out.push_back(p.M);
+  if (b.size() != 1) p.out.push_back(p.N);
+  return p;
+}
+
+std::vector<Tensor> matmul(KernelContext& ctx) {
+  const Tensor& A = ctx.input(0);
+  const Tensor& B = ctx.input(1);
+  if (A.dtype() != B.dtype())
+    ctx.fail("A is " + A.describe() + " but B is " + B.describe() + "; they must have the same type");
+  MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  Tensor Y(A.dtype(), p.out);
+  visit_dtype(A.dtype(), [&]<class T>() {
+    const T* a = A.data<T>();
+    const T* b = B.data<T>();
+    T* y = Y.data<T>();
+    for (size_t bi = 0; bi < p.a_off.size(); ++bi) {
+      const T* ab = a + p.a_off[bi];
+      const T* bb = b + p.b_off[bi];
+      T* yb = y + int64_t(bi) * p.M * p.N;
+      for (int64_t m = 0; m < p.M; ++m)
+        for (int64_t n = 0; n < p.N; ++n) {
+          Accum<T> acc;
+          for (int64_t k = 0; k < p.K; ++k) acc.add(ab[m * p.K + k], bb[k * p.N + n]);
+          yb[m * p.N + n] = acc.get();
+        }
+    }
+  }, kMatMulTypes, "MatMul");
+  return {Y};
+}
+
+// Zero point of MatMulInteger: a scalar, or one per row of A (per column of B).
+std::vector<int32_t> zero_points(const KernelContext& ctx, size_t idx, DType want, int64_t count, const char* what) {
+  std::vector<int32_t> zp(static_cast<size_t>(count), 0);
+  if (!ctx.has_input(idx)) return zp;
+  const Tensor& z = ctx.input(idx);
+  if (z.dtype() != want)
+    ctx.fail(std::string(what) + " is " + z.describe() + " but must have the type of its matrix (" +
+             std::string(dtype_name(want)) + ")");
+  if (z.numel() != 1 && z.numel() != count)
+    ctx.fail(std::string(what) + " " + z.describe() + " must be a scalar or have " + std::to_string(count) +
+             " elements");
+  for (int64_t i = 0; i < count; ++i) zp[size_t(i)] = int32_t(z.int_at(z.numel() == 1 ? 0 : i));
+  return zp;
+}
+
+std::vector<Tensor> matmul_integer(KernelContext& ctx) {
+  const Tensor& A = ctx.input(0);
+  const Tensor& B = ctx.input(1);
+  DTypeSet q{DType::Int8, DType::UInt8};
+  if (!q.has(A.dtype()) || !q.has(B.dtype()))
+    ctx.fail("A and B must be int8 or uint8, got " + A.describe() + " and " + B.describe());
+  MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  std::vector<int32_t> za = zero_points(ctx, 2, A.dtype(), p.M, "a_zero_point");
+  std::vector<int32_t> zb = zero_points(ctx, 3, B.dtype(), p.N, "b_zero_point");
+  std::vector<double> a = nn::to_doubles(A), b = nn::to_doubles(B);
+  Tensor Y(DType::Int32, p.out);
+  int32_t* y = Y.data<int32_t>();
+  for (size_t bi = 0; bi < p.a_off.size(); ++bi)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t n = 0; n < p.N; ++n) {
+        uint32_t acc = 0;  // int32 accumulation, wrapping
+        for (int64_t k = 0; k < p.K; ++k) {
+          int32_t av = int32_t(a[size_t(p.a_off[bi] + m * p.K + k)]) - za[size_t(m)];
+          int32_t bv = int32_t(b[size_t(p.b_off[bi] + k * p.N + n)]) - zb[size_t(n)];
+          acc += uint32_t(av * bv);
+        }
+        y[(int64_t(bi) * p.M + m) * p.N + n] = int32_t(acc);
+      }
+  return {Y};
+}
+
+// ------------------------------------------------------------------------------------------------ Gemm
+
+std::vector<Tensor> gemm(KernelContext& ctx) {
+  const Tensor& A = ctx.input(0);
+  const Tensor& B = ctx.input(1);
+  const ir::Node& node = ctx.node;
+  bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+  if (A.rank() != 2 || B.rank() != 2) ctx.fail("A and B must be 2-D, got " + A.describe() + " and " + B.describe());
+  if (A.dtype() != B.dtype()) ctx.fail("A is " + A.describe() + " but B is " + B.describe());
+  int64_t M = ta ? A.dim(1) : A.dim(0), K = ta ? A.dim(0) : A.dim(1);
+  int64_t Kb = tb ? B.dim(1) : B.dim(0), N = tb ? B.dim(0) : B.dim(1);
+  if (K != Kb)
+    ctx.fail("inner dimensions differ: A " + shape_str(A.shape()) + (ta ? " (transposed)" : "") + " and B " +
+             shape_str(B.shape()) + (tb ? " (transposed)" : ""));
+  Shape out{M, N};
+  std::vector<int64_t> cmap;
+  const Tensor* C = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (C) {
+    if (C->dtype() != A.dtype()) ctx.fail("C is " + C->describe() + " but A is " + A.describe());
+    try {
+      cmap = broadcast_index_map(C->shape(), out);
+    } catch (const InvalidArgument&) {
+      ctx.fail("C " + shape_str(C->shape()) + " cannot be broadcast to the output " + shape_str(out));
+    }
+  }
+  Tensor Y(A.dtype(), out);
+  visit_dtype(A.dtype(), [&]<class T>() {
+    const T* a = A.data<T>();
+    const T* b = B.data<T>();
+    const T* c = C ? C->data<T>() : nullptr;
+    T* y = Y.data<T>();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        Accum<T> acc;
+        for (int64_t k = 0; k < K; ++k) acc.add(a[ta ? k * M + m : m * K + k], b[tb ? n * K + k : k * N + n]);
+        size_t i = size_t(m * N + n);
+        if constexpr (is_float_v<T>) {
+          double v = alpha * acc.v;
+          if (c) v += beta * static_cast<double>(c[cmap[i]]);
+          y[i] = from_double<T>(v);
+        } else {
+          // Exact when alpha and beta are 1 (the common case); otherwise scaled through double.
+          T v = alpha == 1.0 ? acc.get() : static_cast<T>(static_cast<int64_t>(alpha * double(int64_t(acc.v))));
+          if (c) {
+            T cv = beta == 1.0 ? c[cmap[i]] : static_cast<T>(static_cast<int64_t>(beta * double(c[cmap[i]])));
+            v = static_cast<T>(static_cast<uint64_t>(v) + static_cast<uint64_t>(cv));
+          }
+          y[i] = v;
+        }
+      }
+  }, kMatMulTypes, "Gemm");
+  return {Y};
+}
+
+// ---------------------------------------------------------------------------------------------- Einsum
+
+constexpr int kEllipsisBase = 52;  // label ids: a-z 0..25, A-Z 26..51, ellipsis dims 52..
+
+int label_id(char c) {
+  if (c >= 'a' && c <= 'z') return c - 'a';
+  if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
+  return -1;
+}
+
+struct Term {
+  std::vector<int> letters_before, letters_after;  // letters around the ellipsis (all in before when none)
+  bool ellipsis = false;
+};
+
+Term parse_term(const KernelContext& ctx, const std::string& s) {
+  Term t;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '.') {
+      if (s.compare(i, 3, "...") != 0 || t.ellipsis) ctx.fail("malformed ellipsis in einsum term '" + s + "'");
+      t.ellipsis = true;
+      i += 2;
+      continue;
+    }
+    int id = label_id(c);
+    if (id < 0) ctx.fail(std::string("invalid character '") + c + "' in einsum term '" + s + "'");
+    (t.ellipsis ? t.letters_after : t.letters_before).push_back(id);
+  }
+  return t;
+}
+
+std::vector<Tensor> einsum(KernelContext& ctx) {
+  std::string eq;
+  for (char c : ctx.node.attr_string("equation", "")) if (c != ' ') eq += c;
+  if (eq.empty()) ctx.fail("attribute 'equation' is required");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  size_t n_in = ctx.num_inputs();
+  if (terms.size() != n_in)
+    ctx.fail("equation '" + eq + "' has " + std::to_string(terms.size()) + " input terms but the node has " +
+             std::to_string(n_in) + " inputs");
+  DType dt = ctx.input(0).dtype();
+  // Per input: the label of each dim.
+  std::vector<std::vector<int>> dim_labels(n_in);
+  std::vector<Term> parsed;
+  int64_t ell_rank = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    const Tensor& x = ctx.input(i);
+    if (x.dtype() != dt) ctx.fail("all inputs must have the same type; input 0 is " + std::string(dtype_name(dt)) +
+                                  " but input " + std::to_string(i) + " is " + x.describe());
+    Term t = parse_term(ctx, terms[i]);
+    int64_t nl = int64_t(t.letters_before.size() + t.letters_after.size());
+    if (t.ellipsis ? x.rank() < nl : x.rank() != nl)
+      ctx.fail("einsum term '" + terms[i] + "' does not match input " + std::to_string(i) + " " + x.describe());
+    if (t.ellipsis) ell_rank = std::max(ell_rank, x.rank() - nl);
+    parsed.push_back(t);
+  }
+  std::vector<int64_t> size(size_t(kEllipsisBase + ell_rank), -1);
+  std::vector<int> count(size.size(), 0);
+  for (size_t i = 0; i < n_in; ++i) {
+    const Tensor& x = ctx.input(i);
+    const Term& t = parsed[i];
+    std::vector<int>& dl = dim_labels[i];
+    dl = t.letters_before;
+    int64_t er = x.rank() - int64_t(t.letters_before.size() + t.letters_after.size());
+    for (int64_t k = 0; k < er; ++k) dl.push_back(int(kEllipsisBase + ell_rank - er + k));
+    dl.insert(dl.end(), t.letters_after.begin(), t.letters_after.end());
+    for (size_t d = 0; d < dl.size(); ++d) {
+      int64_t& s = size[size_t(dl[d])];
+      int64_t xd = x.dim(int64_t(d));
+      ++count[size_t(dl[d])];
+      if (s == -1 || s == 1) s = xd;  // size-1 dims broadcast
+      else if (xd != s && xd != 1)
+        ctx.fail("label of dim " + std::to_string(d) + " of input " + std::to_string(i) + " " + x.describe() +
+                 " has size " + std::to_string(xd) + " but " + std::to_string(s) + " elsewhere");
+    }
+  }
+  // Output labels.
+  std::vector<int> out_labels;
+  if (arrow != std::string::npos) {
+    Term t = parse_term(ctx, eq.substr(arrow + 2));
+    out_labels = t.letters_before;
+    if (t.ellipsis)
+      for (int64_t k = 0; k < ell_rank; ++k) out_labels.push_back(int(kEllipsisBase + k));
+    out_labels.insert(out_labels.end(), t.letters_after.begin(), t.letters_after.end());
+    std::vector<bool> seen(size.size(), false);
+    for (int l : out_labels) {
+      if (size[size_t(l)] < 0) ctx.fail("output label of '" + eq + "' does not appear in any input");
+      if (seen[size_t(l)]) ctx.fail("output label repeated in '" + eq + "'");
+      seen[size_t(l)] = true;
+    }
+  } else {
+    for (int64_t k = 0; k < ell_rank; ++k) out_labels.push_back(int(kEllipsisBase + k));
+    // Letters appearing once, in ASCII order (uppercase first).
+    for (int l = 26; l < 52; ++l) if (count[size_t(l)] == 1) out_labels.push_back(l);
+    for (int l = 0; l < 26; ++l) if (count[size_t(l)] == 1) out_labels.push_back(l);
+  }
+  std::vector<int> sum_labels;
+  for (int l = 0; l < int(size.size()); ++l)
+    if (size[size_t(l)] >= 0 && std::find(out_labels.begin(), out_labels.end(), l) == out_labels.end())
+      sum_labels.push_back(l);
+  // Per input, the element stride of each label (repeated labels add up: diagonals; size-1 broadcast dims: 0).
+  std::vector<std::vector<int64_t>> lstride(n_in, std::vector<int64_t>(size.size(), 0));
+  for (size_t i = 0; i < n_in; ++i) {
+    const Tensor& x = ctx.input(i);
+    std::vector<int64_t> st = shape_strides(x.shape());
+    for (size_t d = 0; d < dim_labels[i].size(); ++d)
+      if (x.dim(int64_t(d)) != 1 || size[size_t(dim_labels[i][d])] == 1) lstride[i][size_t(dim_labels[i][d])] += st[d];
+  }
+  Shape out_shape, sum_shape;
+  for (int l : out_labels) out_shape.push_back(size[size_t(l)]);
+  for (int l : sum_labels) sum_shape.push_back(size[size_t(l)]);
+  Tensor Y(dt, out_shape);
+  visit_dtype(dt, [&]<class T>() {
+    std::vector<const T*> xs;
+    for (size_t i = 0; i < n_in; ++i) xs.push_back(ctx.input(i).data<T>());
+    T* y = Y.data<T>();
+    int64_t n_out = shape_numel(out_shape), n_sum = shape_numel(sum_shape);
+    std::vector<int64_t> oi(out_labels.size(), 0);
+    for (int64_t o = 0; o < n_out; ++o, nn::next_index(oi, out_shape)) {
+      std::vector<int64_t> base(n_in, 0);
+      for (size_t i = 0; i < n_in; ++i)
+        for (size_t k = 0; k < out_labels.size(); ++k) base[i] += oi[k] * lstride[i][size_t(out_labels[k])];
+      std::conditional_t<is_float_v<T>, double, uint64_t> acc{};
+      std::vector<int64_t> si(sum_labels.size(), 0);
+      for (int64_t s = 0; s < n_sum; ++s, nn::next_index(si, sum_shape)) {
+        std::conditional_t<is_float_v<T>, double, uint64_t> prod{1};
+        for (size_t i = 0; i < n_in; ++i) {
+          int64_t off = base[i];
+          for (size_t k = 0; k < sum_labels.size(); ++k) off += si[k] * lstride[i][size_t(sum_labels[k])];
+          if constexpr (is_float_v<T>) prod *= static_cast<double>(xs[i][off]);
+          else prod *= static_cast<uint64_t>(static_cast<int64_t>(xs[i][off]));
+        }
+        acc += prod;
+      }
+      if constexpr (is_float_v<T>) y[o] = from_double<T>(acc);
+      else y[o] = static_cast<T>(acc);
+    }
+  }, kNumericTypes, "Einsum");
+  return {Y};
+}
+
+// ------------------------------------------------------------------------------------------------- Det
+
+std::vector<Tensor> det(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  if (X.rank() < 2 || X.dim(X.rank() - 1) != X.dim(X.rank() - 2))
+    ctx.fail("input must be [*, M, M] (square matrices), got " + X.describe());
+  if (!kFloatTypes.has(X.dtype())) ctx.fail("input must be a float tensor, got " + X.describe());
+  int64_t n = X.dim(X.rank() - 1);
+  Shape out(X.shape().begin(), X.shape().end() - 2);
+  std::vector<double> x = nn::to_doubles(X);
+  int64_t count = shape_numel(out);
+  std::vector<double> y(static_cast<size_t>(count));
+  for (int64_t b = 0; b < count; ++b) {
+    std::vector<double> m(x.begin() + b * n * n, x.begin() + (b + 1) * n * n);
+    double d = 1;
+    for (int64_t c = 0; c < n && d != 0; ++c) {  // LU with partial pivoting
+      int64_t piv = c;
+      for (int64_t r = c + 1; r < n; ++r)
+        if (std::fabs(m[size_t(r * n + c)]) > std::fabs(m[size_t(piv * n + c)])) piv = r;
+      if (m[size_t(piv * n + c)] == 0) { d = 0; break; }
+      if (piv != c) {
+        for (int64_t k = 0; k < n; ++k) std::swap(m[size_t(c * n + k)], m[size_t(piv * n + k)]);
+        d = -d;
+      }
+      double p = m[size_t(c * n + c)];
+      d *= p;
+      for (int64_t r = c + 1; r < n; ++r) {
+        double f = m[size_t(r * n + c)] / p;
+        for (int64_t k = c; k < n; ++k) m[size_t(r * n + k)] -= f * m[size_t(c * n + k)];
+      }
+    }
+    y[size_t(b)] = d;
+  }
+  return {nn::tensor_from_doubles(X.dtype(), out, y)};
+}
+
+}  // namespace
+
+void register_matmul(KernelRegistry& r) {
+  r.add("MatMul", matmul);
+  r.add("MatMulInteger", matmul_integer);
+  r.add("Gemm", gemm);
+  r.add("Einsum", einsum);
+  r.add("Det", det);
+}
 
 }  // namespace onnxgpu::cpu

@@ -1,7 +1,233 @@
+// BatchNormalization, InstanceNormalization, LayerNormalization, MeanVarianceNormalization. Computed in double.
+#include <cmath>
+
+#include "cpu/broadcast.h"
 #include "cpu/kernel.h"
+#include "cpu/nn_util.h"
 
 namespace onnxgpu::cpu {
+namespace {
 
-void register_normalization(KernelRegistry& r) {}
+inline constexpr DTypeSet kNormTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16};
+
+void check_float(const KernelContext& ctx, const Tensor& t, const char* what, DTypeSet types = kNormTypes) {
+  if (!types.has(t.dtype())) ctx.fail(std::string(what) + " must be a float tensor, got " + t.describe());
+}
+
+// Mean and (population) variance of x over the groups defined by the axes kept: group_of[i] is the group
+// of element i.
+struct Stats {
+  std::vector<int64_t> group_of;
+  std::vector<double> mean, var;
+};
+
+Stats group_stats(const std::vector<double>& x, const Shape& shape, const std::vector<bool>& reduced) {
+  Stats s;
+  Shape kept;
+  for (size_t d = 0; d < shape.size(); ++d) kept.push_back(reduced[d] ? 1 : shape[d]);
+  std::vector<int64_t> kst = shape_strides(kept);
+  int64_t ng = shape_numel(kept);
+  s.group_of.resize(x.size());
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (size_t i = 0; i < x.size(); ++i, nn::next_index(idx, shape)) {
+    int64_t g = 0;
+    for (size_t d = 0; d < shape.size(); ++d) if (!reduced[d]) g += idx[d] * kst[d];
+    s.group_of[i] = g;
+  }
+  s.mean.assign(size_t(ng), 0.0);
+  s.var.assign(size_t(ng), 0.0);
+  std::vector<int64_t> count(size_t(ng), 0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    s.mean[size_t(s.group_of[i])] += x[i];
+    ++count[size_t(s.group_of[i])];
+  }
+  for (int64_t g = 0; g < ng; ++g) s.mean[size_t(g)] /= double(count[size_t(g)]);
+  for (size_t i = 0; i < x.size(); ++i) {
+    double d = x[i] - s.mean[size_t(s.group_of[i])];
+    s.var[size_t(s.group_of[i])] += d * d;
+  }
+  for (int64_t g = 0; g < ng; ++g) s.var[size_t(g)] /= double(count[size_t(g)]);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------- BatchNormalization
+
+std::vector<Tensor> batch_norm(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  check_float(ctx, X, "X");
+  if (X.rank() < 2) ctx.fail("X must be [N, C, ...] (rank >= 2), got " + X.describe());
+  const ir::Node& node = ctx.node;
+  double eps = node.attr_float("epsilon", 1e-5f), momentum = node.attr_float("momentum", 0.9f);
+  bool spatial = ctx.opset >= 9 || node.attr_int("spatial", 1) != 0;
+  bool training = ctx.opset >= 14 ? node.attr_int("training_mode", 0) != 0
+                                  : (ctx.opset < 7 ? node.attr_int("is_test", 0) == 0 && ctx.num_outputs() > 1
+                                                   : ctx.num_outputs() > 1);
+  // Per-channel parameters (spatial) or per-element-of-a-sample parameters (spatial = 0, opset < 9).
+  Shape pshape = spatial ? Shape{X.dim(1)} : Shape(X.shape().begin() + 1, X.shape().end());
+  const char* names[] = {"scale", "B", "input_mean", "input_var"};
+  std::vector<std::vector<double>> par;
+  for (size_t i = 1; i <= 4; ++i) {
+    const Tensor& p = ctx.input(i);
+    check_float(ctx, p, names[i - 1]);
+    if (p.numel() != shape_numel(pshape))
+      ctx.fail(std::string(names[i - 1]) + " " + shape_str(p.shape()) + " does not match X " + shape_str(X.shape()) +
+               ": expected " + shape_str(pshape));
+    par.push_back(nn::to_doubles(p));
+  }
+  const std::vector<double>&scale = par[0], &bias = par[1];
+  std::vector<double> mean = par[2], var = par[3];
+  std::vector<double> x = nn::to_doubles(X);
+  int64_t per_sample = X.dim(0) == 0 ? 0 : X.numel() / X.dim(0);
+  int64_t inner = spatial ? (X.dim(1) == 0 ? 0 : per_sample / X.dim(1)) : 1;
+  int64_t np = shape_numel(pshape);
+  auto param_of = [&](size_t i) { return size_t((int64_t(i) % std::max<int64_t>(1, per_sample)) / inner); };
+  std::vector<Tensor> res;
+  std::vector<double> saved_mean, saved_var;
+  if (training) {
+    std::vector<bool> reduced(size_t(X.rank()), true);
+    if (spatial) reduced[1] = false;
+    else for (size_t d = 1; d < reduced.size(); ++d) reduced[d] = false;
+    Stats s = group_stats(x, X.shape(), reduced);
+    saved_mean = s.mean;
+    saved_var = s.var;
+  }
+  const std::vector<double>& use_mean = training ? saved_mean : mean;
+  const std::vector<double>& use_var = training ? saved_var : var;
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    size_t c = param_of(i);
+    y[i] = scale[c] * (x[i] - use_mean[c]) / std::sqrt(use_var[c] + eps) + bias[c];
+  }
+  res.push_back(nn::tensor_from_doubles(X.dtype(), X.shape(), y));
+  if (training) {
+    std::vector<double> rm(static_cast<size_t>(np)), rv(static_cast<size_t>(np));
+    for (int64_t c = 0; c < np; ++c) {
+      rm[size_t(c)] = mean[size_t(c)] * momentum + saved_mean[size_t(c)] * (1 - momentum);
+      rv[size_t(c)] = var[size_t(c)] * momentum + saved_var[size_t(c)] * (1 - momentum);
+    }
+    DType pt = ctx.input(3).dtype();
+    Shape ms = ctx.input(3).shape();
+    res.push_back(nn::tensor_from_doubles(pt, ms, rm));
+    res.push_back(nn::tensor_from_doubles(pt, ms, rv));
+    if (ctx.opset < 14) {  // saved_mean, saved_var
+      res.push_back(nn::tensor_from_doubles(pt, ms, saved_mean));
+      res.push_back(nn::tensor_from_doubles(pt, ms, saved_var));
+    }
+  }
+  return res;
+}
+
+// ------------------------------------------------------------------------------- InstanceNormalization
+
+std::vector<Tensor> instance_norm(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  check_float(ctx, X, "input", DTypeSet{DType::Float16, DType::Float32, DType::Float64});
+  if (X.rank() < 3) ctx.fail("input must be [N, C, D1, ...] (rank >= 3), got " + X.describe());
+  double eps = ctx.node.attr_float("epsilon", 1e-5f);
+  int64_t C = X.dim(1);
+  const Tensor& S = ctx.input(1);
+  const Tensor& B = ctx.input(2);
+  for (const Tensor* p : {&S, &B}) {
+    if (p->dtype() != X.dtype() || p->rank() != 1 || p->dim(0) != C)
+      ctx.fail("scale and B must be 1-D of X's type with " + std::to_string(C) + " values (the channels of input " +
+               shape_str(X.shape()) + "), got " + p->describe());
+  }
+  std::vector<double> x = nn::to_doubles(X), s = nn::to_doubles(S), b = nn::to_doubles(B);
+  std::vector<bool> reduced(size_t(X.rank()), true);
+  reduced[0] = reduced[1] = false;
+  Stats st = group_stats(x, X.shape(), reduced);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t g = st.group_of[i];
+    size_t c = size_t(g % C);
+    y[i] = s[c] * (x[i] - st.mean[size_t(g)]) / std::sqrt(st.var[size_t(g)] + eps) + b[c];
+  }
+  return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+}
+
+// ---------------------------------------------------------------------------------- LayerNormalization
+
+std::vector<Tensor> layer_norm(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  check_float(ctx, X, "X");
+  const ir::Node& node = ctx.node;
+  int64_t axis = ctx.normalize_axis(node.attr_int("axis", -1), X.rank());
+  double eps = node.attr_float("epsilon", 1e-5f);
+  DType stash = DType(node.attr_int("stash_type", 1));
+  if (!kFloatTypes.has(stash)) ctx.fail("stash_type " + std::to_string(int(stash)) + " is not a float type");
+  std::vector<bool> reduced(size_t(X.rank()), false);
+  for (int64_t d = axis; d < X.rank(); ++d) reduced[size_t(d)] = true;
+  std::vector<double> x = nn::to_doubles(X);
+  Stats st = group_stats(x, X.shape(), reduced);
+  auto param = [&](size_t i, std::vector<int64_t>& map) -> std::vector<double> {
+    if (!ctx.has_input(i)) return {};
+    const Tensor& p = ctx.input(i);
+    if (p.dtype() != X.dtype()) ctx.fail(std::string(i == 1 ? "Scale" : "B") + " is " + p.describe() +
+                                         " but X is " + X.describe());
+    try {
+      map = broadcast_index_map(p.shape(), X.shape());
+    } catch (const InvalidArgument&) {
+      ctx.fail(std::string(i == 1 ? "Scale " : "B ") + shape_str(p.shape()) +
+               " cannot be broadcast to the normalized shape of X " + shape_str(X.shape()) + " (axis " +
+               std::to_string(axis) + ")");
+    }
+    return nn::to_doubles(p);
+  };
+  std::vector<int64_t> smap, bmap;
+  std::vector<double> scale = param(1, smap), bias = param(2, bmap);
+  std::vector<double> inv_std(st.var.size());
+  for (size_t g = 0; g < inv_std.size(); ++g) inv_std[g] = 1.0 / std::sqrt(st.var[g] + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    size_t g = size_t(st.group_of[i]);
+    double v = (x[i] - st.mean[g]) * inv_std[g];
+    if (!scale.empty()) v *= scale[size_t(smap[i])];
+    if (!bias.empty()) v += bias[size_t(bmap[i])];
+    y[i] = v;
+  }
+  Shape ms(X.shape().begin(), X.shape().begin() + axis);
+  ms.resize(size_t(X.rank()), 1);
+  std::vector<Tensor> res{nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+  if (ctx.num_outputs() > 1) res.push_back(nn::tensor_from_doubles(stash, ms, st.mean));
+  if (ctx.num_outputs() > 2) res.push_back(nn::tensor_from_doubles(stash, ms, inv_std));
+  return res;
+}
+
+// --------------------------------------------------------------------------- MeanVarianceNormalization
+
+std::vector<Tensor> mvn(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  check_float(ctx, X, "X");
+  const ir::Node& node = ctx.node;
+  std::vector<bool> reduced(size_t(X.rank()), false);
+  bool normalize_variance = true;
+  if (ctx.opset < 9) {  // MVN-1: across_channels, normalize_variance; input [N, C, H, W]
+    if (X.rank() < 2) ctx.fail("X must have rank >= 2, got " + X.describe());
+    for (size_t d = 2; d < reduced.size(); ++d) reduced[d] = true;
+    if (node.attr_int("across_channels", 0) != 0) reduced[1] = true;
+    normalize_variance = node.attr_int("normalize_variance", 1) != 0;
+  } else {
+    std::vector<int64_t> axes = node.attr_ints("axes", {0, 2, 3});
+    for (int64_t a : axes) reduced[size_t(ctx.normalize_axis(a, X.rank()))] = true;
+  }
+  std::vector<double> x = nn::to_doubles(X);
+  Stats st = group_stats(x, X.shape(), reduced);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    size_t g = size_t(st.group_of[i]);
+    double d = x[i] - st.mean[g];
+    y[i] = normalize_variance ? d / (std::sqrt(std::max(0.0, st.var[g])) + 1e-9) : d;
+  }
+  return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+}
+
+}  // namespace
+
+void register_normalization(KernelRegistry& r) {
+  r.add("BatchNormalization", batch_norm);
+  r.add("InstanceNormalization", instance_norm);
+  r.add("LayerNormalization", layer_norm);
+  r.add("MeanVarianceNormalization", mvn);
+}
 
 }  // namespace onnxgpu::cpu

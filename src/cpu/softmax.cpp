@@ -1,7 +1,76 @@
+// Softmax, LogSoftmax, Hardmax.
+// Before opset 13 the input is coerced to 2D at `axis` (default 1) and the op works on each row;
+// from opset 13 it works along the single dimension `axis` (default -1).
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "cpu/kernel.h"
+#include "cpu/reduce_util.h"
 
 namespace onnxgpu::cpu {
+namespace {
 
-void register_softmax(KernelRegistry& r) {}
+enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
+
+const DTypeSet kSoftmaxTypes = kFloatTypes;
+
+void add_softmax(KernelRegistry& r, const std::string& op, SoftmaxKind kind) {
+  r.add(op, [op, kind](KernelContext& ctx) -> std::vector<Tensor> {
+    const Tensor& x = ctx.input(0);
+    if (!kSoftmaxTypes.has(x.dtype()))
+      ctx.fail("input 0 ('" + ctx.input_name(0) + "') must be a float tensor, got " + x.describe());
+    bool legacy = ctx.opset < 13;
+    int64_t axis = ctx.node.attr_int("axis", legacy ? 1 : -1);
+    // A scalar is treated as a 1-element vector.
+    Shape shape = x.rank() == 0 ? Shape{1} : x.shape();
+    int64_t rank = int64_t(shape.size());
+    // Opset 1 had no range check: axis == rank coerces to [N, 1] (each element alone).
+    if (!(ctx.opset < 11 && axis == rank)) axis = ctx.normalize_axis(axis, rank);
+    AxisSplit s = legacy ? coerce_2d(shape, axis) : split_at_axis(shape, axis);
+
+    Tensor out(x.dtype(), x.shape());
+    visit_dtype(x.dtype(), [&]<class T>() {
+      const T* xd = x.data<T>();
+      T* od = out.data<T>();
+      std::vector<double> row(static_cast<size_t>(s.n));
+      for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t k = 0; k < s.inner; ++k) {
+          double mx = -std::numeric_limits<double>::infinity();
+          int64_t arg = 0;
+          for (int64_t i = 0; i < s.n; ++i) {
+            row[size_t(i)] = to_double(xd[s.at(o, i, k)]);
+            if (row[size_t(i)] > mx) {
+              mx = row[size_t(i)];
+              arg = i;
+            }
+          }
+          if (kind == SoftmaxKind::Hardmax) {
+            for (int64_t i = 0; i < s.n; ++i) od[s.at(o, i, k)] = T(i == arg ? 1.0f : 0.0f);
+            continue;
+          }
+          // A row of all -inf (or with +inf) would give inf - inf: shift by 0 then, so IEEE decides.
+          double shift = std::isinf(mx) ? 0.0 : mx;
+          double sum = 0;
+          for (int64_t i = 0; i < s.n; ++i) sum += std::exp(row[size_t(i)] - shift);
+          double log_sum = std::log(sum);
+          for (int64_t i = 0; i < s.n; ++i) {
+            double v = row[size_t(i)] - shift;
+            od[s.at(o, i, k)] = from_double<T>(kind == SoftmaxKind::Softmax ? std::exp(v) / sum : v - log_sum);
+          }
+        }
+    }, kSoftmaxTypes, op);
+    return {out};
+  });
+}
+
+}  // namespace
+
+void register_softmax(KernelRegistry& r) {
+  add_softmax(r, "Softmax", SoftmaxKind::Softmax);
+  add_softmax(r, "LogSoftmax", SoftmaxKind::LogSoftmax);
+  add_softmax(r, "Hardmax", SoftmaxKind::Hardmax);
+}
 
 }  // namespace onnxgpu::cpu

@@ -58,6 +58,9 @@ struct Converter {
         r.kind = Kind::Graphs;
         for (const auto& g : a.graphs()) r.graphs.push_back(std::make_shared<ir::Graph>(graph(g)));
         break;
+      case onnx::AttributeProto_AttributeType_TYPE_PROTO:
+      case onnx::AttributeProto_AttributeType_TYPE_PROTOS:
+        break;  // type attributes (Optional, sequences) are kept as Undefined; no supported op reads them
       case onnx::AttributeProto_AttributeType_SPARSE_TENSOR:
         throw NotImplemented(what + ": sparse tensors are not supported");
       default:

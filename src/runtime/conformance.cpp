@@ -32,7 +32,9 @@ const std::set<std::string>& in_scope_ops() {
       "NegativeLogLikelihoodLoss", "NonMaxSuppression", "QuantizeLinear", "ReduceLogSum", "RNN", "Scatter", "Shrink",
       "SoftmaxCrossEntropyLoss", "Unique", "Upsample",
       // control flow
-      "If", "Loop", "Scan"};
+      "If", "Loop", "Scan",
+      // implemented beyond the list
+      "ConvInteger", "MatMulInteger", "MaxUnpool", "LpPool", "GlobalLpPool"};
   return ops;
 }
 

@@ -3,6 +3,7 @@
 #include "cpu/graph_runner.h"
 #include "ir/graph.h"
 #include "loader/model_loader.h"
+#include "runtime/executor.h"
 #include "runtime/options.h"
 
 namespace onnxgpu {
@@ -11,6 +12,8 @@ struct Session::Impl {
   ir::Model model;
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
+  std::unique_ptr<runtime::GpuExecutor> gpu;  // null for the CPU reference
+  PlanReport cpu_report;
 };
 
 namespace {
@@ -30,10 +33,11 @@ TensorInfo info_of(const ir::ValueInfo& v) {
 std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options) {
   auto impl = std::make_unique<Session::Impl>();
   runtime::apply_config_entries(options);
-  if (options.ep != "cpu")
-    throw NotImplemented("execution provider '" + options.ep + "' is not available yet; use ep 'cpu'");
   impl->model = std::move(model);
   impl->options = std::move(options);
+  if (impl->options.ep == "webgpu") impl->gpu = std::make_unique<runtime::GpuExecutor>(impl->model, impl->options);
+  impl->cpu_report.ep = "cpu";
+  impl->cpu_report.nodes = impl->cpu_report.cpu_nodes = int(impl->model.graph.nodes.size());
   for (const auto& v : impl->model.graph.inputs)
     if (!impl->model.graph.is_initializer(v.name)) impl->inputs.push_back(info_of(v));
   for (const auto& v : impl->model.graph.outputs) impl->outputs.push_back(info_of(v));
@@ -91,7 +95,10 @@ const SessionOptions& Session::options() const { return impl_->options; }
 
 std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& feeds) {
   check_feeds(impl_->model.graph, feeds);
+  if (impl_->gpu) return impl_->gpu->run(feeds);
   return cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
 }
+
+const PlanReport& Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }
 
 }  // namespace onnxgpu

@@ -1,0 +1,138 @@
+// Helpers shared by the data-moving CPU kernels (shape_ops, layout, generators, indexing).
+// Data movement is type-generic: elements are copied as dtype_size() bytes (or as std::string for
+// DType::String), never dispatched per C++ type.
+#pragma once
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/kernel.h"
+#include "onnxgpu/tensor.h"
+
+namespace onnxgpu::cpu {
+
+// Copies single elements, addressed by linear index, from `src` to `dst` (same dtype, any dtype).
+class ElementCopier {
+ public:
+  ElementCopier(const Tensor& src, Tensor& dst) : is_string_(src.dtype() == DType::String) {
+    if (src.dtype() != dst.dtype())
+      throw Error("ElementCopier: dtype mismatch " + src.describe() + " -> " + dst.describe());
+    if (is_string_) {
+      src_str_ = &src.string_data();
+      dst_str_ = &dst.string_data();
+    } else {
+      size_ = dtype_size(src.dtype());
+      src_ = static_cast<const std::byte*>(src.raw());
+      dst_ = static_cast<std::byte*>(dst.raw());
+    }
+  }
+  void operator()(int64_t dst_i, int64_t src_i) const {
+    if (is_string_) (*dst_str_)[size_t(dst_i)] = (*src_str_)[size_t(src_i)];
+    else std::memcpy(dst_ + size_t(dst_i) * size_, src_ + size_t(src_i) * size_, size_);
+  }
+  // Copies `n` consecutive elements.
+  void run(int64_t dst_i, int64_t src_i, int64_t n) const {
+    if (n <= 0) return;
+    if (is_string_) {
+      for (int64_t k = 0; k < n; ++k) (*dst_str_)[size_t(dst_i + k)] = (*src_str_)[size_t(src_i + k)];
+    } else {
+      std::memcpy(dst_ + size_t(dst_i) * size_, src_ + size_t(src_i) * size_, size_t(n) * size_);
+    }
+  }
+
+ private:
+  bool is_string_;
+  size_t size_ = 0;
+  const std::byte* src_ = nullptr;
+  std::byte* dst_ = nullptr;
+  const std::vector<std::string>* src_str_ = nullptr;
+  std::vector<std::string>* dst_str_ = nullptr;
+};
+
+// A new tensor of `shape` whose element i is src[src_index[i]].
+inline Tensor take_elements(const Tensor& src, Shape shape, const std::vector<int64_t>& src_index) {
+  Tensor out(src.dtype(), std::move(shape));
+  if (int64_t(src_index.size()) != out.numel()) throw Error("take_elements: index count does not match shape");
+  ElementCopier copy(src, out);
+  for (size_t i = 0; i < src_index.size(); ++i) copy(int64_t(i), src_index[i]);
+  return out;
+}
+
+// A new tensor of `shape` whose element at coordinates c is src[base + sum(c[d] * strides[d])]: a strided
+// view made contiguous (transpose, slice, broadcast all reduce to this).
+inline Tensor strided_copy(const Tensor& src, Shape shape, const std::vector<int64_t>& strides, int64_t base) {
+  Tensor out(src.dtype(), std::move(shape));
+  const Shape& s = out.shape();
+  int64_t n = out.numel();
+  if (n == 0) return out;
+  ElementCopier copy(src, out);
+  std::vector<int64_t> c(s.size(), 0);
+  int64_t off = base;
+  for (int64_t i = 0; i < n; ++i) {
+    copy(i, off);
+    for (int64_t d = int64_t(s.size()) - 1; d >= 0; --d) {
+      size_t k = size_t(d);
+      if (++c[k] < s[k]) {
+        off += strides[k];
+        break;
+      }
+      off -= strides[k] * (s[k] - 1);
+      c[k] = 0;
+    }
+  }
+  return out;
+}
+
+// Calls f(coords) for every coordinate of `shape` in row-major order (not at all when it is empty).
+template <class F>
+void for_each_coord(const Shape& shape, F&& f) {
+  int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  std::vector<int64_t> c(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(static_cast<const std::vector<int64_t>&>(c));
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      if (++c[size_t(d)] < shape[size_t(d)]) break;
+      c[size_t(d)] = 0;
+    }
+  }
+}
+
+// Reads a shape-like input (a scalar or 1-D integer tensor) as int64s.
+inline std::vector<int64_t> int64_input(const KernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.input(i);
+  if (!dtype_is_integer(t.dtype()))
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must be an integer tensor, got " + t.describe());
+  if (t.rank() > 1)
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must be a scalar or 1-D, got " + t.describe());
+  return t.to_int64_vector();
+}
+
+// A single integer from a scalar or one-element input.
+inline int64_t int64_scalar_input(const KernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.input(i);
+  if (t.numel() != 1)
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must hold exactly one value, got " + t.describe());
+  if (!dtype_is_integer(t.dtype()))
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must be an integer tensor, got " + t.describe());
+  return t.int_at(0);
+}
+
+// Normalizes a list of axes for `rank` (negatives wrap); fails on out-of-range or repeated axes.
+inline std::vector<int64_t> normalize_axes(const KernelContext& ctx, const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> r;
+  std::vector<bool> seen(size_t(rank), false);
+  for (int64_t a : axes) {
+    int64_t n = ctx.normalize_axis(a, rank);
+    if (rank == 0) ctx.fail("axis " + std::to_string(a) + " given for a rank-0 tensor");
+    if (seen[size_t(n)]) ctx.fail("axis " + std::to_string(a) + " is repeated");
+    seen[size_t(n)] = true;
+    r.push_back(n);
+  }
+  return r;
+}
+
+// For error messages: "[1,2,3]".
+inline std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
+
+}  // namespace onnxgpu::cpu

@@ -1,0 +1,683 @@
+#include "runtime/executor.h"
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "cpu/graph_runner.h"
+#include "runtime/gpu_values.h"
+#include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
+
+namespace onnxgpu::runtime {
+
+namespace wg = webgpu;
+
+bool legacy_int64_optin(const std::string& op) {
+  // The shape of ONNX Runtime's WebGPU opt-in: a handful of data-movement ops registered for int64.
+  static const std::set<std::string> ops = {"Cast", "Concat", "Expand", "Gather", "Identity", "Reshape",
+                                            "Shape", "Slice", "Squeeze", "Transpose", "Unsqueeze"};
+  return ops.count(op) != 0;
+}
+
+std::shared_ptr<wg::Device> shared_device() {
+  static std::mutex m;
+  static std::weak_ptr<wg::Device> weak;
+  std::lock_guard<std::mutex> lock(m);
+  auto d = weak.lock();
+  if (!d) {
+    d = std::make_shared<wg::Device>();
+    weak = d;
+  }
+  return d;
+}
+
+// ---- The recorded plan ---------------------------------------------------------------------------
+
+struct Slot {
+  std::shared_ptr<wg::Buffer> buffer;
+  uint64_t bytes = 0;   // what the value needs
+  bool pinned = false;  // graph inputs/outputs and weights: never reused
+};
+
+struct StepValue {
+  std::string name;
+  int slot = -1;                     // on the GPU
+  const Tensor* constant = nullptr;  // or known at plan time
+  DType dtype = DType::Undefined;
+  Shape shape;
+};
+
+struct RecordedDispatch {
+  const wg::Pipeline* pipeline;
+  wg::BindGroupHandle group;
+  uint32_t x, y, z;
+};
+
+struct Step {
+  bool cpu = false;
+  std::vector<RecordedDispatch> dispatches;  // GPU segment
+  std::shared_ptr<wg::Buffer> uniforms;
+  const ir::Node* node = nullptr;  // CPU node
+  std::vector<StepValue> inputs;   // the node's inputs, then values its subgraphs read from outside
+  size_t explicit_inputs = 0;
+  std::vector<StepValue> outputs;
+};
+
+struct OutputSource {
+  int slot = -1;
+  const Tensor* constant = nullptr;
+  DType dtype = DType::Undefined;
+  Shape shape;
+};
+
+struct Plan {
+  std::shared_ptr<wg::Device> device;
+  std::vector<Slot> slots;
+  std::vector<std::pair<std::string, int>> inputs;  // graph input -> slot
+  std::vector<Step> steps;
+  std::vector<OutputSource> outputs;
+  std::shared_ptr<wg::Buffer> status;
+  std::vector<size_t> dispatch_node;  // node index of each dispatch (its status word)
+  std::deque<Tensor> constants;       // folded values (stable addresses)
+  PlanReport report;
+
+  ~Plan() {  // buffers go back to the device's pool (weights stay with the session)
+    for (auto& s : slots)
+      if (s.buffer && s.buffer.use_count() == 1) device->recycle(std::move(*s.buffer));
+  }
+};
+
+// ---- Running a plan ----------------------------------------------------------------------------
+
+namespace {
+
+struct RunState {
+  Plan& plan;
+  const ir::Model& model;
+  const Int64Policy& policy;
+};
+
+Tensor download(Plan& plan, int slot, DType dtype, const Shape& shape, const Int64Policy& policy) {
+  std::vector<std::byte> bytes(gpu_bytes(dtype, shape, policy));
+  if (!bytes.empty()) plan.device->read(plan.slots[size_t(slot)].buffer->get(), bytes.data(), bytes.size());
+  return from_gpu(bytes.data(), dtype, shape, policy);
+}
+
+void upload(Plan& plan, int slot, const Tensor& t, const Int64Policy& policy, const std::string& name) {
+  GpuUpload u = to_gpu(t, policy, name);
+  if (u.bytes) plan.device->write(plan.slots[size_t(slot)].buffer->get(), u.data, u.bytes);
+}
+
+// Names a subgraph reads from enclosing scopes.
+void free_names(const ir::Graph& g, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& v : g.inputs) defined.insert(v.name);
+  for (const auto& [n, t] : g.initializers) defined.insert(n);
+  for (const auto& n : g.nodes) {
+    for (const auto& i : n.inputs)
+      if (!i.empty() && !defined.count(i)) out.insert(i);
+    for (const auto& [k, a] : n.attrs) {
+      std::set<std::string> inner;
+      if (a.g) free_names(*a.g, inner);
+      for (const auto& sg : a.graphs) free_names(*sg, inner);
+      for (const auto& i : inner)
+        if (!defined.count(i)) out.insert(i);
+    }
+    for (const auto& o : n.outputs) defined.insert(o);
+  }
+}
+
+std::vector<std::string> implicit_inputs(const ir::Node& node) {
+  std::set<std::string> names;
+  for (const auto& [k, a] : node.attrs) {
+    if (a.g) free_names(*a.g, names);
+    for (const auto& sg : a.graphs) free_names(*sg, names);
+  }
+  return {names.begin(), names.end()};
+}
+
+// Runs one CPU step: reads its inputs (from the GPU or plan-time constants), runs the reference
+// kernel, and returns the outputs.
+std::vector<Tensor> run_cpu_step(const Step& s, Plan& plan, const ir::Model& model, const Int64Policy& policy) {
+  std::vector<Tensor> held;
+  held.reserve(s.inputs.size());
+  cpu::Scope scope;
+  std::vector<const Tensor*> ins;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const StepValue& v = s.inputs[i];
+    const Tensor* t = nullptr;
+    if (v.constant) t = v.constant;
+    else if (v.slot >= 0) {
+      held.push_back(download(plan, v.slot, v.dtype, v.shape, policy));
+      t = &held.back();
+    }
+    if (i < s.explicit_inputs) ins.push_back(t);
+    else if (t) scope.set(v.name, *t);
+  }
+  return cpu::run_node(*s.node, model.opsets, ins, &scope);
+}
+
+// A CPU node's output changed shape with the data: the recorded plan no longer fits.
+struct ReplanNeeded : Error {
+  ReplanNeeded() : Error("replan") {}
+};
+
+std::string status_message(uint32_t flags) {
+  std::string m;
+  if (flags & wg::shader::kFlagIndex) m += "an index is out of range; ";
+  if (flags & wg::shader::kFlagDivZero) m += "integer division by zero; ";
+  if (flags & wg::shader::kFlagOverflow) m += "an INT64 value does not fit in int32 (INT64 strategy cast_to_i32); ";
+  if (m.size() >= 2) m.resize(m.size() - 2);
+  return m;
+}
+
+}  // namespace
+
+// Executes steps [from, to) of a plan. When `final` is set, also reads back the outputs and the
+// status words in the same submit as the last segment.
+static void execute(Plan& plan, const ir::Model& model, const Int64Policy& policy, size_t from, size_t to, bool final,
+                    std::vector<Tensor>* outputs) {
+  wg::Device& dev = *plan.device;
+  std::vector<uint32_t> status(plan.dispatch_node.size() + 1, 0);
+  std::vector<std::vector<std::byte>> out_bytes(plan.outputs.size());
+  std::vector<wg::ReadRequest> reads;
+  if (final) {
+    for (size_t k = 0; k < plan.outputs.size(); ++k) {
+      const OutputSource& o = plan.outputs[k];
+      if (o.slot < 0) continue;
+      out_bytes[k].resize(gpu_bytes(o.dtype, o.shape, policy));
+      if (!out_bytes[k].empty())
+        reads.push_back({plan.slots[size_t(o.slot)].buffer->get(), 0, out_bytes[k].size(), out_bytes[k].data()});
+    }
+    reads.push_back({plan.status->get(), 0, status.size() * 4, status.data()});
+  }
+  bool read_done = false;
+  for (size_t i = from; i < to; ++i) {
+    Step& s = plan.steps[i];
+    if (!s.cpu) {
+      wg::CommandBatch batch = dev.batch();
+      for (const auto& d : s.dispatches) batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
+      if (final && i + 1 == to) {
+        dev.submit_and_read(batch, reads);
+        read_done = true;
+      } else {
+        dev.submit(batch);
+      }
+      continue;
+    }
+    std::vector<Tensor> outs = run_cpu_step(s, plan, model, policy);
+    for (size_t k = 0; k < s.outputs.size(); ++k) {
+      const StepValue& v = s.outputs[k];
+      if (v.slot < 0) continue;
+      if (k >= outs.size() || !outs[k].defined())
+        throw Error(s.node->describe() + ": the CPU kernel did not produce output '" + v.name + "'");
+      if (outs[k].dtype() != v.dtype || outs[k].shape() != v.shape)
+        throw ReplanNeeded();
+      upload(plan, v.slot, outs[k], policy, v.name);
+    }
+  }
+  if (!final) return;
+  if (!read_done) dev.read(reads);
+  for (size_t d = 0; d < plan.dispatch_node.size(); ++d)
+    if (status[d]) {
+      const ir::Node& n = model.graph.nodes[plan.dispatch_node[d]];
+      throw InvalidArgument(n.describe() + " on the GPU: " + status_message(status[d]));
+    }
+  outputs->clear();
+  for (size_t k = 0; k < plan.outputs.size(); ++k) {
+    const OutputSource& o = plan.outputs[k];
+    if (o.constant) outputs->push_back(o.constant->clone());
+    else outputs->push_back(from_gpu(out_bytes[k].data(), o.dtype, o.shape, policy));
+  }
+}
+
+// ---- Planning ----------------------------------------------------------------------------------
+
+namespace {
+
+struct WholeGraphFallback : Error {
+  using Error::Error;
+};
+
+class Planner {
+ public:
+  Planner(const ir::Model& model, const SessionOptions& options, Plan& plan,
+          std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights)
+      : model_(model), g_(model.graph), options_(options), policy_(options.int64), plan_(plan), weights_(weights) {}
+
+  void build(const std::unordered_map<std::string, Tensor>& feeds, std::vector<Tensor>& outputs);
+
+ private:
+  struct Value {
+    DType dtype = DType::Undefined;
+    Shape shape;
+    const Tensor* constant = nullptr;
+    int slot = -1;
+    bool from_cpu = false;  // produced by a CPU fallback node
+  };
+
+  int alloc(uint64_t bytes, bool pinned = false);
+  void release(int slot);
+  int slot_of(const std::string& name);  // uploads a constant on first GPU use
+  bool fold(size_t index, const ir::Node& node);
+  bool try_gpu(size_t index, const ir::Node& node, std::string& reason);
+  void run_on_cpu(size_t index, const ir::Node& node);
+  void close_segment();
+  void finish_values_of(size_t index, const ir::Node& node);
+
+  const ir::Model& model_;
+  const ir::Graph& g_;
+  const SessionOptions& options_;
+  const Int64Policy& policy_;
+  Plan& plan_;
+  std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights_;
+  std::unordered_map<std::string, Value> values_;
+  std::vector<int> refs_;
+  std::map<uint64_t, std::vector<int>> free_;
+  std::unordered_map<std::string, size_t> last_use_;
+  std::set<std::string> graph_outputs_;
+  std::vector<std::pair<wg::DispatchSpec, std::vector<int>>> pending_;  // dispatch + bound slots
+  std::vector<size_t> pending_nodes_;
+  size_t executed_ = 0;
+};
+
+int Planner::alloc(uint64_t bytes, bool pinned) {
+  uint64_t cap = wg::BufferPool::bucket(std::max<uint64_t>(bytes, 4));
+  if (!pinned) {
+    auto it = free_.find(cap);
+    if (it != free_.end() && !it->second.empty()) {
+      int s = it->second.back();
+      it->second.pop_back();
+      plan_.slots[size_t(s)].bytes = bytes;
+      refs_[size_t(s)] = 1;
+      return s;
+    }
+  }
+  Slot slot;
+  slot.buffer = std::make_shared<wg::Buffer>(plan_.device->acquire(cap));
+  slot.bytes = bytes;
+  slot.pinned = pinned;
+  plan_.report.gpu_buffer_bytes += cap;
+  plan_.slots.push_back(std::move(slot));
+  refs_.push_back(1);
+  return int(plan_.slots.size() - 1);
+}
+
+void Planner::release(int slot) {
+  if (slot < 0) return;
+  Slot& s = plan_.slots[size_t(slot)];
+  if (--refs_[size_t(slot)] > 0 || s.pinned) return;
+  free_[s.buffer->capacity].push_back(slot);
+}
+
+int Planner::slot_of(const std::string& name) {
+  Value& v = values_.at(name);
+  if (v.slot >= 0) return v.slot;
+  // A constant the GPU needs: weights are uploaded once per session, folded values once per plan.
+  auto w = g_.initializers.find(name);
+  if (w != g_.initializers.end() && &w->second == v.constant) {
+    auto& buf = weights_[name];
+    if (!buf) {
+      GpuUpload u = to_gpu(*v.constant, policy_, name);
+      buf = std::make_shared<wg::Buffer>(plan_.device->create_buffer(std::max<uint64_t>(u.bytes, 4), wg::kStorageUsage, name));
+      if (u.bytes) plan_.device->write(buf->get(), u.data, u.bytes);
+    }
+    Slot slot{buf, buf->size, true};  // shared with the session's weights
+    plan_.slots.push_back(slot);
+    refs_.push_back(1);
+    v.slot = int(plan_.slots.size() - 1);
+    return v.slot;
+  }
+  v.slot = alloc(gpu_bytes(v.dtype, v.shape, policy_), true);
+  upload(plan_, v.slot, *v.constant, policy_, name);
+  return v.slot;
+}
+
+bool Planner::fold(size_t index, const ir::Node& node) {
+  // Shape and Size need only the shape, which is known at plan time.
+  bool shape_only = (node.op_type == "Shape" || node.op_type == "Size") && node.domain.empty();
+  bool all_constant = !node.attrs.count("body") && !node.attrs.count("then_branch") && !node.attrs.count("else_branch");
+  for (const auto& in : node.inputs)
+    if (!in.empty() && !values_.at(in).constant) all_constant = false;
+  if (!shape_only && !all_constant) return false;
+  if (node.op_type == "RandomNormal" || node.op_type == "RandomUniform" || node.op_type == "RandomNormalLike" ||
+      node.op_type == "RandomUniformLike" || node.op_type == "Multinomial" || node.op_type == "Bernoulli")
+    return false;
+  std::vector<Tensor> outs;
+  if (shape_only) {
+    const Value& x = values_.at(node.inputs.at(0));
+    if (node.op_type == "Size") {
+      outs.push_back(Tensor::scalar<int64_t>(shape_numel(x.shape)));
+    } else {
+      int64_t r = int64_t(x.shape.size());
+      int64_t start = node.attr_int("start", 0), end = node.attr_int("end", r);
+      if (start < 0) start += r;
+      if (end < 0) end += r;
+      start = std::clamp<int64_t>(start, 0, r);
+      end = std::clamp<int64_t>(end, 0, r);
+      std::vector<int64_t> dims(x.shape.begin() + start, x.shape.begin() + std::max(start, end));
+      outs.push_back(Tensor::from_vector<int64_t>({int64_t(dims.size())}, dims));
+    }
+  } else {
+    std::vector<const Tensor*> ins;
+    for (const auto& in : node.inputs) ins.push_back(in.empty() ? nullptr : values_.at(in).constant);
+    outs = cpu::run_node(node, model_.opsets, ins);
+  }
+  for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k) {
+    if (node.outputs[k].empty()) continue;
+    plan_.constants.push_back(std::move(outs[k]));
+    const Tensor& t = plan_.constants.back();
+    values_[node.outputs[k]] = Value{t.dtype(), t.shape(), &t, -1};
+  }
+  plan_.report.folded_nodes++;
+  return true;
+}
+
+bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
+  const wg::GpuKernel* k = wg::gpu_registry().find(node.op_type, node.domain);
+  if (!k) {
+    reason = "no GPU kernel for op '" + node.op_type + "'";
+    return false;
+  }
+  std::vector<wg::GpuValueInfo> infos;
+  bool touches_int64 = false;
+  for (const auto& in : node.inputs) {
+    if (in.empty()) {
+      infos.push_back({});
+      continue;
+    }
+    const Value& v = values_.at(in);
+    infos.push_back({v.dtype, v.shape, v.constant});
+    touches_int64 |= v.dtype == DType::Int64;
+  }
+  wg::GpuKernelContext ctx(node, model_.opset(node.domain), policy_, plan_.device->limits(), infos);
+  try {
+    (*k)(ctx);
+  } catch (const wg::GpuUnsupported& e) {
+    reason = e.what();
+    return false;
+  } catch (const NotImplemented& e) {
+    reason = e.what();
+    return false;
+  }
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    if (!ctx.output_wanted(i)) continue;
+    if (!ctx.outputs[i].set) throw Error(node.describe() + ": GPU kernel did not describe output " + std::to_string(i));
+    touches_int64 |= ctx.outputs[i].dtype == DType::Int64;
+  }
+  if (policy_.strategy == Int64Policy::Strategy::PerOpOptin && touches_int64 && !legacy_int64_optin(node.op_type)) {
+    reason = "INT64 is not opted in for op '" + node.op_type + "' (INT64 strategy per_op_optin)";
+    return false;
+  }
+  // Outputs: views share their input's buffer, the others get one.
+  std::vector<int> out_slots(ctx.outputs.size(), -1);
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    if (!ctx.output_wanted(i)) continue;
+    const auto& o = ctx.outputs[i];
+    int slot;
+    if (o.alias_of >= 0) {
+      slot = slot_of(node.inputs[size_t(o.alias_of)]);
+      refs_[size_t(slot)]++;
+    } else {
+      slot = alloc(gpu_bytes(o.dtype, o.shape, policy_), graph_outputs_.count(node.outputs[i]) != 0);
+    }
+    out_slots[i] = slot;
+    values_[node.outputs[i]] = Value{o.dtype, o.shape, nullptr, slot};
+  }
+  std::vector<int> temp_slots;
+  for (const auto& t : ctx.temps) temp_slots.push_back(alloc(gpu_bytes(t.dtype, t.shape, policy_)));
+  for (auto& d : ctx.dispatches) {
+    std::vector<int> bound;
+    for (const auto& b : d.bindings) {
+      switch (b.kind) {
+        case wg::ValueRef::Kind::Input: bound.push_back(slot_of(node.inputs.at(size_t(b.index)))); break;
+        case wg::ValueRef::Kind::Output:
+          if (out_slots.at(size_t(b.index)) < 0) {  // an unwanted output the kernel writes anyway
+            const auto& o = ctx.outputs.at(size_t(b.index));
+            temp_slots.push_back(alloc(gpu_bytes(o.dtype, o.shape, policy_)));
+            out_slots[size_t(b.index)] = temp_slots.back();
+          }
+          bound.push_back(out_slots[size_t(b.index)]);
+          break;
+        case wg::ValueRef::Kind::Temp: bound.push_back(temp_slots.at(size_t(b.index))); break;
+      }
+    }
+    pending_.emplace_back(std::move(d), std::move(bound));
+    pending_nodes_.push_back(index);
+  }
+  for (int t : temp_slots) release(t);
+  plan_.report.gpu_nodes++;
+  return true;
+}
+
+// Turns the pending dispatches into a recorded segment: pipelines, one uniform buffer, bind groups.
+void Planner::close_segment() {
+  if (pending_.empty()) return;
+  wg::Device& dev = *plan_.device;
+  const uint64_t align = std::max<uint32_t>(dev.limits().min_uniform_buffer_offset_alignment, 16);
+  std::vector<uint64_t> offsets;
+  uint64_t total = 0;
+  for (auto& [d, slots] : pending_) {
+    offsets.push_back(total);
+    total += (d.uniforms.size() * 4 + align - 1) / align * align;
+  }
+  std::vector<uint32_t> data(total / 4, 0);
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    auto& u = pending_[i].first.uniforms;
+    u[0] = uint32_t(plan_.dispatch_node.size() + i);  // this dispatch's status word
+    std::memcpy(data.data() + offsets[i] / 4, u.data(), u.size() * 4);
+  }
+  Step step;
+  step.uniforms = std::make_shared<wg::Buffer>(dev.create_buffer(total, wg::kUniformUsage, "onnxgpu uniforms"));
+  dev.write(step.uniforms->get(), data.data(), total);
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    auto& [d, slots] = pending_[i];
+    const wg::Pipeline& pipeline = dev.pipeline(d.source);
+    std::vector<wg::BufferBinding> entries;
+    entries.emplace_back(step.uniforms->get(), offsets[i], uint64_t((d.uniforms.size() * 4 + 15) / 16 * 16));
+    entries.emplace_back(plan_.status->get(), 0, plan_.status->capacity);
+    for (int s : slots) {
+      const Slot& slot = plan_.slots[size_t(s)];
+      entries.emplace_back(slot.buffer->get(), 0, std::max<uint64_t>((slot.bytes + 3) / 4 * 4, 4));
+    }
+    step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z});
+    plan_.dispatch_node.push_back(pending_nodes_[i]);
+  }
+  plan_.report.dispatches += int(pending_.size());
+  plan_.report.segments++;
+  plan_.steps.push_back(std::move(step));
+  pending_.clear();
+  pending_nodes_.clear();
+}
+
+void Planner::run_on_cpu(size_t index, const ir::Node& node) {
+  close_segment();
+  Step step;
+  step.cpu = true;
+  step.node = &node;
+  auto add_input = [&](const std::string& name) {
+    StepValue sv;
+    sv.name = name;
+    if (!name.empty()) {
+      const Value& v = values_.at(name);
+      sv.dtype = v.dtype;
+      sv.shape = v.shape;
+      sv.constant = v.constant;
+      sv.slot = v.constant ? -1 : v.slot;
+    }
+    step.inputs.push_back(sv);
+  };
+  for (const auto& in : node.inputs) add_input(in);
+  step.explicit_inputs = step.inputs.size();
+  for (const auto& name : implicit_inputs(node))
+    if (values_.count(name)) add_input(name);
+  // Run everything recorded so far, then this node, to learn its outputs' shapes.
+  execute(plan_, model_, policy_, executed_, plan_.steps.size(), false, nullptr);
+  std::vector<Tensor> outs = run_cpu_step(step, plan_, model_, policy_);
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    StepValue sv;
+    sv.name = node.outputs[k];
+    if (!sv.name.empty() && k < outs.size() && outs[k].defined()) {
+      sv.dtype = outs[k].dtype();
+      sv.shape = outs[k].shape();
+      wg::shader::type_info(sv.dtype, policy_);  // throws for types the GPU cannot hold
+      sv.slot = alloc(gpu_bytes(sv.dtype, sv.shape, policy_), graph_outputs_.count(sv.name) != 0);
+      upload(plan_, sv.slot, outs[k], policy_, sv.name);
+      values_[sv.name] = Value{sv.dtype, sv.shape, nullptr, sv.slot, true};
+    }
+    step.outputs.push_back(sv);
+  }
+  plan_.steps.push_back(std::move(step));
+  executed_ = plan_.steps.size();
+  plan_.report.cpu_nodes++;
+}
+
+void Planner::finish_values_of(size_t index, const ir::Node& node) {
+  std::vector<std::string> used = node.inputs;
+  for (const auto& in : implicit_inputs(node)) used.push_back(in);
+  for (const auto& in : used) {
+    if (in.empty() || !values_.count(in)) continue;
+    auto it = last_use_.find(in);
+    if (it == last_use_.end() || it->second != index || graph_outputs_.count(in)) continue;
+    Value& v = values_.at(in);
+    if (v.slot >= 0 && !v.constant) release(v.slot);
+  }
+}
+
+void Planner::build(const std::unordered_map<std::string, Tensor>& feeds, std::vector<Tensor>& outputs) {
+  wg::Device& dev = *plan_.device;
+  plan_.report.ep = "webgpu";
+  plan_.report.nodes = int(g_.nodes.size());
+  plan_.report.int64_strategy = Int64Policy::strategy_name(policy_.strategy);
+  for (const auto& o : g_.outputs) graph_outputs_.insert(o.name);
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (const auto& in : g_.nodes[i].inputs) last_use_[in] = i;
+    for (const auto& in : implicit_inputs(g_.nodes[i])) last_use_[in] = i;
+  }
+  plan_.status = std::make_shared<wg::Buffer>(dev.create_buffer(4 * (g_.nodes.size() * 4 + 64), wg::kStorageUsage, "onnxgpu status"));
+  for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
+  for (const auto& [name, t] : feeds) {
+    wg::shader::type_info(t.dtype(), policy_);
+    int slot = alloc(gpu_bytes(t.dtype(), t.shape(), policy_), true);
+    values_[name] = Value{t.dtype(), t.shape(), nullptr, slot};
+    plan_.inputs.emplace_back(name, slot);
+    upload(plan_, slot, t, policy_, name);
+  }
+  std::vector<uint32_t> zeros(plan_.status->capacity / 4, 0);
+  dev.write(plan_.status->get(), zeros.data(), zeros.size() * 4);
+
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const ir::Node& node = g_.nodes[i];
+    if (fold(i, node)) continue;
+    std::string reason;
+    if (!try_gpu(i, node, reason)) {
+      PlanFallback f{node.name, node.op_type, reason, {}};
+      for (const auto& in : node.inputs) f.dtypes.push_back(in.empty() ? "" : std::string(dtype_name(values_.at(in).dtype)));
+      if (policy_.fail_loud) {
+        std::string types;
+        for (const auto& t : f.dtypes) types += (types.empty() ? "" : ", ") + (t.empty() ? "-" : t);
+        throw Error("fail_loud: " + node.describe() + " with input types [" + types + "] cannot run on the GPU: " + reason);
+      }
+      if (!policy_.fallback_per_op_not_whole_graph) throw WholeGraphFallback(reason);
+      plan_.report.fallbacks.push_back(f);
+      run_on_cpu(i, node);
+    }
+    finish_values_of(i, node);
+  }
+  close_segment();
+  for (const auto& o : g_.outputs) {
+    const Value& v = values_.at(o.name);
+    plan_.outputs.push_back(OutputSource{v.constant ? -1 : v.slot, v.constant, v.dtype, v.shape});
+  }
+  for (const auto& [name, v] : values_)
+    if (v.dtype == DType::Int64 && !v.constant) {
+      plan_.report.int64_tensors++;
+      plan_.report.int64_on_gpu += v.from_cpu ? 0 : 1;
+    }
+  execute(plan_, model_, policy_, executed_, plan_.steps.size(), true, &outputs);
+}
+
+}  // namespace
+
+// ---- The executor --------------------------------------------------------------------------------
+
+struct GpuExecutor::Weights {
+  std::unordered_map<std::string, std::shared_ptr<wg::Buffer>> buffers;
+};
+
+GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
+    : model_(model), options_(options), device_(shared_device()), weights_(std::make_unique<Weights>()) {}
+
+GpuExecutor::~GpuExecutor() = default;
+
+static std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds) {
+  std::map<std::string, std::string> sorted;
+  for (const auto& [n, t] : feeds) sorted[n] = t.describe();
+  std::string s;
+  for (const auto& [n, d] : sorted) s += (s.empty() ? "" : " ") + n + ":" + d;
+  return s;
+}
+
+std::shared_ptr<Plan> GpuExecutor::build_and_run(const std::unordered_map<std::string, Tensor>& feeds,
+                                                 std::vector<Tensor>& outputs) {
+  auto plan = std::make_shared<Plan>();
+  plan->device = device_;
+  Planner planner(model_, options_, *plan, weights_->buffers);
+  planner.build(feeds, outputs);
+  return plan;
+}
+
+std::vector<Tensor> GpuExecutor::run(const std::unordered_map<std::string, Tensor>& feeds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string sig = signature_of(feeds);
+  std::vector<Tensor> outputs;
+  if (whole_graph_cpu_.count(sig)) {
+    outputs = cpu::run_graph(model_.graph, model_.opsets, feeds);
+    return outputs;
+  }
+  if (options_.capture) {
+    for (auto it = plans_.begin(); it != plans_.end(); ++it) {
+      if (it->first != sig) continue;
+      std::shared_ptr<Plan> plan = it->second;
+      plans_.splice(plans_.begin(), plans_, it);
+      try {
+        for (const auto& [name, slot] : plan->inputs) upload(*plan, slot, feeds.at(name), options_.int64, name);
+        std::vector<uint32_t> zeros(plan->status->capacity / 4, 0);
+        device_->write(plan->status->get(), zeros.data(), zeros.size() * 4);
+        execute(*plan, model_, options_.int64, 0, plan->steps.size(), true, &outputs);
+        report_ = plan->report;
+        report_.replayed = true;
+        return outputs;
+      } catch (const ReplanNeeded&) {
+        plans_.erase(plans_.begin());  // a CPU node's output shape changed with the data: plan again
+        break;
+      }
+    }
+  }
+  std::shared_ptr<Plan> plan;
+  try {
+    plan = build_and_run(feeds, outputs);
+  } catch (const WholeGraphFallback& e) {
+    whole_graph_cpu_.insert(sig);
+    report_ = PlanReport{};
+    report_.ep = "webgpu";
+    report_.nodes = int(model_.graph.nodes.size());
+    report_.cpu_nodes = report_.nodes;
+    report_.whole_graph_fallback = true;
+    report_.int64_strategy = Int64Policy::strategy_name(options_.int64.strategy);
+    report_.fallbacks.push_back({"", "", std::string("whole graph on the CPU: ") + e.what(), {}});
+    return cpu::run_graph(model_.graph, model_.opsets, feeds);
+  }
+  plan->report.signature = sig;
+  plan->report.captured = options_.capture;
+  report_ = plan->report;
+  if (options_.capture) {
+    plans_.emplace_front(sig, plan);
+    if (plans_.size() > kMaxPlans) plans_.pop_back();
+  }
+  return outputs;
+}
+
+}  // namespace onnxgpu::runtime

@@ -1,0 +1,58 @@
+// The WebGPU executor: plans a model for one input-shape signature (constant folding, placement of
+// every node on a GPU kernel or, alone, on the CPU), records its GPU work once and replays it on
+// later runs with the same signature. A small LRU keeps several signatures, so dynamic shapes keep
+// the benefit of capture.
+#pragma once
+#include <list>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+#include "onnxgpu/session.h"
+
+namespace onnxgpu::webgpu {
+class Device;
+}
+
+namespace onnxgpu::runtime {
+
+struct Plan;
+
+class GpuExecutor {
+ public:
+  GpuExecutor(const ir::Model& model, const SessionOptions& options);
+  ~GpuExecutor();
+
+  std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
+  const PlanReport& last_report() const { return report_; }
+  webgpu::Device& device() { return *device_; }
+
+ private:
+  std::shared_ptr<Plan> build_and_run(const std::unordered_map<std::string, Tensor>& feeds,
+                                      std::vector<Tensor>& outputs);
+
+  static constexpr size_t kMaxPlans = 8;  // signatures kept recorded
+  struct Weights;
+
+  const ir::Model& model_;
+  SessionOptions options_;
+  std::shared_ptr<webgpu::Device> device_;
+  std::unique_ptr<Weights> weights_;  // initializers uploaded once, shared by every plan
+  std::set<std::string> whole_graph_cpu_;  // signatures that fell back whole (fallback_per_op off)
+  std::list<std::pair<std::string, std::shared_ptr<Plan>>> plans_;  // most recent first
+  PlanReport report_;
+  std::mutex mutex_;
+};
+
+// The process-wide device (created on first use, shared by every session).
+std::shared_ptr<webgpu::Device> shared_device();
+
+// The ops that take INT64 on the GPU under the per_op_optin strategy: the old, per-op behaviour,
+// kept only to reproduce and measure it. No other list of INT64-capable ops exists.
+bool legacy_int64_optin(const std::string& op_type);
+
+}  // namespace onnxgpu::runtime

@@ -1,0 +1,54 @@
+#include "runtime/gpu_values.h"
+
+#include <cstring>
+#include <limits>
+
+#include "webgpu/shader/types.h"
+
+namespace onnxgpu::runtime {
+
+namespace {
+bool narrowed(DType dtype, const Int64Policy& policy) {
+  return dtype == DType::Int64 && policy.strategy == Int64Policy::Strategy::CastToI32;
+}
+}  // namespace
+
+size_t gpu_bytes(DType dtype, const Shape& shape, const Int64Policy& policy) {
+  return size_t(shape_numel(shape)) * webgpu::shader::gpu_element_size(dtype, policy);
+}
+
+GpuUpload to_gpu(const Tensor& t, const Int64Policy& policy, const std::string& name) {
+  GpuUpload u;
+  if (!narrowed(t.dtype(), policy)) {
+    u.data = t.raw();
+    u.bytes = t.nbytes();
+    return u;
+  }
+  u.converted.resize(size_t(t.numel()) * 4);
+  auto* dst = reinterpret_cast<int32_t*>(u.converted.data());
+  const int64_t* src = t.data<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (src[i] < std::numeric_limits<int32_t>::min() || src[i] > std::numeric_limits<int32_t>::max())
+      throw InvalidArgument("tensor '" + name + "': int64 value " + std::to_string(src[i]) + " at index " +
+                            std::to_string(i) +
+                            " does not fit in int32 (INT64 strategy cast_to_i32; use bitcast_to_i32 for exact 64-bit values)");
+    dst[i] = int32_t(src[i]);
+  }
+  u.data = u.converted.data();
+  u.bytes = u.converted.size();
+  return u;
+}
+
+Tensor from_gpu(const void* data, DType dtype, const Shape& shape, const Int64Policy& policy) {
+  Tensor t(dtype, shape);
+  if (!narrowed(dtype, policy)) {
+    if (t.nbytes()) std::memcpy(t.raw(), data, t.nbytes());
+    return t;
+  }
+  const auto* src = static_cast<const int32_t*>(data);
+  int64_t* dst = t.data<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = src[i];
+  return t;
+}
+
+}  // namespace onnxgpu::runtime

@@ -1,0 +1,963 @@
+#include "webgpu/device.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "webgpu/dawn.h"
+
+namespace onnxgpu::webgpu {
+
+// ---- Handles ---------------------------------------------------------------------------------
+
+#define ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(T, Name)                          \
+  void HandleOps<T>::add_ref(T h) { dawn().Name##AddRef(h); }           \
+  void HandleOps<T>::release(T h) { dawn().Name##Release(h); }
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUInstance, Instance)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUAdapter, Adapter)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUDevice, Device)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUQueue, Queue)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUBuffer, Buffer)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUShaderModule, ShaderModule)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUComputePipeline, ComputePipeline)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUBindGroupLayout, BindGroupLayout)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUBindGroup, BindGroup)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUCommandEncoder, CommandEncoder)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUComputePassEncoder, ComputePassEncoder)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUCommandBuffer, CommandBuffer)
+ONNXGPU_WEBGPU_HANDLE_OPS_IMPL(WGPUQuerySet, QuerySet)
+#undef ONNXGPU_WEBGPU_HANDLE_OPS_IMPL
+
+namespace {
+
+uint64_t round_up4(uint64_t n) { return (n + 3) / 4 * 4; }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Callback state lives on the heap, shared between the waiter and Dawn's callback: if a wait times
+// out, the callback (which Dawn always calls exactly once, at the latest when the instance goes)
+// still finds it alive.
+template <class S>
+void* hold(const std::shared_ptr<S>& s) {
+  return new std::shared_ptr<S>(s);
+}
+template <class S>
+std::shared_ptr<S> take(void* userdata) {
+  auto* p = static_cast<std::shared_ptr<S>*>(userdata);
+  std::shared_ptr<S> s = std::move(*p);
+  delete p;
+  return s;
+}
+
+std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds t) {
+  if (t.count() > 0) return t;
+  if (const char* env = std::getenv("ONNXGPU_GPU_TIMEOUT_MS"); env && *env) {
+    char* end = nullptr;
+    long long ms = std::strtoll(env, &end, 10);
+    if (*end != '\0' || ms <= 0) throw InvalidArgument(std::string("ONNXGPU_GPU_TIMEOUT_MS='") + env + "' is not a positive number of milliseconds");
+    return std::chrono::milliseconds(ms);
+  }
+  return std::chrono::milliseconds(60000);
+}
+
+void wait_future(WGPUInstance instance, WGPUFuture future, std::chrono::milliseconds timeout, const char* what) {
+  WGPUFutureWaitInfo info{future, 0};
+  uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count());
+  WGPUWaitStatus status = dawn().InstanceWaitAny(instance, 1, &info, ns);
+  if (status == WGPUWaitStatus_TimedOut)
+    throw GpuError(std::string("WebGPU: timed out after ") + std::to_string(timeout.count()) + " ms waiting for " + what +
+                   " (raise ONNXGPU_GPU_TIMEOUT_MS if the GPU is just slow)");
+  if (status != WGPUWaitStatus_Success || !info.completed)
+    throw GpuError(std::string("WebGPU: waiting for ") + what + " failed (wgpuInstanceWaitAny status " +
+                   std::to_string(static_cast<int>(status)) + ")");
+}
+
+// Dawn's message without its trailing blank lines.
+std::string trimmed(WGPUStringView v) {
+  std::string s = to_string(v);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string error_type_name(WGPUErrorType t) {
+  switch (t) {
+    case WGPUErrorType_Validation: return "validation error";
+    case WGPUErrorType_OutOfMemory: return "out of memory";
+    case WGPUErrorType_Internal: return "internal error";
+    default: return "error";
+  }
+}
+
+// ---- Adapters ----------------------------------------------------------------------------------
+
+struct BackendName {
+  const char* name;
+  WGPUBackendType type;
+};
+constexpr BackendName kBackends[] = {
+    {"vulkan", WGPUBackendType_Vulkan}, {"opengles", WGPUBackendType_OpenGLES}, {"opengl", WGPUBackendType_OpenGL},
+    {"d3d12", WGPUBackendType_D3D12},   {"d3d11", WGPUBackendType_D3D11},       {"metal", WGPUBackendType_Metal},
+    {"webgpu", WGPUBackendType_WebGPU}, {"null", WGPUBackendType_Null},
+};
+
+// Backends tried when none is forced, best first. Linux has Vulkan and OpenGL (ES).
+constexpr WGPUBackendType kDefaultBackends[] = {WGPUBackendType_Vulkan, WGPUBackendType_OpenGLES};
+
+std::string backend_option(const DeviceOptions& o) {
+  if (!o.backend.empty()) return lower(o.backend);
+  const char* env = std::getenv("ONNXGPU_BACKEND");
+  return env ? lower(env) : std::string{};
+}
+std::string adapter_option(const DeviceOptions& o) {
+  if (!o.adapter.empty()) return o.adapter;
+  const char* env = std::getenv("ONNXGPU_ADAPTER");
+  return env ? std::string(env) : std::string{};
+}
+
+WGPUBackendType parse_backend(const std::string& name) {
+  for (const auto& b : kBackends)
+    if (name == b.name) return b.type;
+  std::string known;
+  for (const auto& b : kBackends) known += std::string(known.empty() ? "" : ", ") + b.name;
+  throw InvalidArgument("unknown WebGPU backend '" + name + "' (ONNXGPU_BACKEND / --backend): expected one of " + known);
+}
+
+const char* kNullRefused =
+    "Dawn's Null backend was requested; onnxgpu refuses it: it accepts every call and computes nothing";
+
+std::string no_adapter_help() {
+  return "To get one: install the Vulkan driver of your GPU (and the Vulkan loader, libvulkan1), or use a CPU "
+         "Vulkan driver: run scripts/test or scripts/demo, which install Debian's chromium package (SwiftShader) "
+         "and set VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json (set it yourself to run onnxgpu "
+         "directly; XDG_RUNTIME_DIR=/tmp silences a warning).";
+}
+
+Limits to_limits(const WGPULimits& l) {
+  Limits r;
+  r.max_buffer_size = l.maxBufferSize;
+  r.max_storage_buffer_binding_size = l.maxStorageBufferBindingSize;
+  r.max_uniform_buffer_binding_size = l.maxUniformBufferBindingSize;
+  r.max_storage_buffers_per_shader_stage = l.maxStorageBuffersPerShaderStage;
+  r.max_uniform_buffers_per_shader_stage = l.maxUniformBuffersPerShaderStage;
+  r.max_bind_groups = l.maxBindGroups;
+  r.max_bindings_per_bind_group = l.maxBindingsPerBindGroup;
+  r.min_storage_buffer_offset_alignment = l.minStorageBufferOffsetAlignment;
+  r.min_uniform_buffer_offset_alignment = l.minUniformBufferOffsetAlignment;
+  r.max_compute_workgroup_storage_size = l.maxComputeWorkgroupStorageSize;
+  r.max_compute_invocations_per_workgroup = l.maxComputeInvocationsPerWorkgroup;
+  r.max_compute_workgroup_size_x = l.maxComputeWorkgroupSizeX;
+  r.max_compute_workgroup_size_y = l.maxComputeWorkgroupSizeY;
+  r.max_compute_workgroup_size_z = l.maxComputeWorkgroupSizeZ;
+  r.max_compute_workgroups_per_dimension = l.maxComputeWorkgroupsPerDimension;
+  return r;
+}
+
+// WGPULimits with every field "undefined" (= default), as WGPU_LIMITS_INIT does.
+WGPULimits undefined_limits() {
+  WGPULimits l;
+  std::memset(&l, 0xff, sizeof l);  // every u32/u64 limit = WGPU_LIMIT_*_UNDEFINED
+  l.nextInChain = nullptr;
+  return l;
+}
+
+// The adapter's own values for the limits the engine relies on; the rest stay at their defaults.
+WGPULimits required_limits(const WGPULimits& a) {
+  WGPULimits l = undefined_limits();
+  l.maxBufferSize = a.maxBufferSize;
+  l.maxStorageBufferBindingSize = a.maxStorageBufferBindingSize;
+  l.maxUniformBufferBindingSize = a.maxUniformBufferBindingSize;
+  l.maxStorageBuffersPerShaderStage = a.maxStorageBuffersPerShaderStage;
+  l.maxUniformBuffersPerShaderStage = a.maxUniformBuffersPerShaderStage;
+  l.maxBindGroups = a.maxBindGroups;
+  l.maxBindingsPerBindGroup = a.maxBindingsPerBindGroup;
+  l.maxComputeWorkgroupStorageSize = a.maxComputeWorkgroupStorageSize;
+  l.maxComputeInvocationsPerWorkgroup = a.maxComputeInvocationsPerWorkgroup;
+  l.maxComputeWorkgroupSizeX = a.maxComputeWorkgroupSizeX;
+  l.maxComputeWorkgroupSizeY = a.maxComputeWorkgroupSizeY;
+  l.maxComputeWorkgroupSizeZ = a.maxComputeWorkgroupSizeZ;
+  l.maxComputeWorkgroupsPerDimension = a.maxComputeWorkgroupsPerDimension;
+  return l;
+}
+
+struct Candidate {
+  AdapterHandle handle;
+  AdapterInfo info;
+  WGPULimits limits;
+};
+
+AdapterInfo describe(WGPUAdapter adapter, WGPUFeatureLevel level, WGPULimits& limits_out) {
+  const Dawn& d = dawn();
+  AdapterInfo info;
+  WGPUAdapterInfo raw{};
+  if (d.AdapterGetInfo(adapter, &raw) != WGPUStatus_Success) throw GpuError("WebGPU: wgpuAdapterGetInfo failed");
+  info.backend = raw.backendType;
+  info.type = raw.adapterType;
+  info.feature_level = level;
+  info.vendor = to_string(raw.vendor);
+  info.architecture = to_string(raw.architecture);
+  info.device = to_string(raw.device);
+  info.description = to_string(raw.description);
+  info.vendor_id = raw.vendorID;
+  info.device_id = raw.deviceID;
+  info.subgroup_min_size = raw.subgroupMinSize;
+  info.subgroup_max_size = raw.subgroupMaxSize;
+  d.AdapterInfoFreeMembers(raw);
+  // Dawn's OpenGL backends cannot tell the adapter type; a known software rasterizer is a CPU one.
+  if (info.type == WGPUAdapterType_Unknown) {
+    std::string name = lower(info.device + " " + info.description);
+    for (const char* cpu : {"llvmpipe", "softpipe", "lavapipe", "swiftshader", "software"})
+      if (name.find(cpu) != std::string::npos) info.type = WGPUAdapterType_CPU;
+  }
+
+  limits_out = WGPULimits{};
+  if (d.AdapterGetLimits(adapter, &limits_out) != WGPUStatus_Success) throw GpuError("WebGPU: wgpuAdapterGetLimits failed");
+  info.limits = to_limits(limits_out);
+
+  WGPUSupportedFeatures features{};
+  d.AdapterGetFeatures(adapter, &features);
+  for (size_t i = 0; i < features.featureCount; ++i) {
+    WGPUFeatureName f = features.features[i];
+    info.feature_names.push_back(feature_name(f));
+    if (f == WGPUFeatureName_ShaderF16) info.features.shader_f16 = true;
+    if (f == WGPUFeatureName_Subgroups) info.features.subgroups = true;
+    if (f == WGPUFeatureName_TimestampQuery) info.features.timestamp_query = true;
+  }
+  d.SupportedFeaturesFreeMembers(features);
+  return info;
+}
+
+bool same_adapter(const AdapterInfo& a, const AdapterInfo& b) {
+  return a.backend == b.backend && a.type == b.type && a.vendor_id == b.vendor_id && a.device_id == b.device_id &&
+         a.device == b.device && a.description == b.description;
+}
+
+struct AdapterRequest {
+  WGPURequestAdapterStatus status = WGPURequestAdapterStatus_Error;
+  WGPUAdapter adapter = nullptr;
+  std::string message;
+};
+
+// Asks Dawn for the adapter of `backend` with each power preference (Dawn has no enumeration entry
+// point in this build), keeping the distinct ones. Null adapters are kept here and refused by choose().
+void request_adapters(WGPUInstance instance, WGPUBackendType backend, std::chrono::milliseconds timeout,
+                      std::vector<Candidate>& out, std::vector<std::string>& notes) {
+  const Dawn& d = dawn();
+  bool gl = backend == WGPUBackendType_OpenGLES || backend == WGPUBackendType_OpenGL;
+  WGPUFeatureLevel level = gl ? WGPUFeatureLevel_Compatibility : WGPUFeatureLevel_Core;
+  for (WGPUPowerPreference pref : {WGPUPowerPreference_HighPerformance, WGPUPowerPreference_LowPower}) {
+    WGPURequestAdapterOptions options{};
+    options.featureLevel = level;
+    options.powerPreference = pref;
+    options.backendType = backend;
+    auto state = std::make_shared<AdapterRequest>();
+    WGPURequestAdapterCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message, void* u1, void*) {
+      auto s = take<AdapterRequest>(u1);
+      s->status = status;
+      s->adapter = adapter;
+      s->message = to_string(message);
+    };
+    cb.userdata1 = hold(state);
+    wait_future(instance, d.InstanceRequestAdapter(instance, &options, cb), timeout, "an adapter");
+    if (state->status != WGPURequestAdapterStatus_Success || !state->adapter) {
+      std::string note = backend_name(backend) + ": " + (state->message.empty() ? "no adapter" : state->message);
+      if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+      if (state->adapter) d.AdapterRelease(state->adapter);
+      continue;
+    }
+    Candidate c{AdapterHandle(state->adapter), {}, {}};
+    c.info = describe(c.handle.get(), level, c.limits);
+    bool seen = false;
+    for (const Candidate& o : out) seen = seen || same_adapter(o.info, c.info);
+    if (!seen) out.push_back(std::move(c));
+  }
+}
+
+int type_rank(WGPUAdapterType t) {
+  switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return 3;
+    case WGPUAdapterType_IntegratedGPU: return 2;
+    case WGPUAdapterType_CPU: return 0;
+    default: return 1;  // unknown: below real GPUs, above a CPU rasterizer
+  }
+}
+
+int backend_rank(WGPUBackendType b) {
+  switch (b) {
+    case WGPUBackendType_Vulkan:
+    case WGPUBackendType_D3D12:
+    case WGPUBackendType_Metal: return 3;
+    case WGPUBackendType_OpenGLES: return 2;
+    case WGPUBackendType_OpenGL: return 1;
+    default: return 0;
+  }
+}
+
+bool matches(const AdapterInfo& a, const std::string& filter) {
+  if (filter.empty()) return true;
+  std::string f = lower(filter);
+  for (const std::string* s : {&a.device, &a.description, &a.vendor, &a.architecture})
+    if (lower(*s).find(f) != std::string::npos) return true;
+  return false;
+}
+
+// The best acceptable candidate (-1 if none): never Null; hardware (discrete > integrated) before
+// unknown before CPU; then the better backend; then the order found.
+int choose(const std::vector<Candidate>& cands, const std::string& filter) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(cands.size()); ++i) {
+    const AdapterInfo& a = cands[static_cast<size_t>(i)].info;
+    if (a.backend == WGPUBackendType_Null || !matches(a, filter)) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const AdapterInfo& b = cands[static_cast<size_t>(best)].info;
+    if (std::pair(type_rank(a.type), backend_rank(a.backend)) > std::pair(type_rank(b.type), backend_rank(b.backend)))
+      best = i;
+  }
+  return best;
+}
+
+InstanceHandle create_instance() {
+  WGPUInstanceDescriptor desc{};
+  desc.capabilities.timedWaitAnyEnable = 1;  // else WaitAny with a timeout fails
+  WGPUInstance instance = dawn().CreateInstance(&desc);
+  if (!instance) throw GpuError("WebGPU: wgpuCreateInstance failed (Dawn library " + dawn().path + ")");
+  return InstanceHandle(instance);
+}
+
+bool gpu_device_nodes_present() {
+  for (const char* pattern : {"/dev/dri/renderD*", "/dev/nvidia[0-9]*"}) {
+    glob_t g{};
+    bool found = glob(pattern, 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+    globfree(&g);
+    if (found) return true;
+  }
+  return false;
+}
+
+// Finds the adapters, trying the backends in order. With `stop_early` (what a Device needs), later
+// backends are skipped once an acceptable adapter is found, unless it is a CPU one and the machine
+// has a GPU device node; the devices command looks at every backend.
+struct Enumeration {
+  std::vector<Candidate> candidates;
+  std::vector<std::string> notes;  // why a backend gave nothing
+  int chosen = -1;
+  std::string why_none;
+};
+
+Enumeration enumerate(WGPUInstance instance, const DeviceOptions& options, std::chrono::milliseconds timeout,
+                      bool stop_early) {
+  Enumeration e;
+  std::string backend = backend_option(options);
+  std::string filter = adapter_option(options);
+  std::vector<WGPUBackendType> backends;
+  if (backend.empty() || backend == "any" || backend == "auto")
+    backends.assign(std::begin(kDefaultBackends), std::end(kDefaultBackends));
+  else
+    backends.push_back(parse_backend(backend));
+
+  for (WGPUBackendType b : backends) {
+    if (stop_early && e.chosen >= 0) {
+      // A later backend can only win with a hardware adapter, which needs a GPU device node.
+      if (e.candidates[static_cast<size_t>(e.chosen)].info.is_hardware() || !gpu_device_nodes_present()) break;
+    }
+    request_adapters(instance, b, timeout, e.candidates, e.notes);
+    e.chosen = choose(e.candidates, filter);
+  }
+  if (e.chosen >= 0) return e;
+
+  // Explain why nothing is acceptable.
+  bool only_null = !e.candidates.empty();
+  for (const Candidate& c : e.candidates) only_null = only_null && c.info.backend == WGPUBackendType_Null;
+  if (only_null) {
+    e.why_none = std::string(kNullRefused) + ".";
+    if (backends.size() != 1 || backends[0] != WGPUBackendType_Null) e.why_none += " " + no_adapter_help();
+    return e;
+  }
+  if (!e.candidates.empty()) {
+    e.why_none = "no WebGPU adapter matches '" + filter + "' (ONNXGPU_ADAPTER / --adapter); found:";
+    for (const Candidate& c : e.candidates) e.why_none += "\n  " + c.info.summary();
+    return e;
+  }
+  std::string tried;
+  for (WGPUBackendType b : backends) tried += std::string(tried.empty() ? "" : ", ") + backend_name(b);
+  e.why_none = "no WebGPU adapter found (backends tried: " + tried + ")";
+  for (const std::string& n : e.notes) e.why_none += "\n  " + n;
+  if (dawn().vulkan_loader.empty())
+    e.why_none += "\n  (no Vulkan loader, libvulkan.so.1, could be loaded: install libvulkan1, or chromium, whose copy "
+                  "onnxgpu uses; or set ONNXGPU_VULKAN_LOADER)";
+  e.why_none += "\n" + no_adapter_help();
+  return e;
+}
+
+}  // namespace
+
+std::string backend_name(WGPUBackendType b) {
+  for (const auto& n : kBackends)
+    if (n.type == b) return n.name;
+  return "undefined";
+}
+
+std::string adapter_type_name(WGPUAdapterType t) {
+  switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return "discrete";
+    case WGPUAdapterType_IntegratedGPU: return "integrated";
+    case WGPUAdapterType_CPU: return "cpu";
+    default: return "unknown";
+  }
+}
+
+std::string feature_name(WGPUFeatureName f) {
+  switch (f) {
+#define ONNXGPU_WEBGPU_FEATURE_CASE(name, value) \
+  case WGPUFeatureName_##name: return #name;
+    WGPU_FEATURE_NAMES(ONNXGPU_WEBGPU_FEATURE_CASE)
+#undef ONNXGPU_WEBGPU_FEATURE_CASE
+    default: {
+      std::ostringstream s;
+      s << "0x" << std::hex << static_cast<uint32_t>(f);
+      return s.str();
+    }
+  }
+}
+
+std::string AdapterInfo::summary() const {
+  std::string name = device.empty() ? description : device;
+  return name + " [" + backend_name(backend) + ", " + adapter_type_name(type) + "]";
+}
+
+AdapterList list_adapters(const DeviceOptions& options) {
+  InstanceHandle instance = create_instance();
+  Enumeration e = enumerate(instance.get(), options, resolve_timeout(options.timeout), false);
+  AdapterList list;
+  for (Candidate& c : e.candidates) list.adapters.push_back(std::move(c.info));
+  list.chosen = e.chosen;
+  list.why_none = e.why_none;
+  return list;
+}
+
+// ---- Errors ------------------------------------------------------------------------------------
+
+struct Device::ErrorState {
+  std::mutex mu;
+  std::vector<std::string> errors;  // uncaptured errors since the last check()
+  std::string lost;                 // why the device was lost ("" while it is alive)
+};
+
+void Device::check() {
+  std::lock_guard lock(errors_->mu);
+  if (!errors_->lost.empty()) throw GpuError("WebGPU device lost: " + errors_->lost);
+  if (errors_->errors.empty()) return;
+  std::string msg = "WebGPU " + errors_->errors.front();
+  for (size_t i = 1; i < errors_->errors.size(); ++i) msg += "\n" + errors_->errors[i];
+  errors_->errors.clear();
+  throw GpuError(msg);
+}
+
+namespace {
+
+struct ScopeResult {
+  WGPUPopErrorScopeStatus status = WGPUPopErrorScopeStatus_Error;
+  WGPUErrorType type = WGPUErrorType_NoError;
+  std::string message;
+};
+
+// Captures the validation, out-of-memory and internal errors of the calls made while it is open.
+class ErrorScope {
+ public:
+  ErrorScope(WGPUDevice device, WGPUInstance instance, std::chrono::milliseconds timeout)
+      : device_(device), instance_(instance), timeout_(timeout) {
+    for (WGPUErrorFilter f : kFilters) dawn().DevicePushErrorScope(device_, f);
+  }
+  ~ErrorScope() {
+    if (open_) try {
+        pop();
+      } catch (...) {
+      }
+  }
+  // Closes the scope: "" when nothing failed, else the errors, one per line.
+  std::string pop() {
+    open_ = false;
+    std::string errors;
+    for (size_t i = 0; i < std::size(kFilters); ++i) {
+      auto state = std::make_shared<ScopeResult>();
+      WGPUPopErrorScopeCallbackInfo cb{};
+      cb.mode = WGPUCallbackMode_WaitAnyOnly;
+      cb.callback = [](WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void* u1, void*) {
+        auto s = take<ScopeResult>(u1);
+        s->status = status;
+        s->type = type;
+        s->message = trimmed(message);
+      };
+      cb.userdata1 = hold(state);
+      wait_future(instance_, dawn().DevicePopErrorScope(device_, cb), timeout_, "an error scope");
+      if (state->status == WGPUPopErrorScopeStatus_Success && state->type != WGPUErrorType_NoError)
+        errors += (errors.empty() ? "" : "\n") + error_type_name(state->type) + ": " + state->message;
+    }
+    return errors;
+  }
+
+ private:
+  static constexpr WGPUErrorFilter kFilters[] = {WGPUErrorFilter_Validation, WGPUErrorFilter_OutOfMemory,
+                                                 WGPUErrorFilter_Internal};
+  WGPUDevice device_;
+  WGPUInstance instance_;
+  std::chrono::milliseconds timeout_;
+  bool open_ = true;
+};
+
+struct DeviceRequest {
+  WGPURequestDeviceStatus status = WGPURequestDeviceStatus_Error;
+  WGPUDevice device = nullptr;
+  std::string message;
+};
+
+}  // namespace
+
+// ---- Device ------------------------------------------------------------------------------------
+
+Device::Device(const DeviceOptions& options)
+    : timeout_(resolve_timeout(options.timeout)), errors_(std::make_shared<ErrorState>()) {
+  const Dawn& d = dawn();
+  instance_ = create_instance();
+  Enumeration e = enumerate(instance_.get(), options, timeout_, true);
+  if (e.chosen < 0) throw Error(e.why_none);
+  Candidate& chosen = e.candidates[static_cast<size_t>(e.chosen)];
+  adapter_ = chosen.handle;
+  adapter_info_ = chosen.info;
+
+  std::vector<WGPUFeatureName> required;
+  if (adapter_info_.features.shader_f16) required.push_back(WGPUFeatureName_ShaderF16);
+  if (adapter_info_.features.subgroups) required.push_back(WGPUFeatureName_Subgroups);
+  if (adapter_info_.features.timestamp_query) required.push_back(WGPUFeatureName_TimestampQuery);
+  WGPULimits limits = required_limits(chosen.limits);
+
+  WGPUDeviceDescriptor desc{};
+  desc.label = to_view("onnxgpu");
+  desc.requiredFeatureCount = required.size();
+  desc.requiredFeatures = required.data();
+  desc.requiredLimits = &limits;
+  desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  desc.deviceLostCallbackInfo.callback = [](const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message,
+                                            void* u1, void*) {
+    // Called exactly once, at the latest when the device is released; it owns a reference to the
+    // state so that the uncaptured-error callback (which borrows it) never outlives it.
+    auto s = take<ErrorState>(u1);
+    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    std::lock_guard lock(s->mu);
+    s->lost = trimmed(message);
+    if (s->lost.empty()) s->lost = "reason " + std::to_string(static_cast<int>(reason));
+  };
+  desc.deviceLostCallbackInfo.userdata1 = hold(errors_);
+  desc.uncapturedErrorCallbackInfo.callback = [](const WGPUDevice*, WGPUErrorType type, WGPUStringView message,
+                                                 void* u1, void*) {
+    auto* s = static_cast<ErrorState*>(u1);
+    std::lock_guard lock(s->mu);
+    s->errors.push_back(error_type_name(type) + ": " + trimmed(message));
+  };
+  desc.uncapturedErrorCallbackInfo.userdata1 = errors_.get();
+
+  auto state = std::make_shared<DeviceRequest>();
+  WGPURequestDeviceCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void* u1, void*) {
+    auto s = take<DeviceRequest>(u1);
+    s->status = status;
+    s->device = device;
+    s->message = to_string(message);
+  };
+  cb.userdata1 = hold(state);
+  wait_future(instance_.get(), d.AdapterRequestDevice(adapter_.get(), &desc, cb), timeout_, "the device");
+  if (state->status != WGPURequestDeviceStatus_Success || !state->device) {
+    if (state->device) d.DeviceRelease(state->device);
+    throw GpuError("WebGPU: creating a device on " + adapter_info_.summary() + " failed: " + state->message);
+  }
+  device_ = DeviceHandle(state->device);
+  queue_ = QueueHandle(d.DeviceGetQueue(device_.get()));
+
+  WGPULimits got{};
+  if (d.DeviceGetLimits(device_.get(), &got) != WGPUStatus_Success) throw GpuError("WebGPU: wgpuDeviceGetLimits failed");
+  limits_ = to_limits(got);
+  features_.shader_f16 = d.DeviceHasFeature(device_.get(), WGPUFeatureName_ShaderF16);
+  features_.subgroups = d.DeviceHasFeature(device_.get(), WGPUFeatureName_Subgroups);
+  features_.timestamp_query = d.DeviceHasFeature(device_.get(), WGPUFeatureName_TimestampQuery);
+}
+
+Device::~Device() {
+  // Dawn objects first (they hold the device), then queue, device, adapter, instance.
+  pipelines_.clear();
+  staging_ = Buffer{};
+  pool_.clear();
+  queue_ = QueueHandle();
+  device_ = DeviceHandle();
+  if (instance_) dawn().InstanceProcessEvents(instance_.get());
+}
+
+void Device::wait(WGPUFuture future, const char* what) { wait_future(instance_.get(), future, timeout_, what); }
+
+// ---- Buffers -----------------------------------------------------------------------------------
+
+Buffer Device::create_buffer(uint64_t bytes, WGPUBufferUsage usage, const std::string& label, bool fake_oom_for_testing) {
+  check();
+  if (bytes > limits_.max_buffer_size || round_up4(bytes) > limits_.max_buffer_size)
+    throw GpuError("WebGPU: cannot allocate a buffer of " + std::to_string(bytes) + " bytes: the device's maxBufferSize is " +
+                   std::to_string(limits_.max_buffer_size) + " (" + adapter_info_.summary() + ")");
+  uint64_t capacity = std::max<uint64_t>(4, round_up4(bytes));
+  WGPUDawnFakeBufferOOMForTesting fake{};
+  fake.chain.sType = WGPUSType_DawnFakeBufferOOMForTesting;
+  fake.fakeOOMAtDevice = 1;
+  WGPUBufferDescriptor desc{};
+  desc.nextInChain = fake_oom_for_testing ? &fake.chain : nullptr;
+  desc.label = to_view(label);
+  desc.usage = usage;
+  desc.size = capacity;
+  ErrorScope scope(device_.get(), instance_.get(), timeout_);
+  BufferHandle handle(dawn().DeviceCreateBuffer(device_.get(), &desc));
+  if (std::string errors = scope.pop(); !errors.empty())
+    throw GpuError("WebGPU: allocating a buffer of " + std::to_string(bytes) + " bytes failed: " + errors);
+  if (!handle) throw GpuError("WebGPU: wgpuDeviceCreateBuffer returned no buffer");
+  return Buffer{std::move(handle), bytes, capacity, usage};
+}
+
+Buffer Device::acquire(uint64_t bytes, WGPUBufferUsage usage) {
+  uint64_t capacity = BufferPool::bucket(bytes);
+  Buffer b;
+  if (!pool_.take(capacity, usage, b)) b = create_buffer(capacity, usage);
+  b.size = bytes;
+  return b;
+}
+
+Buffer Device::upload(const void* data, uint64_t bytes) {
+  Buffer b = acquire(bytes);
+  write(b, data, bytes);
+  return b;
+}
+
+void Device::write(WGPUBuffer dst, const void* data, uint64_t bytes, uint64_t offset) {
+  check();
+  if (offset % 4 != 0) throw InvalidArgument("WebGPU: buffer write offset " + std::to_string(offset) + " is not a multiple of 4");
+  if (bytes == 0) return;
+  const auto* src = static_cast<const uint8_t*>(data);
+  uint64_t whole = bytes / 4 * 4;
+  if (whole > 0) dawn().QueueWriteBuffer(queue_.get(), dst, offset, src, whole);
+  if (whole < bytes) {
+    uint8_t tail[4] = {0, 0, 0, 0};
+    std::memcpy(tail, src + whole, bytes - whole);
+    dawn().QueueWriteBuffer(queue_.get(), dst, offset + whole, tail, 4);
+  }
+  check();
+}
+
+Buffer& Device::staging(uint64_t bytes) {
+  if (!staging_.handle || staging_.capacity < bytes)
+    staging_ = create_buffer(BufferPool::bucket(bytes), WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "onnxgpu staging");
+  return staging_;
+}
+
+void Device::read(WGPUBuffer src, void* dst, uint64_t bytes, uint64_t offset) {
+  ReadRequest r{src, offset, bytes, dst};
+  read(std::span<const ReadRequest>(&r, 1));
+}
+
+void Device::read(std::span<const ReadRequest> requests) {
+  CommandBatch b = batch();
+  submit_and_read(b, requests);
+}
+
+namespace {
+struct MapResult {
+  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+  std::string message;
+};
+}  // namespace
+
+void Device::submit(CommandBatch& batch) { submit_and_read(batch, {}); }
+
+void Device::submit_and_read(CommandBatch& batch, std::span<const ReadRequest> reads) {
+  check();
+  const Dawn& d = dawn();
+  // Place each read's 4-byte-aligned cover of [offset, offset+size) in the staging buffer.
+  std::vector<uint64_t> begin(reads.size()), where(reads.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const ReadRequest& r = reads[i];
+    begin[i] = r.offset / 4 * 4;
+    where[i] = total;
+    if (r.size > 0) total += round_up4(r.offset + r.size) - begin[i];
+  }
+  WGPUBuffer stage = total > 0 ? staging(total).get() : nullptr;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const ReadRequest& r = reads[i];
+    if (r.size > 0) batch.copy(r.buffer, begin[i], stage, where[i], round_up4(r.offset + r.size) - begin[i]);
+  }
+  if (!batch.empty()) {
+    // No error scope here (it would cost waits on every run): Dawn reports a bad command buffer
+    // to the uncaptured-error callback during these calls, and check() turns it into a GpuError.
+    CommandBufferHandle commands = batch.finish();
+    WGPUCommandBuffer raw = commands.get();
+    d.QueueSubmit(queue_.get(), 1, &raw);
+    check();
+  }
+  if (total == 0) return;
+
+  auto state = std::make_shared<MapResult>();
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView message, void* u1, void*) {
+    auto s = take<MapResult>(u1);
+    s->status = status;
+    s->message = to_string(message);
+  };
+  cb.userdata1 = hold(state);
+  try {
+    wait(d.BufferMapAsync(stage, WGPUMapMode_Read, 0, static_cast<size_t>(total), cb), "a buffer readback");
+  } catch (...) {
+    staging_ = Buffer{};  // its map may still be pending: never reuse it
+    throw;
+  }
+  if (state->status != WGPUMapAsyncStatus_Success) {
+    check();
+    throw GpuError("WebGPU: mapping the readback buffer failed: " + state->message);
+  }
+  const auto* mapped = static_cast<const uint8_t*>(d.BufferGetConstMappedRange(stage, 0, static_cast<size_t>(total)));
+  if (!mapped) {
+    d.BufferUnmap(stage);
+    throw GpuError("WebGPU: the mapped readback buffer has no data");
+  }
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const ReadRequest& r = reads[i];
+    if (r.size > 0) std::memcpy(r.dst, mapped + where[i] + (r.offset - begin[i]), r.size);
+  }
+  d.BufferUnmap(stage);
+  check();
+}
+
+void Device::wait_idle() {
+  check();
+  auto state = std::make_shared<WGPUQueueWorkDoneStatus>(WGPUQueueWorkDoneStatus_Error);
+  WGPUQueueWorkDoneCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUQueueWorkDoneStatus status, WGPUStringView, void* u1, void*) {
+    *take<WGPUQueueWorkDoneStatus>(u1) = status;
+  };
+  cb.userdata1 = hold(state);
+  wait(dawn().QueueOnSubmittedWorkDone(queue_.get(), cb), "the queue to finish");
+  check();
+  if (*state != WGPUQueueWorkDoneStatus_Success) throw GpuError("WebGPU: waiting for the queue failed");
+}
+
+// ---- Buffer pool -------------------------------------------------------------------------------
+
+uint64_t BufferPool::bucket(uint64_t bytes) {
+  if (bytes <= 256) return 256;
+  uint64_t step = std::max<uint64_t>(256, std::bit_ceil(bytes) / 8);
+  return (bytes + step - 1) / step * step;
+}
+
+static uint64_t pool_key(uint64_t capacity, WGPUBufferUsage usage) { return capacity ^ (usage << 52) ^ (usage >> 12); }
+
+bool BufferPool::take(uint64_t capacity, WGPUBufferUsage usage, Buffer& out) {
+  auto it = free_.find(pool_key(capacity, usage));
+  if (it == free_.end()) return false;
+  for (size_t i = it->second.size(); i-- > 0;) {
+    if (it->second[i].capacity != capacity || it->second[i].usage != usage) continue;
+    out = std::move(it->second[i]);
+    it->second.erase(it->second.begin() + static_cast<std::ptrdiff_t>(i));
+    pooled_bytes_ -= capacity;
+    return true;
+  }
+  return false;
+}
+
+void BufferPool::put(Buffer buffer) {
+  if (!buffer.handle) return;
+  pooled_bytes_ += buffer.capacity;
+  free_[pool_key(buffer.capacity, buffer.usage)].push_back(std::move(buffer));
+}
+
+void BufferPool::clear() {
+  free_.clear();
+  pooled_bytes_ = 0;
+}
+
+size_t BufferPool::pooled_count() const {
+  size_t n = 0;
+  for (const auto& [key, list] : free_) n += list.size();
+  return n;
+}
+
+// ---- Pipelines and bind groups -----------------------------------------------------------------
+
+namespace {
+
+// "line 3:7: error: ...\n    <the source line>\n    ^" for each message of Dawn's compilation info.
+std::string compilation_messages(WGPUShaderModule module, const std::string& wgsl, WGPUInstance instance,
+                                 std::chrono::milliseconds timeout) {
+  auto state = std::make_shared<std::string>();
+  auto source = std::make_shared<std::string>(wgsl);
+  WGPUCompilationInfoCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUCompilationInfoRequestStatus status, const WGPUCompilationInfo* info, void* u1, void* u2) {
+    auto out = take<std::string>(u1);
+    auto src = take<std::string>(u2);
+    if (status != WGPUCompilationInfoRequestStatus_Success || !info) return;
+    std::vector<std::string> lines;
+    std::istringstream in(*src);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    for (size_t i = 0; i < info->messageCount; ++i) {
+      const WGPUCompilationMessage& m = info->messages[i];
+      const char* kind = m.type == WGPUCompilationMessageType_Error     ? "error"
+                         : m.type == WGPUCompilationMessageType_Warning ? "warning"
+                                                                        : "note";
+      *out += "\n  line " + std::to_string(m.lineNum) + ":" + std::to_string(m.linePos) + ": " + kind + ": " +
+              trimmed(m.message);
+      if (m.lineNum >= 1 && m.lineNum <= lines.size()) {
+        *out += "\n    " + lines[m.lineNum - 1];
+        if (m.linePos >= 1) *out += "\n    " + std::string(m.linePos - 1, ' ') + "^";
+      }
+    }
+  };
+  cb.userdata1 = hold(state);
+  cb.userdata2 = hold(source);
+  wait_future(instance, dawn().ShaderModuleGetCompilationInfo(module, cb), timeout, "shader compilation messages");
+  return *state;
+}
+
+}  // namespace
+
+const Pipeline& Device::pipeline(const std::string& wgsl, const std::string& entry_point) {
+  std::string key = entry_point + '\n' + wgsl;
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  check();
+  const Dawn& d = dawn();
+
+  WGPUShaderSourceWGSL source{};
+  source.chain.sType = WGPUSType_ShaderSourceWGSL;
+  source.code = to_view(wgsl);
+  WGPUShaderModuleDescriptor module_desc{};
+  module_desc.nextInChain = &source.chain;
+  ErrorScope module_scope(device_.get(), instance_.get(), timeout_);
+  ShaderModuleHandle module(d.DeviceCreateShaderModule(device_.get(), &module_desc));
+  if (std::string errors = module_scope.pop(); !errors.empty()) {
+    // Prefer the compilation messages (line:column, the source line, a caret); Dawn's own error
+    // text is the fallback when there are none.
+    std::string where = module ? compilation_messages(module.get(), wgsl, instance_.get(), timeout_) : std::string{};
+    throw GpuError("WebGPU: WGSL shader failed to compile:" + (where.empty() ? " " + errors : where));
+  }
+
+  WGPUComputePipelineDescriptor desc{};
+  desc.compute.module = module.get();
+  desc.compute.entryPoint = to_view(entry_point);
+  ErrorScope pipeline_scope(device_.get(), instance_.get(), timeout_);
+  ComputePipelineHandle handle(d.DeviceCreateComputePipeline(device_.get(), &desc));
+  if (std::string errors = pipeline_scope.pop(); !errors.empty()) {
+    std::string where = compilation_messages(module.get(), wgsl, instance_.get(), timeout_);
+    throw GpuError("WebGPU: creating the compute pipeline (entry point '" + entry_point + "') failed: " + errors + where);
+  }
+  Pipeline p;
+  p.handle = std::move(handle);
+  p.layout0 = BindGroupLayoutHandle(d.ComputePipelineGetBindGroupLayout(p.get(), 0));
+  p.entry_point = entry_point;
+  check();
+  return pipelines_.emplace(std::move(key), std::move(p)).first->second;
+}
+
+BindGroupHandle Device::bind_group(const Pipeline& pipeline, std::initializer_list<BufferBinding> entries, uint32_t group) {
+  return bind_group(pipeline, std::span<const BufferBinding>(entries.begin(), entries.size()), group);
+}
+
+BindGroupHandle Device::bind_group(const Pipeline& pipeline, std::span<const BufferBinding> entries, uint32_t group) {
+  check();
+  const Dawn& d = dawn();
+  BindGroupLayoutHandle layout =
+      group == 0 ? pipeline.layout0 : BindGroupLayoutHandle(d.ComputePipelineGetBindGroupLayout(pipeline.get(), group));
+  std::vector<WGPUBindGroupEntry> raw(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    raw[i] = WGPUBindGroupEntry{};
+    raw[i].binding = static_cast<uint32_t>(i);
+    raw[i].buffer = entries[i].buffer;
+    raw[i].offset = entries[i].offset;
+    raw[i].size = entries[i].size;
+  }
+  WGPUBindGroupDescriptor desc{};
+  desc.layout = layout.get();
+  desc.entryCount = raw.size();
+  desc.entries = raw.data();
+  ErrorScope scope(device_.get(), instance_.get(), timeout_);
+  BindGroupHandle bg(d.DeviceCreateBindGroup(device_.get(), &desc));
+  if (std::string errors = scope.pop(); !errors.empty())
+    throw GpuError("WebGPU: creating a bind group (group " + std::to_string(group) + ", " +
+                   std::to_string(entries.size()) + " bindings, entry point '" + pipeline.entry_point + "') failed: " + errors);
+  return bg;
+}
+
+// ---- Command batches ---------------------------------------------------------------------------
+
+WGPUCommandEncoder CommandBatch::encoder() {
+  if (!encoder_) {
+    WGPUCommandEncoderDescriptor desc{};
+    encoder_ = CommandEncoderHandle(dawn().DeviceCreateCommandEncoder(device_, &desc));
+  }
+  return encoder_.get();
+}
+
+void CommandBatch::end_pass() {
+  if (!pass_) return;
+  dawn().ComputePassEncoderEnd(pass_.get());
+  pass_ = ComputePassHandle();
+  current_pipeline_ = nullptr;
+}
+
+void CommandBatch::dispatch(const Pipeline& pipeline, WGPUBindGroup group0, uint32_t x, uint32_t y, uint32_t z) {
+  dispatch(pipeline, std::span<const WGPUBindGroup>(&group0, 1), x, y, z);
+}
+
+void CommandBatch::dispatch(const Pipeline& pipeline, std::span<const WGPUBindGroup> groups, uint32_t x, uint32_t y,
+                            uint32_t z) {
+  const Dawn& d = dawn();
+  if (!pass_) {
+    WGPUComputePassDescriptor desc{};
+    pass_ = ComputePassHandle(d.CommandEncoderBeginComputePass(encoder(), &desc));
+  }
+  if (current_pipeline_ != pipeline.get()) {
+    d.ComputePassEncoderSetPipeline(pass_.get(), pipeline.get());
+    current_pipeline_ = pipeline.get();
+  }
+  for (size_t i = 0; i < groups.size(); ++i)
+    d.ComputePassEncoderSetBindGroup(pass_.get(), static_cast<uint32_t>(i), groups[i], 0, nullptr);
+  d.ComputePassEncoderDispatchWorkgroups(pass_.get(), x, y, z);
+  ++dispatches_;
+}
+
+void CommandBatch::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t bytes) {
+  end_pass();
+  dawn().CommandEncoderCopyBufferToBuffer(encoder(), src, src_offset, dst, dst_offset, bytes);
+}
+
+void CommandBatch::clear(WGPUBuffer buffer, uint64_t offset, uint64_t bytes) {
+  end_pass();
+  dawn().CommandEncoderClearBuffer(encoder(), buffer, offset, bytes);
+}
+
+CommandBufferHandle CommandBatch::finish() {
+  end_pass();
+  WGPUCommandBufferDescriptor desc{};
+  CommandBufferHandle commands(dawn().CommandEncoderFinish(encoder(), &desc));
+  encoder_ = CommandEncoderHandle();
+  dispatches_ = 0;
+  return commands;
+}
+
+}  // namespace onnxgpu::webgpu

@@ -1,0 +1,358 @@
+// Elementwise ops on the GPU: unary math and activations, binary arithmetic with broadcasting,
+// comparisons, logical ops, Where, variadic Max/Min/Sum/Mean, Cast/CastLike and Clip.
+// Every op is written once against the shader layer's family helpers (add_$a, lt_$a, ...), so it runs
+// for each dtype its ONNX schema admits; the family of an INT64 tensor decides its arithmetic.
+#include <cstring>
+
+#include "webgpu/kernels/kernel.h"
+#include "cpu/broadcast.h"
+
+namespace onnxgpu::webgpu {
+
+namespace {
+
+// A float as an exact WGSL expression (inf and NaN included).
+std::string f32_lit(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return (bits & 0x007fffffu) ? "f32_nan()" : (bits >> 31 ? "-f32_inf()" : "f32_inf()");
+  return "bitcast<f32>(" + std::to_string(bits) + "u)";
+}
+
+// y = expr(v) for every element; `expr` sees `v` (x's value) and `$x` (x's family).
+void unary(GpuKernelContext& ctx, const std::string& name, const std::string& expr, DType out_dtype,
+           const std::string& decls = "") {
+  const Shape& shape = ctx.shape(0);
+  ctx.set_output(0, out_dtype, shape);
+  auto p = ctx.program(name);
+  p.input("x", ctx.dtype(0), shape);
+  p.output("y", out_dtype, shape);
+  if (!decls.empty()) p.declare(decls);
+  p.set_threads(uint64_t(shape_numel(shape)));
+  p.body("  let v = x_load(gi);\n  y_store(gi, " + expr + ");");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
+// Float-only math (the schema admits float types only; the family is f32).
+GpuKernel float_unary(const std::string& expr, const std::string& decls = "") {
+  return [expr, decls](GpuKernelContext& ctx) {
+    if (!dtype_is_float(ctx.dtype(0))) ctx.unsupported("non-float input " + std::string(dtype_name(ctx.dtype(0))));
+    unary(ctx, "unary", expr, ctx.dtype(0), decls);
+  };
+}
+
+// Ops whose expression uses the family helpers (any numeric dtype).
+GpuKernel generic_unary(const std::string& expr) {
+  return [expr](GpuKernelContext& ctx) { unary(ctx, "unary", expr, ctx.dtype(0)); };
+}
+
+const char* kErf = R"(
+// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26).
+fn erf_f32(x: f32) -> f32 {
+  let t = 1.0 / (1.0 + 0.3275911 * abs(x));
+  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x);
+  return select(-y, y, x >= 0.0);
+}
+)";
+
+// The attributes of the parameterised activations, baked into the WGSL (they never change per run).
+GpuKernel activation(const std::string& op) {
+  return [op](GpuKernelContext& ctx) {
+    if (!dtype_is_float(ctx.dtype(0))) ctx.unsupported("non-float input");
+    const ir::Node& n = ctx.node;
+    auto a = [&](const char* name, float def) { return f32_lit(n.attr_float(name, def)); };
+    std::string e;
+    if (op == "LeakyRelu") e = "select(v * " + a("alpha", 0.01f) + ", v, v >= 0.0)";
+    else if (op == "Elu") e = "select(" + a("alpha", 1.0f) + " * (exp(v) - 1.0), v, v >= 0.0)";
+    else if (op == "Selu") e = a("gamma", 1.05070102214813232421875f) + " * select(" + a("alpha", 1.67326319217681884765625f) + " * (exp(v) - 1.0), v, v > 0.0)";
+    else if (op == "Celu") e = "max(0.0, v) + min(0.0, " + a("alpha", 1.0f) + " * (exp(v / " + a("alpha", 1.0f) + ") - 1.0))";
+    else if (op == "HardSigmoid") e = "clamp(" + a("alpha", 0.2f) + " * v + " + a("beta", 0.5f) + ", 0.0, 1.0)";
+    else if (op == "ThresholdedRelu") e = "select(0.0, v, v > " + a("alpha", 1.0f) + ")";
+    else if (op == "Shrink") e = "select(select(0.0, v + " + a("bias", 0.0f) + ", v < -" + a("lambd", 0.5f) + "), v - " + a("bias", 0.0f) + ", v > " + a("lambd", 0.5f) + ")";
+    else if (op == "Gelu")
+      e = n.attr_string("approximate", "none") == "tanh"
+              ? "0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))"
+              : "0.5 * v * (1.0 + erf_f32(v * 0.7071067811865476))";
+    unary(ctx, op, e, ctx.dtype(0), kErf);
+  };
+}
+
+
+// out[i] = expr(a, b) with numpy broadcasting; `expr` sees `a`, `b` and the families `$a`, `$b`.
+void binary(GpuKernelContext& ctx, const std::string& name, const std::string& expr, DType out_dtype,
+            const std::string& decls = "") {
+  Shape out;
+  try {
+    out = cpu::broadcast_shapes(ctx.shape(0), ctx.shape(1));
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  ctx.set_output(0, out_dtype, out);
+  auto p = ctx.program(name);
+  p.input("a", ctx.dtype(0), ctx.shape(0));
+  p.input("b", ctx.dtype(1), ctx.shape(1));
+  p.output("y", out_dtype, out);
+  p.broadcast_index("a_at", ctx.shape(0), out);
+  p.broadcast_index("b_at", ctx.shape(1), out);
+  if (!decls.empty()) p.declare(decls);
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body("  let a = a_load(a_at(gi));\n  let b = b_load(b_at(gi));\n  y_store(gi, " + expr + ");");
+  ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
+}
+
+GpuKernel arithmetic(const std::string& fn) {
+  return [fn](GpuKernelContext& ctx) {
+    if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("inputs have different types");
+    if (ctx.dtype(0) == DType::Bool) ctx.unsupported("bool arithmetic");
+    binary(ctx, fn, fn + "_$a(a, b)", ctx.dtype(0));
+  };
+}
+
+GpuKernel comparison(const std::string& fn) {
+  return [fn](GpuKernelContext& ctx) {
+    if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("inputs have different types");
+    binary(ctx, fn, "select(0u, 1u, " + fn + "_$a(a, b))", DType::Bool);
+  };
+}
+
+GpuKernel logical(const std::string& op) {
+  return [op](GpuKernelContext& ctx) {
+    if (ctx.dtype(0) != DType::Bool || ctx.dtype(1) != DType::Bool) ctx.fail("inputs must be bool");
+    binary(ctx, op, "a " + op + " b", DType::Bool);
+  };
+}
+
+const char* kPow = R"(
+// pow with ONNX semantics for negative bases and integral exponents.
+fn pow_f32(a: f32, b: f32) -> f32 {
+  if (b == 0.0) { return 1.0; }
+  if (a < 0.0 && b == trunc(b)) {
+    let r = pow(-a, b);
+    return select(r, -r, abs(b) % 2.0 == 1.0);
+  }
+  if (a == 0.0) { return select(0.0, f32_inf(), b < 0.0); }
+  return pow(a, b);
+}
+)";
+
+void pow_kernel(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  if (dtype_is_float(t)) {
+    binary(ctx, "Pow", "pow_f32(a, to_f32_$b(b))", t, kPow);
+    return;
+  }
+  if (t == DType::Bool) ctx.unsupported("bool base");
+  // Integer base: repeated squaring with the exponent taken as an integer (negative -> 0 unless |base| is 1).
+  std::string decl = R"(
+fn ipow(base: a_t, e_in: w64) -> a_t {
+  var r = one_$a();
+  var b = base;
+  var e = e_in;
+  if (w64_is_neg(e)) {
+    if (eq_$a(base, one_$a())) { return one_$a(); }
+    if (eq_$a(base, neg_$a(one_$a()))) { return select(one_$a(), base, (e.x & 1u) == 1u); }
+    return zero_$a();
+  }
+  for (var k = 0u; k < 64u && !w64_is_zero(e); k = k + 1u) {
+    if ((e.x & 1u) == 1u) { r = mul_$a(r, b); }
+    b = mul_$a(b, b);
+    e = w64((e.x >> 1u) | (e.y << 31u), e.y >> 1u);
+  }
+  return r;
+}
+)";
+  binary(ctx, "Pow", "ipow(a, to_i64_$b(b))", t, decl);
+}
+
+void bitshift_kernel(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  if (t != DType::UInt8 && t != DType::UInt16 && t != DType::UInt32) ctx.unsupported("BitShift on " + std::string(dtype_name(t)));
+  std::string dir = ctx.node.attr_string("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") ctx.fail("attribute 'direction' must be LEFT or RIGHT");
+  int bits = int(dtype_size(t) * 8);
+  std::string mask = bits == 32 ? "0xffffffffu" : std::to_string((1u << bits) - 1) + "u";
+  std::string e = dir == "LEFT" ? "select(0u, (a << b) & " + mask + ", b < " + std::to_string(bits) + "u)"
+                                : "select(0u, a >> b, b < " + std::to_string(bits) + "u)";
+  binary(ctx, "BitShift", e, t);
+}
+
+void where_kernel(GpuKernelContext& ctx) {
+  if (ctx.dtype(0) != DType::Bool) ctx.fail("input 'condition' must be bool");
+  if (ctx.dtype(1) != ctx.dtype(2)) ctx.fail("inputs 'X' and 'Y' have different types");
+  Shape out;
+  try {
+    out = cpu::broadcast_shapes({ctx.shape(0), ctx.shape(1), ctx.shape(2)});
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  ctx.set_output(0, ctx.dtype(1), out);
+  auto p = ctx.program("where");
+  p.input("c", DType::Bool, ctx.shape(0));
+  p.input("a", ctx.dtype(1), ctx.shape(1));
+  p.input("b", ctx.dtype(2), ctx.shape(2));
+  p.output("y", ctx.dtype(1), out);
+  p.broadcast_index("c_at", ctx.shape(0), out);
+  p.broadcast_index("a_at", ctx.shape(1), out);
+  p.broadcast_index("b_at", ctx.shape(2), out);
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body("  y_store(gi, select(b_load(b_at(gi)), a_load(a_at(gi)), c_load(c_at(gi)) != 0u));");
+  ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)});
+}
+
+// Max, Min, Sum, Mean over 1..N inputs with multidirectional broadcasting, folded pairwise per element.
+GpuKernel variadic(const std::string& op) {
+  return [op](GpuKernelContext& ctx) {
+    size_t n = ctx.num_inputs();
+    if (n == 0) ctx.fail("needs at least one input");
+    DType t = ctx.dtype(0);
+    std::vector<Shape> shapes;
+    for (size_t i = 0; i < n; ++i) {
+      if (ctx.dtype(i) != t) ctx.fail("inputs have different types");
+      shapes.push_back(ctx.shape(i));
+    }
+    if (op == "Mean" && !dtype_is_float(t)) ctx.unsupported("Mean of integers");
+    Shape out;
+    try {
+      out = cpu::broadcast_shapes(shapes);
+    } catch (const Error& e) {
+      ctx.fail(e.what());
+    }
+    if (n + 3 > 8) ctx.unsupported("more than 5 inputs");  // storage-buffer bindings per dispatch
+    ctx.set_output(0, t, out);
+    auto p = ctx.program(op + std::to_string(n));
+    std::vector<ValueRef> binds;
+    for (size_t i = 0; i < n; ++i) {
+      std::string x = "x" + std::to_string(i);
+      p.input(x, t, shapes[i]);
+      p.broadcast_index(x + "_at", shapes[i], out);
+      binds.push_back(ctx.in(i));
+    }
+    p.output("y", t, out);
+    binds.push_back(ctx.out(0));
+    std::string fn = op == "Max" ? "max" : op == "Min" ? "min" : "add";
+    std::string body = "  var r = x0_load(x0_at(gi));\n";
+    for (size_t i = 1; i < n; ++i)
+      body += "  r = " + fn + "_$x0(r, x" + std::to_string(i) + "_load(x" + std::to_string(i) + "_at(gi)));\n";
+    if (op == "Mean") body += "  r = r / " + std::to_string(n) + ".0;\n";
+    p.body(body + "  y_store(gi, r);");
+    p.set_threads(uint64_t(shape_numel(out)));
+    ctx.dispatch(p, binds);
+  };
+}
+
+// The WGSL that converts a value of family `from` to family `to` (exact between integer families).
+std::string convert(const std::string& v, DType from, DType to, const Int64Policy& policy) {
+  auto ff = shader::type_info(from, policy).family, tf = shader::type_info(to, policy).family;
+  if (ff == tf) return v;
+  if (tf == "bool") return "from_bool_bool(to_bool_" + ff + "(" + v + "))";
+  if (ff == "bool") return "from_bool_" + tf + "(to_bool_bool(" + v + "))";
+  if (tf == "f32") return "to_f32_" + ff + "(" + v + ")";
+  if (ff == "f32") return "from_f32_" + tf + "(" + v + ")";
+  return "from_i64_" + tf + "(to_i64_" + ff + "(" + v + "))";
+}
+
+void cast_to(GpuKernelContext& ctx, DType to) {
+  if (ctx.dtype(0) == DType::String || to == DType::String) ctx.unsupported("string casts");
+  unary(ctx, "cast", convert("v", ctx.dtype(0), to, ctx.policy), to);
+}
+
+void cast_kernel(GpuKernelContext& ctx) {
+  int64_t to = ctx.node.attr_int("to", 0);
+  cast_to(ctx, DType(to));
+}
+
+void castlike_kernel(GpuKernelContext& ctx) { cast_to(ctx, ctx.dtype(1)); }
+
+void clip_kernel(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  const Shape& shape = ctx.shape(0);
+  ctx.set_output(0, t, shape);
+  auto p = ctx.program("clip");
+  p.input("x", t, shape);
+  std::vector<ValueRef> binds{ctx.in(0)};
+  std::string body = "  var v = x_load(gi);\n";
+  if (ctx.opset < 11) {
+    if (!dtype_is_float(t)) ctx.unsupported("non-float Clip-6");
+    body += "  v = clamp(v, " + f32_lit(ctx.node.attr_float("min", -3.4028234663852886e38f)) + ", " +
+            f32_lit(ctx.node.attr_float("max", 3.4028234663852886e38f)) + ");\n";
+  } else {
+    for (size_t i : {size_t(1), size_t(2)}) {
+      if (!ctx.has_input(i)) continue;
+      std::string b = i == 1 ? "lo" : "hi";
+      if (shape_numel(ctx.shape(i)) != 1) ctx.fail("min/max must be scalars");
+      p.input(b, t, ctx.shape(i));
+      binds.push_back(ctx.in(i));
+      body += "  v = " + std::string(i == 1 ? "max" : "min") + "_$x(v, " + b + "_load(0u));\n";
+    }
+  }
+  p.output("y", t, shape);
+  binds.push_back(ctx.out(0));
+  p.set_threads(uint64_t(shape_numel(shape)));
+  p.body(body + "  y_store(gi, v);");
+  ctx.dispatch(p, binds);
+}
+
+}  // namespace
+
+void register_elementwise(GpuKernelRegistry& r) {
+  // Float math.
+  const std::pair<const char*, const char*> math[] = {
+      {"Exp", "exp(v)"},       {"Log", "log(v)"},          {"Sqrt", "sqrt(v)"},    {"Reciprocal", "1.0 / v"},
+      {"Sin", "sin(v)"},       {"Cos", "cos(v)"},          {"Tan", "tan(v)"},      {"Asin", "asin(v)"},
+      {"Acos", "acos(v)"},     {"Atan", "atan(v)"},        {"Sinh", "sinh(v)"},    {"Cosh", "cosh(v)"},
+      {"Asinh", "asinh(v)"},   {"Acosh", "acosh(v)"},      {"Atanh", "atanh(v)"},  {"Tanh", "tanh(v)"},
+      {"Floor", "floor(v)"},   {"Ceil", "ceil(v)"},        {"Round", "round(v)"},
+      {"Sigmoid", "1.0 / (1.0 + exp(-v))"},
+      {"Softplus", "select(log(1.0 + exp(v)), v, v > 20.0)"},
+      {"Softsign", "v / (1.0 + abs(v))"},
+      {"HardSwish", "v * clamp(v / 6.0 + 0.5, 0.0, 1.0)"},
+      {"Erf", "erf_f32(v)"},
+  };
+  for (const auto& [op, expr] : math) r.add(op, float_unary(expr, std::string(op) == "Erf" ? kErf : ""));
+  // Any numeric type, through the family helpers.
+  r.add("Abs", generic_unary("abs_$x(v)"));
+  r.add("Neg", generic_unary("neg_$x(v)"));
+  r.add("Sign", generic_unary("sign_$x(v)"));
+  r.add("Relu", generic_unary("max_$x(v, zero_$x())"));
+  r.add("Not", [](GpuKernelContext& ctx) { unary(ctx, "not", "1u - v", DType::Bool); });
+  r.add("IsNaN", [](GpuKernelContext& ctx) { unary(ctx, "isnan", "select(0u, 1u, isnan_f32(v))", DType::Bool); });
+  r.add("IsInf", [](GpuKernelContext& ctx) {
+    bool neg = ctx.node.attr_int("detect_negative", 1) != 0, pos = ctx.node.attr_int("detect_positive", 1) != 0;
+    std::string e = "select(0u, 1u, (abs(v) == f32_inf()) && ((v > 0.0 && " + std::string(pos ? "true" : "false") +
+                    ") || (v < 0.0 && " + std::string(neg ? "true" : "false") + ")))";
+    unary(ctx, "isinf", e, DType::Bool);
+  });
+  for (const char* op : {"LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "ThresholdedRelu", "Shrink", "Gelu"})
+    r.add(op, activation(op));
+  r.add("Add", arithmetic("add"));
+  r.add("Sub", arithmetic("sub"));
+  r.add("Mul", arithmetic("mul"));
+  r.add("Div", arithmetic("div"));
+  r.add("Mod", [](GpuKernelContext& ctx) {
+    if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("inputs have different types");
+    bool fmod = ctx.node.attr_int("fmod", 0) != 0;
+    if (!fmod && dtype_is_float(ctx.dtype(0))) ctx.fail("fmod must be 1 for floating-point inputs");
+    binary(ctx, "Mod", std::string(fmod ? "fmod" : "mod") + "_$a(a, b)", ctx.dtype(0));
+  });
+  r.add("Pow", pow_kernel);
+  r.add("PRelu", [](GpuKernelContext& ctx) {
+    if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("inputs have different types");
+    binary(ctx, "PRelu", "select(mul_$a(a, b), a, ge_$a(a, zero_$a()))", ctx.dtype(0));
+  });
+  r.add("Equal", comparison("eq"));
+  r.add("Less", comparison("lt"));
+  r.add("LessOrEqual", comparison("le"));
+  r.add("Greater", comparison("gt"));
+  r.add("GreaterOrEqual", comparison("ge"));
+  r.add("And", logical("&"));
+  r.add("Or", logical("|"));
+  r.add("Xor", logical("^"));
+  r.add("BitShift", bitshift_kernel);
+  r.add("Where", where_kernel);
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) r.add(op, variadic(op));
+  r.add("Cast", cast_kernel);
+  r.add("CastLike", castlike_kernel);
+  r.add("Clip", clip_kernel);
+}
+
+}  // namespace onnxgpu::webgpu

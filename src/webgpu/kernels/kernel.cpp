@@ -1,0 +1,116 @@
+#include "webgpu/kernels/kernel.h"
+
+#include "webgpu/device.h"
+
+namespace onnxgpu::webgpu {
+
+GpuKernelContext::GpuKernelContext(const ir::Node& node, int64_t opset, const Int64Policy& policy, const Limits& limits,
+                                   std::vector<GpuValueInfo> inputs)
+    : node(node), opset(opset), policy(policy), limits(limits), inputs_(std::move(inputs)) {
+  outputs.resize(node.outputs.size());
+}
+
+const GpuValueInfo& GpuKernelContext::input(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required but was not given");
+  return inputs_[i];
+}
+
+const Tensor& GpuKernelContext::constant(size_t i, const char* what) {
+  const GpuValueInfo& v = input(i);
+  if (!v.constant) unsupported(std::string("input '") + what + "' is not known before the run (not a constant)");
+  return *v.constant;
+}
+
+void GpuKernelContext::set_output(size_t i, DType dtype, Shape shape) {
+  if (i >= outputs.size()) fail("kernel set output " + std::to_string(i) + " of a node with fewer outputs");
+  outputs[i] = OutputSpec{dtype, std::move(shape), -1, true};
+}
+
+void GpuKernelContext::alias_output(size_t i, size_t in, Shape shape) {
+  if (shape_numel(shape) != shape_numel(input(in).shape)) fail("view of a different element count");
+  set_output(i, input(in).dtype, std::move(shape));
+  outputs[i].alias_of = int(in);
+}
+
+ValueRef GpuKernelContext::temp(DType dtype, Shape shape) {
+  temps.push_back({dtype, std::move(shape)});
+  return {ValueRef::Kind::Temp, int(temps.size() - 1)};
+}
+
+void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y) {
+  uint64_t groups = (threads + workgroup_size - 1) / workgroup_size;
+  uint64_t max_dim = limits.max_compute_workgroups_per_dimension ? limits.max_compute_workgroups_per_dimension : 65535;
+  if (groups == 0) groups = 1;
+  x = uint32_t(std::min<uint64_t>(groups, max_dim));
+  y = uint32_t((groups + x - 1) / x);
+  if (y > max_dim) throw NotImplemented("dispatch of " + std::to_string(threads) + " invocations exceeds the device's grid");
+}
+
+void GpuKernelContext::dispatch(const shader::Program& p, std::vector<ValueRef> bindings, uint32_t x, uint32_t y,
+                                uint32_t z) {
+  if (bindings.size() != p.tensors().size())
+    fail("program " + p.name() + " declares " + std::to_string(p.tensors().size()) + " tensors, dispatch binds " +
+         std::to_string(bindings.size()));
+  DispatchSpec d;
+  d.source = p.source();
+  d.program_name = p.name();
+  d.uniforms = p.uniform_data();
+  d.bindings = std::move(bindings);
+  if (x == 0) {
+    if (p.threads() == 0) return;  // nothing to do (empty tensor)
+    grid_for(p.threads(), p.workgroup_size(), limits, d.x, d.y);
+    d.z = 1;
+  } else {
+    d.x = x;
+    d.y = y;
+    d.z = z;
+  }
+  dispatches.push_back(std::move(d));
+}
+
+void GpuKernelContext::unsupported(const std::string& reason) const { throw GpuUnsupported(reason); }
+
+void GpuKernelContext::fail(const std::string& msg) const { throw InvalidArgument(node.describe() + ": " + msg); }
+
+int64_t GpuKernelContext::normalize_axis(int64_t axis, int64_t rank) const {
+  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
+  if (axis < lo || axis > hi) fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+void GpuKernelRegistry::add(const std::string& op_type, GpuKernel k) { kernels_[op_type] = std::move(k); }
+
+const GpuKernel* GpuKernelRegistry::find(const std::string& op_type, const std::string& domain) const {
+  if (!domain.empty() && domain != "ai.onnx") return nullptr;
+  auto it = kernels_.find(op_type);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> GpuKernelRegistry::op_types() const {
+  std::vector<std::string> r;
+  for (const auto& [k, v] : kernels_) r.push_back(k);
+  return r;
+}
+
+const GpuKernelRegistry& gpu_registry() {
+  static const GpuKernelRegistry reg = [] {
+    GpuKernelRegistry r;
+    register_elementwise(r);
+    register_views(r);
+    register_layout(r);
+    register_indexing(r);
+    register_generators(r);
+    register_reduce(r);
+    register_softmax(r);
+    register_sort(r);
+    register_matmul(r);
+    register_normalization(r);
+    register_conv(r);
+    register_pool(r);
+    register_resize(r);
+    return r;
+  }();
+  return reg;
+}
+
+}  // namespace onnxgpu::webgpu

@@ -1,0 +1,146 @@
+// The GPU kernels' interface. A kernel is a function that, given a node and what is known of its
+// inputs at plan time (dtype, shape, and the value when it is a constant), sets its outputs' dtypes
+// and shapes and emits dispatches of shader::Programs. It runs once per input-shape signature; the
+// runtime records the dispatches and replays them. A kernel that cannot handle a case calls
+// unsupported(reason): the node then falls back to the CPU alone (or fails under fail_loud).
+//
+// Kernels are written once for every dtype their ONNX schema admits: the shader layer generates the
+// accessors and the arithmetic for each dtype (INT64 included), so no kernel branches on INT64.
+// One op family per file (src/webgpu/kernels/<family>.cpp), registered in register_<family>().
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "onnxgpu/int64_policy.h"
+#include "onnxgpu/tensor.h"
+#include "webgpu/shader/program.h"
+
+namespace onnxgpu::webgpu {
+
+struct Limits;
+
+// Thrown by GpuKernelContext::unsupported: the node goes to the CPU, with `what()` as the reason.
+class GpuUnsupported : public Error {
+ public:
+  using Error::Error;
+};
+
+// What is known of a value at plan time.
+struct GpuValueInfo {
+  DType dtype = DType::Undefined;
+  Shape shape;
+  const Tensor* constant = nullptr;  // the value, when it is an initializer or was folded
+};
+
+// A tensor a dispatch binds: the node's input i, output i, or a temporary buffer of the node.
+struct ValueRef {
+  enum class Kind { Input, Output, Temp } kind;
+  int index;
+};
+
+struct DispatchSpec {
+  std::string source;              // WGSL
+  std::string program_name;
+  std::vector<uint32_t> uniforms;  // slot 0 is filled by the runtime
+  std::vector<ValueRef> bindings;  // in the program's tensor order
+  uint32_t x = 1, y = 1, z = 1;    // workgroup counts
+};
+
+struct TempSpec {
+  DType dtype;
+  Shape shape;
+};
+
+class GpuKernelContext {
+ public:
+  GpuKernelContext(const ir::Node& node, int64_t opset, const Int64Policy& policy, const Limits& limits,
+                   std::vector<GpuValueInfo> inputs);
+
+  const ir::Node& node;
+  const int64_t opset;
+  const Int64Policy& policy;
+  const Limits& limits;
+
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].dtype != DType::Undefined; }
+  const GpuValueInfo& input(size_t i) const;  // fails when omitted
+  DType dtype(size_t i) const { return input(i).dtype; }
+  const Shape& shape(size_t i) const { return input(i).shape; }
+  // The value of input i when it is known at plan time, else unsupported("input ... is not a constant").
+  const Tensor& constant(size_t i, const char* what);
+  size_t num_outputs() const { return node.outputs.size(); }
+  bool output_wanted(size_t i) const { return i < node.outputs.size() && !node.outputs[i].empty(); }
+
+  // Results.
+  void set_output(size_t i, DType dtype, Shape shape);
+  // Output i is input `input` seen with another shape (same bytes): no copy, no dispatch.
+  void alias_output(size_t i, size_t input, Shape shape);
+  ValueRef in(size_t i) const { return {ValueRef::Kind::Input, int(i)}; }
+  ValueRef out(size_t i) const { return {ValueRef::Kind::Output, int(i)}; }
+  ValueRef temp(DType dtype, Shape shape);
+
+  shader::Program program(const std::string& name, uint32_t workgroup_size = 256) const {
+    return shader::Program(node.op_type + "." + name, policy, workgroup_size);
+  }
+  // Records a dispatch of `p` with `bindings` (one per tensor declared in p, in order). The workgroup
+  // count comes from p.threads() (set_threads) unless given.
+  void dispatch(const shader::Program& p, std::vector<ValueRef> bindings, uint32_t x = 0, uint32_t y = 1, uint32_t z = 1);
+
+  // The node cannot run on the GPU in this case: it falls back to the CPU with this reason.
+  [[noreturn]] void unsupported(const std::string& reason) const;
+  // The model is invalid: an error naming the node.
+  [[noreturn]] void fail(const std::string& msg) const;
+  int64_t normalize_axis(int64_t axis, int64_t rank) const;
+
+  // Filled by the kernel, read by the runtime.
+  struct OutputSpec {
+    DType dtype = DType::Undefined;
+    Shape shape;
+    int alias_of = -1;  // input index when the output is a view
+    bool set = false;
+  };
+  std::vector<OutputSpec> outputs;
+  std::vector<TempSpec> temps;
+  std::vector<DispatchSpec> dispatches;
+
+ private:
+  std::vector<GpuValueInfo> inputs_;
+};
+
+using GpuKernel = std::function<void(GpuKernelContext&)>;
+
+class GpuKernelRegistry {
+ public:
+  void add(const std::string& op_type, GpuKernel k);
+  const GpuKernel* find(const std::string& op_type, const std::string& domain = "") const;
+  std::vector<std::string> op_types() const;
+
+ private:
+  std::map<std::string, GpuKernel> kernels_;
+};
+
+const GpuKernelRegistry& gpu_registry();
+
+// Families (src/webgpu/kernels/<family>.cpp).
+void register_elementwise(GpuKernelRegistry&);    // unary, binary, comparison, logical, Where, Cast, Clip, activations
+void register_views(GpuKernelRegistry&);          // Reshape, Squeeze, Unsqueeze, Flatten, Identity, Dropout
+void register_layout(GpuKernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth
+void register_indexing(GpuKernelRegistry&);       // Gather, GatherElements, GatherND, ScatterElements, ScatterND
+void register_generators(GpuKernelRegistry&);     // Range, ConstantOfShape, Trilu, OneHot, EyeLike
+void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum
+void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
+void register_sort(GpuKernelRegistry&);           // TopK
+void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm
+void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
+void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
+void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool
+void register_resize(GpuKernelRegistry&);         // Resize
+
+// Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
+void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);
+
+}  // namespace onnxgpu::webgpu

@@ -1,0 +1,255 @@
+#include "webgpu/shader/program.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace onnxgpu::webgpu::shader {
+
+namespace {
+
+const char* kPrelude = R"(
+const FLAG_INDEX: u32 = 1u;
+const FLAG_DIV_ZERO: u32 = 2u;
+const FLAG_OVERFLOW: u32 = 4u;
+fn P(k: u32) -> u32 { return params.v[k >> 2u][k & 3u]; }
+// Infinity and NaN: WGSL rejects them in constant expressions, so they come from private variables.
+var<private> F32_INF_BITS: u32 = 0x7f800000u;
+var<private> F32_NAN_BITS: u32 = 0x7fc00000u;
+fn f32_inf() -> f32 { return bitcast<f32>(F32_INF_BITS); }
+fn f32_nan() -> f32 { return bitcast<f32>(F32_NAN_BITS); }
+// Records an error for this dispatch (out-of-range index, integer division by zero, INT64 overflow);
+// the runtime reads the flags after the run and reports them, naming the node.
+fn flag(code: u32) { atomicOr(&status_buf[P(0u)], code); }
+fn f64_to_f32(b: vec2<u32>) -> f32 {
+  let hi = b.y;
+  let sgn = hi & 0x80000000u;
+  let e = (hi >> 20u) & 0x7ffu;
+  if (e == 0x7ffu) { return bitcast<f32>(sgn | 0x7f800000u | select(0u, 0x400000u, (hi & 0xfffffu) != 0u || b.x != 0u)); }
+  let e32 = i32(e) - 1023i + 127i;
+  if (e32 >= 255i) { return bitcast<f32>(sgn | 0x7f800000u); }
+  if (e32 <= 0i) { return bitcast<f32>(sgn); }
+  let m = ((hi & 0xfffffu) << 3u) | (b.x >> 29u);
+  let rest = b.x & 0x1fffffffu;
+  var bits = sgn | (u32(e32) << 23u) | m;
+  if (rest > 0x10000000u || (rest == 0x10000000u && (m & 1u) == 1u)) { bits = bits + 1u; }
+  return bitcast<f32>(bits);
+}
+fn f32_to_f64(f: f32) -> vec2<u32> {
+  let u = bitcast<u32>(f);
+  let sgn = u & 0x80000000u;
+  let e = (u >> 23u) & 0xffu;
+  let m = u & 0x7fffffu;
+  if (e == 0u) { return vec2<u32>(0u, sgn); }
+  if (e == 255u) { return vec2<u32>(m << 29u, sgn | 0x7ff00000u | (m >> 3u)); }
+  return vec2<u32>(m << 29u, sgn | ((e + 896u) << 20u) | (m >> 3u));
+}
+fn bf16_from_f32(f: f32) -> u32 {
+  let u = bitcast<u32>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) { return (u >> 16u) | 0x40u; }
+  return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}
+)";
+
+std::string u(uint64_t v) { return std::to_string(v) + "u"; }
+
+}  // namespace
+
+Program::Program(std::string name, const Int64Policy& policy, uint32_t workgroup_size)
+    : name_(std::move(name)), policy_(policy), wg_(workgroup_size) {}
+
+uint32_t Program::alloc(uint32_t n) {
+  uint32_t off = uint32_t(uniforms_.size());
+  uniforms_.resize(uniforms_.size() + n, 0);
+  return off;
+}
+
+const std::string& Program::input(const std::string& name, DType dtype, const Shape& shape) {
+  return add_tensor(name, dtype, shape, false);
+}
+const std::string& Program::output(const std::string& name, DType dtype, const Shape& shape) {
+  return add_tensor(name, dtype, shape, true);
+}
+
+const std::string& Program::add_tensor(const std::string& name, DType dtype, const Shape& shape, bool output) {
+  for (const auto& t : tensors_)
+    if (t.name == name) throw Error("program " + name_ + ": tensor '" + name + "' declared twice");
+  int64_t n = shape_numel(shape);
+  if (n >= (int64_t(1) << 32)) throw NotImplemented("tensor of " + std::to_string(n) + " elements is too large for 32-bit GPU indexing");
+  TensorDecl t{name, dtype, shape, output, type_info(dtype, policy_), uint32_t(2 + tensors_.size())};
+  // Shape, strides and element count of the tensor, as uniforms.
+  uint32_t r = uint32_t(shape.size());
+  uint32_t off = alloc(2 * r + 1);
+  auto strides = shape_strides(shape);
+  for (uint32_t d = 0; d < r; ++d) {
+    uniforms_[off + d] = uint32_t(shape[d]);
+    uniforms_[off + r + d] = uint32_t(strides[d]);
+  }
+  uniforms_[off + 2 * r] = uint32_t(n);
+  uniform_fns_ += "const " + name + "_rank: u32 = " + u(r) + ";\n";
+  uniform_fns_ += "fn " + name + "_shape(d: u32) -> u32 { return P(" + u(off) + " + d); }\n";
+  uniform_fns_ += "fn " + name + "_stride(d: u32) -> u32 { return P(" + u(off + r) + " + d); }\n";
+  uniform_fns_ += "fn " + name + "_numel() -> u32 { return P(" + u(off + 2 * r) + "); }\n";
+  tensors_.push_back(std::move(t));
+  return tensors_.back().type.family;
+}
+
+void Program::uniform(const std::string& name, uint32_t value) {
+  uint32_t off = alloc(1);
+  uniforms_[off] = value;
+  uniform_fns_ += "fn " + name + "() -> u32 { return P(" + u(off) + "); }\n";
+}
+
+void Program::uniform_i32(const std::string& name, int32_t value) {
+  uint32_t off = alloc(1);
+  std::memcpy(&uniforms_[off], &value, 4);
+  uniform_fns_ += "fn " + name + "() -> i32 { return bitcast<i32>(P(" + u(off) + ")); }\n";
+}
+
+void Program::uniform_f32(const std::string& name, float value) {
+  uint32_t off = alloc(1);
+  std::memcpy(&uniforms_[off], &value, 4);
+  uniform_fns_ += "fn " + name + "() -> f32 { return bitcast<f32>(P(" + u(off) + ")); }\n";
+}
+
+void Program::uniform_array(const std::string& name, const std::vector<uint32_t>& values) {
+  uint32_t off = alloc(uint32_t(std::max<size_t>(values.size(), 1)));
+  std::copy(values.begin(), values.end(), uniforms_.begin() + off);
+  uniform_fns_ += "fn " + name + "(i: u32) -> u32 { return P(" + u(off) + " + i); }\n";
+}
+
+void Program::broadcast_index(const std::string& fn_name, const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) throw Error("broadcast_index: rank of " + shape_str(from) + " exceeds " + shape_str(to));
+  size_t r = to.size(), lead = r - from.size();
+  auto from_strides = shape_strides(from);
+  std::vector<uint32_t> dims(r), strides(r, 0);
+  for (size_t d = 0; d < r; ++d) {
+    dims[d] = uint32_t(to[d]);
+    if (d >= lead && from[d - lead] != 1) strides[d] = uint32_t(from_strides[d - lead]);
+  }
+  uniform_array(fn_name + "_dims", dims);
+  uniform_array(fn_name + "_strides", strides);
+  std::string f = "fn " + fn_name + "(i: u32) -> u32 {\n  var rem = i;\n  var off = 0u;\n";
+  if (r > 0)
+    f += "  for (var d = " + std::to_string(r - 1) + "i; d >= 0i; d = d - 1i) {\n"
+         "    let n = " + fn_name + "_dims(u32(d));\n"
+         "    off = off + (rem % n) * " + fn_name + "_strides(u32(d));\n"
+         "    rem = rem / n;\n  }\n";
+  f += "  return off;\n}\n";
+  decls_ += f;
+}
+
+void Program::set_threads(uint64_t n) {
+  threads_ = n;
+  if (!guard_) {
+    guard_ = true;
+    uniform("threads", uint32_t(n));
+  } else {
+    throw Error("program " + name_ + ": set_threads called twice");
+  }
+}
+
+std::string Program::accessors(const TensorDecl& t) const {
+  const std::string& n = t.name;
+  const std::string& v = t.type.value;
+  std::string s;
+  std::string access = t.output ? "read_write" : "read";
+  bool sub_word = t.type.storage_bits < 32;
+  std::string elem;
+  if (sub_word) elem = t.output ? "atomic<u32>" : "u32";
+  else if (t.type.storage_bits == 64) elem = "vec2<u32>";
+  else elem = v;
+  s += "@group(0) @binding(" + std::to_string(t.binding) + ") var<storage, " + access + "> " + n + "_buf: array<" + elem + ">;\n";
+  s += "alias " + n + "_t = " + v + ";\n";
+  // Loading the raw bits of a sub-word element.
+  if (sub_word) {
+    uint32_t bits = uint32_t(t.type.storage_bits), per = 32 / bits;
+    std::string word_index = n + "_buf[i / " + u(per) + "]";
+    std::string word = t.output ? "atomicLoad(&" + word_index + ")" : word_index;
+    std::string mask = bits == 8 ? "0xffu" : "0xffffu";
+    s += "fn " + n + "_bits(i: u32) -> u32 { return (" + word + " >> ((i % " + u(per) + ") * " + u(bits) + ")) & " +
+         mask + "; }\n";
+  }
+  std::string load;
+  switch (t.dtype) {
+    case DType::Float16: load = "unpack2x16float(" + n + "_bits(i)).x"; break;
+    case DType::BFloat16: load = "bitcast<f32>(" + n + "_bits(i) << 16u)"; break;
+    case DType::Float64: load = "f64_to_f32(" + n + "_buf[i])"; break;
+    case DType::Int8: load = "bitcast<i32>(" + n + "_bits(i) << 24u) >> 24u"; break;
+    case DType::Int16: load = "bitcast<i32>(" + n + "_bits(i) << 16u) >> 16u"; break;
+    case DType::UInt8: case DType::UInt16: load = n + "_bits(i)"; break;
+    case DType::Bool: load = "select(0u, 1u, " + n + "_bits(i) != 0u)"; break;
+    default: load = t.output ? n + "_buf[i]" : n + "_buf[i]"; break;
+  }
+  s += "fn " + n + "_load(i: u32) -> " + v + " { return " + load + "; }\n";
+  if (t.output) {
+    if (sub_word) {
+      std::string bits;
+      switch (t.dtype) {
+        case DType::Float16: bits = "pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu"; break;
+        case DType::BFloat16: bits = "bf16_from_f32(v)"; break;
+        case DType::Int8: case DType::Int16: bits = "bitcast<u32>(v)"; break;
+        case DType::Bool: bits = "select(0u, 1u, v != 0u)"; break;
+        default: bits = "v"; break;
+      }
+      uint32_t per = 32 / uint32_t(t.type.storage_bits);
+      std::string mask = t.type.storage_bits == 8 ? "0xffu" : "0xffffu";
+      s += "fn " + n + "_store(i: u32, v: " + v + ") {\n"
+           "  let w = i / " + u(per) + ";\n"
+           "  let sh = (i % " + u(per) + ") * " + u(t.type.storage_bits) + ";\n"
+           "  atomicAnd(&" + n + "_buf[w], ~(" + mask + " << sh));\n"
+           "  atomicOr(&" + n + "_buf[w], ((" + bits + ") & " + mask + ") << sh);\n}\n";
+    } else if (t.dtype == DType::Float64) {
+      s += "fn " + n + "_store(i: u32, v: f32) { " + n + "_buf[i] = f32_to_f64(v); }\n";
+    } else {
+      s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_buf[i] = v; }\n";
+    }
+  }
+  return s;
+}
+
+std::string Program::source() const {
+  size_t vec4s = (uniforms_.size() + 3) / 4;
+  std::string s = "// onnxgpu program: " + name_ + "\n";
+  s += "struct Params { v: array<vec4<u32>, " + std::to_string(vec4s) + "> }\n";
+  s += "@group(0) @binding(0) var<uniform> params: Params;\n";
+  s += "@group(0) @binding(1) var<storage, read_write> status_buf: array<atomic<u32>>;\n";
+  s += kPrelude;
+  s += family_helpers("wide");
+  std::set<std::string> families{"f32"};  // conversions through f32 are always available
+  for (const auto& t : tensors_) families.insert(t.type.family);
+  for (const auto& f : families) s += family_helpers(f);
+  for (const auto& t : tensors_) s += accessors(t);
+  s += uniform_fns_;
+  std::map<std::string, std::string> fam;
+  for (const auto& t : tensors_) fam[t.name] = t.type.family;
+  s += substitute(decls_, fam);
+  s += "@compute @workgroup_size(" + std::to_string(wg_) + ")\n";
+  s += "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n"
+       "        @builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {\n";
+  s += "  _ = &params;\n  _ = &status_buf;\n";
+  for (const auto& t : tensors_) s += "  _ = &" + t.name + "_buf;\n";
+  s += "  let wg = wid.x + wid.y * nwg.x;\n";
+  s += "  let gi = wg * " + u(wg_) + " + lid;\n";
+  if (guard_) s += "  if (gi >= threads()) { return; }\n";
+  s += substitute(body_, fam);
+  s += "}\n";
+  return s;
+}
+
+std::vector<uint32_t> Program::uniform_data() const { return uniforms_; }
+
+std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
+  std::vector<std::pair<std::string, std::string>> kv(values.begin(), values.end());
+  std::sort(kv.begin(), kv.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [k, v] : kv) {
+    std::string key = k[0] == '$' ? k : "$" + k;
+    for (size_t pos = 0; (pos = text.find(key, pos)) != std::string::npos;) {
+      text.replace(pos, key.size(), v);
+      pos += v.size();
+    }
+  }
+  return text;
+}
+
+}  // namespace onnxgpu::webgpu::shader

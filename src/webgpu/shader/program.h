@@ -1,0 +1,90 @@
+// A compute program under construction: a kernel declares its tensors and uniforms, writes its body in
+// WGSL against the generated accessors, and gets back the full WGSL source plus the uniform data.
+//
+// For a tensor declared as `x` the program generates (whatever x's dtype, INT64 included):
+//   alias x_t = <value type>;          the type x's values are computed in (see shader/types.h)
+//   fn x_load(i: u32) -> x_t           element i (row-major linear index)
+//   fn x_store(i: u32, v: x_t)         outputs only
+//   const x_rank: u32;  fn x_shape(d: u32) -> u32;  fn x_stride(d: u32) -> u32;  fn x_numel() -> u32
+// and the arithmetic helpers of x's family: add_<fam>, lt_<fam>, to_i64_<fam>, from_f32_<fam> ...
+// `$x` in the body is replaced with x's family name, so `add_$x(a, b)` is add_i64 for INT64.
+//
+// The WGSL text depends only on dtypes, ranks and attributes, never on sizes: sizes go into uniforms,
+// so one pipeline serves every input-shape signature.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "onnxgpu/int64_policy.h"
+#include "onnxgpu/tensor.h"
+#include "webgpu/shader/types.h"
+
+namespace onnxgpu::webgpu::shader {
+
+enum : uint32_t { kFlagIndex = 1, kFlagDivZero = 2, kFlagOverflow = 4 };
+
+struct TensorDecl {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  bool output;
+  TypeInfo type;
+  uint32_t binding;
+};
+
+class Program {
+ public:
+  Program(std::string name, const Int64Policy& policy, uint32_t workgroup_size = 256);
+
+  // Tensors, in binding order. Returns the family name of the tensor's type.
+  const std::string& input(const std::string& name, DType dtype, const Shape& shape);
+  const std::string& output(const std::string& name, DType dtype, const Shape& shape);
+
+  // Uniforms: `name` becomes a WGSL function returning the value (u32, i32 or f32).
+  void uniform(const std::string& name, uint32_t value);
+  void uniform_i32(const std::string& name, int32_t value);
+  void uniform_f32(const std::string& name, float value);
+  // An array: `name(i)` returns element i (u32).
+  void uniform_array(const std::string& name, const std::vector<uint32_t>& values);
+
+  // Broadcast index: adds `fn <fn_name>(i: u32) -> u32`, the element of `from` that broadcasts to
+  // element i of a tensor of shape `to` (numpy rules).
+  void broadcast_index(const std::string& fn_name, const Shape& from, const Shape& to);
+
+  // Module-scope WGSL (helper functions, workgroup variables, constants).
+  void declare(const std::string& wgsl) { decls_ += wgsl + "\n"; }
+  // The body of main(). Available there: `gi` (linear invocation index), `lid` (local index),
+  // `wg` (linear workgroup index) and `threads()` (the thread count given to set_threads).
+  void body(const std::string& wgsl) { body_ += wgsl + "\n"; }
+  // One invocation per element of [0, n): main() returns early for gi >= n.
+  void set_threads(uint64_t n);
+
+  uint32_t workgroup_size() const { return wg_; }
+  uint64_t threads() const { return threads_; }
+  const std::string& name() const { return name_; }
+  const std::vector<TensorDecl>& tensors() const { return tensors_; }
+
+  std::string source() const;                 // the whole WGSL module
+  std::vector<uint32_t> uniform_data() const;  // slot 0 is the status slot, set by the runtime
+
+ private:
+  const std::string& add_tensor(const std::string& name, DType dtype, const Shape& shape, bool output);
+  uint32_t alloc(uint32_t n);
+  std::string accessors(const TensorDecl& t) const;
+
+  std::string name_;
+  Int64Policy policy_;
+  uint32_t wg_;
+  uint64_t threads_ = 0;
+  bool guard_ = false;
+  std::vector<TensorDecl> tensors_;
+  std::vector<uint32_t> uniforms_{0};  // slot 0: status slot of this dispatch
+  std::string uniform_fns_;
+  std::string decls_, body_;
+};
+
+// Replaces every `$name` in text with the given value (longest names first).
+std::string substitute(std::string text, const std::map<std::string, std::string>& values);
+
+}  // namespace onnxgpu::webgpu::shader

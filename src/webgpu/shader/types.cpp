@@ -1,0 +1,325 @@
+#include "webgpu/shader/types.h"
+
+#include "onnxgpu/error.h"
+
+namespace onnxgpu::webgpu::shader {
+
+TypeInfo type_info(DType dtype, const Int64Policy& policy) {
+  TypeInfo t;
+  t.dtype = dtype;
+  switch (dtype) {
+    case DType::Float32: t.family = "f32"; t.value = "f32"; t.storage_bits = 32; break;
+    case DType::Float16: case DType::BFloat16: t.family = "f32"; t.value = "f32"; t.storage_bits = 16; break;
+    case DType::Float64: t.family = "f32"; t.value = "f32"; t.storage_bits = 64; break;
+    case DType::Int8: t.family = "i32"; t.value = "i32"; t.storage_bits = 8; break;
+    case DType::Int16: t.family = "i32"; t.value = "i32"; t.storage_bits = 16; break;
+    case DType::Int32: t.family = "i32"; t.value = "i32"; t.storage_bits = 32; break;
+    case DType::UInt8: t.family = "u32"; t.value = "u32"; t.storage_bits = 8; break;
+    case DType::UInt16: t.family = "u32"; t.value = "u32"; t.storage_bits = 16; break;
+    case DType::UInt32: t.family = "u32"; t.value = "u32"; t.storage_bits = 32; break;
+    case DType::Bool: t.family = "bool"; t.value = "u32"; t.storage_bits = 8; break;
+    case DType::UInt64: t.family = "u64"; t.value = "vec2<u32>"; t.storage_bits = 64; break;
+    case DType::Int64:
+      if (policy.strategy == Int64Policy::Strategy::CastToI32) {
+        t.family = "i64n"; t.value = "i32"; t.storage_bits = 32; t.narrowed = true;
+      } else {
+        t.family = "i64"; t.value = "vec2<u32>"; t.storage_bits = 64;
+      }
+      break;
+    default:
+      throw NotImplemented("element type " + std::string(dtype_name(dtype)) + " has no GPU representation");
+  }
+  return t;
+}
+
+size_t gpu_element_size(DType dtype, const Int64Policy& policy) { return size_t(type_info(dtype, policy).storage_bits / 8); }
+
+namespace {
+
+// 64-bit words as vec2<u32>(lo, hi). Shared by i64 and u64.
+const char* kWide = R"(
+alias w64 = vec2<u32>;
+fn w64_from_u32(v: u32) -> w64 { return w64(v, 0u); }
+fn w64_from_i32(v: i32) -> w64 { return w64(bitcast<u32>(v), select(0u, 0xffffffffu, v < 0i)); }
+fn w64_add(a: w64, b: w64) -> w64 { let lo = a.x + b.x; return w64(lo, a.y + b.y + select(0u, 1u, lo < a.x)); }
+fn w64_sub(a: w64, b: w64) -> w64 { return w64(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x)); }
+fn w64_neg(a: w64) -> w64 { return w64_sub(w64(0u, 0u), a); }
+fn w64_mulwide(a: u32, b: u32) -> w64 {
+  let a0 = a & 0xffffu; let a1 = a >> 16u; let b0 = b & 0xffffu; let b1 = b >> 16u;
+  let p00 = a0 * b0; let p01 = a0 * b1; let p10 = a1 * b0; let p11 = a1 * b1;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return w64((p00 & 0xffffu) | (mid << 16u), p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+}
+fn w64_mul(a: w64, b: w64) -> w64 { let p = w64_mulwide(a.x, b.x); return w64(p.x, p.y + a.x * b.y + a.y * b.x); }
+fn w64_eq(a: w64, b: w64) -> bool { return a.x == b.x && a.y == b.y; }
+fn w64_ult(a: w64, b: w64) -> bool { return a.y < b.y || (a.y == b.y && a.x < b.x); }
+fn w64_slt(a: w64, b: w64) -> bool {
+  let ah = bitcast<i32>(a.y); let bh = bitcast<i32>(b.y);
+  return ah < bh || (ah == bh && a.x < b.x);
+}
+fn w64_is_zero(a: w64) -> bool { return a.x == 0u && a.y == 0u; }
+fn w64_is_neg(a: w64) -> bool { return (a.y >> 31u) == 1u; }
+struct W64DivMod { q: w64, r: w64 }
+// Unsigned 64-bit division; the caller handles a zero divisor.
+fn w64_udivmod(n: w64, d: w64) -> W64DivMod {
+  if (n.y == 0u && d.y == 0u) { return W64DivMod(w64(n.x / d.x, 0u), w64(n.x % d.x, 0u)); }
+  var q = w64(0u, 0u);
+  var r = w64(0u, 0u);
+  for (var i = 63i; i >= 0i; i = i - 1i) {
+    let top = r.y >> 31u;
+    r = w64(r.x << 1u, (r.y << 1u) | (r.x >> 31u));
+    let bit = select(n.x >> u32(i), n.y >> u32(i - 32i), i >= 32i) & 1u;
+    r.x = r.x | bit;
+    if (top == 1u || !w64_ult(r, d)) {
+      r = w64_sub(r, d);
+      if (i >= 32i) { q.y = q.y | (1u << u32(i - 32i)); } else { q.x = q.x | (1u << u32(i)); }
+    }
+  }
+  return W64DivMod(q, r);
+}
+fn w64_to_f32_unsigned(a: w64) -> f32 { return f32(a.y) * 4294967296.0 + f32(a.x); }
+fn w64_from_f32_unsigned(f: f32) -> w64 {
+  let m = max(trunc(f), 0.0);
+  let hi = floor(m / 4294967296.0);
+  return w64(u32(m - hi * 4294967296.0), u32(hi));
+}
+)";
+
+const char* kI64 = R"(
+fn zero_i64() -> w64 { return w64(0u, 0u); }
+fn one_i64() -> w64 { return w64(1u, 0u); }
+fn lowest_i64() -> w64 { return w64(0u, 0x80000000u); }
+fn highest_i64() -> w64 { return w64(0xffffffffu, 0x7fffffffu); }
+fn add_i64(a: w64, b: w64) -> w64 { return w64_add(a, b); }
+fn sub_i64(a: w64, b: w64) -> w64 { return w64_sub(a, b); }
+fn mul_i64(a: w64, b: w64) -> w64 { return w64_mul(a, b); }
+fn neg_i64(a: w64) -> w64 { return w64_neg(a); }
+fn abs_i64(a: w64) -> w64 { return select(a, w64_neg(a), w64_is_neg(a)); }
+fn sign_i64(a: w64) -> w64 { return select(select(w64(1u, 0u), w64(0u, 0u), w64_is_zero(a)), w64(0xffffffffu, 0xffffffffu), w64_is_neg(a)); }
+fn eq_i64(a: w64, b: w64) -> bool { return w64_eq(a, b); }
+fn lt_i64(a: w64, b: w64) -> bool { return w64_slt(a, b); }
+fn le_i64(a: w64, b: w64) -> bool { return !w64_slt(b, a); }
+fn gt_i64(a: w64, b: w64) -> bool { return w64_slt(b, a); }
+fn ge_i64(a: w64, b: w64) -> bool { return !w64_slt(a, b); }
+fn min_i64(a: w64, b: w64) -> w64 { return select(a, b, w64_slt(b, a)); }
+fn max_i64(a: w64, b: w64) -> w64 { return select(a, b, w64_slt(a, b)); }
+// Truncating division (ONNX Div); a zero divisor is flagged and gives 0.
+fn div_i64(a: w64, b: w64) -> w64 {
+  if (w64_is_zero(b)) { flag(FLAG_DIV_ZERO); return w64(0u, 0u); }
+  let qr = w64_udivmod(abs_i64(a), abs_i64(b));
+  return select(qr.q, w64_neg(qr.q), w64_is_neg(a) != w64_is_neg(b));
+}
+// fmod semantics (sign of the dividend).
+fn fmod_i64(a: w64, b: w64) -> w64 {
+  if (w64_is_zero(b)) { flag(FLAG_DIV_ZERO); return w64(0u, 0u); }
+  let qr = w64_udivmod(abs_i64(a), abs_i64(b));
+  return select(qr.r, w64_neg(qr.r), w64_is_neg(a));
+}
+// ONNX Mod with fmod=0: the result has the sign of the divisor.
+fn mod_i64(a: w64, b: w64) -> w64 {
+  let r = fmod_i64(a, b);
+  if (!w64_is_zero(r) && w64_is_neg(r) != w64_is_neg(b)) { return w64_add(r, b); }
+  return r;
+}
+fn to_f32_i64(a: w64) -> f32 { return f32(bitcast<i32>(a.y)) * 4294967296.0 + f32(a.x); }
+fn from_f32_i64(f: f32) -> w64 { let m = w64_from_f32_unsigned(abs(f)); return select(m, w64_neg(m), f < 0.0); }
+fn to_i64_i64(a: w64) -> w64 { return a; }
+fn from_i64_i64(a: w64) -> w64 { return a; }
+fn to_bool_i64(a: w64) -> bool { return !w64_is_zero(a); }
+fn from_bool_i64(b: bool) -> w64 { return w64(select(0u, 1u, b), 0u); }
+)";
+
+const char* kU64 = R"(
+fn zero_u64() -> w64 { return w64(0u, 0u); }
+fn one_u64() -> w64 { return w64(1u, 0u); }
+fn lowest_u64() -> w64 { return w64(0u, 0u); }
+fn highest_u64() -> w64 { return w64(0xffffffffu, 0xffffffffu); }
+fn add_u64(a: w64, b: w64) -> w64 { return w64_add(a, b); }
+fn sub_u64(a: w64, b: w64) -> w64 { return w64_sub(a, b); }
+fn mul_u64(a: w64, b: w64) -> w64 { return w64_mul(a, b); }
+fn neg_u64(a: w64) -> w64 { return w64_neg(a); }
+fn abs_u64(a: w64) -> w64 { return a; }
+fn sign_u64(a: w64) -> w64 { return select(w64(1u, 0u), w64(0u, 0u), w64_is_zero(a)); }
+fn eq_u64(a: w64, b: w64) -> bool { return w64_eq(a, b); }
+fn lt_u64(a: w64, b: w64) -> bool { return w64_ult(a, b); }
+fn le_u64(a: w64, b: w64) -> bool { return !w64_ult(b, a); }
+fn gt_u64(a: w64, b: w64) -> bool { return w64_ult(b, a); }
+fn ge_u64(a: w64, b: w64) -> bool { return !w64_ult(a, b); }
+fn min_u64(a: w64, b: w64) -> w64 { return select(a, b, w64_ult(b, a)); }
+fn max_u64(a: w64, b: w64) -> w64 { return select(a, b, w64_ult(a, b)); }
+fn div_u64(a: w64, b: w64) -> w64 { if (w64_is_zero(b)) { flag(FLAG_DIV_ZERO); return w64(0u, 0u); } return w64_udivmod(a, b).q; }
+fn fmod_u64(a: w64, b: w64) -> w64 { if (w64_is_zero(b)) { flag(FLAG_DIV_ZERO); return w64(0u, 0u); } return w64_udivmod(a, b).r; }
+fn mod_u64(a: w64, b: w64) -> w64 { return fmod_u64(a, b); }
+fn to_f32_u64(a: w64) -> f32 { return w64_to_f32_unsigned(a); }
+fn from_f32_u64(f: f32) -> w64 { return w64_from_f32_unsigned(f); }
+fn to_i64_u64(a: w64) -> w64 { return a; }
+fn from_i64_u64(a: w64) -> w64 { return a; }
+fn to_bool_u64(a: w64) -> bool { return !w64_is_zero(a); }
+fn from_bool_u64(b: bool) -> w64 { return w64(select(0u, 1u, b), 0u); }
+)";
+
+const char* kF32 = R"(
+fn zero_f32() -> f32 { return 0.0; }
+fn one_f32() -> f32 { return 1.0; }
+fn lowest_f32() -> f32 { return -f32_inf(); }
+fn highest_f32() -> f32 { return f32_inf(); }
+fn add_f32(a: f32, b: f32) -> f32 { return a + b; }
+fn sub_f32(a: f32, b: f32) -> f32 { return a - b; }
+fn mul_f32(a: f32, b: f32) -> f32 { return a * b; }
+fn div_f32(a: f32, b: f32) -> f32 { return a / b; }
+fn fmod_f32(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }
+fn mod_f32(a: f32, b: f32) -> f32 { let r = fmod_f32(a, b); return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0))); }
+fn neg_f32(a: f32) -> f32 { return -a; }
+fn abs_f32(a: f32) -> f32 { return abs(a); }
+fn sign_f32(a: f32) -> f32 { return sign(a); }
+fn eq_f32(a: f32, b: f32) -> bool { return a == b; }
+fn lt_f32(a: f32, b: f32) -> bool { return a < b; }
+fn le_f32(a: f32, b: f32) -> bool { return a <= b; }
+fn gt_f32(a: f32, b: f32) -> bool { return a > b; }
+fn ge_f32(a: f32, b: f32) -> bool { return a >= b; }
+fn isnan_f32(a: f32) -> bool { return (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u; }
+// NaN-propagating min/max, as ONNX Min/Max.
+fn min_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); } return min(a, b); }
+fn max_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); } return max(a, b); }
+fn to_f32_f32(a: f32) -> f32 { return a; }
+fn from_f32_f32(f: f32) -> f32 { return f; }
+fn to_i64_f32(a: f32) -> w64 { let m = w64_from_f32_unsigned(abs(a)); return select(m, w64_neg(m), a < 0.0); }
+fn from_i64_f32(a: w64) -> f32 { return f32(bitcast<i32>(a.y)) * 4294967296.0 + f32(a.x); }
+fn to_bool_f32(a: f32) -> bool { return a != 0.0; }
+fn from_bool_f32(b: bool) -> f32 { return select(0.0, 1.0, b); }
+)";
+
+const char* kI32 = R"(
+fn zero_i32() -> i32 { return 0i; }
+fn one_i32() -> i32 { return 1i; }
+fn lowest_i32() -> i32 { return -2147483647i - 1i; }
+fn highest_i32() -> i32 { return 2147483647i; }
+fn add_i32(a: i32, b: i32) -> i32 { return a + b; }
+fn sub_i32(a: i32, b: i32) -> i32 { return a - b; }
+fn mul_i32(a: i32, b: i32) -> i32 { return a * b; }
+fn div_i32(a: i32, b: i32) -> i32 { if (b == 0i) { flag(FLAG_DIV_ZERO); return 0i; } return a / b; }
+fn fmod_i32(a: i32, b: i32) -> i32 { if (b == 0i) { flag(FLAG_DIV_ZERO); return 0i; } return a % b; }
+fn mod_i32(a: i32, b: i32) -> i32 { let r = fmod_i32(a, b); return select(r, r + b, r != 0i && ((r < 0i) != (b < 0i))); }
+fn neg_i32(a: i32) -> i32 { return -a; }
+fn abs_i32(a: i32) -> i32 { return abs(a); }
+fn sign_i32(a: i32) -> i32 { return sign(a); }
+fn eq_i32(a: i32, b: i32) -> bool { return a == b; }
+fn lt_i32(a: i32, b: i32) -> bool { return a < b; }
+fn le_i32(a: i32, b: i32) -> bool { return a <= b; }
+fn gt_i32(a: i32, b: i32) -> bool { return a > b; }
+fn ge_i32(a: i32, b: i32) -> bool { return a >= b; }
+fn min_i32(a: i32, b: i32) -> i32 { return min(a, b); }
+fn max_i32(a: i32, b: i32) -> i32 { return max(a, b); }
+fn to_f32_i32(a: i32) -> f32 { return f32(a); }
+fn from_f32_i32(f: f32) -> i32 { return i32(trunc(f)); }
+fn to_i64_i32(a: i32) -> w64 { return w64_from_i32(a); }
+fn from_i64_i32(a: w64) -> i32 { return bitcast<i32>(a.x); }
+fn to_bool_i32(a: i32) -> bool { return a != 0i; }
+fn from_bool_i32(b: bool) -> i32 { return select(0i, 1i, b); }
+)";
+
+const char* kU32 = R"(
+fn zero_u32() -> u32 { return 0u; }
+fn one_u32() -> u32 { return 1u; }
+fn lowest_u32() -> u32 { return 0u; }
+fn highest_u32() -> u32 { return 0xffffffffu; }
+fn add_u32(a: u32, b: u32) -> u32 { return a + b; }
+fn sub_u32(a: u32, b: u32) -> u32 { return a - b; }
+fn mul_u32(a: u32, b: u32) -> u32 { return a * b; }
+fn div_u32(a: u32, b: u32) -> u32 { if (b == 0u) { flag(FLAG_DIV_ZERO); return 0u; } return a / b; }
+fn fmod_u32(a: u32, b: u32) -> u32 { if (b == 0u) { flag(FLAG_DIV_ZERO); return 0u; } return a % b; }
+fn mod_u32(a: u32, b: u32) -> u32 { return fmod_u32(a, b); }
+fn neg_u32(a: u32) -> u32 { return 0u - a; }
+fn abs_u32(a: u32) -> u32 { return a; }
+fn sign_u32(a: u32) -> u32 { return select(0u, 1u, a != 0u); }
+fn eq_u32(a: u32, b: u32) -> bool { return a == b; }
+fn lt_u32(a: u32, b: u32) -> bool { return a < b; }
+fn le_u32(a: u32, b: u32) -> bool { return a <= b; }
+fn gt_u32(a: u32, b: u32) -> bool { return a > b; }
+fn ge_u32(a: u32, b: u32) -> bool { return a >= b; }
+fn min_u32(a: u32, b: u32) -> u32 { return min(a, b); }
+fn max_u32(a: u32, b: u32) -> u32 { return max(a, b); }
+fn to_f32_u32(a: u32) -> f32 { return f32(a); }
+fn from_f32_u32(f: f32) -> u32 { return u32(trunc(f)); }
+fn to_i64_u32(a: u32) -> w64 { return w64_from_u32(a); }
+fn from_i64_u32(a: w64) -> u32 { return a.x; }
+fn to_bool_u32(a: u32) -> bool { return a != 0u; }
+fn from_bool_u32(b: bool) -> u32 { return select(0u, 1u, b); }
+)";
+
+const char* kBool = R"(
+fn zero_bool() -> u32 { return 0u; }
+fn one_bool() -> u32 { return 1u; }
+fn lowest_bool() -> u32 { return 0u; }
+fn highest_bool() -> u32 { return 1u; }
+fn eq_bool(a: u32, b: u32) -> bool { return a == b; }
+fn lt_bool(a: u32, b: u32) -> bool { return a < b; }
+fn le_bool(a: u32, b: u32) -> bool { return a <= b; }
+fn gt_bool(a: u32, b: u32) -> bool { return a > b; }
+fn ge_bool(a: u32, b: u32) -> bool { return a >= b; }
+fn min_bool(a: u32, b: u32) -> u32 { return min(a, b); }
+fn max_bool(a: u32, b: u32) -> u32 { return max(a, b); }
+fn add_bool(a: u32, b: u32) -> u32 { return a | b; }
+fn mul_bool(a: u32, b: u32) -> u32 { return a & b; }
+fn to_f32_bool(a: u32) -> f32 { return f32(a); }
+fn from_f32_bool(f: f32) -> u32 { return select(0u, 1u, f != 0.0); }
+fn to_i64_bool(a: u32) -> w64 { return w64(a, 0u); }
+fn from_i64_bool(a: w64) -> u32 { return select(0u, 1u, !w64_is_zero(a)); }
+fn to_bool_bool(a: u32) -> bool { return a != 0u; }
+fn from_bool_bool(b: bool) -> u32 { return select(0u, 1u, b); }
+)";
+
+// int64 narrowed to i32 (cast_to_i32): i32 arithmetic with every overflow flagged, so a value beyond
+// int32 is an error naming the tensor, never a wrong number.
+const char* kI64n = R"(
+fn zero_i64n() -> i32 { return 0i; }
+fn one_i64n() -> i32 { return 1i; }
+fn lowest_i64n() -> i32 { return -2147483647i - 1i; }
+fn highest_i64n() -> i32 { return 2147483647i; }
+fn add_i64n(a: i32, b: i32) -> i32 { let r = a + b; if (((a ^ r) & (b ^ r)) < 0i) { flag(FLAG_OVERFLOW); } return r; }
+fn sub_i64n(a: i32, b: i32) -> i32 { let r = a - b; if (((a ^ b) & (a ^ r)) < 0i) { flag(FLAG_OVERFLOW); } return r; }
+fn mul_i64n(a: i32, b: i32) -> i32 {
+  let w = w64_mul(w64_from_i32(a), w64_from_i32(b));
+  if (w.y != select(0u, 0xffffffffu, (w.x >> 31u) == 1u)) { flag(FLAG_OVERFLOW); }
+  return bitcast<i32>(w.x);
+}
+fn div_i64n(a: i32, b: i32) -> i32 {
+  if (b == 0i) { flag(FLAG_DIV_ZERO); return 0i; }
+  if (b == -1i && a == (-2147483647i - 1i)) { flag(FLAG_OVERFLOW); }
+  return a / b;
+}
+fn fmod_i64n(a: i32, b: i32) -> i32 { if (b == 0i) { flag(FLAG_DIV_ZERO); return 0i; } if (b == -1i) { return 0i; } return a % b; }
+fn mod_i64n(a: i32, b: i32) -> i32 { let r = fmod_i64n(a, b); return select(r, r + b, r != 0i && ((r < 0i) != (b < 0i))); }
+fn neg_i64n(a: i32) -> i32 { if (a == (-2147483647i - 1i)) { flag(FLAG_OVERFLOW); } return -a; }
+fn abs_i64n(a: i32) -> i32 { if (a == (-2147483647i - 1i)) { flag(FLAG_OVERFLOW); } return abs(a); }
+fn sign_i64n(a: i32) -> i32 { return sign(a); }
+fn eq_i64n(a: i32, b: i32) -> bool { return a == b; }
+fn lt_i64n(a: i32, b: i32) -> bool { return a < b; }
+fn le_i64n(a: i32, b: i32) -> bool { return a <= b; }
+fn gt_i64n(a: i32, b: i32) -> bool { return a > b; }
+fn ge_i64n(a: i32, b: i32) -> bool { return a >= b; }
+fn min_i64n(a: i32, b: i32) -> i32 { return min(a, b); }
+fn max_i64n(a: i32, b: i32) -> i32 { return max(a, b); }
+fn to_f32_i64n(a: i32) -> f32 { return f32(a); }
+fn from_f32_i64n(f: f32) -> i32 { let t = trunc(f); if (t >= 2147483648.0 || t < -2147483648.0) { flag(FLAG_OVERFLOW); } return i32(t); }
+fn to_i64_i64n(a: i32) -> w64 { return w64_from_i32(a); }
+fn from_i64_i64n(a: w64) -> i32 { if (a.y != select(0u, 0xffffffffu, (a.x >> 31u) == 1u)) { flag(FLAG_OVERFLOW); } return bitcast<i32>(a.x); }
+fn to_bool_i64n(a: i32) -> bool { return a != 0i; }
+fn from_bool_i64n(b: bool) -> i32 { return select(0i, 1i, b); }
+)";
+
+}  // namespace
+
+std::string family_helpers(const std::string& family) {
+  if (family == "wide") return kWide;
+  if (family == "i64") return kI64;
+  if (family == "u64") return kU64;
+  if (family == "f32") return kF32;
+  if (family == "i32") return kI32;
+  if (family == "u32") return kU32;
+  if (family == "bool") return kBool;
+  if (family == "i64n") return kI64n;
+  throw Error("unknown WGSL helper family '" + family + "'");
+}
+
+}  // namespace onnxgpu::webgpu::shader

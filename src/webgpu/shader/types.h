@@ -1,0 +1,37 @@
+// How each element type lives on the GPU, and the WGSL arithmetic for it. INT64 is decided here and
+// in Int64Policy, nowhere else: kernels are written once against the "family" helpers below
+// (add_<fam>, lt_<fam>, to_i64_<fam> ...) and work for every dtype, INT64 included.
+#pragma once
+#include <string>
+
+#include "onnxgpu/dtype.h"
+#include "onnxgpu/int64_policy.h"
+
+namespace onnxgpu::webgpu::shader {
+
+// A helper family: the WGSL value type that kernels compute with, and the helper-name suffix.
+//   f32  : f32           (float32; float16, bfloat16 and float64 are loaded into f32 and stored back)
+//   i32  : i32           (int8, int16, int32)
+//   u32  : u32           (uint8, uint16, uint32)
+//   bool : u32 0/1       (bool)
+//   i64  : vec2<u32>     (int64 as (lo, hi) words: exact two's complement arithmetic)
+//   u64  : vec2<u32>     (uint64 likewise)
+//   i64n : i32           (int64 narrowed to one i32 by the cast_to_i32 strategy; overflow is flagged)
+struct TypeInfo {
+  DType dtype = DType::Undefined;
+  std::string family;   // helper suffix, see above
+  std::string value;    // WGSL value type
+  int storage_bits = 32;  // bits per element in the buffer: 8, 16, 32 or 64
+  bool narrowed = false;  // int64 stored as i32 (cast_to_i32)
+};
+
+TypeInfo type_info(DType dtype, const Int64Policy& policy);
+
+// Bytes per element in a GPU buffer (differs from dtype_size only for narrowed int64).
+size_t gpu_element_size(DType dtype, const Int64Policy& policy);
+
+// The WGSL helpers of one family (add_<fam>, ..., plus the conversions to/from i64 and f32), and the
+// shared helpers they depend on. `status` helpers (flag()) are always available in a program.
+std::string family_helpers(const std::string& family);
+
+}  // namespace onnxgpu::webgpu::shader
