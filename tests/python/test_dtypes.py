@@ -84,3 +84,29 @@ def test_output_owns_memory():
     assert y.tolist() == [1, 2, 3]
     y[1] = 7  # and it is writable
     assert y.tolist() == [1, 7, 3]
+
+
+@pytest.mark.parametrize("provider", ["WebGpuExecutionProvider", "CPUExecutionProvider"])
+def test_outputs_do_not_alias_the_session(provider):
+    """An initializer that is a graph output, and two outputs of one value: writing into a returned
+    array changes neither the model nor the other output."""
+    import onnx
+    from onnx import helper, numpy_helper
+    w = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Identity", ["x"], ["z"])], "alias",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [3]) for n in ("y", "z", "w")],
+        initializer=[numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    sess = onnxgpu.InferenceSession(model.SerializeToString(), providers=[provider])
+    x = np.array([4.0, 5.0, 6.0], dtype=np.float32)
+    y, z, wo = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(wo, w)
+    y[:] = 0
+    wo[:] = -1
+    np.testing.assert_array_equal(z, x)
+    y, z, wo = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(wo, w)
+    np.testing.assert_array_equal(y, x)

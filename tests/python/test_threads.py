@@ -79,3 +79,32 @@ def test_close_while_other_thread_runs(gpt2_path, gpt2_sets):
         assert isinstance(errors[0], onnxgpu.InvalidArgument) and "closed" in str(errors[0])
     else:
         np.testing.assert_array_equal(out[0], want)
+
+
+def test_sessions_created_and_dropped_in_threads(gpt2_path, gpt2_sets):
+    """Four threads create, run and drop WebGPU sessions on the one shared device (without the
+    binding's process-wide lock this fails: Dawn reports the shared staging buffer in use)."""
+    feeds = [dict(gpt2_sets[0][0]), dict(gpt2_sets[1][0])]
+    ref = onnxgpu.InferenceSession(gpt2_path, providers=["WebGpuExecutionProvider"])
+    want = [ref.run(None, f)[0] for f in feeds]
+    errors, mismatches = [], []
+
+    def work(i):
+        try:
+            for r in range(4):
+                s = onnxgpu.InferenceSession(gpt2_path, providers=["WebGpuExecutionProvider"]) if r % 2 == 0 else ref
+                for k in range(2):
+                    y = s.run(None, feeds[(i + k) % 2])[0]
+                    if not np.array_equal(y, want[(i + k) % 2]):
+                        mismatches.append((i, r, k))
+                del s
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not errors, errors
+    assert not mismatches, mismatches
