@@ -52,11 +52,32 @@ std::string split_spatial(size_t r, const std::string& name, const std::string& 
          "  }\n";
 }
 
-void conv(GpuKernelContext& ctx) {
-  bool has_bias = check_inputs(ctx);
+// Conv (float, optional bias B) and ConvInteger (int8/uint8 X and W with optional zero points, int32 Y,
+// exact integer accumulation).
+void conv(GpuKernelContext& ctx, bool integer) {
+  bool has_bias = false, has_xz = false, has_wz = false;
   const Shape& xs = ctx.shape(0);
   const Shape& ws = ctx.shape(1);
   DType t = ctx.dtype(0);
+  if (!integer) {
+    has_bias = check_inputs(ctx);
+  } else {
+    auto q = [](DType d) { return d == DType::Int8 || d == DType::UInt8; };
+    if (!q(t) || !q(ctx.dtype(1)))
+      ctx.fail("X and W must be int8 or uint8, got " + std::string(dtype_name(t)) + " and " +
+               std::string(dtype_name(ctx.dtype(1))));
+    if (xs.size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(xs));
+    if (ws.size() != xs.size()) ctx.fail("weights W " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
+    has_xz = ctx.has_input(2);
+    has_wz = ctx.has_input(3);
+    if (has_xz && (shape_numel(ctx.shape(2)) != 1 || ctx.dtype(2) != t))
+      ctx.fail("x_zero_point must be a scalar of X's type, got " + std::string(dtype_name(ctx.dtype(2))) + " " +
+               shape_str(ctx.shape(2)));
+    if (has_wz && (ctx.dtype(3) != ctx.dtype(1) || (shape_numel(ctx.shape(3)) != 1 && shape_numel(ctx.shape(3)) != ws[0])))
+      ctx.fail("w_zero_point must be a scalar or have one value per output channel (" + std::to_string(ws[0]) +
+               ") of W's type, got " + std::string(dtype_name(ctx.dtype(3))) + " " + shape_str(ctx.shape(3)));
+  }
+  DType yt = integer ? DType::Int32 : t;
   int64_t group = get_group(ctx);
   int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
   if (C != Cg * group)
@@ -74,22 +95,31 @@ void conv(GpuKernelContext& ctx) {
   cpu::nn::Window win = convutil::window(ctx, in_sp, k_sp, false);
   Shape out{N, M};
   out.insert(out.end(), win.out.begin(), win.out.end());
-  ctx.set_output(0, t, out);
+  ctx.set_output(0, yt, out);
   convutil::check_i32(ctx, convutil::dims(xs), "input dim");
   convutil::check_i32(ctx, convutil::dims(out), "output dim");
   convutil::check_i32(ctx, win.strides, "stride");
   convutil::check_i32(ctx, win.dilations, "dilation");
   convutil::check_i32(ctx, win.pad_begin, "pad");
 
-  auto p = ctx.program("conv" + std::to_string(r) + "d" + (has_bias ? "_bias" : ""));
+  auto p = ctx.program(std::string(integer ? "convinteger" : "conv") + std::to_string(r) + "d" +
+                       (has_bias ? "_bias" : "") + (has_xz ? "_xz" : "") + (has_wz ? "_wz" : ""));
   p.input("x", t, xs);
-  p.input("w", t, ws);
+  p.input("w", ctx.dtype(1), ws);
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
   if (has_bias) {
     p.input("b", t, ctx.shape(2));
     binds.push_back(ctx.in(2));
   }
-  p.output("y", t, out);
+  if (has_xz) {
+    p.input("xz", ctx.dtype(2), ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  if (has_wz) {
+    p.input("wz", ctx.dtype(3), ctx.shape(3));
+    binds.push_back(ctx.in(3));
+  }
+  p.output("y", yt, out);
   binds.push_back(ctx.out(0));
   p.uniform("groups", uint32_t(group));
   p.uniform("in_sz", uint32_t(shape_numel(in_sp)));
@@ -100,6 +130,16 @@ void conv(GpuKernelContext& ctx) {
   convutil::int_array(p, "pad", win.pad_begin);
   p.set_threads(uint64_t(shape_numel(out)));
   std::string R = std::to_string(r);
+  std::string init, term;
+  if (integer) {
+    init = "  var acc = 0i;\n"
+           "  let xzv = " + std::string(has_xz ? "i32(xz_load(0u))" : "0i") + ";\n"
+           "  let wzv = " + std::string(has_wz ? "i32(wz_load(select(0u, m, wz_numel() > 1u)))" : "0i") + ";\n";
+    term = "(i32(x_load(x0 + c * in_sz() + off)) - xzv) * (i32(w_load(w0 + c * k_sz() + ki)) - wzv)";
+  } else {
+    init = "  var acc = " + std::string(has_bias ? "to_f32_$b(b_load(m))" : "0.0") + ";\n";
+    term = "to_f32_$x(x_load(x0 + c * in_sz() + off)) * to_f32_$w(w_load(w0 + c * k_sz() + ki))";
+  }
   std::string body =
       "  let sp = gi % out_sz();\n"
       "  let nm = gi / out_sz();\n"
@@ -110,7 +150,7 @@ void conv(GpuKernelContext& ctx) {
       split_spatial(r, "base", "od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)))") +
       "  let x0 = (n * x_shape(1u) + g * cg) * in_sz();\n"
       "  let w0 = m * cg * k_sz();\n"
-      "  var acc = " + std::string(has_bias ? "to_f32_$b(b_load(m))" : "0.0") + ";\n"
+      + init +
       "  for (var ki = 0u; ki < k_sz(); ki = ki + 1u) {\n"
       "    var kr = ki;\n"
       "    var off = 0u;\n"
@@ -124,10 +164,10 @@ void conv(GpuKernelContext& ctx) {
       "    }\n"
       "    if (!inside) { continue; }\n"
       "    for (var c = 0u; c < cg; c = c + 1u) {\n"
-      "      acc = acc + to_f32_$x(x_load(x0 + c * in_sz() + off)) * to_f32_$w(w_load(w0 + c * k_sz() + ki));\n"
+      "      acc = acc + " + term + ";\n"
       "    }\n"
       "  }\n"
-      "  y_store(gi, from_f32_$y(acc));";
+      "  y_store(gi, " + (integer ? "acc" : "from_f32_$y(acc)") + ");";
   p.body(body);
   ctx.dispatch(p, binds);
 }
@@ -254,7 +294,8 @@ void conv_transpose(GpuKernelContext& ctx) {
 }  // namespace
 
 void register_conv(GpuKernelRegistry& r) {
-  r.add("Conv", conv);
+  r.add("Conv", [](GpuKernelContext& ctx) { conv(ctx, false); });
+  r.add("ConvInteger", [](GpuKernelContext& ctx) { conv(ctx, true); });
   r.add("ConvTranspose", conv_transpose);
 }
 
