@@ -247,6 +247,22 @@ TEST(GpuConv, LargerChannels) {
   check_conv(DType::Float32, {1, 64, 9, 9}, {16, 64, 1, 1}, false, {}, 13);
 }
 
+// Groups of 16 output channels or more take the tiled (implicit GEMM) path: partial tiles, batches
+// crossing tile columns, groups, every rank.
+TEST(GpuConv, TiledPath) {
+  check_conv(DType::Float32, {2, 8, 9, 10}, {40, 4, 3, 3}, true, [](onnx::NodeProto& n) {
+    set_int(n, "group", 2);
+    set_ints(n, "pads", {1, 2, 0, 1});
+    set_ints(n, "strides", {2, 1});
+    set_ints(n, "dilations", {1, 2});
+  }, 30);
+  check_conv(DType::Float32, {3, 5, 70}, {17, 5, 5}, false, [](onnx::NodeProto& n) { set_ints(n, "strides", {3}); }, 31);
+  check_conv(DType::Float16, {1, 3, 5, 6, 7}, {16, 3, 2, 3, 2}, true, [](onnx::NodeProto& n) {
+    set_string(n, "auto_pad", "SAME_UPPER");
+  }, 32);
+  check_conv(DType::Float64, {2, 20, 4, 4}, {130, 20, 1, 1}, true, {}, 33, false);
+}
+
 TEST(GpuConv, InvalidChannelsFail) {
   std::vector<Operand> ins{{"X", random_float(DType::Float32, {1, 3, 5, 5}, 1)},
                            {"W", random_float(DType::Float32, {2, 2, 3, 3}, 2), true}};

@@ -2,6 +2,7 @@
 // convolution, one invocation per output element, accumulating in f32 over the input channels of its
 // group and the kernel window. Output shapes are computed exactly as the CPU reference (src/cpu/conv.cpp).
 // The spatial rank shapes the WGSL; every size, stride, dilation and pad is a uniform.
+#include "webgpu/device.h"
 #include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
 
@@ -50,6 +51,137 @@ std::string split_spatial(size_t r, const std::string& name, const std::string& 
          "    rem = rem / y_shape(u32(d) + 2u);\n"
          "    " + name + "[d] = " + expr + ";\n"
          "  }\n";
+}
+
+// Conv as an implicit GEMM per group: Y[m, col] = sum_kk W[m, kk] * X̂[kk, col] with kk = (c, kernel
+// position) and col = (n, output position), X̂ gathered from X on the fly (zero in the padding). A
+// workgroup of 256 computes a 64 x 64 tile of Y (4 x 4 per invocation), staging 16-deep slices of W and
+// X̂ in workgroup memory. Used when a group has enough output channels to fill the tile's rows.
+constexpr uint32_t kTile = 64, kTileK = 16;
+
+bool use_tiled(const GpuKernelContext& ctx, int64_t Mg, int64_t group) {
+  uint32_t storage = 2 * kTile * kTileK * 4;
+  return Mg >= 16 && group <= int64_t(ctx.limits.max_compute_workgroups_per_dimension) && ctx.limits.max_compute_workgroup_storage_size >= storage &&
+         ctx.limits.max_compute_invocations_per_workgroup >= 256 && ctx.limits.max_compute_workgroup_size_x >= 256;
+}
+
+void conv_tiled(GpuKernelContext& ctx, const cpu::nn::Window& win, int64_t group, bool has_bias, const Shape& out) {
+  const Shape& xs = ctx.shape(0);
+  const Shape& ws = ctx.shape(1);
+  DType t = ctx.dtype(0);
+  size_t r = xs.size() - 2;
+  int64_t Mg = ws[0] / group, K = ws[1] * shape_numel(Shape(ws.begin() + 2, ws.end()));
+  int64_t cols = xs[0] * shape_numel(win.out);
+  auto p = ctx.program("conv_tiled" + std::to_string(r) + "d" + (has_bias ? "_bias" : ""));
+  p.input("x", t, xs);
+  p.input("w", t, ws);
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  if (has_bias) {
+    p.input("b", t, ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  p.output("y", t, out);
+  binds.push_back(ctx.out(0));
+  p.uniform("mg_n", uint32_t(Mg));
+  p.uniform("k_len", uint32_t(K));
+  p.uniform("cols", uint32_t(cols));
+  p.uniform("in_sz", uint32_t(shape_numel(Shape(xs.begin() + 2, xs.end()))));
+  p.uniform("k_sz", uint32_t(shape_numel(Shape(ws.begin() + 2, ws.end()))));
+  p.uniform("out_sz", uint32_t(shape_numel(win.out)));
+  convutil::int_array(p, "stride", win.strides);
+  convutil::int_array(p, "dil", win.dilations);
+  convutil::int_array(p, "pad", win.pad_begin);
+  p.declare("var<workgroup> As: array<f32, " + std::to_string(kTile * kTileK) + ">;\n"
+            "var<workgroup> Bs: array<f32, " + std::to_string(kTile * kTileK) + ">;");
+  std::string R = std::to_string(r);
+  std::string body =
+      "  let tiles_m = (mg_n() + 63u) / 64u;\n"
+      "  let tiles = tiles_m * ((cols() + 63u) / 64u);\n"
+      "  if (wg >= tiles) { return; }\n"
+      "  let g = wid.z;\n"
+      "  let m0 = (wg % tiles_m) * 64u;\n"
+      "  let c0 = (wg / tiles_m) * 64u;\n"
+      "  let cg = w_shape(1u);\n"
+      // The X̂ column this invocation loads, and where its window starts.
+      "  let bcol = c0 + lid % 64u;\n"
+      "  let bvalid = bcol < cols();\n"
+      "  let bn = select(0u, bcol / out_sz(), bvalid);\n"
+      "  var base: array<i32, " + R + ">;\n"
+      "  var rem = bcol % out_sz();\n"
+      "  for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "    let od = i32(rem % y_shape(u32(d) + 2u));\n"
+      "    rem = rem / y_shape(u32(d) + 2u);\n"
+      "    base[d] = od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)));\n"
+      "  }\n"
+      "  let xbase = (bn * x_shape(1u) + g * cg) * in_sz();\n"
+      // The W row this invocation loads (4 consecutive kk).
+      "  let am = m0 + lid / 4u;\n"
+      "  let arow = (g * mg_n() + am) * k_len();\n"
+      "  let tm = lid / 16u;\n"
+      "  let tn = lid % 16u;\n"
+      "  var acc0 = vec4<f32>(0.0);\n"
+      "  var acc1 = vec4<f32>(0.0);\n"
+      "  var acc2 = vec4<f32>(0.0);\n"
+      "  var acc3 = vec4<f32>(0.0);\n"
+      "  for (var k0 = 0u; k0 < k_len(); k0 = k0 + 16u) {\n"
+      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+      "      let kr = (lid % 4u) * 4u + j;\n"
+      "      let kk = k0 + kr;\n"
+      "      var v = 0.0;\n"
+      "      if (am < mg_n() && kk < k_len()) { v = to_f32_$w(w_load(arow + kk)); }\n"
+      "      As[kr * 64u + lid / 4u] = v;\n"
+      "    }\n"
+      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+      "      let kr = lid / 64u + 4u * j;\n"
+      "      let kk = k0 + kr;\n"
+      "      var v = 0.0;\n"
+      "      if (bvalid && kk < k_len()) {\n"
+      "        let c = kk / k_sz();\n"
+      "        var kq = kk % k_sz();\n"
+      "        var off = 0u;\n"
+      "        var inside = true;\n"
+      "        for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "          let kd = i32(kq % w_shape(u32(d) + 2u));\n"
+      "          kq = kq / w_shape(u32(d) + 2u);\n"
+      "          let pd = base[d] + kd * bitcast<i32>(dil(u32(d)));\n"
+      "          if (pd < 0i || pd >= i32(x_shape(u32(d) + 2u))) { inside = false; break; }\n"
+      "          off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
+      "        }\n"
+      "        if (inside) { v = to_f32_$x(x_load(xbase + c * in_sz() + off)); }\n"
+      "      }\n"
+      "      Bs[kr * 64u + lid % 64u] = v;\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "    for (var kr = 0u; kr < 16u; kr = kr + 1u) {\n"
+      "      let ai = kr * 64u + tm * 4u;\n"
+      "      let bi = kr * 64u + tn * 4u;\n"
+      "      let b = vec4<f32>(Bs[bi], Bs[bi + 1u], Bs[bi + 2u], Bs[bi + 3u]);\n"
+      "      acc0 = acc0 + As[ai] * b;\n"
+      "      acc1 = acc1 + As[ai + 1u] * b;\n"
+      "      acc2 = acc2 + As[ai + 2u] * b;\n"
+      "      acc3 = acc3 + As[ai + 3u] * b;\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "  }\n"
+      "  let accs = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);\n"
+      "  for (var i = 0u; i < 4u; i = i + 1u) {\n"
+      "    let m = m0 + tm * 4u + i;\n"
+      "    if (m >= mg_n()) { break; }\n"
+      "    let mm = g * mg_n() + m;\n"
+      "    let bias = " + std::string(has_bias ? "to_f32_$b(b_load(mm))" : "0.0") + ";\n"
+      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+      "      let col = c0 + tn * 4u + j;\n"
+      "      if (col >= cols()) { break; }\n"
+      "      let n = col / out_sz();\n"
+      "      y_store((n * y_shape(1u) + mm) * out_sz() + col % out_sz(), from_f32_$y(accs[i][j] + bias));\n"
+      "    }\n"
+      "  }";
+  p.body(body);
+  int64_t tiles = ((Mg + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  if (tiles == 0) return;
+  uint32_t gx, gy;
+  grid_for(uint64_t(tiles) * 256, 256, ctx.limits, gx, gy);
+  ctx.dispatch(p, binds, gx, gy, uint32_t(group));
 }
 
 // Conv (float, optional bias B) and ConvInteger (int8/uint8 X and W with optional zero points, int32 Y,
@@ -101,6 +233,10 @@ void conv(GpuKernelContext& ctx, bool integer) {
   convutil::check_i32(ctx, win.strides, "stride");
   convutil::check_i32(ctx, win.dilations, "dilation");
   convutil::check_i32(ctx, win.pad_begin, "pad");
+  if (!integer && use_tiled(ctx, M / group, group)) {
+    conv_tiled(ctx, win, group, has_bias, out);
+    return;
+  }
 
   auto p = ctx.program(std::string(integer ? "convinteger" : "conv") + std::to_string(r) + "d" +
                        (has_bias ? "_bias" : "") + (has_xz ? "_xz" : "") + (has_wz ? "_wz" : ""));
