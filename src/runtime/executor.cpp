@@ -278,7 +278,9 @@ class Planner {
   std::map<uint64_t, std::vector<int>> free_;
   std::unordered_map<std::string, size_t> last_use_;
   std::set<std::string> graph_outputs_;
-  std::vector<std::pair<wg::DispatchSpec, std::vector<int>>> pending_;  // dispatch + bound slots
+  // Dispatches of the open segment, with the (slot, bytes) they bind: bytes are taken when the
+  // dispatch is recorded, since a slot may be reused for a value of another size later.
+  std::vector<std::pair<wg::DispatchSpec, std::vector<std::pair<int, uint64_t>>>> pending_;
   std::vector<size_t> pending_nodes_;
   size_t executed_ = 0;
 };
@@ -429,20 +431,22 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
   std::vector<int> temp_slots;
   for (const auto& t : ctx.temps) temp_slots.push_back(alloc(gpu_bytes(t.dtype, t.shape, policy_)));
   for (auto& d : ctx.dispatches) {
-    std::vector<int> bound;
+    std::vector<std::pair<int, uint64_t>> bound;
     for (const auto& b : d.bindings) {
+      int slot = -1;
       switch (b.kind) {
-        case wg::ValueRef::Kind::Input: bound.push_back(slot_of(node.inputs.at(size_t(b.index)))); break;
+        case wg::ValueRef::Kind::Input: slot = slot_of(node.inputs.at(size_t(b.index))); break;
         case wg::ValueRef::Kind::Output:
           if (out_slots.at(size_t(b.index)) < 0) {  // an unwanted output the kernel writes anyway
             const auto& o = ctx.outputs.at(size_t(b.index));
             temp_slots.push_back(alloc(gpu_bytes(o.dtype, o.shape, policy_)));
             out_slots[size_t(b.index)] = temp_slots.back();
           }
-          bound.push_back(out_slots[size_t(b.index)]);
+          slot = out_slots[size_t(b.index)];
           break;
-        case wg::ValueRef::Kind::Temp: bound.push_back(temp_slots.at(size_t(b.index))); break;
+        case wg::ValueRef::Kind::Temp: slot = temp_slots.at(size_t(b.index)); break;
       }
+      bound.emplace_back(slot, plan_.slots[size_t(slot)].bytes);
     }
     pending_.emplace_back(std::move(d), std::move(bound));
     pending_nodes_.push_back(index);
@@ -478,10 +482,8 @@ void Planner::close_segment() {
     std::vector<wg::BufferBinding> entries;
     entries.emplace_back(step.uniforms->get(), offsets[i], uint64_t((d.uniforms.size() * 4 + 15) / 16 * 16));
     entries.emplace_back(plan_.status->get(), 0, plan_.status->capacity);
-    for (int s : slots) {
-      const Slot& slot = plan_.slots[size_t(s)];
-      entries.emplace_back(slot.buffer->get(), 0, std::max<uint64_t>((slot.bytes + 3) / 4 * 4, 4));
-    }
+    for (const auto& [s, bytes] : slots)
+      entries.emplace_back(plan_.slots[size_t(s)].buffer->get(), 0, std::max<uint64_t>((bytes + 3) / 4 * 4, 4));
     step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z});
     plan_.dispatch_node.push_back(pending_nodes_[i]);
   }
