@@ -18,6 +18,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+SETUPTOOLS_DIR = os.path.join("build", "setuptools")  # setuptools' own files, out of the source tree
+os.makedirs(os.path.join(ROOT, SETUPTOOLS_DIR), exist_ok=True)
 
 
 class CMakeExtension(Extension):
@@ -61,7 +63,7 @@ setup(
     package_dir={"": "python"},
     ext_modules=[CMakeExtension("onnxgpu._onnxgpu")],
     cmdclass={"build_ext": CMakeBuild},
-    options={"build": {"build_base": os.path.join("build", "setuptools")}},
+    options={"build": {"build_base": SETUPTOOLS_DIR}, "egg_info": {"egg_base": SETUPTOOLS_DIR}},
     python_requires=">=3.9",
     install_requires=["numpy"],
     zip_safe=False,
