@@ -184,9 +184,14 @@ void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& ou
     if (out[d] > kMax || x[d] > kMax || begin[d] > kMax || begin[d] < -kMax)
       ctx.unsupported("pads or dimensions beyond 2^30");
   size_t r = out.size();
-  auto p = ctx.program(mode + std::to_string(r));
-  p.input("x", t, x);
-  std::vector<ValueRef> binds{ctx.in(0)};
+  // An empty input (constant mode only) is not bound: the output is all fill.
+  bool has_x = shape_numel(x) > 0;
+  auto p = ctx.program(has_x ? mode + std::to_string(r) : "fill");
+  std::vector<ValueRef> binds;
+  if (has_x) {
+    p.input("x", t, x);
+    binds.push_back(ctx.in(0));
+  }
   if (fill.input >= 0) {
     p.input("cv", t, ctx.shape(size_t(fill.input)));
     binds.push_back(ctx.in(size_t(fill.input)));
@@ -204,6 +209,12 @@ void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& ou
   } else {
     fill_stmt = "y_store(gi, zero_$y());";
   }
+  p.set_threads(uint64_t(shape_numel(out)));
+  if (!has_x) {
+    p.body("  " + fill_stmt);
+    ctx.dispatch(p, binds);
+    return;
+  }
   p.declare(copy_fn("x", "y", t, ctx.policy));
   std::string outside;
   if (mode == "constant") outside = "inside = false;";
@@ -215,7 +226,6 @@ void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& ou
               "        p = p % period;\n"
               "        if (p < 0i) { p = p + period; }\n"
               "        if (p >= xn) { p = period - p; }\n      }";
-  p.set_threads(uint64_t(shape_numel(out)));
   p.body("  var rem = gi;\n"
          "  var s = 0u;\n"
          "  var inside = true;\n"
