@@ -7,9 +7,10 @@
 //   - a padded copy: each output coordinate minus the leading pad, mapped back into the input by the
 //     pad mode (Pad, and Tile, which is Pad in wrap mode).
 // Sizes, strides, starts and pads are uniforms; the WGSL depends only on dtypes, ranks and the pad
-// mode. Elements are copied bit for bit whatever their dtype (see copy_fn), INT64 and float64 included.
+// mode. Elements are copied bit for bit whatever their dtype (see the gather programs), INT64 and float64 included.
+#include <algorithm>
+#include <cstring>
 #include <numeric>
-#include <optional>
 
 #include "cpu/broadcast.h"
 #include "webgpu/kernels/kernel.h"
@@ -74,19 +75,96 @@ std::vector<uint32_t> words(const std::vector<int64_t>& v) {
   return r;
 }
 
-// WGSL `fn copy_<src>(d: u32, s: u32)`: element d of `dst` = element s of `src` (same dtype), bit for
-// bit. 32- and 64-bit elements are copied as whole words (float64, int64, NaN payloads exact); 8- and
-// 16-bit elements are spliced into their output word atomically, as neighbours share the word.
-std::string copy_fn(const std::string& src, const std::string& dst, DType dtype, const Int64Policy& policy) {
-  int bits = shader::type_info(dtype, policy).storage_bits;
-  std::string f = "fn copy_" + src + "(d: u32, s: u32) {\n";
-  if (bits >= 32) return f + "  " + dst + "_buf[d] = " + src + "_buf[s];\n}\n";
-  uint32_t per = 32 / uint32_t(bits);
-  std::string mask = bits == 8 ? "0xffu" : "0xffffu";
-  std::string word = "&" + dst + "_buf[d / " + u(per) + "]";
-  return f + "  let sh = (d % " + u(per) + ") * " + u(uint32_t(bits)) + ";\n" +  //
-         "  atomicAnd(" + word + ", ~(" + mask + " << sh));\n" +                  //
-         "  atomicOr(" + word + ", " + src + "_bits(s) << sh);\n}\n";
+// ---- Gather programs ------------------------------------------------------------------------------
+//
+// Every program computes, per output element e, `src_of(e)`: the input element it copies, or NONE
+// where it is filled with the pad value; with a strided destination also `dst_of(e)`, the output
+// element written. Elements move as raw storage, never through a value type, so every dtype is copied
+// bit for bit (float64, int64, NaN payloads):
+//   - 32- and 64-bit elements: one invocation per element, one word (or vec2) assignment;
+//   - 8- and 16-bit elements into a contiguous output: one invocation per output word, which gathers
+//     the word's 2 or 4 elements and stores it whole;
+//   - 8- and 16-bit elements into a strided output (Concat): one invocation per element, spliced into
+//     its word with atomics (neighbouring invocations share the word).
+
+const char* kNone = "0xffffffffu";
+
+// The pad value of constant mode: a bound input (a one-element tensor of the data's dtype), or bits.
+struct Fill {
+  bool used = false;
+  int input = -1;
+  Tensor value;  // when not bound
+};
+
+// Declares the tensors of a gather program: x = input `in` (unless `has_x` is false: all fill), cv =
+// the fill input (if bound), y = the output.
+shader::Program gather_program(GpuKernelContext& ctx, const std::string& name, size_t in, const Fill& fill,
+                               const Shape& out_shape, std::vector<ValueRef>& binds, bool has_x = true) {
+  DType t = ctx.dtype(in);
+  auto p = ctx.program(name);
+  if (has_x) {
+    p.input("x", t, ctx.shape(in));
+    binds.push_back(ctx.in(in));
+  }
+  if (fill.used && fill.input >= 0) {
+    p.input("cv", t, ctx.shape(size_t(fill.input)));
+    binds.push_back(ctx.in(size_t(fill.input)));
+  }
+  p.output("y", t, out_shape);
+  return p;
+}
+
+// Writes the body of a gather program (whose src_of / dst_of are declared) and dispatches it over
+// `n` elements written into output `out`. Without x, every element is the fill.
+void finish_gather(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueRef> binds, size_t out, uint64_t n,
+                   bool strided_dst, const Fill& fill, bool has_x = true) {
+  binds.push_back(ctx.out(out));
+  DType t = ctx.outputs.at(out).dtype;
+  int bits = shader::type_info(t, ctx.policy).storage_bits;
+  std::string fill_val;  // the fill element: raw storage (32/64-bit) or its bits (8/16-bit)
+  if (fill.used && fill.input >= 0) {
+    fill_val = bits >= 32 ? "cv_buf[0]" : "cv_bits(0u)";
+  } else if (fill.used) {
+    uint32_t w[2] = {0, 0};
+    std::memcpy(w, fill.value.raw(), std::min<size_t>(fill.value.nbytes(), size_t(bits / 8)));
+    p.uniform("fill_lo", w[0]);
+    p.uniform("fill_hi", w[1]);
+    fill_val = bits == 64 ? "vec2<u32>(fill_lo(), fill_hi())" : bits == 32 ? "bitcast<y_t>(fill_lo())" : "fill_lo()";
+  }
+  std::string none = kNone;
+  if (!has_x) p.declare("fn src_of(e: u32) -> u32 { return " + none + "; }");
+  if (bits >= 32) {
+    p.set_threads(n);
+    std::string b = "  let d = " + std::string(strided_dst ? "dst_of(gi)" : "gi") + ";\n  let s = src_of(gi);\n";
+    if (fill.used) b += "  if (s == " + none + ") {\n    y_buf[d] = " + fill_val + ";\n    return;\n  }\n";
+    p.body(b + (has_x ? "  y_buf[d] = x_buf[s];" : ""));
+  } else {
+    // The bits of the element that goes where src_of gives `s`.
+    std::string mask = bits == 8 ? "0xffu" : "0xffffu";
+    std::string f = "fn elem_bits(s: u32) -> u32 {\n";
+    if (fill.used) f += "  if (s == " + none + ") { return " + fill_val + " & " + mask + "; }\n";
+    f += has_x ? "  return x_bits(s);\n}\n" : "  return 0u;\n}\n";
+    p.declare(f);
+    uint32_t per = 32 / uint32_t(bits);
+    if (!strided_dst) {
+      p.uniform("count", uint32_t(n));
+      p.set_threads((n + per - 1) / per);
+      p.body("  var word = 0u;\n"
+             "  for (var j = 0u; j < " + u(per) + "; j = j + 1u) {\n"
+             "    let e = gi * " + u(per) + " + j;\n"
+             "    if (e >= count()) { break; }\n"
+             "    word = word | (elem_bits(src_of(e)) << (j * " + u(uint32_t(bits)) + "));\n"
+             "  }\n"
+             "  atomicStore(&y_buf[gi], word);");
+    } else {
+      p.set_threads(n);
+      p.body("  let d = dst_of(gi);\n"
+             "  let sh = (d % " + u(per) + ") * " + u(uint32_t(bits)) + ";\n"
+             "  atomicAnd(&y_buf[d / " + u(per) + "], ~(" + mask + " << sh));\n"
+             "  atomicOr(&y_buf[d / " + u(per) + "], elem_bits(src_of(gi)) << sh);");
+    }
+  }
+  ctx.dispatch(p, binds);
 }
 
 // ---- Strided copy ---------------------------------------------------------------------------------
@@ -109,35 +187,39 @@ StridedCopy transposed(const Shape& view, const std::vector<int64_t>& perm) {
   return c;
 }
 
+// WGSL `fn <name>(e: u32) -> u32`: base + sum(c[d] * strides[d]) over the coordinates c of element e
+// of the iteration space `it_dims`.
+std::string strided_fn(const std::string& name, size_t rank) {
+  return "fn " + name + "(e: u32) -> u32 {\n"
+         "  var rem = e;\n"
+         "  var o = " + name + "_base();\n"
+         "  for (var k = 0u; k < " + u(rank) + "; k = k + 1u) {\n"
+         "    let d = " + u(rank) + " - 1u - k;\n"
+         "    let n = it_dims(d);\n"
+         "    o = o + (rem % n) * " + name + "_strides(d);\n"
+         "    rem = rem / n;\n"
+         "  }\n"
+         "  return o;\n}\n";
+}
+
 // Dispatches the copy of input `in` into output `out` (of `out_shape`, already set) as `c` says.
 void dispatch_copy(GpuKernelContext& ctx, size_t in, size_t out, const Shape& out_shape, const StridedCopy& c) {
   int64_t n = shape_numel(c.dims);
   if (!ctx.output_wanted(out) || n == 0) return;
-  DType t = ctx.dtype(in);
   size_t r = c.dims.size();
-  auto p = ctx.program("copy" + std::to_string(r));
-  p.input("x", t, ctx.shape(in));
-  p.output("y", t, out_shape);
+  bool strided_dst = c.dst_base != 0 || c.dst_strides != shape_strides(c.dims);
+  std::vector<ValueRef> binds;
+  auto p = gather_program(ctx, std::string(strided_dst ? "scatter" : "copy") + std::to_string(r), in, {}, out_shape, binds);
   p.uniform_array("it_dims", words(c.dims));
-  p.uniform_array("it_src", words(c.src_strides));
-  p.uniform_array("it_dst", words(c.dst_strides));
-  p.uniform("src_base", uint32_t(c.src_base));
-  p.uniform("dst_base", uint32_t(c.dst_base));
-  p.declare(copy_fn("x", "y", t, ctx.policy));
-  p.set_threads(uint64_t(n));
-  p.body("  var rem = gi;\n"
-         "  var s = src_base();\n"
-         "  var t = dst_base();\n"
-         "  for (var k = 0u; k < " + u(r) + "; k = k + 1u) {\n"
-         "    let d = " + u(r) + " - 1u - k;\n"
-         "    let n = it_dims(d);\n"
-         "    let c = rem % n;\n"
-         "    rem = rem / n;\n"
-         "    s = s + c * it_src(d);\n"
-         "    t = t + c * it_dst(d);\n"
-         "  }\n"
-         "  copy_x(t, s);");
-  ctx.dispatch(p, {ctx.in(in), ctx.out(out)});
+  p.uniform("src_of_base", uint32_t(c.src_base));
+  p.uniform_array("src_of_strides", words(c.src_strides));
+  p.declare(strided_fn("src_of", r));
+  if (strided_dst) {
+    p.uniform("dst_of_base", uint32_t(c.dst_base));
+    p.uniform_array("dst_of_strides", words(c.dst_strides));
+    p.declare(strided_fn("dst_of", r));
+  }
+  finish_gather(ctx, p, binds, out, uint64_t(n), strided_dst, {});
 }
 
 // Output `out` = input `in` copied as `c` says (the whole output). When the copy is the identity, the
@@ -159,15 +241,10 @@ void strided_copy(GpuKernelContext& ctx, size_t in, size_t out, const Shape& out
 
 // ---- Padded copy (Pad, Tile) ------------------------------------------------------------------------
 
-// How the elements outside the input are filled in constant mode.
-struct PadFill {
-  int input = -1;                // bound input holding the value (bit-exact copy)
-  std::optional<float> value;    // or a float attribute (Pad-1/2), converted to the dtype
-};                               // or else zero
-
-// y[c] = x[map(c - begin)] per axis, `map` given by `mode` (constant, edge, wrap, reflect).
+// y[c] = x[map(c - begin)] per axis, `map` given by `mode` (constant, edge, wrap, reflect); in constant
+// mode the elements outside the input are `fill`.
 void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& out, const std::vector<int64_t>& begin,
-                 const PadFill& fill) {
+                 Fill fill) {
   DType t = data_dtype(ctx, 0);
   const Shape& x = ctx.shape(0);
   bool identity = x == out;
@@ -183,41 +260,20 @@ void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& ou
   for (size_t d = 0; d < out.size(); ++d)
     if (out[d] > kMax || x[d] > kMax || begin[d] > kMax || begin[d] < -kMax)
       ctx.unsupported("pads or dimensions beyond 2^30");
+  fill.used = mode == "constant";
+  if (fill.used && fill.input < 0 && !fill.value.defined()) fill.value = Tensor(t, {});  // zero
   size_t r = out.size();
-  // An empty input (constant mode only) is not bound: the output is all fill.
-  bool has_x = shape_numel(x) > 0;
-  auto p = ctx.program(has_x ? mode + std::to_string(r) : "fill");
   std::vector<ValueRef> binds;
-  if (has_x) {
-    p.input("x", t, x);
-    binds.push_back(ctx.in(0));
-  }
-  if (fill.input >= 0) {
-    p.input("cv", t, ctx.shape(size_t(fill.input)));
-    binds.push_back(ctx.in(size_t(fill.input)));
-  }
-  p.output("y", t, out);
-  binds.push_back(ctx.out(0));
-  p.uniform_array("pad_begin", words(begin));
-  std::string fill_stmt;
-  if (fill.input >= 0) {
-    p.declare(copy_fn("cv", "y", t, ctx.policy));
-    fill_stmt = "copy_cv(gi, 0u);";
-  } else if (fill.value) {
-    p.uniform_f32("pad_value", *fill.value);
-    fill_stmt = "y_store(gi, from_f32_$y(pad_value()));";
-  } else {
-    fill_stmt = "y_store(gi, zero_$y());";
-  }
-  p.set_threads(uint64_t(shape_numel(out)));
-  if (!has_x) {
-    p.body("  " + fill_stmt);
-    ctx.dispatch(p, binds);
+  // An empty input (constant mode only) is not bound: the output is all fill.
+  if (shape_numel(x) == 0) {
+    auto p = gather_program(ctx, "fill", 0, fill, out, binds, false);
+    finish_gather(ctx, p, binds, 0, uint64_t(shape_numel(out)), false, fill, false);
     return;
   }
-  p.declare(copy_fn("x", "y", t, ctx.policy));
+  auto p = gather_program(ctx, mode + std::to_string(r), 0, fill, out, binds);
+  p.uniform_array("pad_begin", words(begin));
   std::string outside;
-  if (mode == "constant") outside = "inside = false;";
+  if (mode == "constant") outside = "return " + std::string(kNone) + ";";
   else if (mode == "edge") outside = "p = select(xn - 1i, 0i, p < 0i);";
   else if (mode == "wrap") outside = "p = p % xn;\n      if (p < 0i) { p = p + xn; }";
   else  // reflect, repeating for pads larger than the axis (as numpy and the CPU reference do)
@@ -226,21 +282,21 @@ void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& ou
               "        p = p % period;\n"
               "        if (p < 0i) { p = p + period; }\n"
               "        if (p >= xn) { p = period - p; }\n      }";
-  p.body("  var rem = gi;\n"
-         "  var s = 0u;\n"
-         "  var inside = true;\n"
-         "  for (var k = 0u; k < " + u(r) + "; k = k + 1u) {\n"
-         "    let d = " + u(r) + " - 1u - k;\n"
-         "    let n = y_shape(d);\n"
-         "    let c = rem % n;\n"
-         "    rem = rem / n;\n"
-         "    let xn = i32(x_shape(d));\n"
-         "    var p = i32(c) - bitcast<i32>(pad_begin(d));\n"
-         "    if (p < 0i || p >= xn) {\n      " + outside + "\n    }\n"
-         "    s = s + u32(p) * x_stride(d);\n"
-         "  }\n"
-         "  if (inside) {\n    copy_x(gi, s);\n  } else {\n    " + fill_stmt + "\n  }");
-  ctx.dispatch(p, binds);
+  p.declare("fn src_of(e: u32) -> u32 {\n"
+            "  var rem = e;\n"
+            "  var s = 0u;\n"
+            "  for (var k = 0u; k < " + u(r) + "; k = k + 1u) {\n"
+            "    let d = " + u(r) + " - 1u - k;\n"
+            "    let n = y_shape(d);\n"
+            "    let c = rem % n;\n"
+            "    rem = rem / n;\n"
+            "    let xn = i32(x_shape(d));\n"
+            "    var p = i32(c) - bitcast<i32>(pad_begin(d));\n"
+            "    if (p < 0i || p >= xn) {\n      " + outside + "\n    }\n"
+            "    s = s + u32(p) * x_stride(d);\n"
+            "  }\n"
+            "  return s;\n}\n");
+  finish_gather(ctx, p, binds, 0, uint64_t(shape_numel(out)), false, fill);
 }
 
 // ---- The ops ----------------------------------------------------------------------------------------
@@ -448,7 +504,7 @@ void tile(GpuKernelContext& ctx) {
     out[i] = x[i] * repeats[i];
   }
   // Tiling is padding at the end in wrap mode.
-  padded_copy(ctx, "wrap", out, std::vector<int64_t>(size_t(r), 0), {});
+  padded_copy(ctx, "wrap", out, std::vector<int64_t>(size_t(r), 0), Fill{});
 }
 
 void pad(GpuKernelContext& ctx) {
@@ -459,13 +515,13 @@ void pad(GpuKernelContext& ctx) {
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
     ctx.fail("mode '" + mode + "' is not one of constant, reflect, edge, wrap");
   std::vector<int64_t> pads, axes;
-  PadFill fill;
+  Fill fill;
   bool axes_given = false;
   if (ctx.opset < 11) {
     const char* name = ctx.opset < 2 ? "paddings" : "pads";
     if (!ctx.node.has_attr(name)) ctx.fail(std::string("attribute '") + name + "' is required before opset 11");
     pads = ctx.node.attr_ints(name);
-    fill.value = ctx.node.attr_float("value", 0.0f);
+    fill.value = Tensor::scalar<float>(ctx.node.attr_float("value", 0.0f)).cast(t);
   } else {
     pads = int_list(ctx, 1, "pads");
     if (ctx.has_input(2) && shape_numel(ctx.shape(2)) > 0) {
