@@ -136,27 +136,6 @@ void expect_same(const Tensor& got, const Tensor& want, const std::string& what)
       << what << ": " << want.describe() << " differs from the CPU reference";
 }
 
-// A WebGPU session kept alive for the suite holds the shared device, so pipelines compiled for one
-// model serve the next (SwiftShader compiles slowly). Released when the tests end: a device alive at
-// exit crashes SwiftShader.
-std::unique_ptr<Session> g_keep_device;
-
-class KeepDevice : public ::testing::Environment {
- public:
-  void SetUp() override {
-    try {
-      SessionOptions o;
-      o.ep = "webgpu";
-      std::vector<In> ins{{"x", Tensor(DType::Float32, {1})}};
-      g_keep_device = std::make_unique<Session>(Session::from_bytes(one_node_model("Identity", 13, ins, 1, DType::Float32), o));
-    } catch (const std::exception&) {
-      // no device: the tests report it
-    }
-  }
-  void TearDown() override { g_keep_device.reset(); }
-};
-[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new KeepDevice);
-
 bool skip_gpu_tests() {
   const char* s = std::getenv("ONNXGPU_SKIP_GPU_TESTS");
   return s && std::string(s) == "1";
@@ -204,7 +183,26 @@ std::string name_of(DType t) { return std::string(dtype_name(t)); }
 
 // ---- Tests ----------------------------------------------------------------------------------------
 
-TEST(GpuLayout, Transpose) {
+// A WebGPU session kept alive while this suite runs holds the shared device, so pipelines compiled for
+// one model serve the next (SwiftShader compiles slowly). Released after the suite: a device alive at
+// exit crashes SwiftShader, and other suites get a fresh device.
+class GpuLayout : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    try {
+      SessionOptions o;
+      o.ep = "webgpu";
+      std::vector<In> ins{{"x", Tensor(DType::Float32, {1})}};
+      keep_ = std::make_unique<Session>(Session::from_bytes(one_node_model("Identity", 13, ins, 1, DType::Float32), o));
+    } catch (const std::exception&) {
+      // no device: each test reports it
+    }
+  }
+  static void TearDownTestSuite() { keep_.reset(); }
+  static inline std::unique_ptr<Session> keep_;
+};
+
+TEST_F(GpuLayout, Transpose) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> ins{{"x", random_tensor(t, {3, 4, 5}, 1)}};
@@ -219,7 +217,7 @@ TEST(GpuLayout, Transpose) {
   check("empty", one_node_model("Transpose", 13, empty, 1, DType::Float32), empty);
 }
 
-TEST(GpuLayout, Concat) {
+TEST_F(GpuLayout, Concat) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     // Odd rows, so 8- and 16-bit elements of neighbouring inputs share output words.
@@ -242,7 +240,7 @@ TEST(GpuLayout, Concat) {
   check("single input", one_node_model("Concat", 13, one, 1, DType::Int64, [](auto& n) { attr_int(n, "axis", 1); }), one);
 }
 
-TEST(GpuLayout, Split) {
+TEST_F(GpuLayout, Split) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> ins{{"x", random_tensor(t, {3, 6, 5}, 1)}, {"split", i64({1, 3, 0, 2}), true}};
@@ -256,7 +254,7 @@ TEST(GpuLayout, Split) {
   }
 }
 
-TEST(GpuLayout, Slice) {
+TEST_F(GpuLayout, Slice) {
   const int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
   struct Case {
     const char* what;
@@ -293,7 +291,7 @@ TEST(GpuLayout, Slice) {
   }
 }
 
-TEST(GpuLayout, Expand) {
+TEST_F(GpuLayout, Expand) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> ins{{"x", random_tensor(t, {3, 1}, 1)}, {"shape", i64({2, 1, 5}), true}};
@@ -305,7 +303,7 @@ TEST(GpuLayout, Expand) {
   }
 }
 
-TEST(GpuLayout, Tile) {
+TEST_F(GpuLayout, Tile) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> ins{{"x", random_tensor(t, {2, 3, 1}, 1)}, {"repeats", i64({3, 1, 5}), true}};
@@ -319,7 +317,7 @@ TEST(GpuLayout, Tile) {
   check("tile-1", one_node_model("Tile", 1, old, 1, DType::Int64), old);
 }
 
-TEST(GpuLayout, Pad) {
+TEST_F(GpuLayout, Pad) {
   const std::vector<int64_t> pads = {1, 0, 2, 3, 2, 1};  // begins then ends of a rank-3 input
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
@@ -358,7 +356,7 @@ TEST(GpuLayout, Pad) {
   check("empty input", one_node_model("Pad", 13, empty, 1, DType::Int64), empty);
 }
 
-TEST(GpuLayout, DepthToSpaceSpaceToDepth) {
+TEST_F(GpuLayout, DepthToSpaceSpaceToDepth) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> ins{{"x", random_tensor(t, {2, 12, 3, 5}, 1)}};
@@ -373,7 +371,7 @@ TEST(GpuLayout, DepthToSpaceSpaceToDepth) {
 }
 
 // INT64 narrowed to int32 on the GPU (values within int32).
-TEST(GpuLayout, Int64CastStrategy) {
+TEST_F(GpuLayout, Int64CastStrategy) {
   auto cast = Int64Policy::Strategy::CastToI32;
   std::vector<In> t{{"x", small_int64({3, 4, 5}, 1)}};
   check("Transpose", one_node_model("Transpose", 13, t, 1, DType::Int64), t, cast);
@@ -387,7 +385,7 @@ TEST(GpuLayout, Int64CastStrategy) {
 }
 
 // Shape-like inputs that are not constants: the node falls back to the CPU (correct, reported).
-TEST(GpuLayout, NonConstantStartsFallBack) {
+TEST_F(GpuLayout, NonConstantStartsFallBack) {
   std::vector<In> ins{{"x", random_tensor(DType::Float32, {4, 5}, 1)}, {"starts", i64({1})}, {"ends", i64({3})}};
   std::string model = one_node_model("Slice", 13, ins, 1, DType::Float32);
   SessionOptions o;
@@ -410,7 +408,7 @@ TEST(GpuLayout, NonConstantStartsFallBack) {
 }
 
 // Invalid models fail with a message on the GPU path too.
-TEST(GpuLayout, InvalidModels) {
+TEST_F(GpuLayout, InvalidModels) {
   SessionOptions o;
   o.ep = "webgpu";
   auto expect_error = [&](const std::string& what, const std::string& model, const std::vector<In>& ins,
