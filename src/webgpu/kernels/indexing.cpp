@@ -67,7 +67,7 @@ void gather(GpuKernelContext& ctx) {
   let k = wrap_index(to_i64_$idx(idx_load(j)), axis_n());
   if (k == BAD_INDEX) { return; }
   let src = (o * axis_n() + k) * inner() + inner_i;
-  )" + move_element(t, "y", "gi", "x", "src"));
+  )" + move_element(ctx.policy, t, "y", "gi", "x", "src"));
   ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
 }
 
@@ -109,7 +109,7 @@ void gather_elements(GpuKernelContext& ctx) {
   let k = wrap_index(to_i64_$idx(idx_load(gi)), x_shape()" + a + R"());
   if (k == BAD_INDEX) { return; }
   let src = off + k * x_stride()" + a + R"();
-  )" + move_element(t, "y", "gi", "x", "src"));
+  )" + move_element(ctx.policy, t, "y", "gi", "x", "src"));
   ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
 }
 
@@ -181,7 +181,7 @@ void gather_nd(GpuKernelContext& ctx) {
   p.set_threads(uint64_t(shape_numel(out)));
   p.body("  let e = gi % slice();\n  let t = gi / slice();\n" +
          tuple_offset("x", "t", "(t / per_batch()) * batch_block()", "return;") + "  " +
-         move_element(t, "y", "gi", "x", "off + e"));
+         move_element(ctx.policy, t, "y", "gi", "x", "off + e"));
   ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
 }
 
@@ -200,9 +200,9 @@ Reduction read_reduction(const GpuKernelContext& ctx) {
 
 // WGSL applying update element `ui` of `u` to output element `oi` of `y`. Max and min keep the CPU's
 // std::max / std::min semantics (the output element wins ties and NaN comparisons).
-std::string apply_update(Reduction red, DType t, const std::string& oi, const std::string& ui) {
+std::string apply_update(const Int64Policy& policy, Reduction red, DType t, const std::string& oi, const std::string& ui) {
   switch (red) {
-    case Reduction::None: return move_element(t, "y", oi, "u", ui);
+    case Reduction::None: return move_element(policy, t, "y", oi, "u", ui);
     case Reduction::Add: return "y_store(" + oi + ", add_$y(y_load(" + oi + "), u_load(" + ui + ")));";
     case Reduction::Mul: return "y_store(" + oi + ", mul_$y(y_load(" + oi + "), u_load(" + ui + ")));";
     case Reduction::Max:
@@ -220,7 +220,7 @@ void copy_data(GpuKernelContext& ctx) {
   p.input("x", t, ctx.shape(0));
   p.output("y", t, ctx.shape(0));
   p.set_threads(uint64_t(shape_numel(ctx.shape(0))));
-  p.body("  " + move_element(t, "y", "gi", "x", "gi"));
+  p.body("  " + move_element(ctx.policy, t, "y", "gi", "x", "gi"));
   ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
 
@@ -267,7 +267,7 @@ void scatter_elements(GpuKernelContext& ctx) {
     let k = wrap_index(to_i64_$idx(idx_load(ui)), y_shape()" + a + R"());
     if (k == BAD_INDEX) { continue; }
     let oi = yoff + k * y_stride()" + a + R"();
-    )" + apply_update(red, t, "oi", "ui") + R"(
+    )" + apply_update(ctx.policy, red, t, "oi", "ui") + R"(
   })");
   ctx.dispatch(p, {ctx.in(1), ctx.in(2), ctx.out(0)});
 }
@@ -298,7 +298,7 @@ void scatter_nd(GpuKernelContext& ctx) {
   // One invocation per element position inside a slice, looping over the tuples in order.
   p.set_threads(uint64_t(l.slice));
   p.body("  for (var t = 0u; t < tuples(); t = t + 1u) {\n" + tuple_offset("y", "t", "0u", "continue;") + "    " +
-         apply_update(red, t, "off + gi", "t * slice() + gi") + "\n  }");
+         apply_update(ctx.policy, red, t, "off + gi", "t * slice() + gi") + "\n  }");
   ctx.dispatch(p, {ctx.in(1), ctx.in(2), ctx.out(0)});
 }
 
