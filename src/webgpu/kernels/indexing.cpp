@@ -148,8 +148,11 @@ NDLayout nd_layout(const GpuKernelContext& ctx, int64_t batch_dims) {
 }
 
 // WGSL that sets `off` to the data offset of tuple `t` (plus `base`), or `continue`s / `return`s
-// (`on_bad`) after an out-of-range index. `data` is the tensor whose shape the tuple indexes.
-std::string tuple_offset(const std::string& data, const std::string& t, const std::string& base, const std::string& on_bad) {
+// (`on_bad`) after an out-of-range index. `data` is the tensor whose shape the tuple indexes. Empty
+// tuples (k = 0) address the whole data: the (empty) indices are then not bound at all.
+std::string tuple_offset(int64_t k, const std::string& data, const std::string& t, const std::string& base,
+                         const std::string& on_bad) {
+  if (k == 0) return "    let off = " + base + ";\n";
   return "    var off = " + base + ";\n"
          "    var bad = false;\n"
          "    for (var m = 0u; m < kdim(); m = m + 1u) {\n"
@@ -170,7 +173,7 @@ void gather_nd(GpuKernelContext& ctx) {
   ctx.set_output(0, t, out);
   auto p = ctx.program("gather_nd");
   p.input("x", t, xs);
-  p.input("idx", ctx.dtype(1), ctx.shape(1));
+  if (l.k > 0) p.input("idx", ctx.dtype(1), ctx.shape(1));
   p.output("y", t, out);
   p.uniform("kdim", u32(l.k));
   p.uniform("bdims", u32(l.b));
@@ -180,9 +183,10 @@ void gather_nd(GpuKernelContext& ctx) {
   p.declare(kWrapIndex);
   p.set_threads(uint64_t(shape_numel(out)));
   p.body("  let e = gi % slice();\n  let t = gi / slice();\n" +
-         tuple_offset("x", "t", "(t / per_batch()) * batch_block()", "return;") + "  " +
+         tuple_offset(l.k, "x", "t", "(t / per_batch()) * batch_block()", "return;") + "  " +
          move_element(ctx.policy, t, "y", "gi", "x", "off + e"));
-  ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
+  if (l.k > 0) ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
+  else ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
 
 enum class Reduction { None, Add, Mul, Max, Min };
@@ -287,7 +291,7 @@ void scatter_nd(GpuKernelContext& ctx) {
   copy_data(ctx);
   if (l.tuples == 0) return;
   auto p = ctx.program("scatter_nd");
-  p.input("idx", ctx.dtype(1), ctx.shape(1));
+  if (l.k > 0) p.input("idx", ctx.dtype(1), ctx.shape(1));
   p.input("u", t, ctx.shape(2));
   p.output("y", t, xs);
   p.uniform("kdim", u32(l.k));
@@ -297,9 +301,10 @@ void scatter_nd(GpuKernelContext& ctx) {
   p.declare(kWrapIndex);
   // One invocation per element position inside a slice, looping over the tuples in order.
   p.set_threads(uint64_t(l.slice));
-  p.body("  for (var t = 0u; t < tuples(); t = t + 1u) {\n" + tuple_offset("y", "t", "0u", "continue;") + "    " +
+  p.body("  for (var t = 0u; t < tuples(); t = t + 1u) {\n" + tuple_offset(l.k, "y", "t", "0u", "continue;") + "    " +
          apply_update(ctx.policy, red, t, "off + gi", "t * slice() + gi") + "\n  }");
-  ctx.dispatch(p, {ctx.in(1), ctx.in(2), ctx.out(0)});
+  if (l.k > 0) ctx.dispatch(p, {ctx.in(1), ctx.in(2), ctx.out(0)});
+  else ctx.dispatch(p, {ctx.in(2), ctx.out(0)});
 }
 
 }  // namespace
