@@ -158,6 +158,16 @@ Tensor i64(const Shape& shape, const std::vector<int64_t>& v) { return Tensor::f
 
 std::string name_of(DType t) { return std::string(dtype_name(t)); }
 
+// The index dtypes to try with data of dtype t: both for a few dtypes, else alternating (every op
+// still sees int32 and int64 indices, with negatives).
+std::vector<DType> index_types(DType t) {
+  switch (t) {
+    case DType::Float32: case DType::Int64: case DType::Float16: return {DType::Int32, DType::Int64};
+    case DType::Float64: case DType::Int8: case DType::Int16: case DType::Int32: case DType::Bool: return {DType::Int32};
+    default: return {DType::Int64};
+  }
+}
+
 void expect_same(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   ASSERT_EQ(got.shape(), want.shape()) << what << ": GPU " << got.describe() << ", CPU " << want.describe();
@@ -258,7 +268,7 @@ void expect_index_error(const std::string& what, const std::string& m, const std
 TEST(GpuIndexing, Gather) {
   for (DType t : kEveryType) {
     SCOPED_TRACE(name_of(t));
-    for (DType it : {DType::Int32, DType::Int64}) {
+    for (DType it : index_types(t)) {
       std::vector<In> ins{{"x", random_bits(t, {4, 5, 3}, 1)}, {"i", random_indices(it, {2, 3}, 5, 2)}};
       check("axis 1", model("Gather", 13, ins, t, [](auto& n) { set_int(n, "axis", 1); }), ins);
       std::vector<In> last{{"x", random_bits(t, {4, 5, 3}, 11)}, {"i", random_indices(it, {4}, 3, 12)}};
@@ -281,7 +291,7 @@ TEST(GpuIndexing, Gather) {
 TEST(GpuIndexing, GatherElements) {
   for (DType t : kEveryType) {
     SCOPED_TRACE(name_of(t));
-    for (DType it : {DType::Int32, DType::Int64}) {
+    for (DType it : index_types(t)) {
       std::vector<In> ins{{"x", random_bits(t, {4, 5, 3}, 1)}, {"i", random_indices(it, {3, 7, 2}, 5, 2)}};
       check("axis 1", model("GatherElements", 13, ins, t, [](auto& n) { set_int(n, "axis", 1); }), ins);
       std::vector<In> ins0{{"x", random_bits(t, {4, 5, 3}, 3)}, {"i", random_indices(it, {6, 5, 3}, 4, 4)}};
@@ -339,6 +349,19 @@ TEST(GpuIndexing, OutOfRangeIndicesAreErrorsNamingTheNode) {
                        {"u", random_bits(DType::Int32, {2, 3}, 2)}};
     expect_index_error("ScatterND", model("ScatterND", 16, sn, DType::Int32), sn);
   }
+  // Empty data that the indices address.
+  std::vector<In> g0{{"x", random_bits(DType::Int64, {0, 2}, 1)}, {"i", i64({1}, {0})}};
+  expect_index_error("Gather, empty data", model("Gather", 13, g0, DType::Int64), g0);
+  std::vector<In> ge0{{"x", random_bits(DType::Float64, {0, 2}, 1)}, {"i", i64({1, 2}, {0, 0})}};
+  expect_index_error("GatherElements, empty data", model("GatherElements", 13, ge0, DType::Float64), ge0);
+  std::vector<In> gn0{{"x", random_bits(DType::UInt64, {2, 0}, 1)}, {"i", i64({1, 2}, {0, 0})}};
+  expect_index_error("GatherND, empty data", model("GatherND", 13, gn0, DType::UInt64), gn0);
+  std::vector<In> se0{{"x", random_bits(DType::Int64, {0, 2}, 1)}, {"i", i64({1, 2}, {0, 0})},
+                      {"u", random_bits(DType::Int64, {1, 2}, 2)}};
+  expect_index_error("ScatterElements, empty data", model("ScatterElements", 16, se0, DType::Int64), se0);
+  std::vector<In> sn0{{"x", random_bits(DType::Int64, {0, 2}, 1)}, {"i", i64({1, 1}, {0})},
+                      {"u", random_bits(DType::Int64, {1, 2}, 2)}};
+  expect_index_error("ScatterND, empty data", model("ScatterND", 16, sn0, DType::Int64), sn0);
   std::vector<In> i32{{"x", random_bits(DType::Float32, {5, 2}, 1)},
                       {"i", Tensor::from_vector<int32_t>({2}, {std::numeric_limits<int32_t>::min(), 0})}};
   expect_index_error("Gather int32", model("Gather", 13, i32, DType::Float32), i32);
@@ -351,7 +374,7 @@ const char* const kReductions[] = {"none", "add", "mul", "max", "min"};
 TEST(GpuIndexing, ScatterElements) {
   for (DType t : kEveryType) {
     SCOPED_TRACE(name_of(t));
-    for (DType it : {DType::Int32, DType::Int64}) {
+    for (DType it : index_types(t)) {
       // Indices with many duplicates (6 updates on an axis of 4): the CPU's order decides.
       Tensor idx = random_indices(it, {3, 6, 2}, 4, 1);
       for (const char* red : kReductions) {

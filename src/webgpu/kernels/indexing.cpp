@@ -39,6 +39,18 @@ void check_index_type(const GpuKernelContext& ctx, size_t i, bool int64_only) {
            ", got " + describe_input(ctx, i));
 }
 
+// Data is empty but indices address it (the output, or the updates, are not empty): every index is
+// out of range. The empty data is not bound (WebGPU cannot bind an empty 64-bit array); one invocation
+// raises the flag. Returns true when that is the case.
+bool empty_data_indexed(GpuKernelContext& ctx, int64_t indexed) {
+  if (shape_numel(ctx.shape(0)) != 0 || indexed == 0) return false;
+  auto p = ctx.program("empty_data");
+  p.set_threads(1);
+  p.body("  flag(FLAG_INDEX);");
+  ctx.dispatch(p, {});
+  return true;
+}
+
 void gather(GpuKernelContext& ctx) {
   const Shape& xs = ctx.shape(0);
   if (xs.empty()) ctx.fail("data must have rank >= 1, got " + describe_input(ctx, 0));
@@ -51,6 +63,7 @@ void gather(GpuKernelContext& ctx) {
   out.insert(out.end(), xs.begin() + axis + 1, xs.end());
   DType t = ctx.dtype(0);
   ctx.set_output(0, t, out);
+  if (empty_data_indexed(ctx, shape_numel(out))) return;
   auto p = ctx.program("gather");
   p.input("x", t, xs);
   p.input("idx", ctx.dtype(1), is);
@@ -91,6 +104,7 @@ void gather_elements(GpuKernelContext& ctx) {
   const Shape& is = ctx.shape(1);
   DType t = ctx.dtype(0);
   ctx.set_output(0, t, is);
+  if (empty_data_indexed(ctx, shape_numel(is))) return;
   auto p = ctx.program("gather_elements");
   p.input("x", t, xs);
   p.input("idx", ctx.dtype(1), is);
@@ -171,6 +185,7 @@ void gather_nd(GpuKernelContext& ctx) {
   out.insert(out.end(), xs.begin() + l.b + l.k, xs.end());
   DType t = ctx.dtype(0);
   ctx.set_output(0, t, out);
+  if (empty_data_indexed(ctx, shape_numel(out))) return;
   auto p = ctx.program("gather_nd");
   p.input("x", t, xs);
   if (l.k > 0) p.input("idx", ctx.dtype(1), ctx.shape(1));
@@ -247,7 +262,7 @@ void scatter_elements(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   ctx.set_output(0, t, xs);
   copy_data(ctx);
-  if (shape_numel(is) == 0) return;
+  if (shape_numel(is) == 0 || empty_data_indexed(ctx, shape_numel(is))) return;
   auto p = ctx.program("scatter_elements");
   p.input("idx", ctx.dtype(1), is);
   p.input("u", t, is);
@@ -289,7 +304,7 @@ void scatter_nd(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   ctx.set_output(0, t, xs);
   copy_data(ctx);
-  if (l.tuples == 0) return;
+  if (l.tuples == 0 || empty_data_indexed(ctx, l.tuples * l.slice)) return;
   auto p = ctx.program("scatter_nd");
   if (l.k > 0) p.input("idx", ctx.dtype(1), ctx.shape(1));
   p.input("u", t, ctx.shape(2));
