@@ -15,8 +15,11 @@
 //   ScatterND: a tuple addresses a whole slice data[i_0, ..., i_{k-1}, :, ...]; slices coincide or are
 //     disjoint. One invocation per element position inside the slice loops over the tuples in order.
 // Every output element is thus written by a single invocation, in CPU order: results match the CPU bit
-// for bit (floats included) whatever the duplicates. The price is parallelism: ScatterND with k equal to
-// the data rank (slices of one element) runs its tuples serially in one invocation.
+// for bit (floats included) whatever the duplicates. The price is parallelism: an invocation's latency
+// grows with the updates it owns (indices.shape[axis] for ScatterElements, the tuple count for
+// ScatterND), and ScatterND with k equal to the data rank (slices of one element) runs all its tuples
+// in one invocation. (A parallel last-writer-wins pass for reduction 'none' would need an atomic u32
+// temporary, which the program builder does not offer.)
 // Both ops first copy data to the output (one dispatch), then scatter (a second dispatch).
 #include "webgpu/kernels/indexing_util.h"
 
