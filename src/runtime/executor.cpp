@@ -280,6 +280,8 @@ class Planner {
   std::set<std::string> graph_outputs_;
   std::vector<std::pair<wg::DispatchSpec, std::vector<int>>> pending_;  // dispatch + bound slots
   std::vector<size_t> pending_nodes_;
+  // Bytes of each bound slot when the dispatch was planned (a slot is reused with other sizes later).
+  std::vector<std::vector<uint64_t>> pending_bytes_;
   size_t executed_ = 0;
 };
 
@@ -444,6 +446,9 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
         case wg::ValueRef::Kind::Temp: bound.push_back(temp_slots.at(size_t(b.index))); break;
       }
     }
+    std::vector<uint64_t> bytes;
+    for (int s : bound) bytes.push_back(plan_.slots[size_t(s)].bytes);
+    pending_bytes_.push_back(std::move(bytes));
     pending_.emplace_back(std::move(d), std::move(bound));
     pending_nodes_.push_back(index);
   }
@@ -478,9 +483,9 @@ void Planner::close_segment() {
     std::vector<wg::BufferBinding> entries;
     entries.emplace_back(step.uniforms->get(), offsets[i], uint64_t((d.uniforms.size() * 4 + 15) / 16 * 16));
     entries.emplace_back(plan_.status->get(), 0, plan_.status->capacity);
-    for (int s : slots) {
-      const Slot& slot = plan_.slots[size_t(s)];
-      entries.emplace_back(slot.buffer->get(), 0, std::max<uint64_t>((slot.bytes + 3) / 4 * 4, 4));
+    for (size_t k = 0; k < slots.size(); ++k) {
+      const Slot& slot = plan_.slots[size_t(slots[k])];
+      entries.emplace_back(slot.buffer->get(), 0, std::max<uint64_t>((pending_bytes_[i][k] + 3) / 4 * 4, 4));
     }
     step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z});
     plan_.dispatch_node.push_back(pending_nodes_[i]);
@@ -490,6 +495,7 @@ void Planner::close_segment() {
   plan_.steps.push_back(std::move(step));
   pending_.clear();
   pending_nodes_.clear();
+  pending_bytes_.clear();
 }
 
 void Planner::run_on_cpu(size_t index, const ir::Node& node) {
