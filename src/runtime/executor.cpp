@@ -368,7 +368,6 @@ class Planner {
   // dispatch is recorded, since a slot may be reused for a value of another size later.
   std::vector<std::pair<wg::DispatchSpec, std::vector<std::pair<int, uint64_t>>>> pending_;
   std::vector<size_t> pending_nodes_;
-  // Bytes of each bound slot when the dispatch was planned (a slot is reused with other sizes later).
   size_t executed_ = 0;
 };
 
