@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from . import _onnxgpu as _C
-from .io_binding import IOBinding, OrtValue
+from .io_binding import IOBinding, OrtValue, _release_device_values
 from .options import RunOptions, SessionOptions
 
 # ORT provider name -> onnxgpu execution provider ("ep"), in the order a session prefers them.
@@ -117,7 +117,8 @@ _live_lock = threading.Lock()
 @atexit.register
 def _close_all_sessions():
     # Every GPU device must be destroyed before the process exits (SwiftShader crashes otherwise):
-    # close the sessions the program still holds.
+    # release the GPU values and close the sessions the program still holds.
+    _release_device_values()
     with _live_lock:
         sessions = list(_live_sessions)
     for s in sessions:
@@ -238,6 +239,17 @@ class InferenceSession:
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         return [OrtValue(a) for a in self.run(output_names, input_dict_ort_values, run_options)]
+
+    def _run_on_device(self, output_names, inputs):
+        """IO binding on the GPU: [OrtValue on 'webgpu'] for output_names (all when empty)."""
+        host, device = {}, {}
+        for k, v in inputs.items():
+            if isinstance(v, OrtValue) and v._gpu is not None:
+                device[str(k)] = v._gpu
+            else:
+                host[str(k)] = _as_array(k, v)
+        values = self._sess.run_on_device(host, device)
+        return [OrtValue(_gpu=v) for v in self._select(output_names, values)]
 
     def io_binding(self):
         return IOBinding(self)

@@ -2,9 +2,11 @@
 // (SessionOptions, providers, NodeArg, ...) is written in Python on top of this (python/onnxgpu/).
 //
 // Threads: run() releases the GIL. Every WebGPU session shares one process-wide webgpu::Device,
-// which is not thread-safe (buffer pool, pipeline cache, staging buffer, queue), while the C++
-// executor only locks per session. So every operation of a WebGPU session that can touch the device
-// or its report (create, run, last_plan, destroy) holds gpu_mutex(). CPU sessions run in parallel.
+// which is not thread-safe (buffer pool, pipeline cache, staging buffer, queue). The engine's runs
+// lock runtime::device_mutex(), but destroying a session (its plans return buffers to the device's
+// pool) and reading its last plan do not. So every operation of a WebGPU session here (create, run,
+// last_plan, destroy) also holds gpu_mutex(), always taken before the engine's device mutex.
+// CPU sessions run in parallel.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -176,6 +178,33 @@ struct Int64Fields {
   bool fail_loud = false;
 };
 
+// A tensor left in GPU memory by run_on_device (IO binding). Its storage locks the engine's device
+// mutex itself when it is read back or released.
+class PyDeviceValue {
+ public:
+  explicit PyDeviceValue(DeviceTensor t) : t_(std::move(t)) {}
+  const DeviceTensor& get() const {
+    if (!t_.defined()) throw InvalidArgument("the GPU tensor was released");
+    return t_;
+  }
+  std::vector<int64_t> shape() const { return get().shape(); }
+  std::string type() const { return std::string(dtype_onnx_name(get().dtype())); }
+  py::array to_numpy() const {
+    DeviceTensor t = get();
+    Tensor host;
+    {
+      py::gil_scoped_release nogil;
+      host = t.to_host();
+    }
+    return numpy_from_tensor(host);
+  }
+  void release() { t_ = DeviceTensor(); }
+  bool alive() const { return t_.defined(); }
+
+ private:
+  DeviceTensor t_;
+};
+
 // Deletes a session; a WebGPU session returns its buffers to the shared device (and may destroy
 // it), so that takes gpu_mutex(). Never called while gpu_mutex() is held.
 void delete_session(Session* s, bool gpu) {
@@ -234,6 +263,28 @@ class PySession {
     }
     py::list result;
     for (const auto& t : outs) result.append(numpy_from_tensor(t));
+    return result;
+  }
+
+  // IO binding: host feeds and GPU feeds in, every output left on the GPU.
+  py::list run_on_device(const py::dict& feed_dict, const py::dict& device_feed_dict) {
+    std::shared_ptr<Session> s = session();
+    std::unordered_map<std::string, Tensor> feeds;
+    for (auto [k, v] : feed_dict) {
+      std::string name = py::str(k);
+      feeds[name] = tensor_from_numpy(name, v);
+    }
+    std::unordered_map<std::string, DeviceTensor> device_feeds;
+    for (auto [k, v] : device_feed_dict) device_feeds[py::str(k)] = v.cast<const PyDeviceValue&>().get();
+    std::vector<DeviceTensor> outs;
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock<std::mutex> lock(gpu_mutex(), std::defer_lock);
+      if (gpu_) lock.lock();
+      outs = s->run_on_device(feeds, device_feeds);
+    }
+    py::list result;
+    for (auto& t : outs) result.append(py::cast(PyDeviceValue(std::move(t))));
     return result;
   }
 
@@ -330,11 +381,19 @@ PYBIND11_MODULE(_onnxgpu, m) {
       .def_readwrite("fallback_per_op", &Int64Fields::fallback_per_op)
       .def_readwrite("fail_loud", &Int64Fields::fail_loud);
 
+  py::class_<PyDeviceValue>(m, "DeviceValue")
+      .def_property_readonly("shape", &PyDeviceValue::shape)
+      .def_property_readonly("type", &PyDeviceValue::type)
+      .def_property_readonly("alive", &PyDeviceValue::alive)
+      .def("to_numpy", &PyDeviceValue::to_numpy, "Reads the tensor back into a new numpy array.")
+      .def("release", &PyDeviceValue::release, "Returns the GPU buffer now.");
+
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::object&, const std::string&, std::optional<bool>, const Int64Fields&,
                     const std::map<std::string, std::string>&>(),
            py::arg("model"), py::arg("ep"), py::arg("capture"), py::arg("int64"), py::arg("config"))
       .def("run", &PySession::run, py::arg("feeds"), "Runs the model; returns every output, in graph order.")
+      .def("run_on_device", &PySession::run_on_device, py::arg("feeds"), py::arg("device_feeds"))
       .def("last_plan", &PySession::last_plan)
       .def("inputs", [](PySession& s) { return s.infos(true); })
       .def("outputs", [](PySession& s) { return s.infos(false); })
