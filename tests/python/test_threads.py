@@ -82,7 +82,7 @@ def test_close_while_other_thread_runs(gpt2_path, gpt2_sets):
 
 
 def test_sessions_created_and_dropped_in_threads(gpt2_path, gpt2_sets):
-    """Four threads create, run and drop WebGPU sessions on the one shared device (without the
+    """Three threads create, run and drop WebGPU sessions on the one shared device (without the
     binding's process-wide lock this fails: Dawn reports the shared staging buffer in use)."""
     feeds = [dict(gpt2_sets[0][0]), dict(gpt2_sets[1][0])]
     ref = onnxgpu.InferenceSession(gpt2_path, providers=["WebGpuExecutionProvider"])
@@ -91,8 +91,8 @@ def test_sessions_created_and_dropped_in_threads(gpt2_path, gpt2_sets):
 
     def work(i):
         try:
-            for r in range(4):
-                s = onnxgpu.InferenceSession(gpt2_path, providers=["WebGpuExecutionProvider"]) if r % 2 == 0 else ref
+            for r in range(2):
+                s = onnxgpu.InferenceSession(gpt2_path, providers=["WebGpuExecutionProvider"]) if r == 0 else ref
                 for k in range(2):
                     y = s.run(None, feeds[(i + k) % 2])[0]
                     if not np.array_equal(y, want[(i + k) % 2]):
@@ -101,7 +101,7 @@ def test_sessions_created_and_dropped_in_threads(gpt2_path, gpt2_sets):
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
     for t in threads:
         t.start()
     for t in threads:
