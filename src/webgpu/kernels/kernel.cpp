@@ -108,6 +108,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_conv(r);
     register_pool(r);
     register_resize(r);
+    register_loss(r);
     return r;
   }();
   return reg;

@@ -1,0 +1,7 @@
+#include "webgpu/kernels/kernel.h"
+
+namespace onnxgpu::webgpu {
+
+void register_loss(GpuKernelRegistry& r) {}
+
+}  // namespace onnxgpu::webgpu
