@@ -323,7 +323,7 @@ int Planner::slot_of(const std::string& name) {
     auto& buf = weights_[name];
     if (!buf) {
       GpuUpload u = to_gpu(*v.constant, policy_, name);
-      buf = std::make_shared<wg::Buffer>(plan_.device->create_buffer(std::max<uint64_t>(u.bytes, 4), wg::kStorageUsage, name));
+      buf = std::make_shared<wg::Buffer>(plan_.device->create_buffer(std::max<uint64_t>(u.bytes, 16), wg::kStorageUsage, name));
       if (u.bytes) plan_.device->write(buf->get(), u.data, u.bytes);
     }
     Slot slot{buf, buf->size, true};  // shared with the session's weights
@@ -485,7 +485,10 @@ void Planner::close_segment() {
     entries.emplace_back(plan_.status->get(), 0, plan_.status->capacity);
     for (size_t k = 0; k < slots.size(); ++k) {
       const Slot& slot = plan_.slots[size_t(slots[k])];
-      entries.emplace_back(slot.buffer->get(), 0, std::max<uint64_t>((pending_bytes_[i][k] + 3) / 4 * 4, 4));
+      // At least 16 bytes: an empty tensor's binding must still hold one element of its WGSL array type
+      // (vec2<u32> for 64-bit types); every buffer is at least that large.
+      uint64_t size = std::max<uint64_t>((pending_bytes_[i][k] + 3) / 4 * 4, 16);
+      entries.emplace_back(slot.buffer->get(), 0, std::min<uint64_t>(size, slot.buffer->capacity));
     }
     step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z});
     plan_.dispatch_node.push_back(pending_nodes_[i]);
