@@ -47,6 +47,7 @@ void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
   decl +=
       "// max that ignores NaN (the CPU's `v > mx` scan from -inf).\n"
       "fn fmax_nan(a: f32, b: f32) -> f32 { return select(a, b, b > a); }\n";
+  decl += ru::kExpLog;
   p.declare(decl);
   std::string body =
       "  if (wg >= groups()) { return; }\n"
@@ -88,7 +89,7 @@ void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
         "  let shift = select(mx, 0.0, abs(mx) == f32_inf());\n"
         "  workgroupBarrier();\n"
         "  var spart = 0.0;\n"
-        "  for (var i = lid; i < n(); i = i + WG) { spart = spart + exp(x_load(base + i * inner()) - shift); }\n"
+        "  for (var i = lid; i < n(); i = i + WG) { spart = spart + exp_shifted(x_load(base + i * inner()), shift); }\n"
         "  sv[lid] = spart;\n"
         "  workgroupBarrier();\n"
         "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
@@ -99,9 +100,9 @@ void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
     body += kind == SoftmaxKind::Softmax
                 ? "  for (var i = lid; i < n(); i = i + WG) {\n"
                   "    let at = base + i * inner();\n"
-                  "    y_store(at, exp(x_load(at) - shift) / sum);\n"
+                  "    y_store(at, exp_shifted(x_load(at), shift) / sum);\n"
                   "  }\n"
-                : "  let log_sum = log(sum);\n"
+                : "  let log_sum = log_ieee(sum);\n"
                   "  for (var i = lid; i < n(); i = i + WG) {\n"
                   "    let at = base + i * inner();\n"
                   "    y_store(at, (x_load(at) - shift) - log_sum);\n"
