@@ -106,15 +106,6 @@ bool skip_gpu_tests() {
   return s && std::string(s) == "1";
 }
 
-// Keeps one webgpu session (hence the shared device and its pipeline cache) alive for the whole suite;
-// released when the tests end, before the process tears down its statics.
-std::unique_ptr<Session> g_keepalive;
-class KeepDeviceEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override { g_keepalive.reset(); }
-};
-[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new KeepDeviceEnvironment);
-
 SessionOptions gpu_options(Int64Policy::Strategy strategy = Int64Policy::Strategy::BitcastToI32) {
   SessionOptions o;
   o.ep = "webgpu";
@@ -124,30 +115,36 @@ SessionOptions gpu_options(Int64Policy::Strategy strategy = Int64Policy::Strateg
   return o;
 }
 
-// Whether a webgpu session can be made; the first call creates the suite's keep-alive session.
-bool gpu_available(std::string& why) {
-  static std::string error;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
+// A WebGPU session kept alive while a suite runs holds the shared device, so pipelines compiled for one
+// model serve the next (SwiftShader compiles slowly). Released after the suite: a device alive at exit
+// crashes SwiftShader, and other suites get a fresh device.
+class GpuFamilyTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
     try {
       OneNode n{"ReduceSum", 13, {{"x", Tensor::from_vector<float>({2}, {1, 2})}}, {}, {DType::Float32}};
-      g_keepalive = std::make_unique<Session>(Session::from_bytes(model_bytes(n), gpu_options()));
-      g_keepalive->run(feeds_of(n));
+      keep_ = std::make_unique<Session>(Session::from_bytes(model_bytes(n), gpu_options()));
+      keep_->run(feeds_of(n));
+      why_ = "";
     } catch (const std::exception& e) {
-      error = e.what();
-      g_keepalive.reset();
+      keep_.reset();
+      why_ = e.what();
     }
   }
-  why = error;
-  return error.empty();
-}
+  static void TearDownTestSuite() { keep_.reset(); }
+  static inline std::unique_ptr<Session> keep_;
+  static inline std::string why_;
+};
+class GpuReduce : public GpuFamilyTest {};
+class GpuArg : public GpuFamilyTest {};
+class GpuCumSum : public GpuFamilyTest {};
+class GpuSoftmax : public GpuFamilyTest {};
+class GpuTopK : public GpuFamilyTest {};
 
 // Fails the test when there is no WebGPU device (skips it with ONNXGPU_SKIP_GPU_TESTS=1).
 #define REQUIRE_GPU()                                                                                   \
   do {                                                                                                  \
-    std::string why_;                                                                                   \
-    if (!gpu_available(why_)) {                                                                         \
+    if (!keep_) {                                                                                       \
       if (skip_gpu_tests()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1 and no WebGPU device: " << why_;  \
       FAIL() << "no WebGPU device (set ONNXGPU_SKIP_GPU_TESTS=1 to skip GPU tests): " << why_;          \
     }                                                                                                   \
@@ -246,7 +243,7 @@ const char* const kReduceOps[] = {"ReduceSum",  "ReduceMean",   "ReduceMax",    
 // Each case compiles its own pipelines on the test device, so the cases are chosen to cover the
 // shader variants (kinds, dtypes, axis layouts, flags) without repeating them.
 
-TEST(GpuReduce, EveryKindOverAxisLayouts) {
+TEST_F(GpuReduce, EveryKindOverAxisLayouts) {
   REQUIRE_GPU();
   Tensor x = random_tensor<float>({3, 4, 70}, 0.2, 1.5);  // positive: LogSum is defined
   for (const char* op : kReduceOps) {
@@ -263,7 +260,7 @@ TEST(GpuReduce, EveryKindOverAxisLayouts) {
   }
 }
 
-TEST(GpuReduce, AttributeAxesBeforeOpset18AndLongRows) {
+TEST_F(GpuReduce, AttributeAxesBeforeOpset18AndLongRows) {
   REQUIRE_GPU();
   Tensor x = random_tensor<float>({2, 1000}, -3, 3);
   run_both(reduce_node("ReduceMean", x, std::vector<int64_t>{1}, 0, 13));
@@ -272,7 +269,7 @@ TEST(GpuReduce, AttributeAxesBeforeOpset18AndLongRows) {
   run_both(reduce_node("ReduceSum", x, std::vector<int64_t>{-1}, 0, 11));
 }
 
-TEST(GpuReduce, NoopWithEmptyAxesAndScalars) {
+TEST_F(GpuReduce, NoopWithEmptyAxesAndScalars) {
   REQUIRE_GPU();
   Tensor x = random_tensor<float>({2, 3}, 0.5, 2);
   for (const char* op : {"ReduceSum", "ReduceL2", "ReduceLogSum"}) {
@@ -282,7 +279,7 @@ TEST(GpuReduce, NoopWithEmptyAxesAndScalars) {
   }
 }
 
-TEST(GpuReduce, ExactInt64BeyondTwoTo32) {
+TEST_F(GpuReduce, ExactInt64BeyondTwoTo32) {
   REQUIRE_GPU();
   const int64_t big = int64_t(1) << 40;
   // Hand-checked: sums, products, extremes and means whose words interact (carries, borrows, signs).
@@ -312,7 +309,7 @@ TEST(GpuReduce, ExactInt64BeyondTwoTo32) {
   }
 }
 
-TEST(GpuReduce, OtherIntegerTypes) {
+TEST_F(GpuReduce, OtherIntegerTypes) {
   REQUIRE_GPU();
   Tensor u = wide_uint64({4, 33});
   run_both(reduce_node("ReduceSum", u, std::vector<int64_t>{1}, 0));
@@ -328,7 +325,7 @@ TEST(GpuReduce, OtherIntegerTypes) {
   run_both(reduce_node("ReduceMin", random_tensor<uint8_t>({6, 9}, 0, 255), std::vector<int64_t>{0}, 1));
 }
 
-TEST(GpuReduce, HalfAndDoubleFloats) {
+TEST_F(GpuReduce, HalfAndDoubleFloats) {
   REQUIRE_GPU();
   runtime::Tolerance tol{5e-3, 5e-3};
   Tensor h = random_tensor<Float16>({3, 50}, -2, 2);
@@ -339,7 +336,7 @@ TEST(GpuReduce, HalfAndDoubleFloats) {
   run_both(reduce_node("ReduceLogSumExp", d, std::vector<int64_t>{1}, 0), tol);
 }
 
-TEST(GpuReduce, NaNAndInfinities) {
+TEST_F(GpuReduce, NaNAndInfinities) {
   REQUIRE_GPU();
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   Tensor x = Tensor::from_vector<float>({4, 3}, {1, nan, 3, -inf, -inf, -inf, 2, inf, 1, nan, nan, nan});
@@ -349,7 +346,7 @@ TEST(GpuReduce, NaNAndInfinities) {
   }
 }
 
-TEST(GpuReduce, ZeroSizeReductionsGiveIdentities) {
+TEST_F(GpuReduce, ZeroSizeReductionsGiveIdentities) {
   REQUIRE_GPU();
   Tensor x(DType::Float32, {3, 0, 2});
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceLogSum",
@@ -372,7 +369,7 @@ TEST(GpuReduce, ZeroSizeReductionsGiveIdentities) {
   run_both(reduce_node("ReduceSum", Tensor(DType::Float32, {0, 4}), std::vector<int64_t>{1}, 0));
 }
 
-TEST(GpuReduce, CastToI32Int64Strategy) {
+TEST_F(GpuReduce, CastToI32Int64Strategy) {
   REQUIRE_GPU();
   Tensor x = random_tensor<int64_t>({4, 30}, -1e6, 1e6);
   for (const char* op : {"ReduceSum", "ReduceMean"}) {
@@ -387,7 +384,7 @@ OneNode arg_node(const std::string& op, const Tensor& x, int64_t axis, int64_t k
   return {op, 13, {{"x", x}}, {{"axis", axis}, {"keepdims", keepdims}, {"select_last_index", last}}, {DType::Int64}};
 }
 
-TEST(GpuArg, FloatWithTiesAndNaN) {
+TEST_F(GpuArg, FloatWithTiesAndNaN) {
   REQUIRE_GPU();
   // Many ties and a few NaN, in long rows (the last axis) and in short strided ones.
   auto make = [](const Shape& shape) {
@@ -406,7 +403,7 @@ TEST(GpuArg, FloatWithTiesAndNaN) {
   }
 }
 
-TEST(GpuArg, ExactInt64AndOtherTypes) {
+TEST_F(GpuArg, ExactInt64AndOtherTypes) {
   REQUIRE_GPU();
   // Values that differ only in the high word, or only in a low word with its top bit set.
   const int64_t h = int64_t(1) << 32;
@@ -435,7 +432,7 @@ OneNode cumsum_node(const Tensor& x, int64_t axis, bool axis_constant, int64_t e
           {{"exclusive", exclusive}, {"reverse", reverse}}, {x.dtype()}};
 }
 
-TEST(GpuCumSum, ExactInt64EveryMode) {
+TEST_F(GpuCumSum, ExactInt64EveryMode) {
   REQUIRE_GPU();
   Tensor w = wide_int64({3, 4, 600}), v = wide_int64({3, 4, 50});
   for (int64_t ex : {0, 1})
@@ -452,7 +449,7 @@ TEST(GpuCumSum, ExactInt64EveryMode) {
             (std::vector<int64_t>{-2 * big + 1 + 0xffffffffLL, -3 * big + 0xffffffffLL, 0xffffffffLL, 0}));
 }
 
-TEST(GpuCumSum, FloatAndOtherTypes) {
+TEST_F(GpuCumSum, FloatAndOtherTypes) {
   REQUIRE_GPU();
   runtime::Tolerance tol{1e-4, 1e-4};
   Tensor f = random_tensor<float>({5, 2000}, -1, 1);
@@ -473,7 +470,7 @@ OneNode softmax_node(const std::string& op, const Tensor& x, int64_t opset, std:
   return n;
 }
 
-TEST(GpuSoftmax, SingleAxisAndTwoDCoercion) {
+TEST_F(GpuSoftmax, SingleAxisAndTwoDCoercion) {
   REQUIRE_GPU();
   Tensor x = random_tensor<float>({3, 4, 300}, -20, 20), y = random_tensor<float>({3, 40, 6}, -20, 20);
   runtime::Tolerance tol{1e-4, 1e-5};
@@ -490,7 +487,7 @@ TEST(GpuSoftmax, SingleAxisAndTwoDCoercion) {
   run_both(softmax_node("Hardmax", Tensor(DType::Float32, {0, 5}), 13, std::nullopt));
 }
 
-TEST(GpuSoftmax, LargeValuesTiesAndInfinities) {
+TEST_F(GpuSoftmax, LargeValuesTiesAndInfinities) {
   REQUIRE_GPU();
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   Tensor x = Tensor::from_vector<float>({5, 4}, {1000, 1000, 999, -1000,  // large: needs the shift
@@ -514,7 +511,7 @@ OneNode topk_node(const Tensor& x, int64_t k, int64_t axis, int64_t largest, int
   return n;
 }
 
-TEST(GpuTopK, StableTiesBothDirections) {
+TEST_F(GpuTopK, StableTiesBothDirections) {
   REQUIRE_GPU();
   std::vector<float> v(static_cast<size_t>(3 * 4 * 400));
   for (auto& f : v) f = float(int(rng()() % 50)) * 0.5f;  // many ties: lower index first
@@ -532,7 +529,7 @@ TEST(GpuTopK, StableTiesBothDirections) {
   run_both(topk_node(x, 0, -1, 1));     // empty outputs
 }
 
-TEST(GpuTopK, ExactInt64AndOtherTypes) {
+TEST_F(GpuTopK, ExactInt64AndOtherTypes) {
   REQUIRE_GPU();
   const int64_t h = int64_t(1) << 32;
   Tensor x = Tensor::from_vector<int64_t>({1, 6}, {h + 0x7fffffff, -h, h + 0x80000000LL, 3, h + 0x80000000LL, -h - 1});
