@@ -501,9 +501,27 @@ TEST_F(GpuSoftmax, LargeValuesTiesAndInfinities) {
   }
 }
 
+// ---- Rows shorter than a workgroup: several rows per workgroup, the last workgroup partly idle ------
+
+OneNode topk_node(const Tensor& x, int64_t k, int64_t axis, int64_t largest, int64_t opset = 11);
+
+TEST_F(GpuSoftmax, ManyShortRowsShareWorkgroups) {
+  REQUIRE_GPU();
+  Tensor x = random_tensor<float>({1001, 3}, -2, 2);
+  Tensor w = wide_int64({333, 5});
+  run_both(reduce_node("ReduceSum", x, std::vector<int64_t>{1}, 0));
+  run_both(reduce_node("ReduceLogSumExp", x, std::vector<int64_t>{1}, 1));
+  run_both(reduce_node("ReduceMax", w, std::vector<int64_t>{1}, 0));
+  run_both(arg_node("ArgMin", w, 1, 0, 1));
+  run_both(softmax_node("Softmax", x, 13, -1));
+  run_both(softmax_node("Hardmax", x, 13, -1));
+  run_both(cumsum_node(w, 1, true, 1, 0));
+  run_both(topk_node(w, 3, 1, 1));
+}
+
 // ---- TopK ------------------------------------------------------------------------------------------
 
-OneNode topk_node(const Tensor& x, int64_t k, int64_t axis, int64_t largest, int64_t opset = 11) {
+OneNode topk_node(const Tensor& x, int64_t k, int64_t axis, int64_t largest, int64_t opset) {
   OneNode n{"TopK", opset, {{"x", x}}, {{"axis", axis}}, {x.dtype(), DType::Int64}};
   if (opset >= 10) n.inputs.push_back({"k", i64({k}), true});
   else n.attrs.push_back({"k", k});
