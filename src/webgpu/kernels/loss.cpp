@@ -197,7 +197,7 @@ void softmax_cross_entropy(GpuKernelContext& ctx) {
     p.body(body);
     std::vector<ValueRef> b{ctx.in(0), lp};
     if (want_lp) b.push_back(ctx.out(1));
-    ru::dispatch_groups(ctx, p, b, groups);
+    ru::dispatch_rows(ctx, p, b, groups, p.workgroup_size());  // one workgroup per row
   }
   nll_dispatches(ctx, s, lp, DType::Float32, Shape{int64_t(numel ? numel : 1)}, t);
 }
