@@ -8,7 +8,7 @@ int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) {
     if (d < 0) throw InvalidArgument("negative dimension in shape " + shape_str(s));
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n)) throw InvalidArgument("shape " + shape_str(s) + " has too many elements");
   }
   return n;
 }

@@ -63,6 +63,7 @@ struct ValueInfo {
   std::string name;
   DType dtype = DType::Undefined;
   bool has_shape = false;  // false: rank unknown
+  bool is_tensor = true;   // false for sequence, optional and map types (out of scope)
   std::vector<Dim> dims;
   std::string shape_str() const;  // "[batch,16]" / "?"
 };

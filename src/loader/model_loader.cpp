@@ -22,6 +22,7 @@ struct Converter {
   ir::ValueInfo value_info(const onnx::ValueInfoProto& v) {
     ir::ValueInfo out;
     out.name = v.name();
+    if (v.has_type() && !v.type().has_tensor_type()) out.is_tensor = false;
     if (v.has_type() && v.type().has_tensor_type()) {
       const auto& tt = v.type().tensor_type();
       out.dtype = (tt.elem_type() >= 0 && tt.elem_type() <= 16) ? DType(tt.elem_type()) : DType::Undefined;

@@ -62,6 +62,22 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
     if (int64_t(v.size()) != shape_numel(shape)) throw InvalidArgument(what + ": string count does not match its shape");
     return Tensor::strings(shape, std::move(v));
   }
+  // Check the stored data against the shape before allocating, so a few bytes can't ask for gigabytes.
+  const int64_t numel = shape_numel(shape);
+  if (p.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) {
+    size_t have = 0, unit = 1;
+    if (p.has_raw_data()) have = p.raw_data().size(), unit = dtype_size(dt);
+    else if (dt == DType::Float32) have = size_t(p.float_data_size());
+    else if (dt == DType::Float64) have = size_t(p.double_data_size());
+    else if (dt == DType::Int64) have = size_t(p.int64_data_size());
+    else if (dt == DType::UInt32 || dt == DType::UInt64) have = size_t(p.uint64_data_size());
+    else have = size_t(p.int32_data_size());
+    if (have % unit != 0 || uint64_t(numel) != have / unit)
+      throw InvalidArgument(what + (p.has_raw_data() ? ": raw_data has " : ": has ") + std::to_string(have) +
+                            (p.has_raw_data() ? " bytes" : " values") + ", its type and shape " +
+                            std::string(dtype_name(dt)) + shape_str(shape) + " need " + std::to_string(numel) +
+                            (p.has_raw_data() ? " x " + std::to_string(unit) + " bytes" : " values"));
+  }
   Tensor t(dt, shape);
   const size_t nbytes = t.nbytes();
 

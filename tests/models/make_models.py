@@ -79,7 +79,7 @@ def save_case(out_dir, name, model, datasets):
         os.makedirs(dd)
         for prefix, names, arrs in (("input", in_names, ins), ("output", out_names, outs)):
             for i, (n, a) in enumerate(zip(names, arrs)):
-                t = numpy_helper.from_array(np.ascontiguousarray(a), n)
+                t = numpy_helper.from_array(np.array(a, order="C"), n)  # (ascontiguousarray makes 0-d arrays 1-d)
                 with open(os.path.join(dd, "%s_%d.pb" % (prefix, i)), "wb") as f:
                     f.write(t.SerializeToString())
 

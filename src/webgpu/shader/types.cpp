@@ -78,6 +78,9 @@ fn w64_udivmod(n: w64, d: w64) -> W64DivMod {
   return W64DivMod(q, r);
 }
 fn w64_to_f32_unsigned(a: w64) -> f32 { return f32(a.y) * 4294967296.0 + f32(a.x); }
+fn w64_to_f32_signed(a: w64) -> f32 {
+  return select(w64_to_f32_unsigned(a), -w64_to_f32_unsigned(w64_neg(a)), w64_is_neg(a));
+}
 fn w64_from_f32_unsigned(f: f32) -> w64 {
   let m = max(trunc(f), 0.0);
   let hi = floor(m / 4294967296.0);
@@ -121,7 +124,7 @@ fn mod_i64(a: w64, b: w64) -> w64 {
   if (!w64_is_zero(r) && w64_is_neg(r) != w64_is_neg(b)) { return w64_add(r, b); }
   return r;
 }
-fn to_f32_i64(a: w64) -> f32 { return f32(bitcast<i32>(a.y)) * 4294967296.0 + f32(a.x); }
+fn to_f32_i64(a: w64) -> f32 { return w64_to_f32_signed(a); }
 fn from_f32_i64(f: f32) -> w64 { let m = w64_from_f32_unsigned(abs(f)); return select(m, w64_neg(m), f < 0.0); }
 fn to_i64_i64(a: w64) -> w64 { return a; }
 fn from_i64_i64(a: w64) -> w64 { return a; }
@@ -184,7 +187,7 @@ fn max_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return f
 fn to_f32_f32(a: f32) -> f32 { return a; }
 fn from_f32_f32(f: f32) -> f32 { return f; }
 fn to_i64_f32(a: f32) -> w64 { let m = w64_from_f32_unsigned(abs(a)); return select(m, w64_neg(m), a < 0.0); }
-fn from_i64_f32(a: w64) -> f32 { return f32(bitcast<i32>(a.y)) * 4294967296.0 + f32(a.x); }
+fn from_i64_f32(a: w64) -> f32 { return w64_to_f32_signed(a); }
 fn to_bool_f32(a: f32) -> bool { return a != 0.0; }
 fn from_bool_f32(b: bool) -> f32 { return select(0.0, 1.0, b); }
 )";

@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""Writes docs/ops.md, the op coverage table, from conformance results.
+
+    scripts/gen_ops_md.py build/conformance/*.json -o docs/ops.md
+    scripts/gen_ops_md.py build/conformance/*.json > docs/ops.md
+
+Each input is the JSON of `onnxgpu conformance ... --json`, as saved by the ctest conformance tests
+(tests/conformance/check_conformance.py), which adds "config" (cpu, webgpu_capture, ...) and "suite"
+(node, simple, ...). Without those fields they come from the file name: <config>_<suite>.json.
+
+A test counts for the op it is named after: among the ops in its model, the one whose name (without
+case and underscores) is the longest prefix of the test name (test_reduce_sum_keepdims -> ReduceSum;
+pytorch-operator's test_operator_ prefix is dropped). Function-expanded tests (*_expanded) count for
+the function op they are named after. A test named after no op (test_basic_conv_..., most of the
+pytorch-converted suite) counts for every op in its model.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+from collections import OrderedDict, defaultdict
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def norm(s):
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def all_onnx_ops():
+    """Every ONNX op name (for *_expanded tests, whose model holds the function body, not the op)."""
+    try:
+        import onnx.defs
+        return {s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain in ("", "ai.onnx")}
+    except Exception:  # no onnx in this python: fall back to the ops seen in the results
+        return set()
+
+
+# Test-name abbreviations of the ONNX backend tests (normalized prefix -> op).
+ALIASES = {
+    "basicconv": "Conv", "batchnorm": "BatchNormalization", "instancenorm": "InstanceNormalization",
+    "constantpad": "Pad", "edgepad": "Pad", "reflectpad": "Pad", "greaterequal": "GreaterOrEqual",
+    "lessequal": "LessOrEqual", "mvn": "MeanVarianceNormalization", "nllloss": "NegativeLogLikelihoodLoss",
+    "sce": "SoftmaxCrossEntropyLoss", "simplernn": "RNN", "strnormalizer": "StringNormalizer",
+    "trainingdropout": "Dropout", "tril": "Trilu", "triu": "Trilu", "nesterovmomentum": "ai.onnx.preview.training.Momentum",
+}
+
+
+def named_op(test_name, ops, known_ops):
+    """The op `test_name` is named after, or None. Only ops in the model count, except for
+    *_expanded tests, whose model holds the function body instead of the op."""
+    base = test_name[len("test_"):] if test_name.startswith("test_") else test_name
+    if base.startswith("operator_"):
+        base = base[len("operator_"):]
+    key = norm(base)
+    allowed = set(ops) | (known_ops if test_name.endswith("_expanded") else set())
+    candidates = [(norm(op.split(".")[-1]), op) for op in allowed]
+    candidates += [(k, op) for k, op in ALIASES.items() if op in allowed]
+    best = None
+    for k, op in candidates:
+        if k and key.startswith(k) and (best is None or len(k) > len(best[0])):
+            best = (k, op)
+    return best[1] if best else None
+
+
+def load(paths):
+    """Returns {config: {suite: result}} in the order the files were given."""
+    configs = OrderedDict()
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            result = json.load(f)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        default_config, _, default_suite = stem.partition("_")
+        config = result.get("config") or default_config
+        suite = result.get("suite") or default_suite or stem
+        configs.setdefault(config, OrderedDict())[suite] = result
+    return configs
+
+
+def md_escape(s, limit=240):
+    s = " ".join(str(s).split())
+    if len(s) > limit:
+        s = s[:limit - 3] + "..."
+    return s.replace("|", "\\|").replace("`", "'")
+
+
+def display_path(p):
+    a = os.path.abspath(p)
+    for base in (os.getcwd(), REPO):
+        if a.startswith(base + os.sep):
+            return os.path.relpath(a, base)
+    return p
+
+
+def generate(paths, argv_display):
+    configs = load(paths)
+    known_ops = all_onnx_ops()
+    for suites in configs.values():
+        for r in suites.values():
+            for t in r.get("tests", []):
+                known_ops.update(o for o in t.get("ops", []) if "." not in o)
+
+    # cells[op][config] = [passed, failed, unsupported]; attributed by name or by membership.
+    cells = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    not_passing = OrderedDict()  # config -> [(suite, test, op, status, detail)]
+    index = {"passed": 0, "failed": 1, "unsupported": 2}
+    for config, suites in configs.items():
+        rows = not_passing.setdefault(config, [])
+        for suite, r in suites.items():
+            for t in r.get("tests", []):
+                ops = t.get("ops", [])
+                op = named_op(t["name"], ops, known_ops)
+                targets = [op] if op else ops
+                for o in targets:
+                    cells[o][config][index.get(t["status"], 1)] += 1
+                if t["status"] != "passed":
+                    rows.append((suite, t["name"], op or ", ".join(ops), t["status"], t.get("detail", "")))
+
+    out = []
+    w = out.append
+    w("# ONNX op coverage")
+    w("")
+    w("<!-- Generated file: do not edit. -->")
+    w("Generated by `" + argv_display + "` from the results of the ctest conformance tests "
+      "(`ctest -L conformance` in build/, which runs `onnxgpu conformance` over the ONNX backend tests of "
+      "Debian's libonnx-testdata 1.12, opsets up to 17, and saves build/conformance/<config>_<suite>.json).")
+    w("")
+    w("A test counts for the op it is named after (`test_reduce_sum_keepdims_random` for ReduceSum, "
+      "`*_expanded` tests for the function they expand); a test named after no op counts for every op in its "
+      "model. *unsupported*: the model uses an op or dtype outside the engine's scope (see "
+      "`in_scope_ops()` in src/runtime/conformance.cpp).")
+    w("")
+
+    w("## Summary")
+    w("")
+    w("| configuration | suite | flags | passed | failed | unsupported | total |")
+    w("|---|---|---|---:|---:|---:|---:|")
+    for config, suites in configs.items():
+        for suite, r in suites.items():
+            tests = r.get("tests", [])
+            count = lambda s: sum(1 for t in tests if t["status"] == s)
+            cmd = [a for a in (r.get("command") or []) if a != "--json"]
+            first_flag = next((i for i, a in enumerate(cmd) if a.startswith("-")), len(cmd))
+            flags = " ".join(cmd[first_flag:]) or "--ep " + str(r.get("ep", "?"))
+            w(f"| {config} | {suite} | `{flags}` | {count('passed')} | {count('failed')} | "
+              f"{count('unsupported')} | {len(tests)} |")
+    w("")
+
+    w("## Per op")
+    w("")
+    w("passed/total per configuration; *(n unsupported)* when some of the op's tests are out of scope.")
+    w("")
+    names = list(configs)
+    w("| op | " + " | ".join(names) + " |")
+    w("|---|" + "---|" * len(names))
+    for op in sorted(cells, key=lambda o: (o.lower(), o)):
+        row = []
+        for config in names:
+            p, f, u = cells[op][config] if config in cells[op] else (0, 0, 0)
+            total = p + f + u
+            if total == 0:
+                row.append("")
+            elif u == total:
+                row.append("unsupported")
+            else:
+                row.append(f"{p}/{total}" + (f" ({u} unsupported)" if u else ""))
+        w(f"| {op} | " + " | ".join(row) + " |")
+    w("")
+
+    w("## Tests that do not pass")
+    for config, rows in not_passing.items():
+        w("")
+        failed = [r for r in rows if r[3] != "unsupported"]
+        unsupported = [r for r in rows if r[3] == "unsupported"]
+        w(f"### {config}: {len(failed)} failed")
+        w("")
+        if failed:
+            w("| suite | test | op | reason |")
+            w("|---|---|---|---|")
+            for suite, name, op, status, detail in failed:
+                w(f"| {suite} | {name} | {md_escape(op, 60)} | {md_escape(detail)} |")
+        else:
+            w("None.")
+        w("")
+        w(f"### {config}: {len(unsupported)} unsupported")
+        w("")
+        if unsupported:
+            w("| suite | test | reason |")
+            w("|---|---|---|")
+            for suite, name, op, status, detail in unsupported:
+                w(f"| {suite} | {name} | {md_escape(detail)} |")
+        else:
+            w("None.")
+    w("")
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("json", nargs="+", help="conformance results (<config>_<suite>.json); globs are expanded")
+    p.add_argument("-o", "--output", help="write here instead of stdout (e.g. docs/ops.md)")
+    args = p.parse_args()
+    paths = []
+    for pattern in args.json:
+        matches = sorted(glob.glob(pattern))
+        if not matches:
+            p.error(f"no file matches {pattern}")
+        paths.extend(matches)
+    shown_paths = [display_path(x) for x in paths]
+    dirs = {os.path.dirname(x) for x in shown_paths}
+    if len(dirs) == 1 and len(paths) > 1:  # show the glob, not the file list
+        d = dirs.pop()
+        if sorted(glob.glob(os.path.join(os.path.dirname(paths[0]), "*.json"))) == sorted(paths):
+            shown_paths = [os.path.join(d, "*.json")]
+    shown = ["scripts/gen_ops_md.py"] + shown_paths
+    if args.output:
+        shown += ["-o", display_path(args.output)]
+    text = generate(paths, " ".join(shown))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
