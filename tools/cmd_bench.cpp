@@ -1,4 +1,4 @@
-// onnxgpu bench MODEL [run's engine and input flags] [--warmup N] [--runs N] [--json]
+// onnxgpu bench MODEL [run's engine and input flags] [--warmup N] [--runs N] [--time-limit S] [--json]
 //
 // Times whole Session::run calls (input upload, GPU work, output readback). Besides the latency it
 // reports what one run costs in WebGPU calls. Those counts come from counting wrappers that this
@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 
 #include "commands.h"
@@ -107,10 +108,15 @@ nlohmann::json stats(const std::vector<double>& v) {
           {"max", *std::max_element(v.begin(), v.end())}};
 }
 
+// The process's peak resident set: VmHWM (ru_maxrss would also count the parent's peak before exec).
 double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;  // Linux: kilobytes
+  return double(u.ru_maxrss) / 1024.0;
 }
 
 nlohmann::json plan_json(const PlanReport& p) {
@@ -163,6 +169,7 @@ struct BenchFlags {
   int warmup = 3;
   int runs = 10;
   int readback_repeats = 20;
+  double time_limit_s = 0;  // 0: none
   bool json = false;
   double rtol = 1e-3, atol = 1e-5;
 };
@@ -182,10 +189,19 @@ void bench_command(const BenchFlags& f) {
   const double session_create_ms = load_ms + first_run_ms;  // load + plan + first run (input generation excluded)
   PlanReport first_plan = session.last_plan();
 
-  for (int i = 0; i < f.warmup; ++i) outs = session.run(feeds);
+  // --time-limit: warmup and timed runs stop once it is spent (at least one timed run is kept).
+  auto t_loop = Clock::now();
+  auto over_time = [&] { return f.time_limit_s > 0 && ms_since(t_loop) > f.time_limit_s * 1000.0; };
+  int warmup_done = 0;
+  for (; warmup_done < f.warmup && !over_time(); ++warmup_done) outs = session.run(feeds);
 
   std::vector<double> ms, wait_ms, host_ms, submits, dispatches, write_bytes;
+  bool time_limited = warmup_done < f.warmup;
   for (int i = 0; i < std::max(1, f.runs); ++i) {
+    if (i > 0 && over_time()) {
+      time_limited = true;
+      break;
+    }
     Counters before = g_count;
     auto t0 = Clock::now();
     outs = session.run(feeds);
@@ -211,8 +227,10 @@ void bench_command(const BenchFlags& f) {
     const Tensor& t = feeds.at(info.name);
     j["inputs"].push_back({{"name", info.name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()}});
   }
-  j["warmup"] = f.warmup;
+  j["warmup"] = warmup_done;
   j["runs"] = ms.size();
+  j["runs_requested"] = f.runs;
+  j["time_limited"] = time_limited;
   j["latency_scope"] = "Session::run: input upload, GPU work (or CPU reference), output readback into host tensors";
   j["latency_ms"] = stats(ms);
   j["run_ms"] = ms;
@@ -267,8 +285,8 @@ void bench_command(const BenchFlags& f) {
     return;
   }
   auto st = j["latency_ms"];
-  std::printf("%s  ep=%s capture=%s  runs=%zu warmup=%d\n", f.model.c_str(), options.ep.c_str(),
-              j["capture"].get<bool>() ? "on" : "off", ms.size(), f.warmup);
+  std::printf("%s  ep=%s capture=%s  runs=%zu warmup=%d%s\n", f.model.c_str(), options.ep.c_str(),
+              j["capture"].get<bool>() ? "on" : "off", ms.size(), warmup_done, time_limited ? " (time limit)" : "");
   std::printf("latency ms: median %.3f  min %.3f  max %.3f\n", st["median"].get<double>(), st["min"].get<double>(),
               st["max"].get<double>());
   std::printf("session create %.1f ms (load %.1f, first run %.1f)  peak RSS %.1f MB\n", session_create_ms, load_ms,
@@ -297,6 +315,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--runs", f->runs, "timed runs")->check(CLI::PositiveNumber);
   cmd->add_option("--readback-repeats", f->readback_repeats, "repeats of the readback-only measurement")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--time-limit", f->time_limit_s, "stop warmup and timed runs after this many seconds (>= 1 timed run)");
   cmd->add_option("--rtol", f->rtol, "relative tolerance when comparing with --data-set outputs");
   cmd->add_option("--atol", f->atol, "absolute tolerance when comparing with --data-set outputs");
   cmd->add_flag("--json", f->json, "JSON output");
