@@ -62,6 +62,7 @@ void run_command(const RunFlags& f) {
   j["ep"] = session.options().ep;
   j["outputs"] = nlohmann::json::array();
   for (size_t i = 0; i < outs.size(); ++i) j["outputs"].push_back(tensor_summary(session.outputs()[i].name, outs[i]));
+  j["plan"] = plan_json(session.last_plan());
   j["runs"] = ms.size();
   j["run_ms"] = ms;
   if (!expected.empty()) {

@@ -142,6 +142,26 @@ std::vector<Tensor> InputFlags::expected_outputs() const {
   return r;
 }
 
+nlohmann::json plan_json(const PlanReport& p) {
+  nlohmann::json fallbacks = nlohmann::json::array();
+  for (const auto& f : p.fallbacks)
+    fallbacks.push_back({{"node", f.node}, {"op", f.op}, {"reason", f.reason}, {"dtypes", f.dtypes}});
+  return {{"ep", p.ep},
+          {"signature", p.signature},
+          {"nodes", p.nodes},
+          {"gpu_nodes", p.gpu_nodes},
+          {"cpu_nodes", p.cpu_nodes},
+          {"folded_nodes", p.folded_nodes},
+          {"segments", p.segments},
+          {"dispatches", p.dispatches},
+          {"captured", p.captured},
+          {"replayed", p.replayed},
+          {"whole_graph_fallback", p.whole_graph_fallback},
+          {"fallbacks", fallbacks},
+          {"int64", {{"strategy", p.int64_strategy}, {"tensors", p.int64_tensors}, {"on_gpu", p.int64_on_gpu}}},
+          {"gpu_buffer_bytes", p.gpu_buffer_bytes}};
+}
+
 std::string checksum(const Tensor& t) {
   uint64_t h = 1469598103934665603ull;
   if (t.dtype() == DType::String) {

@@ -35,6 +35,7 @@ struct InputFlags {
   std::vector<Tensor> expected_outputs() const;
 };
 
+nlohmann::json plan_json(const PlanReport& p);  // the plan contract of DESIGN.md
 std::string checksum(const Tensor& t);  // fnv1a64 of the raw bytes, hex
 nlohmann::json tensor_summary(const std::string& name, const Tensor& t);
 
