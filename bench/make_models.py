@@ -84,7 +84,9 @@ DESCRIPTIONS = {  # sizes in the manifest's config
 def model_config(name, size):
     """What an input generator and a report need to know about a model of this size."""
     c = SIZES[size]
-    d = {"size": size, "width": c["width"]}
+    d = {"size": size}
+    if name in ("int64_embedding", "gpt2", "gpt2_kv", "bert"):
+        d["width"] = c["width"]
     if name in ("gpt2", "gpt2_kv", "bert"):
         d.update(layers=c["layers"], heads=c["heads"])
     if name in ("gpt2", "gpt2_kv"):
