@@ -111,7 +111,10 @@ def unpack_bundle(bundle_dir):
     dest = "/tmp/onnxgpu-bench"
     os.makedirs(dest, exist_ok=True)
     with tarfile.open(os.path.join(bundle_dir, "bundle.tar.gz")) as t:
-        t.extractall(dest)
+        try:
+            t.extractall(dest, filter="data")
+        except TypeError:  # Python without extraction filters
+            t.extractall(dest)
     gl_root = os.path.join(dest, "gl")
     lib_dirs = [os.path.join(dest, "lib")]
     gl_debs = os.path.join(bundle_dir, "gl")
