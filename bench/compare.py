@@ -4,7 +4,7 @@
 One command does everything (each step is skipped when already done):
   1. models: bench/make_models.py export (torch, here only) -> inflate -> inputs for the profile;
   2. reference outputs: the peer's CPU EP writes output_K.pb next to the inputs;
-  3. timed runs, interleaved A B A B: for each round, for each model, for each configuration pair,
+  3. timed runs, interleaved A B A B: for each round, for each configuration pair, for each model,
      onnxgpu (A) then the peer (B), every run a fresh process on the same input .pb files:
        onnxgpu webgpu capture    vs  peer webgpu capture with --dim pinning (its capture needs static shapes)
        onnxgpu webgpu no-capture vs  peer webgpu (no capture)
@@ -322,22 +322,19 @@ def prepare_model(r, model, model_path, data_dir):
            "--runs", "1", "--warmup", "0", "--json"])
 
 
-def bench_round(r, rnd, model, model_path, data_dir, dims):
-    """One round on one model: for each configuration pair, onnxgpu (A) then the peer (B)."""
+def bench_pair(r, rnd, pair, model, model_path, data_dir, dims):
+    """One configuration pair on one model: onnxgpu (A), then the peer (B)."""
     a = r.a
+    if r.over_deadline():
+        log(f"deadline ({a.deadline:.0f} s) reached: round {rnd}, {pair}, {model} not run")
+        return
     common_og = ["--data-set", data_dir, "--warmup", str(a.warmup), "--runs", str(a.runs),
                  "--time-limit", str(a.time_limit), "--json"] + TOL
     common_peer = ["--input-dir", data_dir, "--ref-dir", data_dir, "--warmup", str(a.warmup), "--runs",
                    str(a.runs), "--json"] + TOL
-    for pair in PAIRS:
-        if pair not in a.configs:
-            continue
-        if r.over_deadline():
-            log(f"deadline ({a.deadline:.0f} s) reached: round {rnd} of {model} stops before {pair}")
-            return
-        r.run("onnxgpu", model, pair, rnd, [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + common_og)
-        peer_args = PEER_CONFIGS[pair] + (dims_args(dims) if pair == "capture" else [])
-        r.run("peer", model, pair, rnd, [r.peer, model_path] + peer_args + common_peer)
+    r.run("onnxgpu", model, pair, rnd, [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + common_og)
+    peer_args = PEER_CONFIGS[pair] + (dims_args(dims) if pair == "capture" else [])
+    r.run("peer", model, pair, rnd, [r.peer, model_path] + peer_args + common_peer)
 
 
 def machine_description(onnxgpu, env):
@@ -744,8 +741,8 @@ cd bench && PYTHONUNBUFFERED=1 python3 compare.py --profile h200 --bundle .carry
 
 It unpacks the bundle into /tmp/onnxgpu-bench, inflates the full models into bench/models (1.7 GB of disk
 there), writes the inputs (batch 1 and sequence 128 for gpt2, bert and int64_embedding; the decode step has 1
-new token after 127 past tokens; cnn batch 8 at 224x224; mlp batch 16), then runs the matrix, round 1 over every
-model first, 30 timed runs and 5 warmup runs per process. `--deadline` (470 s by default there, counted from
+new token after 127 past tokens; cnn batch 8 at 224x224; mlp batch 16), then runs the matrix: capture on every
+model, then no-capture, then cpu, then the second round; 30 timed runs and 5 warmup runs per process. `--deadline` (470 s by default there, counted from
 the start) stops starting processes, and a process that overruns it by a minute is killed, so the command
 ends inside the 10-minute limit; the report covers what ran (the rounds column), and what is under $OUT comes
 back even when the command is cut. A shorter first call: add `--models mlp,gpt2_kv,gpt2 --rounds 1`. Back
@@ -844,10 +841,12 @@ def main():
     for m in models:
         if not r.over_deadline():
             prepare_model(r, m, path[m], data[m])
-    # Round after round over all models, so that a deadline leaves every model with its first round.
+    # Round after round; in a round, configuration after configuration (capture, no-capture, cpu) over all
+    # models: a deadline cuts later rounds first, then the cpu rows of the last round.
     for rnd in range(1, a.rounds + 1):
-        for m in models:
-            bench_round(r, rnd, m, path[m], data[m], make_models.PROFILES[a.profile][m])
+        for pair in [p for p in PAIRS if p in a.configs]:
+            for m in models:
+                bench_pair(r, rnd, pair, m, path[m], data[m], make_models.PROFILES[a.profile][m])
     r.raw.close()
     meta, recs = load_raw(a.raw)
     build_report(meta, recs, a.doc, a.chart, command)
