@@ -79,7 +79,6 @@ struct Plan {
   std::vector<Step> steps;
   std::vector<OutputSource> outputs;
   std::shared_ptr<wg::Buffer> status;
-  std::vector<size_t> dispatch_node;  // node index of each dispatch (its status word)
   std::deque<Tensor> constants;       // folded values (stable addresses)
   PlanReport report;
 
@@ -180,7 +179,7 @@ std::string status_message(uint32_t flags) {
 static void execute(Plan& plan, const ir::Model& model, const Int64Policy& policy, size_t from, size_t to, bool final,
                     std::vector<Tensor>* outputs) {
   wg::Device& dev = *plan.device;
-  std::vector<uint32_t> status(plan.dispatch_node.size() + 1, 0);
+  std::vector<uint32_t> status(model.graph.nodes.size() + 1, 0);  // one word per node
   std::vector<std::vector<std::byte>> out_bytes(plan.outputs.size());
   std::vector<wg::ReadRequest> reads;
   if (final) {
@@ -220,9 +219,9 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
   }
   if (!final) return;
   if (!read_done) dev.read(reads);
-  for (size_t d = 0; d < plan.dispatch_node.size(); ++d)
+  for (size_t d = 0; d < model.graph.nodes.size(); ++d)
     if (status[d]) {
-      const ir::Node& n = model.graph.nodes[plan.dispatch_node[d]];
+      const ir::Node& n = model.graph.nodes[d];
       throw InvalidArgument(n.describe() + " on the GPU: " + status_message(status[d]));
     }
   outputs->clear();
@@ -278,7 +277,9 @@ class Planner {
   std::map<uint64_t, std::vector<int>> free_;
   std::unordered_map<std::string, size_t> last_use_;
   std::set<std::string> graph_outputs_;
-  std::vector<std::pair<wg::DispatchSpec, std::vector<int>>> pending_;  // dispatch + bound slots
+  // Dispatches of the open segment, with the (slot, bytes) they bind: bytes are taken when the
+  // dispatch is recorded, since a slot may be reused for a value of another size later.
+  std::vector<std::pair<wg::DispatchSpec, std::vector<std::pair<int, uint64_t>>>> pending_;
   std::vector<size_t> pending_nodes_;
   size_t executed_ = 0;
 };
@@ -429,20 +430,22 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
   std::vector<int> temp_slots;
   for (const auto& t : ctx.temps) temp_slots.push_back(alloc(gpu_bytes(t.dtype, t.shape, policy_)));
   for (auto& d : ctx.dispatches) {
-    std::vector<int> bound;
+    std::vector<std::pair<int, uint64_t>> bound;
     for (const auto& b : d.bindings) {
+      int slot = -1;
       switch (b.kind) {
-        case wg::ValueRef::Kind::Input: bound.push_back(slot_of(node.inputs.at(size_t(b.index)))); break;
+        case wg::ValueRef::Kind::Input: slot = slot_of(node.inputs.at(size_t(b.index))); break;
         case wg::ValueRef::Kind::Output:
           if (out_slots.at(size_t(b.index)) < 0) {  // an unwanted output the kernel writes anyway
             const auto& o = ctx.outputs.at(size_t(b.index));
             temp_slots.push_back(alloc(gpu_bytes(o.dtype, o.shape, policy_)));
             out_slots[size_t(b.index)] = temp_slots.back();
           }
-          bound.push_back(out_slots[size_t(b.index)]);
+          slot = out_slots[size_t(b.index)];
           break;
-        case wg::ValueRef::Kind::Temp: bound.push_back(temp_slots.at(size_t(b.index))); break;
+        case wg::ValueRef::Kind::Temp: slot = temp_slots.at(size_t(b.index)); break;
       }
+      bound.emplace_back(slot, plan_.slots[size_t(slot)].bytes);
     }
     pending_.emplace_back(std::move(d), std::move(bound));
     pending_nodes_.push_back(index);
@@ -466,7 +469,7 @@ void Planner::close_segment() {
   std::vector<uint32_t> data(total / 4, 0);
   for (size_t i = 0; i < pending_.size(); ++i) {
     auto& u = pending_[i].first.uniforms;
-    u[0] = uint32_t(plan_.dispatch_node.size() + i);  // this dispatch's status word
+    u[0] = uint32_t(pending_nodes_[i]);  // the status word of this dispatch's node
     std::memcpy(data.data() + offsets[i] / 4, u.data(), u.size() * 4);
   }
   Step step;
@@ -478,12 +481,9 @@ void Planner::close_segment() {
     std::vector<wg::BufferBinding> entries;
     entries.emplace_back(step.uniforms->get(), offsets[i], uint64_t((d.uniforms.size() * 4 + 15) / 16 * 16));
     entries.emplace_back(plan_.status->get(), 0, plan_.status->capacity);
-    for (int s : slots) {
-      const Slot& slot = plan_.slots[size_t(s)];
-      entries.emplace_back(slot.buffer->get(), 0, std::max<uint64_t>((slot.bytes + 3) / 4 * 4, 4));
-    }
+    for (const auto& [s, bytes] : slots)
+      entries.emplace_back(plan_.slots[size_t(s)].buffer->get(), 0, std::max<uint64_t>((bytes + 3) / 4 * 4, 4));
     step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z});
-    plan_.dispatch_node.push_back(pending_nodes_[i]);
   }
   plan_.report.dispatches += int(pending_.size());
   plan_.report.segments++;
@@ -556,7 +556,7 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds, std::v
     for (const auto& in : g_.nodes[i].inputs) last_use_[in] = i;
     for (const auto& in : implicit_inputs(g_.nodes[i])) last_use_[in] = i;
   }
-  plan_.status = std::make_shared<wg::Buffer>(dev.create_buffer(4 * (g_.nodes.size() * 4 + 64), wg::kStorageUsage, "onnxgpu status"));
+  plan_.status = std::make_shared<wg::Buffer>(dev.create_buffer(4 * (g_.nodes.size() + 1), wg::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
   for (const auto& [name, t] : feeds) {
     wg::shader::type_info(t.dtype(), policy_);

@@ -1,7 +1,438 @@
+// Conv and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe): a direct
+// convolution, one invocation per output element, accumulating in f32 over the input channels of its
+// group and the kernel window. Output shapes are computed exactly as the CPU reference (src/cpu/conv.cpp).
+// The spatial rank shapes the WGSL; every size, stride, dilation and pad is a uniform.
+#include "webgpu/device.h"
+#include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::webgpu {
 
-void register_conv(GpuKernelRegistry& r) {}
+namespace {
+
+bool conv_type(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+
+int64_t get_group(const GpuKernelContext& ctx) {
+  int64_t g = ctx.node.attr_int("group", 1);
+  if (g <= 0) ctx.fail("group must be positive, got " + std::to_string(g));
+  return g;
+}
+
+void check_kernel_shape_attr(const GpuKernelContext& ctx, const Shape& from_weights) {
+  std::vector<int64_t> ks = ctx.node.attr_ints("kernel_shape", {});
+  if (!ks.empty() && Shape(ks) != from_weights)
+    ctx.fail("kernel_shape " + shape_str(ks) + " does not match the weights' spatial dims " + shape_str(from_weights));
+}
+
+// Common checks of X, W and B (dtype, ranks). Returns whether there is a bias.
+bool check_inputs(const GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  std::string xd = std::string(dtype_name(t)) + " " + shape_str(ctx.shape(0));
+  if (!conv_type(t)) ctx.fail("X must be float16, float32 or float64, got " + xd);
+  if (ctx.dtype(1) != t) ctx.fail("W is " + std::string(dtype_name(ctx.dtype(1))) + " but X is " + xd);
+  if (ctx.shape(0).size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + xd);
+  if (ctx.shape(1).size() != ctx.shape(0).size())
+    ctx.fail("weights W " + shape_str(ctx.shape(1)) + " must have the rank of X " + shape_str(ctx.shape(0)));
+  if (!ctx.has_input(2)) return false;
+  if (ctx.dtype(2) != t || ctx.shape(2).size() != 1)
+    ctx.fail("B must be a 1-D tensor of X's type, got " + std::string(dtype_name(ctx.dtype(2))) + " " +
+             shape_str(ctx.shape(2)));
+  return true;
+}
+
+// Splits the spatial linear index `sp` of the output into per-dim positions, into `var <name>: array<i32, R>`
+// holding pos * mul(d) + add(d) for the given uniform arrays (WGSL).
+std::string split_spatial(size_t r, const std::string& name, const std::string& expr) {
+  std::string R = std::to_string(r);
+  return "  var " + name + ": array<i32, " + R + ">;\n"
+         "  var rem = sp;\n"
+         "  for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+         "    let od = i32(rem % y_shape(u32(d) + 2u));\n"
+         "    rem = rem / y_shape(u32(d) + 2u);\n"
+         "    " + name + "[d] = " + expr + ";\n"
+         "  }\n";
+}
+
+// Conv as an implicit GEMM per group: Y[m, col] = sum_kk W[m, kk] * X̂[kk, col] with kk = (c, kernel
+// position) and col = (n, output position), X̂ gathered from X on the fly (zero in the padding). A
+// workgroup of 256 computes a 64 x 64 tile of Y (4 x 4 per invocation), staging 16-deep slices of W and
+// X̂ in workgroup memory. Used when a group has enough output channels to fill the tile's rows.
+constexpr uint32_t kTile = 64, kTileK = 16;
+
+bool use_tiled(const GpuKernelContext& ctx, int64_t Mg, int64_t group) {
+  uint32_t storage = 2 * kTile * kTileK * 4;
+  return Mg >= 16 && group <= int64_t(ctx.limits.max_compute_workgroups_per_dimension) && ctx.limits.max_compute_workgroup_storage_size >= storage &&
+         ctx.limits.max_compute_invocations_per_workgroup >= 256 && ctx.limits.max_compute_workgroup_size_x >= 256;
+}
+
+void conv_tiled(GpuKernelContext& ctx, const cpu::nn::Window& win, int64_t group, bool has_bias, const Shape& out) {
+  const Shape& xs = ctx.shape(0);
+  const Shape& ws = ctx.shape(1);
+  DType t = ctx.dtype(0);
+  size_t r = xs.size() - 2;
+  int64_t Mg = ws[0] / group, K = ws[1] * shape_numel(Shape(ws.begin() + 2, ws.end()));
+  int64_t cols = xs[0] * shape_numel(win.out);
+  auto p = ctx.program("conv_tiled" + std::to_string(r) + "d" + (has_bias ? "_bias" : ""));
+  p.input("x", t, xs);
+  p.input("w", t, ws);
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  if (has_bias) {
+    p.input("b", t, ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  p.output("y", t, out);
+  binds.push_back(ctx.out(0));
+  p.uniform("mg_n", uint32_t(Mg));
+  p.uniform("k_len", uint32_t(K));
+  p.uniform("cols", uint32_t(cols));
+  p.uniform("in_sz", uint32_t(shape_numel(Shape(xs.begin() + 2, xs.end()))));
+  p.uniform("k_sz", uint32_t(shape_numel(Shape(ws.begin() + 2, ws.end()))));
+  p.uniform("out_sz", uint32_t(shape_numel(win.out)));
+  convutil::int_array(p, "stride", win.strides);
+  convutil::int_array(p, "dil", win.dilations);
+  convutil::int_array(p, "pad", win.pad_begin);
+  p.declare("var<workgroup> As: array<f32, " + std::to_string(kTile * kTileK) + ">;\n"
+            "var<workgroup> Bs: array<f32, " + std::to_string(kTile * kTileK) + ">;");
+  std::string R = std::to_string(r);
+  std::string body =
+      "  let tiles_m = (mg_n() + 63u) / 64u;\n"
+      "  let tiles = tiles_m * ((cols() + 63u) / 64u);\n"
+      "  if (wg >= tiles) { return; }\n"
+      "  let g = wid.z;\n"
+      "  let m0 = (wg % tiles_m) * 64u;\n"
+      "  let c0 = (wg / tiles_m) * 64u;\n"
+      "  let cg = w_shape(1u);\n"
+      // The X̂ column this invocation loads, and where its window starts.
+      "  let bcol = c0 + lid % 64u;\n"
+      "  let bvalid = bcol < cols();\n"
+      "  let bn = select(0u, bcol / out_sz(), bvalid);\n"
+      "  var base: array<i32, " + R + ">;\n"
+      "  var rem = bcol % out_sz();\n"
+      "  for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "    let od = i32(rem % y_shape(u32(d) + 2u));\n"
+      "    rem = rem / y_shape(u32(d) + 2u);\n"
+      "    base[d] = od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)));\n"
+      "  }\n"
+      "  let xbase = (bn * x_shape(1u) + g * cg) * in_sz();\n"
+      // The W row this invocation loads (4 consecutive kk).
+      "  let am = m0 + lid / 4u;\n"
+      "  let arow = (g * mg_n() + am) * k_len();\n"
+      "  let tm = lid / 16u;\n"
+      "  let tn = lid % 16u;\n"
+      "  var acc0 = vec4<f32>(0.0);\n"
+      "  var acc1 = vec4<f32>(0.0);\n"
+      "  var acc2 = vec4<f32>(0.0);\n"
+      "  var acc3 = vec4<f32>(0.0);\n"
+      "  for (var k0 = 0u; k0 < k_len(); k0 = k0 + 16u) {\n"
+      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+      "      let kr = (lid % 4u) * 4u + j;\n"
+      "      let kk = k0 + kr;\n"
+      "      var v = 0.0;\n"
+      "      if (am < mg_n() && kk < k_len()) { v = to_f32_$w(w_load(arow + kk)); }\n"
+      "      As[kr * 64u + lid / 4u] = v;\n"
+      "    }\n"
+      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+      "      let kr = lid / 64u + 4u * j;\n"
+      "      let kk = k0 + kr;\n"
+      "      var v = 0.0;\n"
+      "      if (bvalid && kk < k_len()) {\n"
+      "        let c = kk / k_sz();\n"
+      "        var kq = kk % k_sz();\n"
+      "        var off = 0u;\n"
+      "        var inside = true;\n"
+      "        for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "          let kd = i32(kq % w_shape(u32(d) + 2u));\n"
+      "          kq = kq / w_shape(u32(d) + 2u);\n"
+      "          let pd = base[d] + kd * bitcast<i32>(dil(u32(d)));\n"
+      "          if (pd < 0i || pd >= i32(x_shape(u32(d) + 2u))) { inside = false; break; }\n"
+      "          off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
+      "        }\n"
+      "        if (inside) { v = to_f32_$x(x_load(xbase + c * in_sz() + off)); }\n"
+      "      }\n"
+      "      Bs[kr * 64u + lid % 64u] = v;\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "    for (var kr = 0u; kr < 16u; kr = kr + 1u) {\n"
+      "      let ai = kr * 64u + tm * 4u;\n"
+      "      let bi = kr * 64u + tn * 4u;\n"
+      "      let b = vec4<f32>(Bs[bi], Bs[bi + 1u], Bs[bi + 2u], Bs[bi + 3u]);\n"
+      "      acc0 = acc0 + As[ai] * b;\n"
+      "      acc1 = acc1 + As[ai + 1u] * b;\n"
+      "      acc2 = acc2 + As[ai + 2u] * b;\n"
+      "      acc3 = acc3 + As[ai + 3u] * b;\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "  }\n"
+      "  let accs = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);\n"
+      "  for (var i = 0u; i < 4u; i = i + 1u) {\n"
+      "    let m = m0 + tm * 4u + i;\n"
+      "    if (m >= mg_n()) { break; }\n"
+      "    let mm = g * mg_n() + m;\n"
+      "    let bias = " + std::string(has_bias ? "to_f32_$b(b_load(mm))" : "0.0") + ";\n"
+      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+      "      let col = c0 + tn * 4u + j;\n"
+      "      if (col >= cols()) { break; }\n"
+      "      let n = col / out_sz();\n"
+      "      y_store((n * y_shape(1u) + mm) * out_sz() + col % out_sz(), from_f32_$y(accs[i][j] + bias));\n"
+      "    }\n"
+      "  }";
+  p.body(body);
+  int64_t tiles = ((Mg + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  if (tiles == 0) return;
+  uint32_t gx, gy;
+  grid_for(uint64_t(tiles) * 256, 256, ctx.limits, gx, gy);
+  ctx.dispatch(p, binds, gx, gy, uint32_t(group));
+}
+
+// Conv (float, optional bias B) and ConvInteger (int8/uint8 X and W with optional zero points, int32 Y,
+// exact integer accumulation).
+void conv(GpuKernelContext& ctx, bool integer) {
+  bool has_bias = false, has_xz = false, has_wz = false;
+  const Shape& xs = ctx.shape(0);
+  const Shape& ws = ctx.shape(1);
+  DType t = ctx.dtype(0);
+  if (!integer) {
+    has_bias = check_inputs(ctx);
+  } else {
+    auto q = [](DType d) { return d == DType::Int8 || d == DType::UInt8; };
+    if (!q(t) || !q(ctx.dtype(1)))
+      ctx.fail("X and W must be int8 or uint8, got " + std::string(dtype_name(t)) + " and " +
+               std::string(dtype_name(ctx.dtype(1))));
+    if (xs.size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(xs));
+    if (ws.size() != xs.size()) ctx.fail("weights W " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
+    has_xz = ctx.has_input(2);
+    has_wz = ctx.has_input(3);
+    if (has_xz && (shape_numel(ctx.shape(2)) != 1 || ctx.dtype(2) != t))
+      ctx.fail("x_zero_point must be a scalar of X's type, got " + std::string(dtype_name(ctx.dtype(2))) + " " +
+               shape_str(ctx.shape(2)));
+    if (has_wz && (ctx.dtype(3) != ctx.dtype(1) || (shape_numel(ctx.shape(3)) != 1 && shape_numel(ctx.shape(3)) != ws[0])))
+      ctx.fail("w_zero_point must be a scalar or have one value per output channel (" + std::to_string(ws[0]) +
+               ") of W's type, got " + std::string(dtype_name(ctx.dtype(3))) + " " + shape_str(ctx.shape(3)));
+  }
+  DType yt = integer ? DType::Int32 : t;
+  int64_t group = get_group(ctx);
+  int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
+  if (C != Cg * group)
+    ctx.fail("X " + shape_str(xs) + " has " + std::to_string(C) + " channels but W " + shape_str(ws) + " with group " +
+             std::to_string(group) + " expects " + std::to_string(Cg * group));
+  if (M % group != 0)
+    ctx.fail("W " + shape_str(ws) + " has " + std::to_string(M) + " output channels, not divisible by group " +
+             std::to_string(group));
+  if (has_bias && ctx.shape(2)[0] != M)
+    ctx.fail("bias B has " + std::to_string(ctx.shape(2)[0]) + " elements but W " + shape_str(ws) + " has " +
+             std::to_string(M) + " output channels");
+  size_t r = xs.size() - 2;
+  Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
+  check_kernel_shape_attr(ctx, k_sp);
+  cpu::nn::Window win = convutil::window(ctx, in_sp, k_sp, false);
+  Shape out{N, M};
+  out.insert(out.end(), win.out.begin(), win.out.end());
+  ctx.set_output(0, yt, out);
+  convutil::check_i32(ctx, convutil::dims(xs), "input dim");
+  convutil::check_i32(ctx, convutil::dims(out), "output dim");
+  convutil::check_i32(ctx, win.strides, "stride");
+  convutil::check_i32(ctx, win.dilations, "dilation");
+  convutil::check_i32(ctx, win.pad_begin, "pad");
+  if (!integer && use_tiled(ctx, M / group, group)) {
+    conv_tiled(ctx, win, group, has_bias, out);
+    return;
+  }
+
+  auto p = ctx.program(std::string(integer ? "convinteger" : "conv") + std::to_string(r) + "d" +
+                       (has_bias ? "_bias" : "") + (has_xz ? "_xz" : "") + (has_wz ? "_wz" : ""));
+  p.input("x", t, xs);
+  p.input("w", ctx.dtype(1), ws);
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  if (has_bias) {
+    p.input("b", t, ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  if (has_xz) {
+    p.input("xz", ctx.dtype(2), ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  if (has_wz) {
+    p.input("wz", ctx.dtype(3), ctx.shape(3));
+    binds.push_back(ctx.in(3));
+  }
+  p.output("y", yt, out);
+  binds.push_back(ctx.out(0));
+  p.uniform("groups", uint32_t(group));
+  p.uniform("in_sz", uint32_t(shape_numel(in_sp)));
+  p.uniform("k_sz", uint32_t(shape_numel(k_sp)));
+  p.uniform("out_sz", uint32_t(shape_numel(win.out)));
+  convutil::int_array(p, "stride", win.strides);
+  convutil::int_array(p, "dil", win.dilations);
+  convutil::int_array(p, "pad", win.pad_begin);
+  p.set_threads(uint64_t(shape_numel(out)));
+  std::string R = std::to_string(r);
+  std::string init, term;
+  if (integer) {
+    init = "  var acc = 0i;\n"
+           "  let xzv = " + std::string(has_xz ? "i32(xz_load(0u))" : "0i") + ";\n"
+           "  let wzv = " + std::string(has_wz ? "i32(wz_load(select(0u, m, wz_numel() > 1u)))" : "0i") + ";\n";
+    term = "(i32(x_load(x0 + c * in_sz() + off)) - xzv) * (i32(w_load(w0 + c * k_sz() + ki)) - wzv)";
+  } else {
+    init = "  var acc = " + std::string(has_bias ? "to_f32_$b(b_load(m))" : "0.0") + ";\n";
+    term = "to_f32_$x(x_load(x0 + c * in_sz() + off)) * to_f32_$w(w_load(w0 + c * k_sz() + ki))";
+  }
+  std::string body =
+      "  let sp = gi % out_sz();\n"
+      "  let nm = gi / out_sz();\n"
+      "  let m = nm % y_shape(1u);\n"
+      "  let n = nm / y_shape(1u);\n"
+      "  let cg = w_shape(1u);\n"
+      "  let g = m / (y_shape(1u) / groups());\n" +
+      split_spatial(r, "base", "od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)))") +
+      "  let x0 = (n * x_shape(1u) + g * cg) * in_sz();\n"
+      "  let w0 = m * cg * k_sz();\n"
+      + init +
+      "  for (var ki = 0u; ki < k_sz(); ki = ki + 1u) {\n"
+      "    var kr = ki;\n"
+      "    var off = 0u;\n"
+      "    var inside = true;\n"
+      "    for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "      let kd = i32(kr % w_shape(u32(d) + 2u));\n"
+      "      kr = kr / w_shape(u32(d) + 2u);\n"
+      "      let pd = base[d] + kd * bitcast<i32>(dil(u32(d)));\n"
+      "      if (pd < 0i || pd >= i32(x_shape(u32(d) + 2u))) { inside = false; break; }\n"
+      "      off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
+      "    }\n"
+      "    if (!inside) { continue; }\n"
+      "    for (var c = 0u; c < cg; c = c + 1u) {\n"
+      "      acc = acc + " + term + ";\n"
+      "    }\n"
+      "  }\n"
+      "  y_store(gi, " + (integer ? "acc" : "from_f32_$y(acc)") + ");";
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
+void conv_transpose(GpuKernelContext& ctx) {
+  bool has_bias = check_inputs(ctx);
+  const Shape& xs = ctx.shape(0);
+  const Shape& ws = ctx.shape(1);
+  DType t = ctx.dtype(0);
+  const ir::Node& node = ctx.node;
+  int64_t group = get_group(ctx);
+  int64_t N = xs[0], C = xs[1], Mg = ws[1], M = Mg * group;
+  if (ws[0] != C)
+    ctx.fail("X " + shape_str(xs) + " has " + std::to_string(C) + " channels but W " + shape_str(ws) + " expects " +
+             std::to_string(ws[0]));
+  if (C % group != 0) ctx.fail("X has " + std::to_string(C) + " channels, not divisible by group " + std::to_string(group));
+  if (has_bias && ctx.shape(2)[0] != M)
+    ctx.fail("B must be a 1-D tensor of X's type with " + std::to_string(M) + " values, got " +
+             std::string(dtype_name(ctx.dtype(2))) + " " + shape_str(ctx.shape(2)));
+  size_t r = xs.size() - 2;
+  Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
+  check_kernel_shape_attr(ctx, k_sp);
+  auto get = [&](const char* name, size_t count, int64_t def) {
+    std::vector<int64_t> v = node.attr_ints(name, {});
+    if (v.empty()) v.assign(count, def);
+    if (v.size() != count)
+      ctx.fail(std::string("attribute '") + name + "' has " + std::to_string(v.size()) + " values, expected " +
+               std::to_string(count));
+    return v;
+  };
+  std::vector<int64_t> strides = get("strides", r, 1), dil = get("dilations", r, 1), opad = get("output_padding", r, 0);
+  std::vector<int64_t> pads = get("pads", 2 * r, 0);
+  std::vector<int64_t> out_attr = node.attr_ints("output_shape", {});
+  if (out_attr.size() == r + 2) out_attr.erase(out_attr.begin(), out_attr.begin() + 2);
+  if (!out_attr.empty() && out_attr.size() != r)
+    ctx.fail("output_shape " + shape_str(out_attr) + " must have one value per spatial dim (" + std::to_string(r) + ")");
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+    ctx.fail("unknown auto_pad '" + auto_pad + "'");
+  std::vector<int64_t> pb(r), out_sp(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (strides[i] <= 0 || dil[i] <= 0) ctx.fail("strides and dilations must be positive");
+    int64_t full = strides[i] * (in_sp[i] - 1) + opad[i] + (k_sp[i] - 1) * dil[i] + 1;
+    bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    if (!out_attr.empty() || same) {
+      int64_t o = !out_attr.empty() ? out_attr[i] : in_sp[i] * strides[i];
+      int64_t total = full - o;
+      pb[i] = auto_pad == "SAME_UPPER" ? cpu::nn::floor_div(total, 2) : total - cpu::nn::floor_div(total, 2);
+      out_sp[i] = o;
+    } else if (auto_pad == "VALID") {
+      pb[i] = 0;
+      out_sp[i] = full;
+    } else {
+      pb[i] = pads[i];
+      out_sp[i] = full - pads[i] - pads[i + r];
+    }
+    if (out_sp[i] < 0) ctx.fail("the output would have a negative size along spatial dim " + std::to_string(i));
+  }
+  Shape out{N, M};
+  out.insert(out.end(), out_sp.begin(), out_sp.end());
+  ctx.set_output(0, t, out);
+  convutil::check_i32(ctx, convutil::dims(xs), "input dim");
+  convutil::check_i32(ctx, convutil::dims(out), "output dim");
+  convutil::check_i32(ctx, strides, "stride");
+  convutil::check_i32(ctx, dil, "dilation");
+  convutil::check_i32(ctx, pb, "pad");
+
+  auto p = ctx.program("convtranspose" + std::to_string(r) + "d" + (has_bias ? "_bias" : ""));
+  p.input("x", t, xs);
+  p.input("w", t, ws);
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  if (has_bias) {
+    p.input("b", t, ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  p.output("y", t, out);
+  binds.push_back(ctx.out(0));
+  p.uniform("groups", uint32_t(group));
+  p.uniform("in_sz", uint32_t(shape_numel(in_sp)));
+  p.uniform("k_sz", uint32_t(shape_numel(k_sp)));
+  p.uniform("out_sz", uint32_t(shape_numel(out_sp)));
+  convutil::int_array(p, "stride", strides);
+  convutil::int_array(p, "dil", dil);
+  convutil::int_array(p, "pad", pb);
+  p.set_threads(uint64_t(shape_numel(out)));
+  std::string R = std::to_string(r);
+  // Output position q receives x[i] * w[k] where i * stride + k * dil - pad = q.
+  std::string body =
+      "  let sp = gi % out_sz();\n"
+      "  let nm = gi / out_sz();\n"
+      "  let m = nm % y_shape(1u);\n"
+      "  let n = nm / y_shape(1u);\n"
+      "  let mg_n = w_shape(1u);\n"
+      "  let cg = x_shape(1u) / groups();\n"
+      "  let g = m / mg_n;\n"
+      "  let mg = m % mg_n;\n" +
+      split_spatial(r, "q", "od + bitcast<i32>(pad(u32(d)))") +
+      "  let x0 = (n * x_shape(1u) + g * cg) * in_sz();\n"
+      "  let w0 = (g * cg * mg_n + mg) * k_sz();\n"
+      "  let wc = mg_n * k_sz();\n"
+      "  var acc = " + std::string(has_bias ? "to_f32_$b(b_load(m))" : "0.0") + ";\n"
+      "  for (var ki = 0u; ki < k_sz(); ki = ki + 1u) {\n"
+      "    var kr = ki;\n"
+      "    var off = 0u;\n"
+      "    var inside = true;\n"
+      "    for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "      let kd = i32(kr % w_shape(u32(d) + 2u));\n"
+      "      kr = kr / w_shape(u32(d) + 2u);\n"
+      "      let s = bitcast<i32>(stride(u32(d)));\n"
+      "      let td = q[d] - kd * bitcast<i32>(dil(u32(d)));\n"
+      "      if (td < 0i || td % s != 0i || td / s >= i32(x_shape(u32(d) + 2u))) { inside = false; break; }\n"
+      "      off = off + u32(td / s) * x_stride(u32(d) + 2u);\n"
+      "    }\n"
+      "    if (!inside) { continue; }\n"
+      "    for (var c = 0u; c < cg; c = c + 1u) {\n"
+      "      acc = acc + to_f32_$x(x_load(x0 + c * in_sz() + off)) * to_f32_$w(w_load(w0 + c * wc + ki));\n"
+      "    }\n"
+      "  }\n"
+      "  y_store(gi, from_f32_$y(acc));";
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
+}  // namespace
+
+void register_conv(GpuKernelRegistry& r) {
+  r.add("Conv", [](GpuKernelContext& ctx) { conv(ctx, false); });
+  r.add("ConvInteger", [](GpuKernelContext& ctx) { conv(ctx, true); });
+  r.add("ConvTranspose", conv_transpose);
+}
 
 }  // namespace onnxgpu::webgpu

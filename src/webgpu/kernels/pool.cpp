@@ -1,7 +1,228 @@
+// Pools on the GPU: AveragePool, MaxPool (with the optional Indices output), LpPool — one invocation per
+// output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — one workgroup
+// per (n, c) row with a shared-memory tree reduction. Window geometry and output shapes are the CPU
+// reference's (src/cpu/pool.cpp, cpu::nn::make_window); sums are accumulated in f32.
+#include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/device.h"
 
 namespace onnxgpu::webgpu {
 
-void register_pool(GpuKernelRegistry& r) {}
+namespace {
+
+enum class PoolKind { Average, Max, Lp };
+
+bool pool_type(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
+
+void check_input(const GpuKernelContext& ctx, bool allow_int8) {
+  DType t = ctx.dtype(0);
+  std::string xd = std::string(dtype_name(t)) + " " + shape_str(ctx.shape(0));
+  if (!(pool_type(t) || (allow_int8 && (t == DType::Int8 || t == DType::UInt8))))
+    ctx.fail("input X has unsupported type: " + xd);
+  if (ctx.shape(0).size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + xd);
+}
+
+float lp_p(const GpuKernelContext& ctx) {
+  const ir::Attribute* a = ctx.node.attr("p");
+  if (!a) return 2.0f;
+  double p = a->kind == ir::Attribute::Kind::Float ? double(a->f) : double(a->i);
+  if (!(p > 0)) ctx.fail("attribute 'p' must be positive, got " + std::to_string(p));
+  return float(p);
+}
+
+// |v|^p with 0^p = 0 (WGSL's pow is undefined for a zero base).
+const char* kLpPow = "fn lp_pow(a: f32, e: f32) -> f32 { return select(pow(a, e), 0.0, a == 0.0); }\n";
+
+void pool(GpuKernelContext& ctx, PoolKind kind) {
+  check_input(ctx, kind == PoolKind::Max);
+  const ir::Node& node = ctx.node;
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  std::vector<int64_t> ks = node.attr_ints("kernel_shape", {});
+  if (ks.empty()) ctx.fail("attribute 'kernel_shape' is required");
+  Shape in_sp(xs.begin() + 2, xs.end());
+  bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  cpu::nn::Window win = convutil::window(ctx, in_sp, ks, ceil_mode);
+  bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  int64_t storage_order = node.attr_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) ctx.fail("storage_order must be 0 or 1");
+  float p_value = kind == PoolKind::Lp ? lp_p(ctx) : 0.0f;
+  Shape out{xs[0], xs[1]};
+  out.insert(out.end(), win.out.begin(), win.out.end());
+  bool want_indices = kind == PoolKind::Max && ctx.output_wanted(1);
+  ctx.set_output(0, t, out);
+  if (want_indices) ctx.set_output(1, DType::Int64, out);
+  convutil::check_i32(ctx, convutil::dims(xs), "input dim");
+  convutil::check_i32(ctx, convutil::dims(out), "output dim");
+  convutil::check_i32(ctx, win.strides, "stride");
+  convutil::check_i32(ctx, win.dilations, "dilation");
+  convutil::check_i32(ctx, win.pad_begin, "pad");
+  convutil::check_i32(ctx, win.pad_end, "pad");
+
+  size_t r = in_sp.size();
+  std::string R = std::to_string(r);
+  std::string name = kind == PoolKind::Max ? "maxpool" : kind == PoolKind::Average ? "avgpool" : "lppool";
+  if (include_pad && kind == PoolKind::Average) name += "_incpad";
+  if (want_indices) name += storage_order ? "_indices_colmajor" : "_indices";
+  auto p = ctx.program(name + std::to_string(r) + "d");
+  p.input("x", t, xs);
+  p.output("y", t, out);
+  std::vector<ValueRef> binds{ctx.in(0), ctx.out(0)};
+  if (want_indices) {
+    p.output("ind", DType::Int64, out);
+    binds.push_back(ctx.out(1));
+  }
+  p.uniform("in_sz", uint32_t(shape_numel(in_sp)));
+  p.uniform("k_sz", uint32_t(shape_numel(ks)));
+  p.uniform("out_sz", uint32_t(shape_numel(win.out)));
+  convutil::int_array(p, "ksize", ks);
+  convutil::int_array(p, "stride", win.strides);
+  convutil::int_array(p, "dil", win.dilations);
+  convutil::int_array(p, "pad", win.pad_begin);
+  convutil::int_array(p, "pad_end", win.pad_end);
+  // Column-major multipliers of the spatial dims (Indices with storage_order 1).
+  std::vector<int64_t> colmul(r, 1);
+  for (size_t d = 1; d < r; ++d) colmul[d] = colmul[d - 1] * in_sp[d - 1];
+  convutil::int_array(p, "colmul", colmul);
+  if (kind == PoolKind::Lp) {
+    p.uniform_f32("p_exp", p_value);
+    p.declare(kLpPow);
+  }
+  p.set_threads(uint64_t(shape_numel(out)));
+
+  std::string body =
+      "  let sp = gi % out_sz();\n"
+      "  let nc = gi / out_sz();\n"
+      "  let x0 = nc * in_sz();\n"
+      "  var base: array<i32, " + R + ">;\n"
+      "  var rem = sp;\n"
+      "  for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "    let od = i32(rem % y_shape(u32(d) + 2u));\n"
+      "    rem = rem / y_shape(u32(d) + 2u);\n"
+      "    base[d] = od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)));\n"
+      "  }\n";
+  if (kind == PoolKind::Max) {
+    // Strictly greater replaces (the first maximum wins; NaN never replaces), as the CPU reference.
+    std::string empty = t == DType::Int8 ? "-128.0" : t == DType::UInt8 ? "0.0" : "-f32_inf()";
+    body += "  var best = from_f32_$x(" + empty + ");\n  var found = false;\n  var arg = 0u;\n";
+  } else {
+    body += "  var acc = 0.0;\n  var taps = 0u;\n  var padded = 0u;\n";
+  }
+  body +=
+      "  for (var ki = 0u; ki < k_sz(); ki = ki + 1u) {\n"
+      "    var kr = ki;\n"
+      "    var off = 0u;\n"
+      "    var cm = 0u;\n"
+      "    var inside = true;\n"
+      "    var in_padded = true;\n"
+      "    for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+      "      let kd = i32(kr % u32(bitcast<i32>(ksize(u32(d)))));\n"
+      "      kr = kr / u32(bitcast<i32>(ksize(u32(d))));\n"
+      "      let pd = base[d] + kd * bitcast<i32>(dil(u32(d)));\n"
+      "      let n_d = i32(x_shape(u32(d) + 2u));\n"
+      "      if (pd < 0i || pd >= n_d) { inside = false; }\n"
+      "      if (pd < -bitcast<i32>(pad(u32(d))) || pd >= n_d + bitcast<i32>(pad_end(u32(d)))) { in_padded = false; }\n"
+      "      off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
+      "      cm = cm + u32(pd) * bitcast<u32>(colmul(u32(d)));\n"
+      "    }\n";
+  if (kind == PoolKind::Average) body += "    if (in_padded) { padded = padded + 1u; }\n";
+  body += "    if (!inside) { continue; }\n    let v = x_load(x0 + off);\n";
+  if (kind == PoolKind::Max) {
+    std::string idx = storage_order ? "cm" : "off";
+    body += "    if (!found || gt_$x(v, best)) { best = v; arg = " + idx + "; found = true; }\n  }\n"
+            "  y_store(gi, best);\n";
+    if (want_indices)
+      body += "  ind_store(gi, from_i64_$ind(select(w64(0xffffffffu, 0xffffffffu), w64_from_u32(x0 + arg), found)));\n";
+  } else if (kind == PoolKind::Average) {
+    body += "    acc = acc + to_f32_$x(v);\n    taps = taps + 1u;\n  }\n";
+    body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";
+    body += "  y_store(gi, from_f32_$y(select(f32_nan(), acc / f32(div), div > 0u)));\n";
+  } else {
+    body += "    acc = acc + lp_pow(abs(to_f32_$x(v)), p_exp());\n  }\n";
+    body += "  y_store(gi, from_f32_$y(lp_pow(acc, 1.0 / p_exp())));\n";
+  }
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
+// One workgroup per (n, c): a strided pass over the row, then a shared-memory tree reduction.
+void global_pool(GpuKernelContext& ctx, PoolKind kind) {
+  check_input(ctx, false);
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  float p_value = kind == PoolKind::Lp ? lp_p(ctx) : 0.0f;
+  int64_t rows = xs[0] * xs[1];
+  int64_t len = rows == 0 ? 0 : shape_numel(xs) / rows;
+  Shape out(xs.size(), 1);
+  out[0] = xs[0];
+  out[1] = xs[1];
+  ctx.set_output(0, t, out);
+  if (rows == 0) return;
+  uint32_t wgs = 256;
+  if (ctx.limits.max_compute_invocations_per_workgroup) wgs = std::min(wgs, ctx.limits.max_compute_invocations_per_workgroup);
+  if (ctx.limits.max_compute_workgroup_size_x) wgs = std::min(wgs, ctx.limits.max_compute_workgroup_size_x);
+  uint32_t pow2 = 1;
+  while (pow2 * 2 <= wgs) pow2 *= 2;
+  wgs = pow2;
+  std::string name = kind == PoolKind::Max ? "globalmax" : kind == PoolKind::Average ? "globalavg" : "globallp";
+  auto p = ctx.program(name, wgs);
+  p.input("x", t, xs);
+  p.output("y", t, out);
+  p.uniform("rows", uint32_t(rows));
+  p.uniform("len", uint32_t(len));
+  std::string W = std::to_string(wgs) + "u";
+  std::string decl = "var<workgroup> part: array<f32, " + std::to_string(wgs) + ">;\n";
+  std::string combine, init = "0.0", value = "v";
+  if (kind == PoolKind::Max) {
+    // The max of the non-NaN values; a NaN first element makes the result NaN (as the CPU's fold).
+    init = "-f32_inf()";
+    combine = "select(a, b, b > a)";
+  } else if (kind == PoolKind::Average) {
+    combine = "a + b";
+  } else {
+    p.uniform_f32("p_exp", p_value);
+    decl += kLpPow;
+    combine = "a + b";
+    value = "lp_pow(abs(v), p_exp())";
+  }
+  decl += "fn combine(a: f32, b: f32) -> f32 { return " + combine + "; }\n";
+  p.declare(decl);
+  std::string body =
+      "  let row = wg;\n"
+      "  if (row >= rows()) { return; }\n"
+      "  let x0 = row * len();\n"
+      "  var acc = " + init + ";\n"
+      "  for (var j = lid; j < len(); j = j + " + W + ") {\n"
+      "    let v = to_f32_$x(x_load(x0 + j));\n"
+      "    acc = combine(acc, " + value + ");\n"
+      "  }\n"
+      "  part[lid] = acc;\n"
+      "  workgroupBarrier();\n"
+      "  for (var s = " + W + " / 2u; s > 0u; s = s / 2u) {\n"
+      "    if (lid < s) { part[lid] = combine(part[lid], part[lid + s]); }\n"
+      "    workgroupBarrier();\n"
+      "  }\n"
+      "  if (lid == 0u) {\n"
+      "    var r = part[0];\n";
+  if (kind == PoolKind::Max) body += "    if (len() > 0u && isnan_f32(to_f32_$x(x_load(x0)))) { r = f32_nan(); }\n";
+  if (kind == PoolKind::Average) body += "    r = select(f32_nan(), r / f32(len()), len() > 0u);\n";
+  if (kind == PoolKind::Lp) body += "    r = lp_pow(r, 1.0 / p_exp());\n";
+  body += "    y_store(row, from_f32_$y(r));\n  }";
+  p.body(body);
+  uint32_t gx, gy;
+  grid_for(uint64_t(rows) * wgs, wgs, ctx.limits, gx, gy);
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)}, gx, gy, 1);
+}
+
+}  // namespace
+
+void register_pool(GpuKernelRegistry& r) {
+  r.add("AveragePool", [](GpuKernelContext& c) { pool(c, PoolKind::Average); });
+  r.add("MaxPool", [](GpuKernelContext& c) { pool(c, PoolKind::Max); });
+  r.add("LpPool", [](GpuKernelContext& c) { pool(c, PoolKind::Lp); });
+  r.add("GlobalAveragePool", [](GpuKernelContext& c) { global_pool(c, PoolKind::Average); });
+  r.add("GlobalMaxPool", [](GpuKernelContext& c) { global_pool(c, PoolKind::Max); });
+  r.add("GlobalLpPool", [](GpuKernelContext& c) { global_pool(c, PoolKind::Lp); });
+}
 
 }  // namespace onnxgpu::webgpu

@@ -1,0 +1,279 @@
+// The guards of the WebGPU runtime: INT64 packing, per-node fallback inside a captured graph,
+// fail-loud, whole-graph fallback, INT64 strategies, status errors, signatures and replays.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <limits>
+
+#include "model_builder.h"
+#include "onnxgpu/session.h"
+#include "runtime/compare.h"
+#include "runtime/gpu_values.h"
+
+using namespace onnxgpu;
+using onnxgpu::testing::ModelBuilder;
+
+namespace {
+
+const std::vector<int64_t> kBig = {0, 1, -1, 3000000000LL, -3000000001LL, (1LL << 40) + 3, -(1LL << 62),
+                                   std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+
+SessionOptions gpu(Int64Policy::Strategy s = Int64Policy::Strategy::BitcastToI32) {
+  if (std::getenv("ONNXGPU_SKIP_GPU_TESTS")) return {};
+  SessionOptions o;
+  o.ep = "webgpu";
+  o.capture = true;
+  o.int64.strategy = s;
+  return o;
+}
+
+SessionOptions cpu() {
+  SessionOptions o;
+  o.ep = "cpu";
+  return o;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (std::getenv("ONNXGPU_SKIP_GPU_TESTS")) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS is set"
+
+void expect_same(const Tensor& a, const Tensor& b) {
+  auto c = runtime::compare_tensors(a, b, {1e-5, 1e-6});
+  EXPECT_TRUE(c.passed) << c.message;
+}
+
+}  // namespace
+
+TEST(RuntimeInt64, PackingRoundTripsLosslessly) {
+  Tensor t = Tensor::from_vector<int64_t>({int64_t(kBig.size())}, kBig);
+  Int64Policy bitcast;
+  runtime::GpuUpload u = runtime::to_gpu(t, bitcast, "t");
+  ASSERT_EQ(u.bytes, kBig.size() * 8);
+  // Two 32-bit words per element, low word first: the layout the WGSL helpers read.
+  const auto* words = static_cast<const uint32_t*>(u.data);
+  for (size_t i = 0; i < kBig.size(); ++i) {
+    EXPECT_EQ(words[2 * i], uint32_t(uint64_t(kBig[i])));
+    EXPECT_EQ(words[2 * i + 1], uint32_t(uint64_t(kBig[i]) >> 32));
+  }
+  Tensor back = runtime::from_gpu(u.data, DType::Int64, t.shape(), bitcast);
+  for (size_t i = 0; i < kBig.size(); ++i) EXPECT_EQ(back.data<int64_t>()[i], kBig[i]);
+}
+
+TEST(RuntimeInt64, NarrowingChecksTheRangeAndNamesTheTensor) {
+  Int64Policy cast;
+  cast.strategy = Int64Policy::Strategy::CastToI32;
+  Tensor ok = Tensor::from_vector<int64_t>({3}, {-5, 0, 2147483647});
+  runtime::GpuUpload u = runtime::to_gpu(ok, cast, "ok");
+  EXPECT_EQ(u.bytes, 12u);
+  Tensor back = runtime::from_gpu(u.data, DType::Int64, {3}, cast);
+  EXPECT_EQ(back.data<int64_t>()[0], -5);
+  Tensor bad = Tensor::from_vector<int64_t>({2}, {1, 3000000000LL});
+  try {
+    runtime::to_gpu(bad, cast, "input_ids");
+    FAIL() << "expected an error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'input_ids'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3000000000"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeInt64, GpuRoundTripAndArithmeticBeyond32Bits) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("a", DType::Int64, {-1}).input("b", DType::Int64, {-1});
+  b.node("Add", {"a", "b"}, {"sum"});
+  b.node("Mul", {"a", "b"}, {"prod"});
+  b.node("Identity", {"a"}, {"same"});
+  b.output("sum", DType::Int64).output("prod", DType::Int64).output("same", DType::Int64);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  std::vector<int64_t> bs(kBig.rbegin(), kBig.rend());
+  std::unordered_map<std::string, Tensor> feeds{
+      {"a", Tensor::from_vector<int64_t>({int64_t(kBig.size())}, kBig)},
+      {"b", Tensor::from_vector<int64_t>({int64_t(bs.size())}, bs)}};
+  auto want = c.run(feeds);
+  for (int run = 0; run < 3; ++run) {
+    auto got = g.run(feeds);
+    ASSERT_EQ(got.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) expect_same(got[k], want[k]);
+    EXPECT_EQ(g.last_plan().replayed, run > 0);
+  }
+  EXPECT_EQ(g.last_plan().cpu_nodes, 0);
+  EXPECT_GE(g.last_plan().int64_on_gpu, 2);
+}
+
+// A node without a GPU kernel (Det) runs on the CPU alone; the rest stays captured around it.
+static std::string det_model() {
+  ModelBuilder b;
+  b.input("x", DType::Float32, {2, 3, 3});
+  b.node("Add", {"x", "x"}, {"twice"});
+  b.node("Det", {"twice"}, {"det"}, "the_det");
+  b.node("Mul", {"det", "det"}, {"y"});
+  b.output("y", DType::Float32);
+  return b.bytes();
+}
+
+TEST(RuntimeCapture, OneCpuNodeSplitsTheCaptureInsteadOfDroppingIt) {
+  SKIP_WITHOUT_GPU();
+  Session g = Session::from_bytes(det_model(), gpu());
+  Session c = Session::from_bytes(det_model(), cpu());
+  std::vector<float> v(18);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 7) * 0.25f - 0.5f + (i % 4 == 0 ? 1.0f : 0.0f);
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 3}, v)}};
+  auto want = c.run(feeds);
+  for (int run = 0; run < 3; ++run) expect_same(g.run(feeds).at(0), want.at(0));
+  const PlanReport& p = g.last_plan();
+  EXPECT_TRUE(p.captured);
+  EXPECT_TRUE(p.replayed);
+  EXPECT_FALSE(p.whole_graph_fallback);
+  EXPECT_EQ(p.cpu_nodes, 1);
+  EXPECT_EQ(p.gpu_nodes, 2);
+  EXPECT_EQ(p.segments, 2);
+  ASSERT_EQ(p.fallbacks.size(), 1u);
+  EXPECT_EQ(p.fallbacks[0].op, "Det");
+  EXPECT_EQ(p.fallbacks[0].node, "the_det");
+}
+
+TEST(RuntimeCapture, FailLoudNamesNodeOpDtypesAndReason) {
+  SKIP_WITHOUT_GPU();
+  SessionOptions o = gpu();
+  o.int64.fail_loud = true;
+  Session g = Session::from_bytes(det_model(), o);
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor(DType::Float32, {2, 3, 3})}};
+  try {
+    g.run(feeds);
+    FAIL() << "expected fail_loud to refuse the CPU fallback";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    for (const char* part : {"fail_loud", "the_det", "Det", "float32", "no GPU kernel"})
+      EXPECT_NE(m.find(part), std::string::npos) << "missing '" << part << "' in: " << m;
+  }
+}
+
+TEST(RuntimeCapture, WholeGraphFallbackWhenPerOpFallbackIsOff) {
+  SKIP_WITHOUT_GPU();
+  SessionOptions o = gpu();
+  o.int64.fallback_per_op_not_whole_graph = false;
+  Session g = Session::from_bytes(det_model(), o);
+  Session c = Session::from_bytes(det_model(), cpu());
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 3}, std::vector<float>(18, 0.5f))}};
+  expect_same(g.run(feeds).at(0), c.run(feeds).at(0));
+  EXPECT_TRUE(g.last_plan().whole_graph_fallback);
+}
+
+TEST(RuntimeInt64, PerOpOptinReproducesTheOldFallbacks) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("a", DType::Int64, {4});
+  b.node("Add", {"a", "a"}, {"y"});
+  b.output("y", DType::Int64);
+  std::unordered_map<std::string, Tensor> feeds{{"a", Tensor::from_vector<int64_t>({4}, {1, -2, 3000000000LL, 5})}};
+  Session old = Session::from_bytes(b.bytes(), gpu(Int64Policy::Strategy::PerOpOptin));
+  Session now = Session::from_bytes(b.bytes(), gpu());
+  auto y_old = old.run(feeds), y_now = now.run(feeds);
+  expect_same(y_old[0], y_now[0]);
+  EXPECT_EQ(y_now[0].data<int64_t>()[2], 6000000000LL);
+  EXPECT_EQ(now.last_plan().cpu_nodes, 0);
+  ASSERT_EQ(old.last_plan().cpu_nodes, 1);
+  EXPECT_NE(old.last_plan().fallbacks.at(0).reason.find("per_op_optin"), std::string::npos);
+}
+
+TEST(RuntimeInt64, CastToI32OverflowOnTheGpuIsAnErrorNotAWrongNumber) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("a", DType::Int64, {2});
+  b.node("Mul", {"a", "a"}, {"y"}, "square");
+  b.output("y", DType::Int64);
+  Session g = Session::from_bytes(b.bytes(), gpu(Int64Policy::Strategy::CastToI32));
+  // In range: exact.
+  auto y = g.run({{"a", Tensor::from_vector<int64_t>({2}, {-40000, 3})}});
+  EXPECT_EQ(y[0].data<int64_t>()[0], 1600000000LL);
+  // 50000^2 does not fit in int32: the GPU flags it and the run fails naming the node.
+  try {
+    g.run({{"a", Tensor::from_vector<int64_t>({2}, {50000, 3})}});
+    FAIL() << "expected an overflow error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("square"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not fit in int32"), std::string::npos) << m;
+  }
+}
+
+TEST(RuntimeInt64, SliceWithInt64MaxEndsUnderEveryStrategy) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Int64, {-1});
+  b.initializer("starts", Tensor::from_vector<int64_t>({1}, {1}));
+  b.initializer("ends", Tensor::from_vector<int64_t>({1}, {std::numeric_limits<int64_t>::max()}));
+  b.node("Slice", {"x", "starts", "ends"}, {"y"});
+  b.output("y", DType::Int64);
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<int64_t>({4}, {7, -8, 9, 10})}};
+  for (auto s : {Int64Policy::Strategy::BitcastToI32, Int64Policy::Strategy::CastToI32, Int64Policy::Strategy::PerOpOptin}) {
+    Session g = Session::from_bytes(b.bytes(), gpu(s));
+    for (int run = 0; run < 2; ++run) {
+      auto y = g.run(feeds);
+      ASSERT_EQ(y[0].shape(), (Shape{3})) << Int64Policy::strategy_name(s);
+      EXPECT_EQ(y[0].data<int64_t>()[0], -8);
+      EXPECT_EQ(y[0].data<int64_t>()[2], 10);
+    }
+  }
+}
+
+TEST(RuntimeStatus, IntegerDivisionByZeroOnTheGpuNamesTheNode) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("a", DType::Int64, {3}).input("b", DType::Int64, {3});
+  b.node("Div", {"a", "b"}, {"y"}, "the_div");
+  b.output("y", DType::Int64);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  auto ok = g.run({{"a", Tensor::from_vector<int64_t>({3}, {-7, 6000000000LL, 9})},
+                   {"b", Tensor::from_vector<int64_t>({3}, {2, -3, 9})}});
+  EXPECT_EQ(ok[0].data<int64_t>()[0], -3);  // truncation toward zero
+  EXPECT_EQ(ok[0].data<int64_t>()[1], -2000000000LL);
+  try {
+    g.run({{"a", Tensor::from_vector<int64_t>({3}, {1, 2, 3})}, {"b", Tensor::from_vector<int64_t>({3}, {1, 0, 1})}});
+    FAIL() << "expected a division-by-zero error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("the_div"), std::string::npos) << m;
+    EXPECT_NE(m.find("division by zero"), std::string::npos) << m;
+  }
+}
+
+TEST(RuntimeCapture, SignaturesAreRecordedOnceAndReplayed) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 4});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  auto feed = [](int64_t rows, float v) {
+    return std::unordered_map<std::string, Tensor>{{"x", Tensor::from_vector<float>({rows, 4}, std::vector<float>(size_t(rows) * 4, v))}};
+  };
+  EXPECT_EQ(g.run(feed(2, -1.0f))[0].data<float>()[0], 0.0f);
+  EXPECT_FALSE(g.last_plan().replayed);
+  EXPECT_EQ(g.run(feed(5, 2.0f))[0].shape(), (Shape{5, 4}));
+  EXPECT_FALSE(g.last_plan().replayed);
+  auto y = g.run(feed(2, 3.0f));  // the first signature again: replayed with new values
+  EXPECT_TRUE(g.last_plan().replayed);
+  EXPECT_EQ(y[0].data<float>()[7], 3.0f);
+}
+
+TEST(RuntimeErrors, WrongDtypeShapeAndMissingInputsAreClear) {
+  ModelBuilder b;
+  b.input("ids", DType::Int64, {-1, 8});
+  b.node("Identity", {"ids"}, {"y"});
+  b.output("y", DType::Int64);
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  auto msg = [&](const std::unordered_map<std::string, Tensor>& f) {
+    try {
+      c.run(f);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg({{"ids", Tensor(DType::Int32, {1, 8})}}).find("expected tensor(int64), got tensor(int32)"), std::string::npos);
+  EXPECT_NE(msg({{"ids", Tensor(DType::Int64, {1, 7})}}).find("expected shape [d0,8]"), std::string::npos);
+  EXPECT_NE(msg({}).find("input 'ids'"), std::string::npos);
+  EXPECT_NE(msg({{"ids", Tensor(DType::Int64, {1, 8})}, {"nope", Tensor(DType::Int64, {1})}}).find("'nope'"), std::string::npos);
+}
