@@ -651,12 +651,17 @@ std::vector<Case> build() {
   add(B("ConvTranspose").x("X", {1, 2, 3, 3}).x("W", {2, 3, 3, 3}).x("B", {3}).tol(10));
   add(B("ConvTranspose", "stride 2, pads, output_padding").x("X", {1, 2, 3, 3}).x("W", {2, 2, 3, 3})
           .ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).ints("output_padding", {1, 1}).tol(10));
+  add(B("ConvInteger").tp("T1").x("x", {1, 2, 5, 5}).f("w", DType::UInt8, {3, 2, 3, 3}).kx("x_zero_point", {}, fixed({3}))
+          .k("w_zero_point", Tensor::scalar<uint8_t>(200)).ints("pads", {1, 1, 1, 1}));
+  add(B("ConvInteger", "T2, no zero points").tp("T2").f("x", DType::UInt8, {1, 2, 5, 5}).x("w", {3, 2, 2, 2}).ints("strides", {2, 2}));
   add(B("AveragePool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).tol(10));
   add(B("AveragePool", "pads, count_include_pad, ceil").x("X", {1, 2, 5, 5}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})
           .ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1).i("ceil_mode", 1).tol(10));
   add(B("MaxPool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}));
   add(B("MaxPool", "indices, pads, dilation").x("X", {1, 2, 6, 6}).ints("kernel_shape", {2, 2}).ints("pads", {1, 1, 1, 1})
           .ints("dilations", {2, 2}).outs(2));
+  add(B("LpPool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("p", 3).tol(10));
+  add(B("GlobalLpPool").x("X", {2, 3, 4, 5}).tol(10));
   add(B("GlobalAveragePool").x("X", {2, 3, 4, 5}).tol(10));
   add(B("GlobalMaxPool").x("X", {2, 3, 4, 5}));
   add(B("Resize", "nearest, scales").tp("T1").x("X", {1, 1, 2, 3}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 1.5f})));
@@ -666,6 +671,10 @@ std::vector<Case> build() {
           .s("mode", "linear").tol(10).note("linear and cubic: float types only here (the nearest cases cover every type)"));
   add(B("Resize", "cubic, align_corners").tp("T1").only(kFloats).x("X", {1, 1, 3, 3}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}))
           .s("mode", "cubic").s("coordinate_transformation_mode", "align_corners").tol(10));
+  add(B("Upsample").opset(9).x("X", {1, 1, 2, 3}).k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 1.5f}))
+          .note("Upsample-9 (deprecated since opset 10)"));
+  add(B("Upsample", "linear").opset(9).only(kFloats).x("X", {1, 1, 2, 3}).k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}))
+          .s("mode", "linear").tol(10).note("linear: float types only here (the nearest case covers every type)"));
   return v;
 }
 
