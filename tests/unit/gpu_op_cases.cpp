@@ -378,9 +378,14 @@ Gen slice_param(std::vector<int64_t> v) {
 
 std::vector<Case> build() {
   std::vector<Case> v;
-  auto add = [&](const Case& c) { v.push_back(c); };
+  std::string family;  // the group a case runs in (one gtest per group)
+  auto add = [&](const Case& c) {
+    v.push_back(c);
+    v.back().family = family;
+  };
 
   // -- Elementwise: float math ----------------------------------------------------------------------
+  family = "elementwise_unary";
   const std::pair<const char*, Dom> math[] = {
       {"Exp", Dom::Wide},      {"Log", Dom::Positive},  {"Sqrt", Dom::Positive}, {"Reciprocal", Dom::NonZero},
       {"Sin", Dom::Wide},      {"Cos", Dom::Wide},      {"Tan", Dom::Unit},      {"Asin", Dom::Unit},
@@ -415,6 +420,7 @@ std::vector<Case> build() {
   add(B("IsInf", "positive only").tp("T1").x("X", S3, Dom::Special).i("detect_negative", 0));
 
   // -- Elementwise: activations -------------------------------------------------------------------------
+  family = "elementwise_unary";
   add(B("LeakyRelu").x("X", S3).fl("alpha", 0.1f));
   add(B("Elu").x("X", S3).fl("alpha", 0.5f).tol(10).note("exp: 10x tolerance"));
   add(B("Selu").x("X", S3).tol(10).note("exp: 10x tolerance"));
@@ -430,6 +436,7 @@ std::vector<Case> build() {
           .note("Gelu-20 (no schema in ONNX 1.12): dtypes from the opset-20 spec; tanh: 10x tolerance"));
 
   // -- Elementwise: binary ------------------------------------------------------------------------------
+  family = "elementwise_binary";
   add(B("Add").x("A", S3).x("B", SB));
   add(B("Sub").x("A", S3).x("B", SB));
   add(B("Mul").x("A", S3).x("B", SB));
@@ -466,6 +473,7 @@ std::vector<Case> build() {
   }
 
   // -- Cast, CastLike, Clip ---------------------------------------------------------------------------
+  family = "cast_clip";
   const DType all12[] = {DType::Float32, DType::Float16, DType::Float64, DType::Int8, DType::UInt8, DType::Int16,
                          DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Bool};
   for (DType to : all12) {
@@ -481,6 +489,7 @@ std::vector<Case> build() {
   add(B("Clip", "no bounds").x("input", S3));
 
   // -- Views ---------------------------------------------------------------------------------------------
+  family = "views";
   add(B("Reshape").x("data", S3).k("shape", i64v({4, -1, 2})));
   add(B("Reshape", "0 copies a dim").x("data", S3).k("shape", i64v({0, 12})));
   add(B("Flatten").x("input", S3).i("axis", 2));
@@ -493,6 +502,7 @@ std::vector<Case> build() {
           .k("training_mode", Tensor::scalar<bool>(false)));
 
   // -- Layout ----------------------------------------------------------------------------------------------
+  family = "layout";
   add(B("Transpose").x("data", S3).ints("perm", {2, 0, 1}));
   add(B("Transpose", "default perm").x("data", S3));
   add(B("Concat").x("a", S3).x("b", {2, 1, 4}).x("c", {2, 2, 4}).i("axis", 1));
@@ -523,6 +533,7 @@ std::vector<Case> build() {
   add(B("SpaceToDepth").x("input", {1, 2, 4, 6}).i("blocksize", 2));
 
   // -- Indexing ----------------------------------------------------------------------------------------------
+  family = "indexing";
   add(B("Gather").x("data", {5, 4}).fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)));
   add(B("Gather", "axis 1, int32 indices").x("data", {5, 4}).fg("indices", DType::Int32, {2, 3}, ints_in(-4, 3)).i("axis", 1));
   add(B("Gather", "scalar index").x("data", {5, 4}).fg("indices", DType::Int64, {}, ints_in(-5, 4)));
@@ -547,6 +558,7 @@ std::vector<Case> build() {
   add(B("ScatterND", "element indices").x("data", {2, 3}).fg("indices", DType::Int64, {1, 2}, nd_indices({2, 3})).x("updates", {1}));
 
   // -- Generators ----------------------------------------------------------------------------------------------
+  family = "generators";
   add(B("Range").xg("start", {}, range_gen(0)).xg("limit", {}, range_gen(1)).xg("delta", {}, range_gen(2))
           .note("runtime start/limit/delta (int64: 2^40 + k * -(2^33 + 1))"));
   add(B("Range", "constant").kx("start", {}, range_gen(0)).kx("limit", {}, range_gen(1)).kx("delta", {}, range_gen(2)).fold()
@@ -576,6 +588,7 @@ std::vector<Case> build() {
   add(B("EyeLike", "k=-1").tp("T1").x("input", {4, 4}).i("k", -1));
 
   // -- Reductions ------------------------------------------------------------------------------------------------
+  family = "reduce";
   const Shape R3{3, 4, 5};
   add(B("ReduceSum").x("data", R3).k("axes", i64v({1})));
   add(B("ReduceSum", "axes -1 0, keepdims 0").x("data", R3).k("axes", i64v({-1, 0})).i("keepdims", 0));
@@ -616,6 +629,7 @@ std::vector<Case> build() {
   add(B("CumSum", "T2").tp("T2").f("x", DType::Int64, {3, 4}).kx("axis", {}, fixed({-1})));
 
   // -- Softmax family, TopK ----------------------------------------------------------------------------------------
+  family = "softmax_topk";
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     add(B(op).x("input", S3).tol(10).note("exp: 10x tolerance"));
     add(B(op, "axis 1").x("input", S3).i("axis", 1).tol(10).note("exp: 10x tolerance"));
@@ -627,6 +641,7 @@ std::vector<Case> build() {
           .note("ties: the lower index first"));
 
   // -- MatMul, Gemm ---------------------------------------------------------------------------------------------------
+  family = "matmul";
   add(B("MatMul").x("A", {2, 3, 4}).x("B", {4, 5}).tol(10).note("integers wrap like the CPU; floats: 10x tolerance (sums)"));
   add(B("MatMul", "vector x matrix").x("A", {4}).x("B", {2, 4, 3}).tol(10));
   add(B("Gemm").x("A", {3, 4}).x("B", {4, 5}).x("C", {5}).tol(10));
@@ -636,6 +651,7 @@ std::vector<Case> build() {
   add(B("Gemm", "no C").x("A", {3, 4}).x("B", {4, 5}).tol(10));
 
   // -- Normalization --------------------------------------------------------------------------------------------------
+  family = "normalization";
   add(B("LayerNormalization").x("X", S3).x("Scale", {4}).x("B", {4}).tol(10));
   add(B("LayerNormalization", "axis 1, mean and inv std").x("X", S3).x("Scale", {3, 4}).x("B", {3, 4}).i("axis", 1).outs(3).tol(10));
   add(B("BatchNormalization").x("X", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).x("input_mean", {3}).x("input_var", {3}, Dom::Positive).tol(10));
@@ -644,6 +660,7 @@ std::vector<Case> build() {
   add(B("InstanceNormalization").x("input", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).tol(10));
 
   // -- Conv, pooling, Resize ---------------------------------------------------------------------------------------
+  family = "conv";
   add(B("Conv").x("X", {1, 2, 5, 5}).x("W", {3, 2, 3, 3}).x("B", {3}).ints("pads", {1, 1, 1, 1}).tol(10));
   add(B("Conv", "group 2, stride 2, dilation 2").x("X", {1, 4, 7, 7}).x("W", {4, 2, 2, 2}).i("group", 2)
           .ints("strides", {2, 2}).ints("dilations", {2, 2}).tol(10));
@@ -654,6 +671,7 @@ std::vector<Case> build() {
   add(B("ConvInteger").tp("T1").x("x", {1, 2, 5, 5}).f("w", DType::UInt8, {3, 2, 3, 3}).kx("x_zero_point", {}, fixed({3}))
           .k("w_zero_point", Tensor::scalar<uint8_t>(200)).ints("pads", {1, 1, 1, 1}));
   add(B("ConvInteger", "T2, no zero points").tp("T2").f("x", DType::UInt8, {1, 2, 5, 5}).x("w", {3, 2, 2, 2}).ints("strides", {2, 2}));
+  family = "pool";
   add(B("AveragePool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).tol(10));
   add(B("AveragePool", "pads, count_include_pad, ceil").x("X", {1, 2, 5, 5}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})
           .ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1).i("ceil_mode", 1).tol(10));
@@ -664,6 +682,7 @@ std::vector<Case> build() {
   add(B("GlobalLpPool").x("X", {2, 3, 4, 5}).tol(10));
   add(B("GlobalAveragePool").x("X", {2, 3, 4, 5}).tol(10));
   add(B("GlobalMaxPool").x("X", {2, 3, 4, 5}));
+  family = "resize";
   add(B("Resize", "nearest, scales").tp("T1").x("X", {1, 1, 2, 3}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 1.5f})));
   add(B("Resize", "nearest, sizes, asymmetric floor").tp("T1").x("X", {1, 1, 3, 2}).none().none().k("sizes", i64v({1, 1, 5, 3}))
           .s("coordinate_transformation_mode", "asymmetric").s("nearest_mode", "floor"));

@@ -62,6 +62,7 @@ struct Case {
   double atol = 0;                 // an absolute tolerance added for float outputs (a spec'd error bound)
   bool may_fold = false;           // every input is constant: the node is folded at plan time, not run on the GPU
   std::string note;
+  std::string family;              // the group of cases one gtest runs (set by the table)
 
   std::string name() const { return variant.empty() ? op : op + "[" + variant + "]"; }
 };

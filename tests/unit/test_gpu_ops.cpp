@@ -12,12 +12,15 @@
 //
 // Run: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json XDG_RUNTIME_DIR=/tmp \
 //        build/tests/unit_tests --gtest_filter='GpuOps*'
+// One gtest per group of cases (GpuOps/GpuOpsTypes.AdmittedDtypes/<family>, e.g. .../indexing);
+// ONNXGPU_GPU_OPS=Pow,Gather narrows the run to the cases whose name contains one of the strings.
 // Without a WebGPU adapter the GPU tests fail, naming why, unless ONNXGPU_SKIP_GPU_TESTS=1 (then they skip).
 // The dtypes each case ran with are printed as a table at the end.
 #include <gtest/gtest.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -370,64 +373,65 @@ Outcome run_case(const Case& c, DType vt) {
 
 bool has_gpu_kernel(const std::string& op) { return webgpu::gpu_registry().find(op) != nullptr; }
 
-std::vector<size_t> registered_cases() {
-  std::vector<size_t> r;
-  const auto& cases = all_cases();
-  for (size_t i = 0; i < cases.size(); ++i)
-    if (has_gpu_kernel(cases[i].op)) r.push_back(i);
+// The case groups (families) with at least one case whose op has a GPU kernel: one gtest each.
+std::vector<std::string> registered_families() {
+  std::vector<std::string> r;
+  for (const auto& c : all_cases())
+    if (has_gpu_kernel(c.op) && std::find(r.begin(), r.end(), c.family) == r.end()) r.push_back(c.family);
   return r;
 }
 
-std::string test_name(size_t index) {
-  const auto& cases = all_cases();
-  auto sanitize = [](const std::string& s) {
-    std::string r;
-    for (char ch : s) r += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-    while (!r.empty() && r.back() == '_') r.pop_back();
-    return r;
-  };
-  std::string name = sanitize(cases[index].name());
-  for (size_t j = 0; j < index; ++j)
-    if (sanitize(cases[j].name()) == name) return name + "_" + std::to_string(index);
-  return name;
+// ONNXGPU_GPU_OPS=Pow,Cast[to int64] runs only the cases whose name contains one of the strings.
+bool selected(const Case& c) {
+  const char* env = std::getenv("ONNXGPU_GPU_OPS");
+  if (!env || !*env) return true;
+  std::stringstream ss(env);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty() && c.name().find(item) != std::string::npos) return true;
+  return false;
 }
 
-class GpuOpsTypes : public ::testing::TestWithParam<size_t> {};
+class GpuOpsTypes : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GpuOpsTypes, AdmittedDtypes) {
-  const Case& c = all_cases()[GetParam()];
-  std::string error;
-  std::vector<DType> dtypes = case_dtypes(c, error);
-  ASSERT_TRUE(error.empty()) << c.name() << ": " << error;
-  ASSERT_FALSE(dtypes.empty()) << c.name() << ": no dtype to test";
   std::string why;
   if (!acquire_device(why)) {
     if (skip_gpu_tests()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1 and no WebGPU device: " << why;
     FAIL() << "no WebGPU device (set ONNXGPU_SKIP_GPU_TESTS=1 to skip GPU tests): " << why;
   }
-  Row row;
-  row.name = c.name();
-  auto t0 = std::chrono::steady_clock::now();
-  for (DType t : dtypes) {
-    Outcome r = run_case(c, t);
-    row.dtypes.emplace_back(t, r.status);
-    ++g_pairs;
-    if (r.status.empty() || r.status == "fold") {
-      ++g_ok;
-    } else if (r.status == "FB(allowed)") {
-      ++g_fallbacks;
-      std::printf("  [allowed] %s\n", r.message.c_str());
-    } else {
-      (r.status == "FB" ? g_fallbacks : g_failures)++;
-      ADD_FAILURE() << r.message;
+  for (const Case& c : all_cases()) {
+    if (c.family != GetParam() || !has_gpu_kernel(c.op) || !selected(c)) continue;
+    std::string error;
+    std::vector<DType> dtypes = case_dtypes(c, error);
+    if (!error.empty() || dtypes.empty()) {
+      ADD_FAILURE() << c.name() << ": " << (error.empty() ? "no dtype to test" : error);
+      continue;
     }
+    Row row;
+    row.name = c.name();
+    auto t0 = std::chrono::steady_clock::now();
+    for (DType t : dtypes) {
+      Outcome r = run_case(c, t);
+      row.dtypes.emplace_back(t, r.status);
+      ++g_pairs;
+      if (r.status.empty() || r.status == "fold") {
+        ++g_ok;
+      } else if (r.status == "FB(allowed)") {
+        ++g_fallbacks;
+        std::printf("  [allowed] %s\n", r.message.c_str());
+      } else {
+        (r.status == "FB" ? g_fallbacks : g_failures)++;
+        ADD_FAILURE() << r.message;
+      }
+    }
+    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    g_rows.push_back(row);
   }
-  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  g_rows.push_back(row);
 }
 
-INSTANTIATE_TEST_SUITE_P(GpuOps, GpuOpsTypes, ::testing::ValuesIn(registered_cases()),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return test_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(GpuOps, GpuOpsTypes, ::testing::ValuesIn(registered_families()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(GpuOps, EveryGpuKernelHasACase) {
   std::set<std::string> covered;
