@@ -29,6 +29,26 @@ struct TensorInfo {
   std::vector<std::string> dim_params;  // symbolic names ("" where concrete or unnamed)
 };
 
+// A tensor kept in GPU memory (IO binding): an output of one run that feeds the next run without a
+// round trip through host memory (e.g. a KV cache). Made by Session::run_on_device.
+class DeviceTensor {
+ public:
+  struct Storage;  // the GPU buffer (src/runtime/executor.cpp)
+  DeviceTensor() = default;
+  DeviceTensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage)
+      : dtype_(dtype), shape_(std::move(shape)), storage_(std::move(storage)) {}
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  Tensor to_host() const;  // reads it back (waits for the GPU)
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+ private:
+  DType dtype_ = DType::Undefined;
+  Shape shape_;
+  std::shared_ptr<Storage> storage_;
+};
+
 // Where a model's nodes ran for one input-shape signature, and how.
 struct PlanFallback {
   std::string node, op, reason;
@@ -69,6 +89,11 @@ class Session {
   // Runs the model. Every required input must be given, with the declared dtype and a shape that
   // matches every concrete declared dimension. Returns the outputs in graph order.
   std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
+
+  // IO binding (webgpu ep only): inputs from host tensors and/or tensors already on the GPU; the outputs
+  // stay on the GPU (read one back with DeviceTensor::to_host, or feed it to the next run).
+  std::vector<DeviceTensor> run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
+                                          const std::unordered_map<std::string, DeviceTensor>& device_feeds = {});
 
   // The plan of the last run (placement, segments, fallbacks, INT64 representation).
   const PlanReport& last_plan() const;

@@ -21,6 +21,11 @@ bool legacy_int64_optin(const std::string& op) {
   return ops.count(op) != 0;
 }
 
+std::mutex& device_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 std::shared_ptr<wg::Device> shared_device() {
   static std::mutex m;
   static std::weak_ptr<wg::Device> weak;
@@ -32,6 +37,36 @@ std::shared_ptr<wg::Device> shared_device() {
   }
   return d;
 }
+
+}  // namespace onnxgpu::runtime
+
+namespace onnxgpu {
+
+struct DeviceTensor::Storage {
+  std::shared_ptr<webgpu::Device> device;
+  webgpu::Buffer buffer;
+  Int64Policy policy;
+  ~Storage() {
+    std::lock_guard<std::mutex> lock(runtime::device_mutex());
+    device->recycle(std::move(buffer));
+  }
+};
+
+Tensor DeviceTensor::to_host() const {
+  if (!storage_) throw InvalidArgument("DeviceTensor::to_host: the tensor is empty");
+  std::lock_guard<std::mutex> lock(runtime::device_mutex());
+  std::vector<std::byte> bytes(runtime::gpu_bytes(dtype_, shape_, storage_->policy));
+  if (!bytes.empty()) storage_->device->read(storage_->buffer.get(), bytes.data(), bytes.size());
+  return runtime::from_gpu(bytes.data(), dtype_, shape_, storage_->policy);
+}
+
+}  // namespace onnxgpu
+
+namespace onnxgpu::runtime {
+
+// Every buffer and binding is at least this large: an empty tensor still binds, and arrays of
+// 64-bit elements (vec2<u32>) need at least 8 bytes.
+constexpr uint64_t kMinBinding = 16;
 
 // ---- The recorded plan ---------------------------------------------------------------------------
 
@@ -174,16 +209,55 @@ std::string status_message(uint32_t flags) {
 
 }  // namespace
 
+// Writes this run's inputs into the plan's input buffers: host tensors with queue writes, device
+// tensors with GPU copies; and clears the status words.
+static void write_inputs(Plan& plan, const Int64Policy& policy, const std::unordered_map<std::string, Tensor>& host,
+                         const std::unordered_map<std::string, DeviceTensor>& device) {
+  wg::Device& dev = *plan.device;
+  wg::CommandBatch batch = dev.batch();
+  for (const auto& [name, slot] : plan.inputs) {
+    auto h = host.find(name);
+    if (h != host.end()) {
+      upload(plan, slot, h->second, policy, name);
+      continue;
+    }
+    const DeviceTensor& d = device.at(name);
+    uint64_t bytes = gpu_bytes(d.dtype(), d.shape(), policy);
+    if (bytes) batch.copy(d.storage()->buffer.get(), 0, plan.slots[size_t(slot)].buffer->get(), 0, (bytes + 3) / 4 * 4);
+  }
+  std::vector<uint32_t> zeros(plan.status->capacity / 4, 0);
+  dev.write(plan.status->get(), zeros.data(), zeros.size() * 4);
+  if (!batch.empty()) dev.submit(batch);
+}
+
 // Executes steps [from, to) of a plan. When `final` is set, also reads back the outputs and the
 // status words in the same submit as the last segment.
+// With `device_outputs`, the outputs are copied into new GPU buffers instead of being read back.
 static void execute(Plan& plan, const ir::Model& model, const Int64Policy& policy, size_t from, size_t to, bool final,
-                    std::vector<Tensor>* outputs) {
+                    std::vector<Tensor>* outputs, std::vector<DeviceTensor>* device_outputs = nullptr) {
   wg::Device& dev = *plan.device;
   std::vector<uint32_t> status(model.graph.nodes.size() + 1, 0);  // one word per node
   std::vector<std::vector<std::byte>> out_bytes(plan.outputs.size());
   std::vector<wg::ReadRequest> reads;
+  std::vector<std::shared_ptr<DeviceTensor::Storage>> kept;
+  auto keep_outputs = [&](wg::CommandBatch& batch) {  // copies the output slots into buffers of their own
+    for (const OutputSource& o : plan.outputs) {
+      auto st = std::make_shared<DeviceTensor::Storage>();
+      st->device = plan.device;
+      st->policy = policy;
+      uint64_t bytes = gpu_bytes(o.dtype, o.shape, policy);
+      st->buffer = dev.acquire(std::max<uint64_t>(bytes, kMinBinding));
+      if (o.constant) {
+        GpuUpload u = to_gpu(*o.constant, policy, "output");
+        if (u.bytes) dev.write(st->buffer.get(), u.data, u.bytes);
+      } else if (bytes) {
+        batch.copy(plan.slots[size_t(o.slot)].buffer->get(), 0, st->buffer.get(), 0, (bytes + 3) / 4 * 4);
+      }
+      kept.push_back(st);
+    }
+  };
   if (final) {
-    for (size_t k = 0; k < plan.outputs.size(); ++k) {
+    for (size_t k = 0; k < plan.outputs.size() && !device_outputs; ++k) {
       const OutputSource& o = plan.outputs[k];
       if (o.slot < 0) continue;
       out_bytes[k].resize(gpu_bytes(o.dtype, o.shape, policy));
@@ -199,6 +273,7 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
       wg::CommandBatch batch = dev.batch();
       for (const auto& d : s.dispatches) batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
       if (final && i + 1 == to) {
+        if (device_outputs) keep_outputs(batch);
         dev.submit_and_read(batch, reads);
         read_done = true;
       } else {
@@ -218,12 +293,22 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
     }
   }
   if (!final) return;
-  if (!read_done) dev.read(reads);
+  if (!read_done) {
+    wg::CommandBatch batch = dev.batch();
+    if (device_outputs) keep_outputs(batch);
+    dev.submit_and_read(batch, reads);
+  }
   for (size_t d = 0; d < model.graph.nodes.size(); ++d)
     if (status[d]) {
       const ir::Node& n = model.graph.nodes[d];
       throw InvalidArgument(n.describe() + " on the GPU: " + status_message(status[d]));
     }
+  if (device_outputs) {
+    device_outputs->clear();
+    for (size_t k = 0; k < plan.outputs.size(); ++k)
+      device_outputs->emplace_back(plan.outputs[k].dtype, plan.outputs[k].shape, kept[k]);
+    return;
+  }
   outputs->clear();
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const OutputSource& o = plan.outputs[k];
@@ -246,7 +331,9 @@ class Planner {
           std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights)
       : model_(model), g_(model.graph), options_(options), policy_(options.int64), plan_(plan), weights_(weights) {}
 
-  void build(const std::unordered_map<std::string, Tensor>& feeds, std::vector<Tensor>& outputs);
+  void build(const std::unordered_map<std::string, Tensor>& feeds,
+             const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
+             std::vector<DeviceTensor>* device_outputs);
 
  private:
   struct Value {
@@ -285,7 +372,7 @@ class Planner {
 };
 
 int Planner::alloc(uint64_t bytes, bool pinned) {
-  uint64_t cap = wg::BufferPool::bucket(std::max<uint64_t>(bytes, 4));
+  uint64_t cap = wg::BufferPool::bucket(std::max<uint64_t>(bytes, kMinBinding));
   if (!pinned) {
     auto it = free_.find(cap);
     if (it != free_.end() && !it->second.empty()) {
@@ -322,7 +409,7 @@ int Planner::slot_of(const std::string& name) {
     auto& buf = weights_[name];
     if (!buf) {
       GpuUpload u = to_gpu(*v.constant, policy_, name);
-      buf = std::make_shared<wg::Buffer>(plan_.device->create_buffer(std::max<uint64_t>(u.bytes, 4), wg::kStorageUsage, name));
+      buf = std::make_shared<wg::Buffer>(plan_.device->create_buffer(std::max<uint64_t>(u.bytes, kMinBinding), wg::kStorageUsage, name));
       if (u.bytes) plan_.device->write(buf->get(), u.data, u.bytes);
     }
     Slot slot{buf, buf->size, true};  // shared with the session's weights
@@ -482,7 +569,7 @@ void Planner::close_segment() {
     entries.emplace_back(step.uniforms->get(), offsets[i], uint64_t((d.uniforms.size() * 4 + 15) / 16 * 16));
     entries.emplace_back(plan_.status->get(), 0, plan_.status->capacity);
     for (const auto& [s, bytes] : slots)
-      entries.emplace_back(plan_.slots[size_t(s)].buffer->get(), 0, std::max<uint64_t>((bytes + 3) / 4 * 4, 4));
+      entries.emplace_back(plan_.slots[size_t(s)].buffer->get(), 0, std::max<uint64_t>((bytes + 3) / 4 * 4, kMinBinding));
     step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z});
   }
   plan_.report.dispatches += int(pending_.size());
@@ -546,7 +633,9 @@ void Planner::finish_values_of(size_t index, const ir::Node& node) {
   }
 }
 
-void Planner::build(const std::unordered_map<std::string, Tensor>& feeds, std::vector<Tensor>& outputs) {
+void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
+                    const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
+                    std::vector<DeviceTensor>* device_outputs) {
   wg::Device& dev = *plan_.device;
   plan_.report.ep = "webgpu";
   plan_.report.nodes = int(g_.nodes.size());
@@ -558,15 +647,15 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds, std::v
   }
   plan_.status = std::make_shared<wg::Buffer>(dev.create_buffer(4 * (g_.nodes.size() + 1), wg::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
-  for (const auto& [name, t] : feeds) {
-    wg::shader::type_info(t.dtype(), policy_);
-    int slot = alloc(gpu_bytes(t.dtype(), t.shape(), policy_), true);
-    values_[name] = Value{t.dtype(), t.shape(), nullptr, slot};
+  auto add_input = [&](const std::string& name, DType dtype, const Shape& shape) {
+    wg::shader::type_info(dtype, policy_);  // throws for types the GPU cannot hold
+    int slot = alloc(gpu_bytes(dtype, shape, policy_), true);
+    values_[name] = Value{dtype, shape, nullptr, slot};
     plan_.inputs.emplace_back(name, slot);
-    upload(plan_, slot, t, policy_, name);
-  }
-  std::vector<uint32_t> zeros(plan_.status->capacity / 4, 0);
-  dev.write(plan_.status->get(), zeros.data(), zeros.size() * 4);
+  };
+  for (const auto& [name, t] : feeds) add_input(name, t.dtype(), t.shape());
+  for (const auto& [name, t] : device_feeds) add_input(name, t.dtype(), t.shape());
+  write_inputs(plan_, policy_, feeds, device_feeds);
 
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const ir::Node& node = g_.nodes[i];
@@ -596,7 +685,7 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds, std::v
       plan_.report.int64_tensors++;
       plan_.report.int64_on_gpu += v.from_cpu ? 0 : 1;
     }
-  execute(plan_, model_, policy_, executed_, plan_.steps.size(), true, &outputs);
+  execute(plan_, model_, policy_, executed_, plan_.steps.size(), true, outputs, device_outputs);
 }
 
 }  // namespace
@@ -612,30 +701,37 @@ GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
 
 GpuExecutor::~GpuExecutor() = default;
 
-static std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds) {
+static std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
+                                const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   std::map<std::string, std::string> sorted;
   for (const auto& [n, t] : feeds) sorted[n] = t.describe();
+  for (const auto& [n, t] : device_feeds) sorted[n] = std::string(dtype_name(t.dtype())) + shape_str(t.shape());
   std::string s;
   for (const auto& [n, d] : sorted) s += (s.empty() ? "" : " ") + n + ":" + d;
   return s;
 }
 
-std::shared_ptr<Plan> GpuExecutor::build_and_run(const std::unordered_map<std::string, Tensor>& feeds,
-                                                 std::vector<Tensor>& outputs) {
-  auto plan = std::make_shared<Plan>();
-  plan->device = device_;
-  Planner planner(model_, options_, *plan, weights_->buffers);
-  planner.build(feeds, outputs);
-  return plan;
+std::vector<Tensor> GpuExecutor::run(const std::unordered_map<std::string, Tensor>& feeds) {
+  std::vector<Tensor> outputs;
+  run_impl(feeds, {}, &outputs, nullptr);
+  return outputs;
 }
 
-std::vector<Tensor> GpuExecutor::run(const std::unordered_map<std::string, Tensor>& feeds) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::string sig = signature_of(feeds);
-  std::vector<Tensor> outputs;
+std::vector<DeviceTensor> GpuExecutor::run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
+                                                     const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  std::vector<DeviceTensor> outputs;
+  run_impl(feeds, device_feeds, nullptr, &outputs);
+  return outputs;
+}
+
+void GpuExecutor::run_impl(const std::unordered_map<std::string, Tensor>& feeds,
+                           const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
+                           std::vector<DeviceTensor>* device_outputs) {
+  std::lock_guard<std::mutex> lock(device_mutex());  // one GPU queue for every session of the process
+  std::string sig = signature_of(feeds, device_feeds);
   if (whole_graph_cpu_.count(sig)) {
-    outputs = cpu::run_graph(model_.graph, model_.opsets, feeds);
-    return outputs;
+    run_whole_graph_on_cpu(feeds, device_feeds, outputs, device_outputs);
+    return;
   }
   if (options_.capture) {
     for (auto it = plans_.begin(); it != plans_.end(); ++it) {
@@ -643,32 +739,27 @@ std::vector<Tensor> GpuExecutor::run(const std::unordered_map<std::string, Tenso
       std::shared_ptr<Plan> plan = it->second;
       plans_.splice(plans_.begin(), plans_, it);
       try {
-        for (const auto& [name, slot] : plan->inputs) upload(*plan, slot, feeds.at(name), options_.int64, name);
-        std::vector<uint32_t> zeros(plan->status->capacity / 4, 0);
-        device_->write(plan->status->get(), zeros.data(), zeros.size() * 4);
-        execute(*plan, model_, options_.int64, 0, plan->steps.size(), true, &outputs);
+        write_inputs(*plan, options_.int64, feeds, device_feeds);
+        execute(*plan, model_, options_.int64, 0, plan->steps.size(), true, outputs, device_outputs);
         report_ = plan->report;
         report_.replayed = true;
-        return outputs;
+        return;
       } catch (const ReplanNeeded&) {
         plans_.erase(plans_.begin());  // a CPU node's output shape changed with the data: plan again
         break;
       }
     }
   }
-  std::shared_ptr<Plan> plan;
+  auto plan = std::make_shared<Plan>();
+  plan->device = device_;
   try {
-    plan = build_and_run(feeds, outputs);
+    Planner planner(model_, options_, *plan, weights_->buffers);
+    planner.build(feeds, device_feeds, outputs, device_outputs);
   } catch (const WholeGraphFallback& e) {
     whole_graph_cpu_.insert(sig);
-    report_ = PlanReport{};
-    report_.ep = "webgpu";
-    report_.nodes = int(model_.graph.nodes.size());
-    report_.cpu_nodes = report_.nodes;
-    report_.whole_graph_fallback = true;
-    report_.int64_strategy = Int64Policy::strategy_name(options_.int64.strategy);
-    report_.fallbacks.push_back({"", "", std::string("whole graph on the CPU: ") + e.what(), {}});
-    return cpu::run_graph(model_.graph, model_.opsets, feeds);
+    whole_graph_reason_ = e.what();
+    run_whole_graph_on_cpu(feeds, device_feeds, outputs, device_outputs);
+    return;
   }
   plan->report.signature = sig;
   plan->report.captured = options_.capture;
@@ -677,7 +768,39 @@ std::vector<Tensor> GpuExecutor::run(const std::unordered_map<std::string, Tenso
     plans_.emplace_front(sig, plan);
     if (plans_.size() > kMaxPlans) plans_.pop_back();
   }
-  return outputs;
+}
+
+// fallback_per_op_not_whole_graph = false and a node needed the CPU: the whole graph runs there.
+void GpuExecutor::run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
+                                         const std::unordered_map<std::string, DeviceTensor>& device_feeds,
+                                         std::vector<Tensor>* outputs, std::vector<DeviceTensor>* device_outputs) {
+  std::unordered_map<std::string, Tensor> all = feeds;
+  for (const auto& [name, d] : device_feeds) {
+    std::vector<std::byte> bytes(gpu_bytes(d.dtype(), d.shape(), options_.int64));
+    if (!bytes.empty()) device_->read(d.storage()->buffer.get(), bytes.data(), bytes.size());
+    all[name] = from_gpu(bytes.data(), d.dtype(), d.shape(), options_.int64);
+  }
+  std::vector<Tensor> outs = cpu::run_graph(model_.graph, model_.opsets, all);
+  report_ = PlanReport{};
+  report_.ep = "webgpu";
+  report_.nodes = report_.cpu_nodes = int(model_.graph.nodes.size());
+  report_.whole_graph_fallback = true;
+  report_.int64_strategy = Int64Policy::strategy_name(options_.int64.strategy);
+  report_.fallbacks.push_back({"", "", "whole graph on the CPU: " + whole_graph_reason_, {}});
+  if (!device_outputs) {
+    *outputs = std::move(outs);
+    return;
+  }
+  device_outputs->clear();
+  for (const Tensor& t : outs) {
+    auto st = std::make_shared<DeviceTensor::Storage>();
+    st->device = device_;
+    st->policy = options_.int64;
+    GpuUpload u = to_gpu(t, options_.int64, "output");
+    st->buffer = device_->acquire(std::max<uint64_t>(u.bytes, kMinBinding));
+    if (u.bytes) device_->write(st->buffer.get(), u.data, u.bytes);
+    device_outputs->emplace_back(t.dtype(), t.shape(), st);
+  }
 }
 
 }  // namespace onnxgpu::runtime

@@ -28,12 +28,18 @@ class GpuExecutor {
   ~GpuExecutor();
 
   std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
+  std::vector<DeviceTensor> run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
+                                          const std::unordered_map<std::string, DeviceTensor>& device_feeds);
   const PlanReport& last_report() const { return report_; }
   webgpu::Device& device() { return *device_; }
 
  private:
-  std::shared_ptr<Plan> build_and_run(const std::unordered_map<std::string, Tensor>& feeds,
-                                      std::vector<Tensor>& outputs);
+  void run_impl(const std::unordered_map<std::string, Tensor>& feeds,
+                const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
+                std::vector<DeviceTensor>* device_outputs);
+  void run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
+                              const std::unordered_map<std::string, DeviceTensor>& device_feeds,
+                              std::vector<Tensor>* outputs, std::vector<DeviceTensor>* device_outputs);
 
   static constexpr size_t kMaxPlans = 8;  // signatures kept recorded
   struct Weights;
@@ -43,13 +49,15 @@ class GpuExecutor {
   std::shared_ptr<webgpu::Device> device_;
   std::unique_ptr<Weights> weights_;  // initializers uploaded once, shared by every plan
   std::set<std::string> whole_graph_cpu_;  // signatures that fell back whole (fallback_per_op off)
+  std::string whole_graph_reason_;
   std::list<std::pair<std::string, std::shared_ptr<Plan>>> plans_;  // most recent first
   PlanReport report_;
-  std::mutex mutex_;
 };
 
-// The process-wide device (created on first use, shared by every session).
+// The process-wide device (created on first use, shared by every session), and the lock that
+// serialises its use (sessions may run from several threads).
 std::shared_ptr<webgpu::Device> shared_device();
+std::mutex& device_mutex();
 
 // The ops that take INT64 on the GPU under the per_op_optin strategy: the old, per-op behaviour,
 // kept only to reproduce and measure it. No other list of INT64-capable ops exists.

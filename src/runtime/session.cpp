@@ -1,5 +1,7 @@
 #include "onnxgpu/session.h"
 
+#include <set>
+
 #include "cpu/graph_runner.h"
 #include "ir/graph.h"
 #include "loader/model_loader.h"
@@ -44,8 +46,17 @@ std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options
   return impl;
 }
 
-void check_feeds(const ir::Graph& g, const std::unordered_map<std::string, Tensor>& feeds) {
-  for (const auto& [name, t] : feeds) {
+struct FeedInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+void check_feeds(const ir::Graph& g, const std::vector<FeedInfo>& feeds) {
+  std::set<std::string> given;
+  for (const auto& f : feeds) {
+    const std::string& name = f.name;
+    given.insert(name);
     const ir::ValueInfo* decl = nullptr;
     for (const auto& v : g.inputs)
       if (v.name == name) decl = &v;
@@ -55,23 +66,34 @@ void check_feeds(const ir::Graph& g, const std::unordered_map<std::string, Tenso
         if (!g.is_initializer(v.name)) known += (known.empty() ? "" : ", ") + v.name;
       throw InvalidArgument("input '" + name + "' is not an input of the model (its inputs: " + known + ")");
     }
-    if (decl->dtype != DType::Undefined && t.dtype() != decl->dtype)
+    if (decl->dtype != DType::Undefined && f.dtype != decl->dtype)
       throw InvalidArgument("input '" + name + "': expected " + std::string(dtype_onnx_name(decl->dtype)) + ", got " +
-                            std::string(dtype_onnx_name(t.dtype())));
+                            std::string(dtype_onnx_name(f.dtype)));
     if (decl->has_shape) {
-      if (size_t(t.rank()) != decl->dims.size())
+      if (f.shape.size() != decl->dims.size())
         throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + " (rank " +
-                              std::to_string(decl->dims.size()) + "), got " + shape_str(t.shape()));
+                              std::to_string(decl->dims.size()) + "), got " + shape_str(f.shape));
       for (size_t i = 0; i < decl->dims.size(); ++i)
-        if (decl->dims[i].concrete() && decl->dims[i].value != t.shape()[i])
+        if (decl->dims[i].concrete() && decl->dims[i].value != f.shape[i])
           throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + ", got " +
-                                shape_str(t.shape()) + " (dimension " + std::to_string(i) + ")");
+                                shape_str(f.shape) + " (dimension " + std::to_string(i) + ")");
     }
   }
   for (const auto& v : g.inputs)
-    if (!g.is_initializer(v.name) && !feeds.count(v.name))
+    if (!g.is_initializer(v.name) && !given.count(v.name))
       throw InvalidArgument("input '" + v.name + "' (" + std::string(dtype_onnx_name(v.dtype)) + v.shape_str() +
                             ") is required but was not given");
+}
+
+std::vector<FeedInfo> feed_infos(const std::unordered_map<std::string, Tensor>& feeds,
+                                 const std::unordered_map<std::string, DeviceTensor>& device_feeds = {}) {
+  std::vector<FeedInfo> r;
+  for (const auto& [n, t] : feeds) r.push_back({n, t.dtype(), t.shape()});
+  for (const auto& [n, t] : device_feeds) {
+    if (feeds.count(n)) throw InvalidArgument("input '" + n + "' is given twice (host and device)");
+    r.push_back({n, t.dtype(), t.shape()});
+  }
+  return r;
 }
 
 }  // namespace
@@ -94,9 +116,16 @@ const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs;
 const SessionOptions& Session::options() const { return impl_->options; }
 
 std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& feeds) {
-  check_feeds(impl_->model.graph, feeds);
+  check_feeds(impl_->model.graph, feed_infos(feeds));
   if (impl_->gpu) return impl_->gpu->run(feeds);
   return cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
+}
+
+std::vector<DeviceTensor> Session::run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
+                                                 const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  if (!impl_->gpu) throw InvalidArgument("run_on_device (IO binding) needs the webgpu execution provider");
+  check_feeds(impl_->model.graph, feed_infos(feeds, device_feeds));
+  return impl_->gpu->run_on_device(feeds, device_feeds);
 }
 
 const PlanReport& Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }

@@ -277,3 +277,23 @@ TEST(RuntimeErrors, WrongDtypeShapeAndMissingInputsAreClear) {
   EXPECT_NE(msg({}).find("input 'ids'"), std::string::npos);
   EXPECT_NE(msg({{"ids", Tensor(DType::Int64, {1, 8})}, {"nope", Tensor(DType::Int64, {1})}}).find("'nope'"), std::string::npos);
 }
+
+TEST(RuntimeIoBinding, OutputsStayOnTheGpuAndFeedTheNextRun) {
+  SKIP_WITHOUT_GPU();
+  // state' = state + step: a loop the host drives without reading the state back.
+  ModelBuilder b;
+  b.input("state", DType::Int64, {-1}).input("step", DType::Int64, {-1});
+  b.node("Add", {"state", "step"}, {"next"});
+  b.output("next", DType::Int64);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Tensor step = Tensor::from_vector<int64_t>({3}, {1LL << 33, -1, 7});
+  auto out = g.run_on_device({{"state", Tensor::from_vector<int64_t>({3}, {0, 0, 0})}, {"step", step}});
+  for (int i = 0; i < 4; ++i) out = g.run_on_device({{"step", step}}, {{"state", out.at(0)}});
+  EXPECT_TRUE(g.last_plan().replayed);
+  Tensor host = out.at(0).to_host();
+  EXPECT_EQ(host.data<int64_t>()[0], 5 * (1LL << 33));
+  EXPECT_EQ(host.data<int64_t>()[1], -5);
+  EXPECT_EQ(host.data<int64_t>()[2], 35);
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  EXPECT_THROW(c.run_on_device({{"state", step}, {"step", step}}), InvalidArgument);
+}

@@ -1,7 +1,217 @@
-#include "webgpu/kernels/kernel.h"
+// Ops that make tensors, on the GPU: ConstantOfShape, Range, EyeLike, OneHot, Trilu.
+//
+// ConstantOfShape and Range have an output shape that depends on input VALUES: they run on the GPU only
+// when those inputs are known at plan time (otherwise ctx.constant sends them to the CPU). In practice
+// the planner folds them whenever their inputs are constants, so these two kernels are a completeness
+// measure. OneHot needs its depth at plan time for the same reason; its indices and values are GPU
+// tensors. Trilu reads k on the GPU at run time, so it works with any k.
+#include <cmath>
+#include <cstring>
+
+#include "webgpu/kernels/indexing_util.h"
 
 namespace onnxgpu::webgpu {
 
-void register_generators(GpuKernelRegistry& r) {}
+namespace {
+
+uint32_t lo_word(int64_t v) { return uint32_t(uint64_t(v)); }
+uint32_t hi_word(int64_t v) { return uint32_t(uint64_t(v) >> 32); }
+
+void constant_of_shape(GpuKernelContext& ctx) {
+  if (!ctx.input(0).constant) ctx.unsupported("ConstantOfShape with a run-time shape: the output shape depends on its values");
+  const Tensor& st = ctx.constant(0, "input");
+  if (!dtype_is_integer(st.dtype()) || st.rank() > 1)
+    ctx.fail("input 0 ('input') must be a 1-D integer tensor, got " + st.describe());
+  Shape shape = st.to_int64_vector();
+  for (int64_t d : shape)
+    if (d < 0) ctx.fail("shape " + shape_str(shape) + " has a negative dimension");
+  Tensor value(DType::Float32, {1});
+  if (const Tensor* v = ctx.node.attr_tensor("value")) {
+    if (v->numel() != 1) ctx.fail("attribute 'value' must hold exactly one element, got " + v->describe());
+    value = *v;
+  }
+  DType t = value.dtype();
+  if (t == DType::String) ctx.unsupported("string value");
+  ctx.set_output(0, t, shape);
+  auto p = ctx.program("fill");
+  p.output("y", t, shape);
+  // The value as two words: its float32 bits for the f32 family (float64: its own two words, stored
+  // directly), its int64 value for the integer families.
+  std::string store;
+  if (t == DType::Float64) {
+    uint64_t bits;
+    double d = value.data<double>()[0];
+    std::memcpy(&bits, &d, 8);
+    p.uniform("v_lo", uint32_t(bits));
+    p.uniform("v_hi", uint32_t(bits >> 32));
+    store = "y_buf[gi] = vec2<u32>(v_lo(), v_hi());";
+  } else if (dtype_is_float(t)) {
+    float f = float(value.double_at(0));
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    p.uniform("v_lo", bits);
+    store = "y_store(gi, bitcast<f32>(v_lo()));";
+  } else {
+    int64_t v = value.int_at(0);
+    p.uniform("v_lo", lo_word(v));
+    p.uniform("v_hi", hi_word(v));
+    store = "y_store(gi, from_i64_$y(w64(v_lo(), v_hi())));";
+  }
+  p.set_threads(uint64_t(shape_numel(shape)));
+  p.body("  " + store);
+  ctx.dispatch(p, {ctx.out(0)});
+}
+
+// The element count of a Range, as the CPU kernel computes it.
+int64_t range_count(const GpuKernelContext& ctx, const Tensor& s, const Tensor& l, const Tensor& d) {
+  if (dtype_is_float(s.dtype())) {
+    double ds = s.double_at(0), dl = l.double_at(0), dd = d.double_at(0);
+    if (dd == 0) ctx.fail("delta must not be 0");
+    double c = std::ceil((dl - ds) / dd);
+    if (!std::isfinite(c)) ctx.fail("the element count of the range is not finite");
+    if (c <= 0) return 0;
+    if (c > double(int64_t(1) << 40)) ctx.fail("the range is too large");
+    return int64_t(c);
+  }
+  __int128 start = s.int_at(0), limit = l.int_at(0), delta = d.int_at(0);
+  if (delta == 0) ctx.fail("delta must not be 0");
+  __int128 diff = limit - start, c = 0;
+  if (delta > 0 && diff > 0) c = (diff + delta - 1) / delta;
+  if (delta < 0 && diff < 0) c = (-diff - delta - 1) / -delta;
+  return int64_t(c);
+}
+
+void range(GpuKernelContext& ctx) {
+  for (size_t i = 0; i < 3; ++i)
+    if (!ctx.input(i).constant) ctx.unsupported("Range with run-time bounds: the output size depends on their values");
+  const Tensor& s = ctx.constant(0, "start");
+  const Tensor& l = ctx.constant(1, "limit");
+  const Tensor& d = ctx.constant(2, "delta");
+  for (const Tensor* x : {&s, &l, &d}) {
+    if (x->numel() != 1) ctx.fail("start, limit and delta must be scalars, got " + x->describe());
+    if (x->dtype() != s.dtype())
+      ctx.fail("start, limit and delta must have one type, got " + s.describe() + ", " + l.describe() + ", " +
+               d.describe());
+  }
+  DTypeSet allowed{DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64};
+  DType t = s.dtype();
+  if (!allowed.has(t)) ctx.fail("type " + std::string(dtype_name(t)) + " is not supported by Range");
+  int64_t count = range_count(ctx, s, l, d);
+  ctx.set_output(0, t, {count});
+  auto p = ctx.program("range");
+  p.input("s", t, ctx.shape(0));
+  p.input("d", t, ctx.shape(2));
+  p.output("y", t, {count});
+  p.set_threads(uint64_t(count));
+  // start + i * delta: exact for the integer families (wrapping, the result lies in [start, limit)).
+  p.body("  y_store(gi, add_$y(s_load(0u), mul_$y(from_i64_$y(w64(gi, 0u)), d_load(0u))));");
+  ctx.dispatch(p, {ctx.in(0), ctx.in(2), ctx.out(0)});
+}
+
+void eye_like(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  if (xs.size() != 2) ctx.fail("input must be 2-D, got " + describe_input(ctx, 0));
+  DType t = ctx.node.has_attr("dtype") ? DType(ctx.node.attr_int("dtype", 0)) : ctx.dtype(0);
+  if (!kAllTypes.has(t)) ctx.fail("dtype " + std::to_string(int(t)) + " is not supported");
+  int64_t k = ctx.node.attr_int("k", 0);
+  ctx.set_output(0, t, xs);
+  auto p = ctx.program("eye");
+  p.output("y", t, xs);
+  p.uniform("k_lo", lo_word(k));
+  p.uniform("k_hi", hi_word(k));
+  p.set_threads(uint64_t(shape_numel(xs)));
+  // One where column - row == k (compared as int64, so any k works).
+  p.body(R"(  let j = gi % y_shape(1u);
+  let i = gi / y_shape(1u);
+  let on = w64_eq(w64_sub(w64(j, 0u), w64(i, 0u)), w64(k_lo(), k_hi()));
+  y_store(gi, select(zero_$y(), one_$y(), on));)");
+  ctx.dispatch(p, {ctx.out(0)});
+}
+
+void one_hot(GpuKernelContext& ctx) {
+  for (size_t i : {size_t(0), size_t(1)})
+    if (!kNumericTypes.has(ctx.dtype(i)))
+      ctx.fail("indices and depth must be numeric, got " + describe_input(ctx, i));
+  const Shape &is = ctx.shape(0), &vs = ctx.shape(2);
+  if (shape_numel(ctx.shape(1)) != 1 || ctx.shape(1).size() > 1)
+    ctx.fail("depth must be a scalar or a 1-element 1-D tensor, got " + describe_input(ctx, 1));
+  if (shape_numel(vs) != 2 || vs.size() != 1) ctx.fail("values must be [off_value, on_value], got " + describe_input(ctx, 2));
+  if (!ctx.input(1).constant) ctx.unsupported("OneHot with a run-time depth: the output shape depends on its value");
+  const Tensor& dt = ctx.constant(1, "depth");
+  int64_t depth = dtype_is_float(dt.dtype()) ? int64_t(dt.double_at(0)) : dt.int_at(0);
+  if (depth < 0) ctx.fail("depth " + std::to_string(depth) + " is negative");
+  int64_t r = int64_t(is.size());
+  int64_t axis = ctx.node.attr_int("axis", -1);
+  if (axis < -(r + 1) || axis > r)
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for an output of rank " + std::to_string(r + 1));
+  if (axis < 0) axis += r + 1;
+  Shape out = is;
+  out.insert(out.begin() + axis, depth);
+  int64_t inner = 1;
+  for (int64_t i = axis; i < r; ++i) inner *= is[size_t(i)];
+  DType t = ctx.dtype(2);
+  ctx.set_output(0, t, out);
+  auto p = ctx.program("one_hot");
+  p.input("idx", ctx.dtype(0), is);
+  p.input("vals", t, vs);
+  p.output("y", t, out);
+  p.uniform("depth", uint32_t(depth));
+  p.uniform("inner", uint32_t(inner));
+  p.set_threads(uint64_t(shape_numel(out)));
+  // Out-of-range indices (after one wrap of negatives) give a row of off_value, as ONNX says.
+  p.body(R"(  let in_i = gi % inner();
+  let t = gi / inner();
+  let pos = t % depth();
+  let o = t / depth();
+  var k = to_i64_$idx(idx_load(o * inner() + in_i));
+  if (w64_is_neg(k)) { k = w64_add(k, w64(depth(), 0u)); }
+  let on = !w64_is_neg(k) && k.y == 0u && k.x == pos;
+  let src = select(0u, 1u, on);
+  )" + move_element(ctx.policy, t, "y", "gi", "vals", "src"));
+  ctx.dispatch(p, {ctx.in(0), ctx.in(2), ctx.out(0)});
+}
+
+void trilu(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  if (xs.size() < 2) ctx.fail("input must have rank >= 2, got " + describe_input(ctx, 0));
+  bool has_k = ctx.has_input(1);
+  if (has_k) {
+    if (shape_numel(ctx.shape(1)) != 1)
+      ctx.fail("input 1 ('k') must hold exactly one value, got " + describe_input(ctx, 1));
+    if (!dtype_is_integer(ctx.dtype(1)))
+      ctx.fail("input 1 ('k') must be an integer tensor, got " + describe_input(ctx, 1));
+  }
+  bool upper = ctx.node.attr_int("upper", 1) != 0;
+  DType t = ctx.dtype(0);
+  ctx.set_output(0, t, xs);
+  auto p = ctx.program(upper ? "triu" : "tril");
+  p.input("x", t, xs);
+  if (has_k) p.input("k", ctx.dtype(1), ctx.shape(1));
+  p.output("y", t, xs);
+  p.uniform("rows", uint32_t(xs[xs.size() - 2]));
+  p.uniform("cols", uint32_t(xs[xs.size() - 1]));
+  p.set_threads(uint64_t(shape_numel(xs)));
+  // k is read on the GPU; column - row is compared with it as int64.
+  std::string keep = upper ? "!w64_slt(diff, kk)" : "!w64_slt(kk, diff)";
+  p.body(std::string("  let kk = ") + (has_k ? "to_i64_$k(k_load(0u))" : "w64(0u, 0u)") + R"(;
+  let j = gi % cols();
+  let i = (gi / cols()) % rows();
+  let diff = w64_sub(w64(j, 0u), w64(i, 0u));
+  if ()" + keep + ") {\n    " + move_element(ctx.policy, t, "y", "gi", "x", "gi") + "\n  } else {\n    y_store(gi, zero_$y());\n  }");
+  std::vector<ValueRef> binds{ctx.in(0)};
+  if (has_k) binds.push_back(ctx.in(1));
+  binds.push_back(ctx.out(0));
+  ctx.dispatch(p, binds);
+}
+
+}  // namespace
+
+void register_generators(GpuKernelRegistry& r) {
+  r.add("ConstantOfShape", constant_of_shape);
+  r.add("Range", range);
+  r.add("EyeLike", eye_like);
+  r.add("OneHot", one_hot);
+  r.add("Trilu", trilu);
+}
 
 }  // namespace onnxgpu::webgpu

@@ -1,7 +1,339 @@
-#include "webgpu/kernels/kernel.h"
+// Indexed reads and writes on the GPU: Gather, GatherElements, GatherND, ScatterElements (and the
+// deprecated Scatter), ScatterND.
+//
+// Index tensors are GPU values (int32 or int64) read at run time: each index goes through to_i64_$idx
+// and wrap_index (negatives wrap once; anything out of range is flagged FLAG_INDEX and its element is
+// skipped, never read or written), so the runtime reports the error naming the node.
+//
+// Scatter determinism. ONNX applies the updates in index order (for reduction 'none' with duplicate
+// targets the last update wins; for 'add'/'mul' on floats the order fixes the rounding). The GPU
+// reproduces that order exactly, without atomics, by giving every set of updates that can hit a common
+// output element to ONE invocation, which applies them serially in index order:
+//   ScatterElements: an update keeps its coordinates on every axis but `axis`, so two updates can
+//     collide only if they differ just in their `axis` coordinate. One invocation per coordinate of
+//     `indices` with the axis coordinate removed loops over that axis in order.
+//   ScatterND: a tuple addresses a whole slice data[i_0, ..., i_{k-1}, :, ...]; slices coincide or are
+//     disjoint. One invocation per element position inside the slice loops over the tuples in order.
+// Every output element is thus written by a single invocation, in CPU order: results match the CPU bit
+// for bit (floats included) whatever the duplicates. The price is parallelism: an invocation's latency
+// grows with the updates it owns (indices.shape[axis] for ScatterElements, the tuple count for
+// ScatterND), and ScatterND with k equal to the data rank (slices of one element) runs all its tuples
+// in one invocation. (A parallel last-writer-wins pass for reduction 'none' would need an atomic u32
+// temporary, which the program builder does not offer.)
+// Both ops first copy data to the output (one dispatch), then scatter (a second dispatch).
+#include "webgpu/kernels/indexing_util.h"
 
 namespace onnxgpu::webgpu {
 
-void register_indexing(GpuKernelRegistry& r) {}
+namespace {
+
+uint32_t u32(int64_t v) { return uint32_t(v); }
+
+int64_t prod(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+void check_index_type(const GpuKernelContext& ctx, size_t i, bool int64_only) {
+  DType t = ctx.dtype(i);
+  if (t == DType::Int64 || (!int64_only && t == DType::Int32)) return;
+  ctx.fail("input " + std::to_string(i) + " ('indices') must be " + (int64_only ? "int64" : "int32 or int64") +
+           ", got " + describe_input(ctx, i));
+}
+
+// Data is empty but indices address it (the output, or the updates, are not empty): every index is
+// out of range. The empty data is not bound (WebGPU cannot bind an empty 64-bit array); one invocation
+// raises the flag. Returns true when that is the case.
+bool empty_data_indexed(GpuKernelContext& ctx, int64_t indexed) {
+  if (shape_numel(ctx.shape(0)) != 0 || indexed == 0) return false;
+  auto p = ctx.program("empty_data");
+  p.set_threads(1);
+  p.body("  flag(FLAG_INDEX);");
+  ctx.dispatch(p, {});
+  return true;
+}
+
+void gather(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  if (xs.empty()) ctx.fail("data must have rank >= 1, got " + describe_input(ctx, 0));
+  check_index_type(ctx, 1, false);
+  const Shape& is = ctx.shape(1);
+  int64_t r = int64_t(xs.size());
+  size_t axis = size_t(ctx.normalize_axis(ctx.node.attr_int("axis", 0), r));
+  Shape out(xs.begin(), xs.begin() + axis);
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), xs.begin() + axis + 1, xs.end());
+  DType t = ctx.dtype(0);
+  ctx.set_output(0, t, out);
+  if (empty_data_indexed(ctx, shape_numel(out))) return;
+  auto p = ctx.program("gather");
+  p.input("x", t, xs);
+  p.input("idx", ctx.dtype(1), is);
+  p.output("y", t, out);
+  p.uniform("axis_n", u32(xs[axis]));
+  p.uniform("count", u32(shape_numel(is)));
+  p.uniform("inner", u32(prod(xs, axis + 1, xs.size())));
+  p.declare(kWrapIndex);
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body(R"(  let inner_i = gi % inner();
+  let t = gi / inner();
+  let j = t % count();
+  let o = t / count();
+  let k = wrap_index(to_i64_$idx(idx_load(j)), axis_n());
+  if (k == BAD_INDEX) { return; }
+  let src = (o * axis_n() + k) * inner() + inner_i;
+  )" + move_element(ctx.policy, t, "y", "gi", "x", "src"));
+  ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
+}
+
+// GatherElements / ScatterElements: indices have data's rank and fit in data on every axis but `axis`.
+void check_elements_shapes(const GpuKernelContext& ctx, size_t axis) {
+  const Shape &xs = ctx.shape(0), &is = ctx.shape(1);
+  if (is.size() != xs.size())
+    ctx.fail("indices " + describe_input(ctx, 1) + " must have the rank of data " + describe_input(ctx, 0));
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (d != axis && is[d] > xs[d])
+      ctx.fail("indices " + describe_input(ctx, 1) + " is larger than data " + describe_input(ctx, 0) + " on axis " +
+               std::to_string(d));
+}
+
+void gather_elements(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  if (xs.empty()) ctx.fail("data must have rank >= 1, got " + describe_input(ctx, 0));
+  check_index_type(ctx, 1, false);
+  size_t axis = size_t(ctx.normalize_axis(ctx.node.attr_int("axis", 0), int64_t(xs.size())));
+  check_elements_shapes(ctx, axis);
+  const Shape& is = ctx.shape(1);
+  DType t = ctx.dtype(0);
+  ctx.set_output(0, t, is);
+  if (empty_data_indexed(ctx, shape_numel(is))) return;
+  auto p = ctx.program("gather_elements");
+  p.input("x", t, xs);
+  p.input("idx", ctx.dtype(1), is);
+  p.output("y", t, is);
+  p.declare(kWrapIndex);
+  p.set_threads(uint64_t(shape_numel(is)));
+  std::string a = std::to_string(axis) + "u";
+  p.body(R"(  // data offset of this element's coordinates on every axis but `axis`
+  var rem = gi;
+  var off = 0u;
+  for (var d = i32(idx_rank) - 1i; d >= 0i; d = d - 1i) {
+    let c = rem % idx_shape(u32(d));
+    rem = rem / idx_shape(u32(d));
+    if (u32(d) != )" + a + R"() { off = off + c * x_stride(u32(d)); }
+  }
+  let k = wrap_index(to_i64_$idx(idx_load(gi)), x_shape()" + a + R"());
+  if (k == BAD_INDEX) { return; }
+  let src = off + k * x_stride()" + a + R"();
+  )" + move_element(ctx.policy, t, "y", "gi", "x", "src"));
+  ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
+}
+
+// GatherND / ScatterND addressing, validated as the CPU kernel does.
+struct NDLayout {
+  int64_t b = 0, k = 0;      // batch dims, index tuple length
+  Shape tuple_shape;         // indices.shape[:-1]
+  int64_t slice = 1;         // elements per addressed slice
+  int64_t tuples = 0;        // index tuples
+  int64_t per_batch = 0;     // tuples per batch
+  int64_t batch_block = 0;   // data elements per batch
+};
+
+NDLayout nd_layout(const GpuKernelContext& ctx, int64_t batch_dims) {
+  check_index_type(ctx, 1, true);
+  const Shape &xs = ctx.shape(0), &is = ctx.shape(1);
+  int64_t r = int64_t(xs.size()), q = int64_t(is.size()), b = batch_dims;
+  if (q < 1) ctx.fail("indices must have rank >= 1, got " + describe_input(ctx, 1));
+  if (b < 0 || b >= q || b > r) ctx.fail("batch_dims " + std::to_string(b) + " is out of range");
+  NDLayout l;
+  l.b = b;
+  l.k = is[size_t(q - 1)];
+  if (l.k > r - b)
+    ctx.fail("indices " + describe_input(ctx, 1) + " address " + std::to_string(l.k) + " dimensions but data " +
+             describe_input(ctx, 0) + " has only " + std::to_string(r - b) + " after the batch dimensions");
+  for (int64_t d = 0; d < b; ++d)
+    if (is[size_t(d)] != xs[size_t(d)])
+      ctx.fail("batch dimension " + std::to_string(d) + " of indices " + describe_input(ctx, 1) + " and data " +
+               describe_input(ctx, 0) + " differ");
+  l.tuple_shape = Shape(is.begin(), is.end() - 1);
+  l.tuples = shape_numel(l.tuple_shape);
+  l.slice = prod(xs, size_t(b + l.k), size_t(r));
+  l.per_batch = prod(is, size_t(b), size_t(q - 1));
+  l.batch_block = prod(xs, size_t(b), size_t(r));
+  return l;
+}
+
+// WGSL that sets `off` to the data offset of tuple `t` (plus `base`), or `continue`s / `return`s
+// (`on_bad`) after an out-of-range index. `data` is the tensor whose shape the tuple indexes. Empty
+// tuples (k = 0) address the whole data: the (empty) indices are then not bound at all.
+std::string tuple_offset(int64_t k, const std::string& data, const std::string& t, const std::string& base,
+                         const std::string& on_bad) {
+  if (k == 0) return "    let off = " + base + ";\n";
+  return "    var off = " + base + ";\n"
+         "    var bad = false;\n"
+         "    for (var m = 0u; m < kdim(); m = m + 1u) {\n"
+         "      let w = wrap_index(to_i64_$idx(idx_load(" + t + " * kdim() + m)), " + data + "_shape(bdims() + m));\n"
+         "      if (w == BAD_INDEX) { bad = true; break; }\n"
+         "      off = off + w * " + data + "_stride(bdims() + m);\n"
+         "    }\n"
+         "    if (bad) { " + on_bad + " }\n";
+}
+
+void gather_nd(GpuKernelContext& ctx) {
+  int64_t batch_dims = ctx.opset >= 12 ? ctx.node.attr_int("batch_dims", 0) : 0;
+  NDLayout l = nd_layout(ctx, batch_dims);
+  const Shape& xs = ctx.shape(0);
+  Shape out = l.tuple_shape;
+  out.insert(out.end(), xs.begin() + l.b + l.k, xs.end());
+  DType t = ctx.dtype(0);
+  ctx.set_output(0, t, out);
+  if (empty_data_indexed(ctx, shape_numel(out))) return;
+  auto p = ctx.program("gather_nd");
+  p.input("x", t, xs);
+  if (l.k > 0) p.input("idx", ctx.dtype(1), ctx.shape(1));
+  p.output("y", t, out);
+  p.uniform("kdim", u32(l.k));
+  p.uniform("bdims", u32(l.b));
+  p.uniform("slice", u32(l.slice));
+  p.uniform("per_batch", u32(l.per_batch));
+  p.uniform("batch_block", u32(l.batch_block));
+  p.declare(kWrapIndex);
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body("  let e = gi % slice();\n  let t = gi / slice();\n" +
+         tuple_offset(l.k, "x", "t", "(t / per_batch()) * batch_block()", "return;") + "  " +
+         move_element(ctx.policy, t, "y", "gi", "x", "off + e"));
+  if (l.k > 0) ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
+  else ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction read_reduction(const GpuKernelContext& ctx) {
+  if (ctx.node.op_type == "Scatter" || ctx.opset < 16) return Reduction::None;
+  std::string r = ctx.node.attr_string("reduction", "none");
+  if (r == "none") return Reduction::None;
+  if (r == "add") return Reduction::Add;
+  if (r == "mul") return Reduction::Mul;
+  if (r == "max" && ctx.opset >= 18) return Reduction::Max;
+  if (r == "min" && ctx.opset >= 18) return Reduction::Min;
+  ctx.fail("reduction '" + r + "' is not supported at opset " + std::to_string(ctx.opset));
+}
+
+// WGSL applying update element `ui` of `u` to output element `oi` of `y`. Max and min keep the CPU's
+// std::max / std::min semantics (the output element wins ties and NaN comparisons).
+std::string apply_update(const Int64Policy& policy, Reduction red, DType t, const std::string& oi, const std::string& ui) {
+  switch (red) {
+    case Reduction::None: return move_element(policy, t, "y", oi, "u", ui);
+    case Reduction::Add: return "y_store(" + oi + ", add_$y(y_load(" + oi + "), u_load(" + ui + ")));";
+    case Reduction::Mul: return "y_store(" + oi + ", mul_$y(y_load(" + oi + "), u_load(" + ui + ")));";
+    case Reduction::Max:
+      return "{ let a = y_load(" + oi + "); let b = u_load(" + ui + "); y_store(" + oi + ", select(a, b, lt_$y(a, b))); }";
+    case Reduction::Min:
+      return "{ let a = y_load(" + oi + "); let b = u_load(" + ui + "); y_store(" + oi + ", select(a, b, lt_$y(b, a))); }";
+  }
+  return "";
+}
+
+// The first of the two scatter dispatches: output = data.
+void copy_data(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  auto p = ctx.program("copy");
+  p.input("x", t, ctx.shape(0));
+  p.output("y", t, ctx.shape(0));
+  p.set_threads(uint64_t(shape_numel(ctx.shape(0))));
+  p.body("  " + move_element(ctx.policy, t, "y", "gi", "x", "gi"));
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
+void check_updates_type(const GpuKernelContext& ctx) {
+  if (ctx.dtype(2) != ctx.dtype(0))
+    ctx.fail("updates " + describe_input(ctx, 2) + " must have the type of data " + describe_input(ctx, 0));
+}
+
+void scatter_elements(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  if (xs.empty()) ctx.fail("data must have rank >= 1, got " + describe_input(ctx, 0));
+  check_index_type(ctx, 1, false);
+  const Shape& is = ctx.shape(1);
+  if (ctx.shape(2) != is)
+    ctx.fail("updates " + describe_input(ctx, 2) + " must have the shape of indices " + describe_input(ctx, 1));
+  size_t axis = size_t(ctx.normalize_axis(ctx.node.attr_int("axis", 0), int64_t(xs.size())));
+  Reduction red = read_reduction(ctx);
+  check_elements_shapes(ctx, axis);
+  check_updates_type(ctx);
+  DType t = ctx.dtype(0);
+  ctx.set_output(0, t, xs);
+  copy_data(ctx);
+  if (shape_numel(is) == 0 || empty_data_indexed(ctx, shape_numel(is))) return;
+  auto p = ctx.program("scatter_elements");
+  p.input("idx", ctx.dtype(1), is);
+  p.input("u", t, is);
+  p.output("y", t, xs);
+  p.declare(kWrapIndex);
+  // One invocation per coordinate of indices without the axis coordinate (see the top of the file).
+  p.set_threads(uint64_t(shape_numel(is) / is[axis]));
+  std::string a = std::to_string(axis) + "u";
+  p.body(R"(  var rem = gi;
+  var yoff = 0u;
+  var uoff = 0u;
+  for (var d = i32(u_rank) - 1i; d >= 0i; d = d - 1i) {
+    if (u32(d) == )" + a + R"() { continue; }
+    let c = rem % u_shape(u32(d));
+    rem = rem / u_shape(u32(d));
+    yoff = yoff + c * y_stride(u32(d));
+    uoff = uoff + c * u_stride(u32(d));
+  }
+  for (var j = 0u; j < u_shape()" + a + R"(); j = j + 1u) {
+    let ui = uoff + j * u_stride()" + a + R"();
+    let k = wrap_index(to_i64_$idx(idx_load(ui)), y_shape()" + a + R"());
+    if (k == BAD_INDEX) { continue; }
+    let oi = yoff + k * y_stride()" + a + R"();
+    )" + apply_update(ctx.policy, red, t, "oi", "ui") + R"(
+  })");
+  ctx.dispatch(p, {ctx.in(1), ctx.in(2), ctx.out(0)});
+}
+
+void scatter_nd(GpuKernelContext& ctx) {
+  NDLayout l = nd_layout(ctx, 0);
+  const Shape& xs = ctx.shape(0);
+  Shape want = l.tuple_shape;
+  want.insert(want.end(), xs.begin() + l.k, xs.end());
+  if (ctx.shape(2) != want)
+    ctx.fail("updates " + describe_input(ctx, 2) + " must have shape " + shape_str(want) + " for indices " +
+             describe_input(ctx, 1) + " and data " + describe_input(ctx, 0));
+  Reduction red = read_reduction(ctx);
+  check_updates_type(ctx);
+  DType t = ctx.dtype(0);
+  ctx.set_output(0, t, xs);
+  copy_data(ctx);
+  if (l.tuples == 0 || empty_data_indexed(ctx, l.tuples * l.slice)) return;
+  auto p = ctx.program("scatter_nd");
+  if (l.k > 0) p.input("idx", ctx.dtype(1), ctx.shape(1));
+  p.input("u", t, ctx.shape(2));
+  p.output("y", t, xs);
+  p.uniform("kdim", u32(l.k));
+  p.uniform("bdims", 0);
+  p.uniform("slice", u32(l.slice));
+  p.uniform("tuples", u32(l.tuples));
+  p.declare(kWrapIndex);
+  // One invocation per element position inside a slice, looping over the tuples in order.
+  p.set_threads(uint64_t(l.slice));
+  p.body("  for (var t = 0u; t < tuples(); t = t + 1u) {\n" + tuple_offset(l.k, "y", "t", "0u", "continue;") + "    " +
+         apply_update(ctx.policy, red, t, "off + gi", "t * slice() + gi") + "\n  }");
+  if (l.k > 0) ctx.dispatch(p, {ctx.in(1), ctx.in(2), ctx.out(0)});
+  else ctx.dispatch(p, {ctx.in(2), ctx.out(0)});
+}
+
+}  // namespace
+
+void register_indexing(GpuKernelRegistry& r) {
+  r.add("Gather", gather);
+  r.add("GatherElements", gather_elements);
+  r.add("GatherND", gather_nd);
+  r.add("ScatterElements", scatter_elements);
+  r.add("Scatter", scatter_elements);
+  r.add("ScatterND", scatter_nd);
+}
 
 }  // namespace onnxgpu::webgpu

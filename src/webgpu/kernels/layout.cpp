@@ -1,7 +1,614 @@
+// Data movement on the GPU: Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace,
+// SpaceToDepth. Every op is a gather by index map, built from two programs:
+//   - a strided copy: for each coordinate c of an iteration space,
+//       y[dst_base + sum(c[d] * dst_stride[d])] = x[src_base + sum(c[d] * src_stride[d])]
+//     (Transpose, Slice, Expand, DepthToSpace and SpaceToDepth with a contiguous destination; Concat
+//     and Split as one [outer, row] copy per input / output);
+//   - a padded copy: each output coordinate minus the leading pad, mapped back into the input by the
+//     pad mode (Pad, and Tile, which is Pad in wrap mode).
+// Sizes, strides, starts and pads are uniforms; the WGSL depends only on dtypes, ranks and the pad
+// mode. Elements are copied bit for bit whatever their dtype (see the gather programs), INT64 and float64 included.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "cpu/broadcast.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/layout_util.h"
 
 namespace onnxgpu::webgpu {
 
-void register_layout(GpuKernelRegistry& r) {}
+namespace {
+
+std::string u(uint64_t v) { return std::to_string(v) + "u"; }
+
+std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
+
+int64_t prod(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+// The dtype of data input i; strings have no GPU representation.
+DType data_dtype(GpuKernelContext& ctx, size_t i) {
+  DType t = ctx.dtype(i);
+  if (t == DType::String) ctx.unsupported("string tensors");
+  return t;
+}
+
+// A shape-like input (scalar or 1-D integer tensor) that must be known at plan time.
+std::vector<int64_t> int_list(GpuKernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.constant(i, what);
+  if (!dtype_is_integer(t.dtype()))
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must be an integer tensor, got " + t.describe());
+  if (t.rank() > 1)
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must be a scalar or 1-D, got " + t.describe());
+  return t.to_int64_vector();
+}
+
+int64_t int_scalar(GpuKernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.constant(i, what);
+  if (t.numel() != 1)
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must hold exactly one value, got " + t.describe());
+  if (!dtype_is_integer(t.dtype()))
+    ctx.fail("input " + std::to_string(i) + " ('" + what + "') must be an integer tensor, got " + t.describe());
+  return t.int_at(0);
+}
+
+std::vector<int64_t> normalize_axes(GpuKernelContext& ctx, const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> r;
+  std::vector<bool> seen(size_t(rank), false);
+  for (int64_t a : axes) {
+    if (rank == 0) ctx.fail("axis " + std::to_string(a) + " given for a rank-0 tensor");
+    int64_t n = ctx.normalize_axis(a, rank);
+    if (seen[size_t(n)]) ctx.fail("axis " + std::to_string(a) + " is repeated");
+    seen[size_t(n)] = true;
+    r.push_back(n);
+  }
+  return r;
+}
+
+std::vector<uint32_t> words(const std::vector<int64_t>& v) {
+  std::vector<uint32_t> r;
+  for (int64_t x : v) r.push_back(uint32_t(x));  // modulo 2^32: negative strides wrap, and so do the sums
+  return r;
+}
+
+// ---- Gather programs ------------------------------------------------------------------------------
+//
+// Every program computes, per output element e, `src_of(e)`: the input element it copies, or NONE
+// where it is filled with the pad value; with a strided destination also `dst_of(e)`, the output
+// element written. Elements move as raw storage, never through a value type, so every dtype is copied
+// bit for bit (float64, int64, NaN payloads):
+//   - 32- and 64-bit elements: one invocation per element, one word (or vec2) assignment;
+//   - 8- and 16-bit elements into a contiguous output: one invocation per output word, which gathers
+//     the word's 2 or 4 elements and stores it whole;
+//   - 8- and 16-bit elements into a strided output (Concat): one invocation per element, spliced into
+//     its word with atomics (neighbouring invocations share the word).
+
+const char* kNone = "0xffffffffu";
+
+// The pad value of constant mode: a bound input (a one-element tensor of the data's dtype), or bits.
+struct Fill {
+  bool used = false;
+  int input = -1;
+  Tensor value;  // when not bound
+};
+
+// Declares the tensors of a gather program: x = input `in` (unless `has_x` is false: all fill), cv =
+// the fill input (if bound), y = the output.
+shader::Program gather_program(GpuKernelContext& ctx, const std::string& name, size_t in, const Fill& fill,
+                               const Shape& out_shape, std::vector<ValueRef>& binds, bool has_x = true) {
+  DType t = ctx.dtype(in);
+  auto p = ctx.program(name);
+  if (has_x) {
+    p.input("x", t, ctx.shape(in));
+    binds.push_back(ctx.in(in));
+  }
+  if (fill.used && fill.input >= 0) {
+    p.input("cv", t, ctx.shape(size_t(fill.input)));
+    binds.push_back(ctx.in(size_t(fill.input)));
+  }
+  p.output("y", t, out_shape);
+  return p;
+}
+
+// Writes the body of a gather program (whose src_of / dst_of are declared) and dispatches it over
+// `n` elements written into output `out`. Without x, every element is the fill.
+void finish_gather(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueRef> binds, size_t out, uint64_t n,
+                   bool strided_dst, const Fill& fill, bool has_x = true) {
+  binds.push_back(ctx.out(out));
+  DType t = ctx.outputs.at(out).dtype;
+  int bits = shader::type_info(t, ctx.policy).storage_bits;
+  std::string fill_val;  // the fill element: raw storage (32/64-bit) or its bits (8/16-bit)
+  if (fill.used && fill.input >= 0) {
+    fill_val = bits >= 32 ? "cv_buf[0]" : "cv_bits(0u)";
+  } else if (fill.used) {
+    uint32_t w[2] = {0, 0};
+    std::memcpy(w, fill.value.raw(), std::min<size_t>(fill.value.nbytes(), size_t(bits / 8)));
+    p.uniform("fill_lo", w[0]);
+    p.uniform("fill_hi", w[1]);
+    fill_val = bits == 64 ? "vec2<u32>(fill_lo(), fill_hi())" : bits == 32 ? "bitcast<y_t>(fill_lo())" : "fill_lo()";
+  }
+  std::string none = kNone;
+  if (!has_x) p.declare("fn src_of(e: u32) -> u32 { return " + none + "; }");
+  if (bits >= 32) {
+    p.set_threads(n);
+    std::string b = "  let d = " + std::string(strided_dst ? "dst_of(gi)" : "gi") + ";\n  let s = src_of(gi);\n";
+    if (fill.used) b += "  if (s == " + none + ") {\n    y_buf[d] = " + fill_val + ";\n    return;\n  }\n";
+    p.body(b + (has_x ? "  y_buf[d] = x_buf[s];" : ""));
+  } else {
+    // The bits of the element that goes where src_of gives `s`.
+    std::string mask = bits == 8 ? "0xffu" : "0xffffu";
+    std::string f = "fn elem_bits(s: u32) -> u32 {\n";
+    if (fill.used) f += "  if (s == " + none + ") { return " + fill_val + " & " + mask + "; }\n";
+    f += has_x ? "  return x_bits(s);\n}\n" : "  return 0u;\n}\n";
+    p.declare(f);
+    uint32_t per = 32 / uint32_t(bits);
+    if (!strided_dst) {
+      p.uniform("count", uint32_t(n));
+      p.set_threads((n + per - 1) / per);
+      p.body("  var word = 0u;\n"
+             "  for (var j = 0u; j < " + u(per) + "; j = j + 1u) {\n"
+             "    let e = gi * " + u(per) + " + j;\n"
+             "    if (e >= count()) { break; }\n"
+             "    word = word | (elem_bits(src_of(e)) << (j * " + u(uint32_t(bits)) + "));\n"
+             "  }\n"
+             "  atomicStore(&y_buf[gi], word);");
+    } else {
+      p.set_threads(n);
+      p.body("  let d = dst_of(gi);\n"
+             "  let sh = (d % " + u(per) + ") * " + u(uint32_t(bits)) + ";\n"
+             "  atomicAnd(&y_buf[d / " + u(per) + "], ~(" + mask + " << sh));\n"
+             "  atomicOr(&y_buf[d / " + u(per) + "], elem_bits(src_of(gi)) << sh);");
+    }
+  }
+  ctx.dispatch(p, binds);
+}
+
+// ---- Strided copy ---------------------------------------------------------------------------------
+
+struct StridedCopy {
+  std::vector<int64_t> dims, src_strides, dst_strides;
+  int64_t src_base = 0, dst_base = 0;
+};
+
+// The iteration space of `view` (a shape of the input's elements) transposed by `perm`, written
+// contiguously.
+StridedCopy transposed(const Shape& view, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> in_strides = shape_strides(view);
+  StridedCopy c;
+  for (int64_t p : perm) {
+    c.dims.push_back(view[size_t(p)]);
+    c.src_strides.push_back(in_strides[size_t(p)]);
+  }
+  c.dst_strides = shape_strides(c.dims);
+  return c;
+}
+
+// WGSL `fn <name>(e: u32) -> u32`: base + sum(c[d] * strides[d]) over the coordinates c of element e
+// of the iteration space `it_dims`.
+std::string strided_fn(const std::string& name, size_t rank) {
+  return "fn " + name + "(e: u32) -> u32 {\n"
+         "  var rem = e;\n"
+         "  var o = " + name + "_base();\n"
+         "  for (var k = 0u; k < " + u(rank) + "; k = k + 1u) {\n"
+         "    let d = " + u(rank) + " - 1u - k;\n"
+         "    let n = it_dims(d);\n"
+         "    o = o + (rem % n) * " + name + "_strides(d);\n"
+         "    rem = rem / n;\n"
+         "  }\n"
+         "  return o;\n}\n";
+}
+
+// Dispatches the copy of input `in` into output `out` (of `out_shape`, already set) as `c` says.
+void dispatch_copy(GpuKernelContext& ctx, size_t in, size_t out, const Shape& out_shape, const StridedCopy& c) {
+  int64_t n = shape_numel(c.dims);
+  if (!ctx.output_wanted(out) || n == 0) return;
+  size_t r = c.dims.size();
+  bool strided_dst = c.dst_base != 0 || c.dst_strides != shape_strides(c.dims);
+  std::vector<ValueRef> binds;
+  auto p = gather_program(ctx, std::string(strided_dst ? "scatter" : "copy") + std::to_string(r), in, {}, out_shape, binds);
+  p.uniform_array("it_dims", words(c.dims));
+  p.uniform("src_of_base", uint32_t(c.src_base));
+  p.uniform_array("src_of_strides", words(c.src_strides));
+  p.declare(strided_fn("src_of", r));
+  if (strided_dst) {
+    p.uniform("dst_of_base", uint32_t(c.dst_base));
+    p.uniform_array("dst_of_strides", words(c.dst_strides));
+    p.declare(strided_fn("dst_of", r));
+  }
+  finish_gather(ctx, p, binds, out, uint64_t(n), strided_dst, {});
+}
+
+// Output `out` = input `in` copied as `c` says (the whole output). When the copy is the identity, the
+// output is a view of the input instead (no dispatch).
+void strided_copy(GpuKernelContext& ctx, size_t in, size_t out, const Shape& out_shape, const StridedCopy& c) {
+  DType t = data_dtype(ctx, in);
+  int64_t n = shape_numel(c.dims);
+  bool identity = n == shape_numel(ctx.shape(in)) && n == shape_numel(out_shape) && c.src_base == 0 && c.dst_base == 0;
+  std::vector<int64_t> contiguous = shape_strides(c.dims);
+  for (size_t d = 0; identity && d < c.dims.size(); ++d)
+    identity = c.dims[d] == 1 || (c.src_strides[d] == contiguous[d] && c.dst_strides[d] == contiguous[d]);
+  if (identity) {
+    ctx.alias_output(out, in, out_shape);
+    return;
+  }
+  ctx.set_output(out, t, out_shape);
+  dispatch_copy(ctx, in, out, out_shape, c);
+}
+
+// ---- Padded copy (Pad, Tile) ------------------------------------------------------------------------
+
+// y[c] = x[map(c - begin)] per axis, `map` given by `mode` (constant, edge, wrap, reflect); in constant
+// mode the elements outside the input are `fill`.
+void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& out, const std::vector<int64_t>& begin,
+                 Fill fill) {
+  DType t = data_dtype(ctx, 0);
+  const Shape& x = ctx.shape(0);
+  bool identity = x == out;
+  for (int64_t b : begin) identity = identity && b == 0;
+  if (identity) {
+    ctx.alias_output(0, 0, out);
+    return;
+  }
+  ctx.set_output(0, t, out);
+  if (shape_numel(out) == 0) return;
+  // The index math is in i32.
+  constexpr int64_t kMax = int64_t(1) << 30;
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d] > kMax || x[d] > kMax || begin[d] > kMax || begin[d] < -kMax)
+      ctx.unsupported("pads or dimensions beyond 2^30");
+  fill.used = mode == "constant";
+  if (fill.used && fill.input < 0 && !fill.value.defined()) fill.value = Tensor(t, {});  // zero
+  size_t r = out.size();
+  std::vector<ValueRef> binds;
+  // An empty input (constant mode only) is not bound: the output is all fill.
+  if (shape_numel(x) == 0) {
+    auto p = gather_program(ctx, "fill", 0, fill, out, binds, false);
+    finish_gather(ctx, p, binds, 0, uint64_t(shape_numel(out)), false, fill, false);
+    return;
+  }
+  auto p = gather_program(ctx, mode + std::to_string(r), 0, fill, out, binds);
+  p.uniform_array("pad_begin", words(begin));
+  std::string outside;
+  if (mode == "constant") outside = "return " + std::string(kNone) + ";";
+  else if (mode == "edge") outside = "p = select(xn - 1i, 0i, p < 0i);";
+  else if (mode == "wrap") outside = "p = p % xn;\n      if (p < 0i) { p = p + xn; }";
+  else  // reflect, repeating for pads larger than the axis (as numpy and the CPU reference do)
+    outside = "if (xn == 1i) {\n        p = 0i;\n      } else {\n"
+              "        let period = 2i * (xn - 1i);\n"
+              "        p = p % period;\n"
+              "        if (p < 0i) { p = p + period; }\n"
+              "        if (p >= xn) { p = period - p; }\n      }";
+  p.declare("fn src_of(e: u32) -> u32 {\n"
+            "  var rem = e;\n"
+            "  var s = 0u;\n"
+            "  for (var k = 0u; k < " + u(r) + "; k = k + 1u) {\n"
+            "    let d = " + u(r) + " - 1u - k;\n"
+            "    let n = y_shape(d);\n"
+            "    let c = rem % n;\n"
+            "    rem = rem / n;\n"
+            "    let xn = i32(x_shape(d));\n"
+            "    var p = i32(c) - bitcast<i32>(pad_begin(d));\n"
+            "    if (p < 0i || p >= xn) {\n      " + outside + "\n    }\n"
+            "    s = s + u32(p) * x_stride(d);\n"
+            "  }\n"
+            "  return s;\n}\n");
+  finish_gather(ctx, p, binds, 0, uint64_t(shape_numel(out)), false, fill);
+}
+
+// ---- The ops ----------------------------------------------------------------------------------------
+
+void transpose(GpuKernelContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  int64_t r = int64_t(x.size());
+  std::vector<int64_t> perm(static_cast<size_t>(r));
+  for (int64_t i = 0; i < r; ++i) perm[size_t(i)] = r - 1 - i;
+  if (ctx.node.has_attr("perm")) {
+    perm = ctx.node.attr_ints("perm");
+    if (int64_t(perm.size()) != r)
+      ctx.fail("perm " + ints_str(perm) + " has " + std::to_string(perm.size()) + " entries but the input " +
+               shape_str(x) + " has rank " + std::to_string(r));
+    std::vector<bool> seen(size_t(r), false);
+    for (int64_t& p : perm) {
+      if (p < -r || p >= r || seen[size_t(p < 0 ? p + r : p)])
+        ctx.fail("perm " + ints_str(ctx.node.attr_ints("perm")) + " is not a permutation of 0.." + std::to_string(r - 1));
+      if (p < 0) p += r;
+      seen[size_t(p)] = true;
+    }
+  }
+  StridedCopy c = transposed(x, perm);
+  strided_copy(ctx, 0, 0, c.dims, c);
+}
+
+void concat(GpuKernelContext& ctx) {
+  if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
+  const Shape& first = ctx.shape(0);
+  DType t = data_dtype(ctx, 0);
+  int64_t r = int64_t(first.size());
+  if (r == 0) ctx.fail("cannot concatenate scalars (input 0 is " + shape_str(first) + ")");
+  if (ctx.opset >= 4 && !ctx.node.has_attr("axis")) ctx.fail("attribute 'axis' is required");
+  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 1), r);
+  Shape out = first;
+  out[size_t(axis)] = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Shape& s = ctx.shape(i);
+    if (ctx.dtype(i) != t)
+      ctx.fail("input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.dtype(i))) + " but input 0 is " + std::string(dtype_name(t)));
+    bool ok = int64_t(s.size()) == r;
+    for (int64_t d = 0; ok && d < r; ++d) ok = d == axis || s[size_t(d)] == first[size_t(d)];
+    if (!ok)
+      ctx.fail("input " + std::to_string(i) + " " + shape_str(s) + " does not match input 0 " + shape_str(first) +
+               " outside axis " + std::to_string(axis));
+    out[size_t(axis)] += s[size_t(axis)];
+  }
+  if (ctx.num_inputs() == 1) {
+    ctx.alias_output(0, 0, out);
+    return;
+  }
+  ctx.set_output(0, t, out);
+  // One dispatch per input (each binds one input and the output, so any number of inputs fits the
+  // device's storage-buffer limit), copying its rows into the output's rows at its offset.
+  int64_t outer = prod(out, 0, size_t(axis)), inner = prod(out, size_t(axis) + 1, out.size());
+  int64_t out_row = out[size_t(axis)] * inner, offset = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    int64_t row = ctx.shape(i)[size_t(axis)] * inner;
+    dispatch_copy(ctx, i, 0, out, StridedCopy{{outer, row}, {row, 1}, {out_row, 1}, 0, offset});
+    offset += row;
+  }
+}
+
+void split(GpuKernelContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  DType t = data_dtype(ctx, 0);
+  int64_t r = int64_t(x.size());
+  if (r == 0) ctx.fail("cannot split a scalar");
+  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 0), r);
+  int64_t dim = x[size_t(axis)];
+  int64_t n = int64_t(ctx.num_outputs());
+  if (n == 0) ctx.fail("has no outputs");
+  std::vector<int64_t> sizes;
+  bool given = false;
+  if (ctx.opset < 13 && ctx.node.has_attr("split")) {
+    sizes = ctx.node.attr_ints("split");
+    given = true;
+  } else if ((ctx.opset < 2 || ctx.opset >= 13) && ctx.has_input(1)) {
+    sizes = int_list(ctx, 1, "split");
+    given = !sizes.empty();  // an empty 'split' input means equal parts, as when omitted
+  }
+  if (given) {
+    if (int64_t(sizes.size()) != n)
+      ctx.fail("split " + ints_str(sizes) + " has " + std::to_string(sizes.size()) + " entries for " +
+               std::to_string(n) + " outputs");
+    int64_t sum = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) ctx.fail("split " + ints_str(sizes) + " has a negative size");
+      sum += s;
+    }
+    if (sum != dim)
+      ctx.fail("split " + ints_str(sizes) + " sums to " + std::to_string(sum) + " but axis " + std::to_string(axis) +
+               " of input " + shape_str(x) + " has size " + std::to_string(dim));
+  } else if (ctx.opset >= 18 && ctx.node.has_attr("num_outputs")) {
+    int64_t k = ctx.node.attr_int("num_outputs", n);
+    if (k != n) ctx.fail("num_outputs is " + std::to_string(k) + " but the node has " + std::to_string(n) + " outputs");
+    int64_t chunk = (dim + n - 1) / n;
+    if (chunk * (n - 1) > dim)
+      ctx.fail("cannot split size " + std::to_string(dim) + " into " + std::to_string(n) + " chunks of " +
+               std::to_string(chunk));
+    sizes.assign(size_t(n), chunk);
+    sizes.back() = dim - chunk * (n - 1);
+  } else {
+    if (dim % n != 0)
+      ctx.fail("axis " + std::to_string(axis) + " of input " + shape_str(x) + " (size " + std::to_string(dim) +
+               ") cannot be split into " + std::to_string(n) + " equal parts");
+    sizes.assign(size_t(n), dim / n);
+  }
+  // One dispatch per output: its rows, from the input's rows at its offset.
+  int64_t outer = prod(x, 0, size_t(axis)), inner = prod(x, size_t(axis) + 1, x.size());
+  int64_t offset = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    Shape os = x;
+    os[size_t(axis)] = sizes[k];
+    int64_t row = sizes[k] * inner;
+    strided_copy(ctx, 0, k, os, StridedCopy{{outer, row}, {dim * inner, 1}, {row, 1}, offset * inner, 0});
+    offset += sizes[k];
+  }
+  (void)t;
+}
+
+void slice(GpuKernelContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  data_dtype(ctx, 0);
+  int64_t r = int64_t(x.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool have_axes = false;
+  if (ctx.opset < 10) {
+    if (!ctx.node.has_attr("starts") || !ctx.node.has_attr("ends"))
+      ctx.fail("attributes 'starts' and 'ends' are required before opset 10");
+    starts = ctx.node.attr_ints("starts");
+    ends = ctx.node.attr_ints("ends");
+    have_axes = ctx.node.has_attr("axes");
+    axes = ctx.node.attr_ints("axes");
+  } else {
+    starts = int_list(ctx, 1, "starts");
+    ends = int_list(ctx, 2, "ends");
+    if (ctx.has_input(3)) {
+      have_axes = true;
+      axes = int_list(ctx, 3, "axes");
+    }
+    if (ctx.has_input(4)) steps = int_list(ctx, 4, "steps");
+  }
+  size_t n = starts.size();
+  if (ends.size() != n) ctx.fail("starts " + ints_str(starts) + " and ends " + ints_str(ends) + " differ in length");
+  if (!have_axes) {
+    if (int64_t(n) > r) ctx.fail("starts has " + std::to_string(n) + " entries for input " + shape_str(x));
+    axes.resize(n);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (axes.size() != n) ctx.fail("axes " + ints_str(axes) + " and starts " + ints_str(starts) + " differ in length");
+  if (steps.empty()) steps.assign(n, 1);
+  if (steps.size() != n) ctx.fail("steps " + ints_str(steps) + " and starts " + ints_str(starts) + " differ in length");
+  axes = normalize_axes(ctx, axes, r);
+
+  std::vector<int64_t> in_strides = shape_strides(x);
+  StridedCopy c{x, in_strides, {}, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    size_t a = size_t(axes[i]);
+    if (steps[i] == 0) ctx.fail("steps " + ints_str(steps) + " has a 0 step");
+    SliceRange s = slice_range(x[a], starts[i], ends[i], steps[i]);
+    c.dims[a] = s.count;
+    if (s.count > 0) {
+      c.src_base += s.start * in_strides[a];
+      c.src_strides[a] = in_strides[a] * (s.count > 1 ? steps[i] : 1);  // the step matters only when count > 1
+    }
+  }
+  c.dst_strides = shape_strides(c.dims);
+  strided_copy(ctx, 0, 0, c.dims, c);
+}
+
+void expand(GpuKernelContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  data_dtype(ctx, 0);
+  std::vector<int64_t> shape = int_list(ctx, 1, "shape");
+  for (int64_t d : shape)
+    if (d < 0) ctx.fail("shape " + ints_str(shape) + " has a negative dimension");
+  Shape out;
+  try {
+    out = cpu::broadcast_shapes(x, shape);
+  } catch (const InvalidArgument& e) {
+    ctx.fail("cannot expand input " + shape_str(x) + " to shape " + ints_str(shape) + ": " + e.what());
+  }
+  strided_copy(ctx, 0, 0, out, StridedCopy{out, cpu::broadcast_strides(x, out), shape_strides(out), 0, 0});
+}
+
+void tile(GpuKernelContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  data_dtype(ctx, 0);
+  int64_t r = int64_t(x.size());
+  std::vector<int64_t> repeats;
+  if (ctx.opset < 6) {
+    int64_t tiles = int_scalar(ctx, 1, "tiles");
+    int64_t axis = ctx.normalize_axis(int_scalar(ctx, 2, "axis"), r);
+    repeats.assign(size_t(r), 1);
+    repeats[size_t(axis)] = tiles;
+  } else {
+    repeats = int_list(ctx, 1, "repeats");
+  }
+  if (int64_t(repeats.size()) != r)
+    ctx.fail("repeats " + ints_str(repeats) + " must have one entry per dimension of input " + shape_str(x));
+  Shape out(static_cast<size_t>(r));
+  for (size_t i = 0; i < size_t(r); ++i) {
+    if (repeats[i] < 0) ctx.fail("repeats " + ints_str(repeats) + " has a negative entry");
+    out[i] = x[i] * repeats[i];
+  }
+  // Tiling is padding at the end in wrap mode.
+  padded_copy(ctx, "wrap", out, std::vector<int64_t>(size_t(r), 0), Fill{});
+}
+
+void pad(GpuKernelContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  DType t = data_dtype(ctx, 0);
+  int64_t r = int64_t(x.size());
+  std::string mode = ctx.node.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    ctx.fail("mode '" + mode + "' is not one of constant, reflect, edge, wrap");
+  std::vector<int64_t> pads, axes;
+  Fill fill;
+  bool axes_given = false;
+  if (ctx.opset < 11) {
+    const char* name = ctx.opset < 2 ? "paddings" : "pads";
+    if (!ctx.node.has_attr(name)) ctx.fail(std::string("attribute '") + name + "' is required before opset 11");
+    pads = ctx.node.attr_ints(name);
+    fill.value = Tensor::scalar<float>(ctx.node.attr_float("value", 0.0f)).cast(t);
+  } else {
+    pads = int_list(ctx, 1, "pads");
+    if (ctx.has_input(2) && shape_numel(ctx.shape(2)) > 0) {
+      if (ctx.dtype(2) != t)
+        ctx.fail(std::string("constant_value ") + std::string(dtype_name(ctx.dtype(2))) + " must have the type of input 'data' " +
+                 std::string(dtype_name(t)));
+      if (shape_numel(ctx.shape(2)) != 1)
+        ctx.fail("constant_value must be a single value, got " + shape_str(ctx.shape(2)));
+      fill.input = 2;  // bound, constant or computed on the GPU alike
+    }
+    if (ctx.opset >= 18 && ctx.has_input(3)) {
+      axes = normalize_axes(ctx, int_list(ctx, 3, "axes"), r);
+      axes_given = true;
+    }
+  }
+  if (!axes_given) {
+    axes.resize(size_t(r));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  size_t na = axes.size();
+  if (pads.size() != 2 * na)
+    ctx.fail("pads " + ints_str(pads) + " must have " + std::to_string(2 * na) + " entries for input " + shape_str(x));
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), finish(static_cast<size_t>(r), 0);
+  for (size_t i = 0; i < na; ++i) {
+    begin[size_t(axes[i])] = pads[i];
+    finish[size_t(axes[i])] = pads[na + i];
+  }
+  Shape out(static_cast<size_t>(r));
+  for (size_t i = 0; i < size_t(r); ++i) {
+    out[i] = x[i] + begin[i] + finish[i];
+    if (out[i] < 0)
+      ctx.fail("pads " + ints_str(pads) + " crop more than the size of axis " + std::to_string(i) + " of input " +
+               shape_str(x));
+    if (mode != "constant" && x[i] == 0 && out[i] > 0)
+      ctx.fail("cannot pad the empty axis " + std::to_string(i) + " of input " + shape_str(x) + " in mode " + mode);
+  }
+  padded_copy(ctx, mode, out, begin, fill);
+}
+
+void check_rank4(GpuKernelContext& ctx) {
+  if (ctx.shape(0).size() != 4) ctx.fail("input must be 4-D [N,C,H,W], got " + shape_str(ctx.shape(0)));
+}
+
+int64_t blocksize(GpuKernelContext& ctx) {
+  int64_t b = ctx.node.attr_int("blocksize", 0);
+  if (b <= 0) ctx.fail("attribute 'blocksize' must be positive");
+  return b;
+}
+
+void depth_to_space(GpuKernelContext& ctx) {
+  check_rank4(ctx);
+  int64_t b = blocksize(ctx);
+  std::string mode = ctx.opset >= 11 ? ctx.node.attr_string("mode", "DCR") : "DCR";
+  const Shape& x = ctx.shape(0);
+  int64_t n = x[0], c = x[1], h = x[2], w = x[3];
+  if (c % (b * b) != 0)
+    ctx.fail("channels of input " + shape_str(x) + " are not divisible by blocksize^2 = " + std::to_string(b * b));
+  int64_t oc = c / (b * b);
+  StridedCopy copy;
+  if (mode == "DCR") copy = transposed({n, b, b, oc, h, w}, {0, 3, 4, 1, 5, 2});
+  else if (mode == "CRD") copy = transposed({n, oc, b, b, h, w}, {0, 1, 4, 2, 5, 3});
+  else ctx.fail("mode '" + mode + "' is not DCR or CRD");
+  strided_copy(ctx, 0, 0, {n, oc, h * b, w * b}, copy);
+}
+
+void space_to_depth(GpuKernelContext& ctx) {
+  check_rank4(ctx);
+  int64_t b = blocksize(ctx);
+  const Shape& x = ctx.shape(0);
+  int64_t n = x[0], c = x[1], h = x[2], w = x[3];
+  if (h % b != 0 || w % b != 0)
+    ctx.fail("height and width of input " + shape_str(x) + " must be divisible by blocksize " + std::to_string(b));
+  strided_copy(ctx, 0, 0, {n, c * b * b, h / b, w / b}, transposed({n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}));
+}
+
+}  // namespace
+
+void register_layout(GpuKernelRegistry& r) {
+  r.add("Transpose", transpose);
+  r.add("Concat", concat);
+  r.add("Split", split);
+  r.add("Slice", slice);
+  r.add("Expand", expand);
+  r.add("Tile", tile);
+  r.add("Pad", pad);
+  r.add("DepthToSpace", depth_to_space);
+  r.add("SpaceToDepth", space_to_depth);
+}
 
 }  // namespace onnxgpu::webgpu

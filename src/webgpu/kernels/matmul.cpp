@@ -1,7 +1,306 @@
+// MatMul and Gemm on the GPU.
+//
+// Floats (float32, and float16 / bfloat16 / float64 through the f32 accessors) run a tiled kernel: each
+// workgroup computes a TM x TN tile of the output, staging K-slices of A and B (TK wide) in workgroup
+// memory; each invocation accumulates an RM x 4 micro-tile in registers. The batch (numpy-broadcast
+// batch dims of MatMul) is the z dimension of the grid; when B has no batch, A's batch is folded into
+// M so that [1, S, 768] @ [768, N] is one [S, 768] @ [768, N] product. Gemm uses the same kernel with
+// the transposes as index options and an epilogue alpha * AB + beta * C.
+//
+// Integers (int32, int64, uint32, uint64) run one invocation per output element with the family
+// helpers, so INT64 is exact (wrapping like numpy) by construction.
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/broadcast.h"
+#include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::webgpu {
 
-void register_matmul(GpuKernelRegistry& r) {}
+namespace {
+
+const DTypeSet kMatMulTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16,
+                            DType::Int32,   DType::Int64,   DType::UInt32,  DType::UInt64};
+
+// The product to compute: batch x [M, K] @ [K, N], with A's and B's batch dims broadcast to `batch`.
+struct Product {
+  uint32_t M = 1, K = 1, N = 1;
+  Shape a_batch, b_batch, batch;  // batch dims of A, of B, and their broadcast
+  Shape out;
+  bool trans_a = false, trans_b = false;
+};
+
+uint32_t u32_dim(GpuKernelContext& ctx, int64_t v, const char* what) {
+  if (v < 0 || v > int64_t(0xffffffffu)) ctx.unsupported(std::string(what) + " does not fit 32-bit GPU indexing");
+  return uint32_t(v);
+}
+
+// numpy matmul shapes: 1-D operands are promoted (a 1 prepended to A / appended to B, then removed
+// from the output) and the batch dims broadcast.
+Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty())
+    ctx.fail("MatMul inputs must have rank >= 1, got A " + shape_str(a) + " and B " + shape_str(b));
+  Shape a2 = a, b2 = b;
+  if (a.size() == 1) a2.insert(a2.begin(), 1);
+  if (b.size() == 1) b2.push_back(1);
+  Product p;
+  if (b2[b2.size() - 2] != a2.back()) ctx.fail("inner dimensions differ: A " + shape_str(a) + " and B " + shape_str(b));
+  p.M = u32_dim(ctx, a2[a2.size() - 2], "M");
+  p.K = u32_dim(ctx, a2.back(), "K");
+  p.N = u32_dim(ctx, b2.back(), "N");
+  p.a_batch.assign(a2.begin(), a2.end() - 2);
+  p.b_batch.assign(b2.begin(), b2.end() - 2);
+  try {
+    p.batch = cpu::broadcast_shapes(p.a_batch, p.b_batch);
+  } catch (const Error&) {
+    ctx.fail("batch dimensions of A " + shape_str(a) + " and B " + shape_str(b) + " cannot be broadcast");
+  }
+  p.out = p.batch;
+  if (a.size() != 1) p.out.push_back(p.M);
+  if (b.size() != 1) p.out.push_back(p.N);
+  // B without a batch: A's batch rows are just more rows of one product (same output layout).
+  if (shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch) && !p.trans_a) {
+    uint64_t rows = uint64_t(shape_numel(p.batch)) * p.M;
+    if (rows <= 0xffffffffu) {
+      p.M = uint32_t(rows);
+      p.a_batch.clear();
+      p.b_batch.clear();
+      p.batch.clear();
+    }
+  }
+  return p;
+}
+
+// The epilogue of Gemm: y = alpha * AB + beta * C[m, n] with C broadcast to [M, N].
+struct Epilogue {
+  bool has_c = false;
+  float alpha = 1.0f, beta = 1.0f;
+  uint32_t c_sm = 0, c_sn = 0;  // strides of C over m and n (0 where broadcast)
+};
+
+// Declares the tensors a, b (and c) and y and the uniforms shared by both kernels.
+void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep) {
+  // The operands are declared with the shapes of the inputs; the kernels index them linearly.
+  p.input("a", t, ctx.shape(0));
+  p.input("b", t, ctx.shape(1));
+  if (ep.has_c) p.input("c", t, ctx.shape(2));
+  p.output("y", t, pr.out);
+  p.uniform("M", pr.M);
+  p.uniform("N", pr.N);
+  p.uniform("K", pr.K);
+  // Matrix index of batch element z in A and B.
+  p.broadcast_index("a_mat", pr.a_batch, pr.batch);
+  p.broadcast_index("b_mat", pr.b_batch, pr.batch);
+  if (ep.has_c) {
+    p.uniform("c_sm", ep.c_sm);
+    p.uniform("c_sn", ep.c_sn);
+  }
+  p.uniform_f32("alpha", ep.alpha);
+  p.uniform_f32("beta", ep.beta);
+}
+
+std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, const Epilogue& ep) {
+  std::vector<ValueRef> b{ctx.in(0), ctx.in(1)};
+  if (ep.has_c) b.push_back(ctx.in(2));
+  b.push_back(ctx.out(0));
+  return b;
+}
+
+// A tile shape of the float kernel: TM x TN outputs per workgroup, K-slices of TK, RM x 4 per invocation.
+struct Tile {
+  uint32_t tm, tn, tk, rm;
+  uint32_t threads() const { return (tn / 4) * (tm / rm); }
+  // Workgroup memory: the A tile [TM][TK/4 + 1] and the B tile [TK][TN/4 + 1] of vec4<f32> (padded rows).
+  uint32_t shared_bytes() const { return 16 * (tm * (tk / 4 + 1) + tk * (tn / 4 + 1)); }
+  bool fits(const Limits& l) const {
+    uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
+    uint32_t mem = l.max_compute_workgroup_storage_size ? l.max_compute_workgroup_storage_size : 16384;
+    uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
+    return threads() <= std::min({inv, wx, 256u}) && shared_bytes() <= mem;
+  }
+};
+
+// Picks the tile: 64 x 64 when the product has enough tiles to fill a large GPU, smaller tiles otherwise
+// (more workgroups for the same work); TK as large as workgroup memory allows.
+Tile choose_tile(const Limits& limits, const Product& pr) {
+  uint64_t batch = uint64_t(shape_numel(pr.batch));
+  auto tiles = [&](uint32_t tm, uint32_t tn) {
+    return uint64_t((pr.M + tm - 1) / tm) * ((pr.N + tn - 1) / tn) * batch;
+  };
+  std::vector<Tile> order;
+  if (tiles(64, 64) >= 256) order = {{64, 64, 32, 4}, {64, 64, 16, 4}};
+  order.insert(order.end(), {{32, 32, 32, 4}, {32, 32, 16, 4}, {32, 32, 16, 8}, {16, 16, 16, 4}});
+  for (const Tile& t : order)
+    if (t.fits(limits)) return t;
+  return {8, 8, 8, 4};  // 2 x 2 invocations: fits any device
+}
+
+std::string u(uint32_t v) { return std::to_string(v) + "u"; }
+
+// The tiled float kernel. The grid is (N tiles, M tiles, batch).
+void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
+  Tile tl = choose_tile(ctx.limits, pr);
+  std::string name = std::string("tiled") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") +
+                     (ep.has_c ? "_c" : "") + "_" + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + "x" +
+                     std::to_string(tl.tk);
+  auto p = ctx.program(name, tl.threads());
+  declare_operands(ctx, p, t, pr, ep);
+  std::string decl =
+      "const TM: u32 = " + u(tl.tm) + ";\nconst TN: u32 = " + u(tl.tn) + ";\nconst TK: u32 = " + u(tl.tk) +
+      ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) +
+      ";\nconst TX: u32 = TN / 4u;\n"
+      "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
+      "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
+      "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
+      "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][n]\n";
+  // Element (m, k) of A and (k, n) of B, 0 outside the matrix.
+  decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
+          "  if (m >= M() || k >= K()) { return 0.0; }\n"
+          "  return a_load(base + " + std::string(pr.trans_a ? "k * M() + m" : "m * K() + k") + ");\n}\n";
+  decl += "fn load_b(base: u32, k: u32, n: u32) -> f32 {\n"
+          "  if (k >= K() || n >= N()) { return 0.0; }\n"
+          "  return b_load(base + " + std::string(pr.trans_b ? "n * K() + k" : "k * N() + n") + ");\n}\n";
+  std::string epi = "alpha() * v";
+  if (ep.has_c) epi += " + beta() * c_load(m * c_sm() + n * c_sn())";
+  decl += "fn epilogue(v: f32, m: u32, n: u32) -> f32 { return " + epi + "; }\n";
+  p.declare(decl);
+  // Tile loads: consecutive invocations read consecutive addresses of the source (along k for A, along n
+  // for B, or along the other axis when the operand is transposed).
+  std::string a_rc = pr.trans_a ? "    let r = e % TM;\n    let c = e / TM;\n" : "    let r = e / TK;\n    let c = e % TK;\n";
+  std::string b_rc = pr.trans_b ? "    let r = e % TK;\n    let c = e / TK;\n" : "    let r = e / TN;\n    let c = e % TN;\n";
+  std::string body =
+      "  let tx = lid % TX;\n"
+      "  let ty = lid / TX;\n"
+      "  let n0 = wid.x * TN;\n"
+      "  let m0 = wid.y * TM;\n"
+      "  let a_base = a_mat(wid.z) * M() * K();\n"
+      "  let b_base = b_mat(wid.z) * K() * N();\n"
+      "  var acc: array<vec4<f32>, RM>;\n"
+      "  for (var k0 = 0u; k0 < K(); k0 = k0 + TK) {\n"
+      "    for (var e = lid; e < TM * TK; e = e + NT) {\n" + a_rc +
+      "      As[r * AS + c / 4u][c % 4u] = load_a(a_base, m0 + r, k0 + c);\n"
+      "    }\n"
+      "    for (var e = lid; e < TK * TN; e = e + NT) {\n" + b_rc +
+      "      Bs[r * BS + c / 4u][c % 4u] = load_b(b_base, k0 + r, n0 + c);\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
+      "      let b0 = Bs[(kk * 4u) * BS + tx];\n"
+      "      let b1 = Bs[(kk * 4u + 1u) * BS + tx];\n"
+      "      let b2 = Bs[(kk * 4u + 2u) * BS + tx];\n"
+      "      let b3 = Bs[(kk * 4u + 3u) * BS + tx];\n"
+      "      for (var i = 0u; i < RM; i = i + 1u) {\n"
+      "        let a = As[(ty * RM + i) * AS + kk];\n"
+      "        acc[i] = fma(vec4<f32>(a.x), b0, fma(vec4<f32>(a.y), b1, fma(vec4<f32>(a.z), b2, fma(vec4<f32>(a.w), b3, acc[i]))));\n"
+      "      }\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "  }\n"
+      "  let y_base = wid.z * M() * N();\n"
+      "  for (var i = 0u; i < RM; i = i + 1u) {\n"
+      "    let m = m0 + ty * RM + i;\n"
+      "    if (m >= M()) { break; }\n"
+      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+      "      let n = n0 + tx * 4u + j;\n"
+      "      if (n < N()) { y_store(y_base + m * N() + n, epilogue(acc[i][j], m, n)); }\n"
+      "    }\n"
+      "  }\n";
+  p.body(body);
+  uint64_t batch = uint64_t(shape_numel(pr.batch));
+  uint64_t gx = (pr.N + tl.tn - 1) / tl.tn, gy = (pr.M + tl.tm - 1) / tl.tm;
+  uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
+  if (gx > max_dim || gy > max_dim || batch > max_dim) ctx.unsupported("product too large for the device's grid");
+  ctx.dispatch(p, operand_bindings(ctx, ep), uint32_t(gx), uint32_t(gy), uint32_t(batch));
+}
+
+// One invocation per output element, exact in the operands' integer family.
+void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
+  auto p = ctx.program(std::string("int") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") + (ep.has_c ? "_c" : ""));
+  declare_operands(ctx, p, t, pr, ep);
+  p.set_threads(uint64_t(shape_numel(pr.batch)) * pr.M * pr.N);
+  std::string a_at = pr.trans_a ? "k * M() + m" : "m * K() + k";
+  std::string b_at = pr.trans_b ? "n * K() + k" : "k * N() + n";
+  std::string body =
+      "  let n = gi % N();\n"
+      "  let t = gi / N();\n"
+      "  let m = t % M();\n"
+      "  let z = t / M();\n"
+      "  let a_base = a_mat(z) * M() * K();\n"
+      "  let b_base = b_mat(z) * K() * N();\n"
+      "  var acc = zero_$a();\n"
+      "  for (var k = 0u; k < K(); k = k + 1u) {\n"
+      "    acc = add_$a(acc, mul_$a(a_load(a_base + " + a_at + "), b_load(b_base + " + b_at + ")));\n"
+      "  }\n";
+  if (ep.has_c) body += "  acc = add_$a(acc, c_load(m * c_sm() + n * c_sn()));\n";
+  body += "  y_store(gi, acc);\n";
+  p.body(body);
+  ctx.dispatch(p, operand_bindings(ctx, ep));
+}
+
+void run_product(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
+  ctx.set_output(0, t, pr.out);
+  if (shape_numel(pr.out) == 0) return;
+  if (dtype_is_float(t)) tiled_float(ctx, t, pr, ep);
+  else simple_integer(ctx, t, pr, ep);
+}
+
+void matmul(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  if (ctx.dtype(1) != t)
+    ctx.fail("A is " + std::string(dtype_name(t)) + " but B is " + std::string(dtype_name(ctx.dtype(1))) +
+             "; they must have the same type");
+  if (!kMatMulTypes.has(t)) ctx.fail("MatMul does not support element type " + std::string(dtype_name(t)));
+  Product pr = plan_matmul(ctx, ctx.shape(0), ctx.shape(1));
+  run_product(ctx, t, pr, Epilogue{});
+}
+
+void gemm(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  const Shape &a = ctx.shape(0), &b = ctx.shape(1);
+  if (a.size() != 2 || b.size() != 2)
+    ctx.fail("A and B must be 2-D, got " + shape_str(a) + " and " + shape_str(b));
+  if (ctx.dtype(1) != t) ctx.fail("A and B have different types");
+  if (!kMatMulTypes.has(t)) ctx.fail("Gemm does not support element type " + std::string(dtype_name(t)));
+  const ir::Node& node = ctx.node;
+  Product pr;
+  pr.trans_a = node.attr_int("transA", 0) != 0;
+  pr.trans_b = node.attr_int("transB", 0) != 0;
+  int64_t M = pr.trans_a ? a[1] : a[0], K = pr.trans_a ? a[0] : a[1];
+  int64_t Kb = pr.trans_b ? b[1] : b[0], N = pr.trans_b ? b[0] : b[1];
+  if (K != Kb)
+    ctx.fail("inner dimensions differ: A " + shape_str(a) + (pr.trans_a ? " (transposed)" : "") + " and B " +
+             shape_str(b) + (pr.trans_b ? " (transposed)" : ""));
+  pr.M = u32_dim(ctx, M, "M");
+  pr.K = u32_dim(ctx, K, "K");
+  pr.N = u32_dim(ctx, N, "N");
+  pr.out = {M, N};
+  Epilogue ep;
+  ep.alpha = node.attr_float("alpha", 1.0f);
+  ep.beta = node.attr_float("beta", 1.0f);
+  if (ctx.has_input(2)) {
+    const Shape& c = ctx.shape(2);
+    if (ctx.dtype(2) != t) ctx.fail("C has a different type than A");
+    if (c.size() > 2) ctx.fail("C " + shape_str(c) + " cannot be broadcast to the output " + shape_str(pr.out));
+    Shape c2 = c;
+    while (c2.size() < 2) c2.insert(c2.begin(), 1);
+    if ((c2[0] != 1 && c2[0] != M) || (c2[1] != 1 && c2[1] != N))
+      ctx.fail("C " + shape_str(c) + " cannot be broadcast to the output " + shape_str(pr.out));
+    ep.has_c = true;
+    ep.c_sm = c2[0] == 1 ? 0 : uint32_t(c2[1]);
+    ep.c_sn = c2[1] == 1 ? 0 : 1;
+    if (ep.beta == 0.0f && dtype_is_float(t)) ep.has_c = false;  // beta * C contributes nothing
+  }
+  if (!dtype_is_float(t) && (ep.alpha != 1.0f || (ep.has_c && ep.beta != 1.0f)))
+    ctx.unsupported("integer Gemm with alpha or beta other than 1");
+  run_product(ctx, t, pr, ep);
+}
+
+}  // namespace
+
+void register_matmul(GpuKernelRegistry& r) {
+  r.add("MatMul", matmul);
+  r.add("Gemm", gemm);
+}
 
 }  // namespace onnxgpu::webgpu

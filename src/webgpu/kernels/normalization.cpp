@@ -1,7 +1,249 @@
+// LayerNormalization, InstanceNormalization and BatchNormalization (inference) on the GPU, in f32
+// (float16, bfloat16 and float64 are loaded into f32 and stored back).
+//
+// LayerNormalization and InstanceNormalization normalize contiguous rows (the dims from `axis` on, or the
+// spatial dims of one (n, c)): one workgroup per row, the mean and then the variance of the row reduced
+// in workgroup memory (two passes, as the reference), then the row is normalized and scaled.
+// BatchNormalization in inference mode is elementwise with per-channel parameters; training mode runs on
+// the CPU.
+#include <algorithm>
+
+#include "cpu/broadcast.h"
+#include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::webgpu {
 
-void register_normalization(GpuKernelRegistry& r) {}
+namespace {
+
+const DTypeSet kNormTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16};
+
+void check_float(GpuKernelContext& ctx, size_t i, const char* what, DTypeSet types = kNormTypes) {
+  if (!types.has(ctx.dtype(i)))
+    ctx.fail(std::string(what) + " must be a float tensor, got " + std::string(dtype_name(ctx.dtype(i))) +
+             shape_str(ctx.shape(i)));
+}
+
+// Workgroup size of the row kernels: a power of two within the device's limits.
+uint32_t row_workgroup(const Limits& l) {
+  uint32_t cap = std::min(l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256u,
+                          l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256u);
+  uint32_t w = 256;
+  while (w > cap) w /= 2;
+  return w;
+}
+
+// The WGSL shared by the row kernels: `row_sum(lid, v)` sums v over the workgroup (every invocation
+// must call it, in uniform control flow).
+std::string row_sum_decl(uint32_t wgs) {
+  return "const WG: u32 = " + std::to_string(wgs) + "u;\n"
+         "var<workgroup> red: array<f32, WG>;\n"
+         "fn row_sum(lid: u32, v: f32) -> f32 {\n"
+         "  red[lid] = v;\n"
+         "  workgroupBarrier();\n"
+         "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
+         "    if (lid < s) { red[lid] = red[lid] + red[lid + s]; }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  let r = red[0];\n"
+         "  workgroupBarrier();\n"
+         "  return r;\n"
+         "}\n";
+}
+
+// The body of a row kernel over `rows()` rows of `len()` contiguous elements of x, into y.
+// `scale` / `bias` are WGSL expressions of the element index `i` and the row `row` (empty: none);
+// `stats` adds the stores of the row's mean and inverse standard deviation.
+std::string row_body(const std::string& scale, const std::string& bias, const std::string& stats) {
+  std::string s =
+      "  let row = wg;\n"
+      "  if (row >= rows()) { return; }\n"
+      "  let base = row * len();\n"
+      "  var sum = 0.0;\n"
+      "  for (var j = lid; j < len(); j = j + WG) { sum = sum + x_load(base + j); }\n"
+      "  let mean = row_sum(lid, sum) / f32(len());\n"
+      "  var sq = 0.0;\n"
+      "  for (var j = lid; j < len(); j = j + WG) { let d = x_load(base + j) - mean; sq = sq + d * d; }\n"
+      "  let inv = 1.0 / sqrt(row_sum(lid, sq) / f32(len()) + eps());\n"
+      "  for (var j = lid; j < len(); j = j + WG) {\n"
+      "    let i = base + j;\n"
+      "    var v = (x_load(i) - mean) * inv;\n";
+  if (!scale.empty()) s += "    v = v * " + scale + ";\n";
+  if (!bias.empty()) s += "    v = v + " + bias + ";\n";
+  s += "    y_store(i, v);\n  }\n";
+  s += stats;
+  return s;
+}
+
+void dispatch_rows(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> binds, uint64_t rows) {
+  if (rows == 0) return;
+  uint32_t x, y;
+  grid_for(rows * p.workgroup_size(), p.workgroup_size(), ctx.limits, x, y);
+  ctx.dispatch(p, std::move(binds), x, y);
+}
+
+uint32_t u32_size(GpuKernelContext& ctx, int64_t v) {
+  if (v < 0 || v > int64_t(0xffffffffu)) ctx.unsupported("tensor too large for 32-bit GPU indexing");
+  return uint32_t(v);
+}
+
+// ---------------------------------------------------------------------------------- LayerNormalization
+
+void layer_norm(GpuKernelContext& ctx) {
+  check_float(ctx, 0, "X");
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  int64_t rank = int64_t(xs.size());
+  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", -1), rank);
+  float eps = ctx.node.attr_float("epsilon", 1e-5f);
+  DType stash = DType(ctx.node.attr_int("stash_type", 1));
+  if (!kFloatTypes.has(stash)) ctx.fail("stash_type " + std::to_string(int(stash)) + " is not a float type");
+  Shape outer_shape(xs.begin(), xs.begin() + axis), inner_shape(xs.begin() + axis, xs.end());
+  uint32_t rows = u32_size(ctx, shape_numel(outer_shape)), len = u32_size(ctx, shape_numel(inner_shape));
+  Shape ms = outer_shape;
+  ms.resize(size_t(rank), 1);
+  ctx.set_output(0, t, xs);
+  bool want_mean = ctx.output_wanted(1), want_inv = ctx.output_wanted(2);
+  if (want_mean) ctx.set_output(1, stash, ms);
+  if (want_inv) ctx.set_output(2, stash, ms);
+
+  uint32_t wgs = row_workgroup(ctx.limits);
+  auto p = ctx.program("rows", wgs);
+  p.input("x", t, xs);
+  std::vector<ValueRef> binds{ctx.in(0)};
+  // Scale and B: the trailing dims of X (index j % numel), or a general unidirectional broadcast.
+  auto param = [&](size_t i, const char* pname, const std::string& var) -> std::string {
+    if (!ctx.has_input(i)) return "";
+    const Shape& s = ctx.shape(i);
+    if (ctx.dtype(i) != t)
+      ctx.fail(std::string(pname) + " is " + std::string(dtype_name(ctx.dtype(i))) + " but X is " + std::string(dtype_name(t)));
+    Shape b;
+    try {
+      b = cpu::broadcast_shapes(s, xs);
+    } catch (const Error&) {
+    }
+    if (b != xs)
+      ctx.fail(std::string(pname) + " " + shape_str(s) + " cannot be broadcast to the normalized shape of X " +
+               shape_str(xs) + " (axis " + std::to_string(axis) + ")");
+    p.input(var, ctx.dtype(i), s);
+    binds.push_back(ctx.in(i));
+    Shape stripped = s;
+    while (!stripped.empty() && stripped.front() == 1) stripped.erase(stripped.begin());
+    bool trailing = int64_t(stripped.size()) <= rank - axis &&
+                    std::equal(stripped.begin(), stripped.end(), xs.end() - int64_t(stripped.size()));
+    if (trailing) {
+      p.uniform(var + "_n", u32_size(ctx, std::max<int64_t>(shape_numel(s), 1)));
+      return var + "_load(j % " + var + "_n())";
+    }
+    p.broadcast_index(var + "_at", s, xs);
+    return var + "_load(" + var + "_at(i))";
+  };
+  std::string scale = param(1, "Scale", "s"), bias = param(2, "B", "b");
+  p.output("y", t, xs);
+  binds.push_back(ctx.out(0));
+  std::string stats;
+  if (want_mean) {
+    p.output("mean", stash, ms);
+    binds.push_back(ctx.out(1));
+    stats += "  if (lid == 0u) { mean_store(row, mean); }\n";
+  }
+  if (want_inv) {
+    p.output("inv", stash, ms);
+    binds.push_back(ctx.out(2));
+    stats += "  if (lid == 0u) { inv_store(row, inv); }\n";
+  }
+  p.uniform("rows", rows);
+  p.uniform("len", len);
+  p.uniform_f32("eps", eps);
+  p.declare(row_sum_decl(wgs));
+  p.body(row_body(scale, bias, stats));
+  dispatch_rows(ctx, p, std::move(binds), rows);
+}
+
+// ------------------------------------------------------------------------------- InstanceNormalization
+
+void instance_norm(GpuKernelContext& ctx) {
+  check_float(ctx, 0, "input", DTypeSet{DType::Float16, DType::Float32, DType::Float64});
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  if (xs.size() < 3) ctx.fail("input must be [N, C, D1, ...] (rank >= 3), got " + shape_str(xs));
+  float eps = ctx.node.attr_float("epsilon", 1e-5f);
+  int64_t C = xs[1];
+  for (size_t i : {size_t(1), size_t(2)}) {
+    const Shape& s = ctx.shape(i);
+    if (ctx.dtype(i) != t || s.size() != 1 || s[0] != C)
+      ctx.fail("scale and B must be 1-D of X's type with " + std::to_string(C) + " values (the channels of input " +
+               shape_str(xs) + "), got " + std::string(dtype_name(ctx.dtype(i))) + shape_str(s));
+  }
+  uint32_t rows = u32_size(ctx, xs[0] * C);
+  uint32_t len = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
+  ctx.set_output(0, t, xs);
+  uint32_t wgs = row_workgroup(ctx.limits);
+  auto p = ctx.program("rows", wgs);
+  p.input("x", t, xs);
+  p.input("s", t, ctx.shape(1));
+  p.input("b", t, ctx.shape(2));
+  p.output("y", t, xs);
+  p.uniform("rows", rows);
+  p.uniform("len", len);
+  p.uniform("channels", uint32_t(C));
+  p.uniform_f32("eps", eps);
+  p.declare(row_sum_decl(wgs));
+  p.body(row_body("s_load(row % channels())", "b_load(row % channels())", ""));
+  dispatch_rows(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
+}
+
+// ---------------------------------------------------------------------------------- BatchNormalization
+
+void batch_norm(GpuKernelContext& ctx) {
+  check_float(ctx, 0, "X");
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  if (xs.size() < 2) ctx.fail("X must be [N, C, ...] (rank >= 2), got " + shape_str(xs));
+  const ir::Node& node = ctx.node;
+  float eps = node.attr_float("epsilon", 1e-5f);
+  bool spatial = ctx.opset >= 9 || node.attr_int("spatial", 1) != 0;
+  bool training = ctx.opset >= 14 ? node.attr_int("training_mode", 0) != 0
+                                  : (ctx.opset < 7 ? node.attr_int("is_test", 0) == 0 && ctx.num_outputs() > 1
+                                                   : ctx.num_outputs() > 1);
+  if (training) ctx.unsupported("training mode (batch statistics and running averages)");
+  for (size_t i = 1; i < ctx.num_outputs(); ++i)
+    if (ctx.output_wanted(i)) ctx.unsupported("outputs other than Y in inference mode");
+  Shape pshape = spatial ? Shape{xs[1]} : Shape(xs.begin() + 1, xs.end());
+  const char* names[] = {"scale", "B", "input_mean", "input_var"};
+  for (size_t i = 1; i <= 4; ++i) {
+    check_float(ctx, i, names[i - 1]);
+    if (shape_numel(ctx.shape(i)) != shape_numel(pshape))
+      ctx.fail(std::string(names[i - 1]) + " " + shape_str(ctx.shape(i)) + " does not match X " + shape_str(xs) +
+               ": expected " + shape_str(pshape));
+  }
+  int64_t per_sample = xs[0] == 0 ? 0 : shape_numel(xs) / xs[0];
+  int64_t inner = spatial ? (xs[1] == 0 ? 0 : per_sample / xs[1]) : 1;
+  ctx.set_output(0, t, xs);
+  auto p = ctx.program("inference");
+  p.input("x", t, xs);
+  p.input("s", ctx.dtype(1), ctx.shape(1));
+  p.input("b", ctx.dtype(2), ctx.shape(2));
+  p.input("m", ctx.dtype(3), ctx.shape(3));
+  p.input("v", ctx.dtype(4), ctx.shape(4));
+  p.output("y", t, xs);
+  p.uniform("inner", u32_size(ctx, std::max<int64_t>(inner, 1)));
+  p.uniform("np", u32_size(ctx, std::max<int64_t>(shape_numel(pshape), 1)));
+  p.uniform_f32("eps", eps);
+  p.set_threads(uint64_t(shape_numel(xs)));
+  p.body(
+      "  let c = (gi / inner()) % np();\n"
+      "  let inv = 1.0 / sqrt(v_load(c) + eps());\n"
+      "  y_store(gi, s_load(c) * (x_load(gi) - m_load(c)) * inv + b_load(c));\n");
+  ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.in(3), ctx.in(4), ctx.out(0)});
+}
+
+}  // namespace
+
+void register_normalization(GpuKernelRegistry& r) {
+  r.add("LayerNormalization", layer_norm);
+  r.add("InstanceNormalization", instance_norm);
+  r.add("BatchNormalization", batch_norm);
+}
 
 }  // namespace onnxgpu::webgpu

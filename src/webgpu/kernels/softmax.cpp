@@ -1,7 +1,122 @@
+// Softmax, LogSoftmax, Hardmax on the GPU: one workgroup per row, shared-memory tree reductions.
+// Before opset 13 the input is coerced to 2D at `axis` (default 1) and each row of that matrix is one
+// row; from opset 13 a row is the line along the single dimension `axis` (default -1), seen as
+// [outer, n, inner]. As the CPU reference: the row maximum ignores NaN, a row whose maximum is infinite
+// is not shifted (IEEE decides), and Hardmax marks the first maximum.
+#include <string>
+
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/reduce_util.h"
 
 namespace onnxgpu::webgpu {
 
-void register_softmax(GpuKernelRegistry& r) {}
+namespace {
+
+namespace ru = reduce_util;
+
+enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
+
+void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
+  DType t = ctx.dtype(0);
+  if (!kFloatTypes.has(t)) ctx.fail("input 0 must be a float tensor, got " + std::string(dtype_name(t)));
+  bool legacy = ctx.opset < 13;
+  int64_t axis = ctx.node.attr_int("axis", legacy ? 1 : -1);
+  const Shape& in = ctx.shape(0);
+  Shape shape = in.empty() ? Shape{1} : in;  // a scalar is a 1-element vector
+  int64_t rank = int64_t(shape.size());
+  // Opset 1 had no range check: axis == rank coerces to [N, 1] (each element alone).
+  if (!(ctx.opset < 11 && axis == rank)) axis = ctx.normalize_axis(axis, rank);
+  ru::AxisSplit s = legacy ? ru::coerce_2d(shape, axis) : ru::split_at_axis(shape, axis);
+  ctx.set_output(0, t, in);
+  uint64_t groups = s.outer * s.inner;
+  if (groups == 0 || s.n == 0) return;
+
+  bool hard = kind == SoftmaxKind::Hardmax;
+  uint32_t wg = ru::workgroup_size(ctx.limits, hard ? 8 : 4);
+  const char* name = kind == SoftmaxKind::Softmax ? "softmax" : kind == SoftmaxKind::LogSoftmax ? "logsoftmax" : "hardmax";
+  auto p = ctx.program(name, wg);
+  p.input("x", t, in);
+  p.output("y", t, in);
+  p.uniform("groups", uint32_t(groups));
+  p.uniform("n", uint32_t(s.n));
+  p.uniform("inner", uint32_t(s.inner));
+  std::string w = std::to_string(wg);
+  std::string decl = "const WG: u32 = " + w + "u;\n"
+                     "var<workgroup> sv: array<f32, " + w + ">;\n";
+  if (hard) decl += "var<workgroup> si: array<u32, " + w + ">;\n";
+  decl +=
+      "// max that ignores NaN (the CPU's `v > mx` scan from -inf).\n"
+      "fn fmax_nan(a: f32, b: f32) -> f32 { return select(a, b, b > a); }\n";
+  p.declare(decl);
+  std::string body =
+      "  if (wg >= groups()) { return; }\n"
+      "  let base = (wg / inner()) * n() * inner() + wg % inner();\n";
+  if (hard) {
+    // The first index of the largest value (NaN counts as -inf; a row of -inf marks index 0).
+    body +=
+        "  var bv = -f32_inf();\n"
+        "  var bi = 0xffffffffu;\n"
+        "  for (var i = lid; i < n(); i = i + WG) {\n"
+        "    let x = x_load(base + i * inner());\n"
+        "    let v = select(x, -f32_inf(), isnan_f32(x));\n"
+        "    if (v > bv || (v == bv && i < bi)) { bv = v; bi = i; }\n"
+        "  }\n"
+        "  sv[lid] = bv;\n"
+        "  si[lid] = bi;\n"
+        "  workgroupBarrier();\n"
+        "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
+        "    if (lid < s) {\n"
+        "      let v = sv[lid + s];\n"
+        "      let i = si[lid + s];\n"
+        "      if (v > sv[lid] || (v == sv[lid] && i < si[lid])) { sv[lid] = v; si[lid] = i; }\n"
+        "    }\n"
+        "    workgroupBarrier();\n"
+        "  }\n"
+        "  let arg = si[0];\n"
+        "  for (var i = lid; i < n(); i = i + WG) { y_store(base + i * inner(), select(0.0, 1.0, i == arg)); }\n";
+  } else {
+    body +=
+        "  var mpart = -f32_inf();\n"
+        "  for (var i = lid; i < n(); i = i + WG) { mpart = fmax_nan(mpart, x_load(base + i * inner())); }\n"
+        "  sv[lid] = mpart;\n"
+        "  workgroupBarrier();\n"
+        "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
+        "    if (lid < s) { sv[lid] = fmax_nan(sv[lid], sv[lid + s]); }\n"
+        "    workgroupBarrier();\n"
+        "  }\n"
+        "  let mx = sv[0];\n"
+        "  let shift = select(mx, 0.0, abs(mx) == f32_inf());\n"
+        "  workgroupBarrier();\n"
+        "  var spart = 0.0;\n"
+        "  for (var i = lid; i < n(); i = i + WG) { spart = spart + exp(x_load(base + i * inner()) - shift); }\n"
+        "  sv[lid] = spart;\n"
+        "  workgroupBarrier();\n"
+        "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
+        "    if (lid < s) { sv[lid] = sv[lid] + sv[lid + s]; }\n"
+        "    workgroupBarrier();\n"
+        "  }\n"
+        "  let sum = sv[0];\n";
+    body += kind == SoftmaxKind::Softmax
+                ? "  for (var i = lid; i < n(); i = i + WG) {\n"
+                  "    let at = base + i * inner();\n"
+                  "    y_store(at, exp(x_load(at) - shift) / sum);\n"
+                  "  }\n"
+                : "  let log_sum = log(sum);\n"
+                  "  for (var i = lid; i < n(); i = i + WG) {\n"
+                  "    let at = base + i * inner();\n"
+                  "    y_store(at, (x_load(at) - shift) - log_sum);\n"
+                  "  }\n";
+  }
+  p.body(body);
+  ru::dispatch_groups(ctx, p, {ctx.in(0), ctx.out(0)}, groups);
+}
+
+}  // namespace
+
+void register_softmax(GpuKernelRegistry& r) {
+  r.add("Softmax", [](GpuKernelContext& ctx) { softmax_kernel(ctx, SoftmaxKind::Softmax); });
+  r.add("LogSoftmax", [](GpuKernelContext& ctx) { softmax_kernel(ctx, SoftmaxKind::LogSoftmax); });
+  r.add("Hardmax", [](GpuKernelContext& ctx) { softmax_kernel(ctx, SoftmaxKind::Hardmax); });
+}
 
 }  // namespace onnxgpu::webgpu

@@ -1,7 +1,8 @@
-// Runs every data set of each test model through ONE Session on the CPU: the data sets have different
-// shapes (gpt2_tiny: 1x7 then 2x16 tokens), so this checks that a session handles a new input shape
-// after a first run, and going back to the first shape. Run by ctest (models_cpu_sessions), which
-// generates the models first and sets ONNXGPU_MODELS_DIR; without it every test fails.
+// Runs every data set of each test model through ONE Session, on the CPU reference and on WebGPU with
+// capture: the data sets have different shapes (gpt2_tiny: 1x7 then 2x16 tokens), so this checks that
+// a session handles a new input shape after a first run, and going back to the first shape (a replay).
+// Run by ctest (models_sessions), which generates the models first and sets ONNXGPU_MODELS_DIR;
+// without it every test fails.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,6 +30,13 @@ SessionOptions cpu_options() {
   return o;
 }
 
+SessionOptions gpu_options() {
+  SessionOptions o;
+  o.ep = "webgpu";
+  o.capture = true;
+  return o;
+}
+
 fs::path models_dir() {
   const char* d = std::getenv("ONNXGPU_MODELS_DIR");
   return d ? fs::path(d) : fs::path();
@@ -47,7 +55,7 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
 }
 
 // Runs data set `set` through `session` and compares every output; failures name the set and output.
-void run_data_set(Session& session, const fs::path& set) {
+void run_data_set(Session& session, const fs::path& set, int runs = 1) {
   SCOPED_TRACE("data set " + set.string());
   std::unordered_map<std::string, Tensor> feeds;
   auto inputs = numbered(set, "input_");
@@ -63,17 +71,20 @@ void run_data_set(Session& session, const fs::path& set) {
   }
   auto expected = numbered(set, "output_");
   ASSERT_FALSE(expected.empty()) << "no output_K.pb in " << set;
-  std::vector<Tensor> outs;
-  try {
-    outs = session.run(feeds);
-  } catch (const Error& e) {
-    FAIL() << "run failed: " << e.what();
-  }
-  ASSERT_EQ(outs.size(), expected.size()) << "model outputs vs output_K.pb files";
-  for (size_t k = 0; k < expected.size(); ++k) {
-    Tensor want = loader::read_tensor_pb(expected[k].string()).second;
-    auto c = runtime::compare_tensors(outs[k], want, kTol);
-    EXPECT_TRUE(c.passed) << "output " << k << " ('" << session.outputs()[k].name << "'): " << c.message;
+  for (int run = 0; run < runs; ++run) {
+    std::vector<Tensor> outs;
+    try {
+      outs = session.run(feeds);
+    } catch (const Error& e) {
+      FAIL() << "run " << run + 1 << " failed: " << e.what();
+    }
+    ASSERT_EQ(outs.size(), expected.size()) << "model outputs vs output_K.pb files";
+    for (size_t k = 0; k < expected.size(); ++k) {
+      Tensor want = loader::read_tensor_pb(expected[k].string()).second;
+      auto c = runtime::compare_tensors(outs[k], want, kTol);
+      EXPECT_TRUE(c.passed) << "run " << run + 1 << ", output " << k << " ('" << session.outputs()[k].name
+                            << "'): " << c.message;
+    }
   }
 }
 
@@ -81,7 +92,7 @@ void run_data_set(Session& session, const fs::path& set) {
 fs::path model_dir(const std::string& model) {
   fs::path root = models_dir();
   if (root.empty()) {
-    ADD_FAILURE() << "ONNXGPU_MODELS_DIR is not set: run this through ctest (ctest -R models_cpu_sessions), "
+    ADD_FAILURE() << "ONNXGPU_MODELS_DIR is not set: run this through ctest (ctest -R models_sessions), "
                      "or set it to the output folder of tests/models/make_models.py";
     return {};
   }
@@ -146,4 +157,32 @@ TEST_P(ModelsCpuAllSets, OneSession) {
 INSTANTIATE_TEST_SUITE_P(Models, ModelsCpuAllSets,
                          testing::Values("gpt2_tiny", "bert_tiny", "int64_arith", "int64_sentinels",
                                          "int64_embedding", "mlp", "cnn_tiny"),
+                         [](const testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// The GPU case: GPT-2 and BERT with dynamic batch and sequence, no dimension pinned, captured
+// whole on the GPU (0 CPU nodes), matching torch over three runs (record + 2 replays) at two sequence
+// lengths in one session, then the first length again (replayed from the signature cache).
+class ModelsGpuWhole : public testing::TestWithParam<std::string> {};
+
+TEST_P(ModelsGpuWhole, CapturedWholeOnTheGpuAtTwoLengths) {
+  if (std::getenv("ONNXGPU_SKIP_GPU_TESTS")) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS is set";
+  fs::path dir = model_dir(GetParam());
+  if (dir.empty()) return;
+  try {
+    Session session((dir / "model.onnx").string(), gpu_options());
+    for (const char* set : {"test_data_set_0", "test_data_set_1", "test_data_set_0"}) {
+      run_data_set(session, dir / set, 3);
+      const PlanReport& p = session.last_plan();
+      EXPECT_TRUE(p.captured);
+      EXPECT_TRUE(p.replayed);
+      EXPECT_FALSE(p.whole_graph_fallback);
+      EXPECT_EQ(p.cpu_nodes, 0) << set << ": " << (p.fallbacks.empty() ? "" : p.fallbacks[0].node + " (" + p.fallbacks[0].op + "): " + p.fallbacks[0].reason);
+      EXPECT_EQ(p.segments, 1);
+    }
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelsGpuWhole, testing::Values("gpt2_tiny", "bert_tiny", "int64_embedding"),
                          [](const testing::TestParamInfo<std::string>& p) { return p.param; });
