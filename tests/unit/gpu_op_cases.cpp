@@ -236,6 +236,7 @@ struct B {
   B& atol(double t) { c.atol = t; return *this; }
   B& note(std::string s) { c.note = std::move(s); return *this; }
   B& only(std::vector<DType> v) { c.only = std::move(v); return *this; }
+  B& quick(std::vector<DType> v = {DType::Float32, DType::Int64, DType::UInt64}) { c.quick = std::move(v); return *this; }
   B& without_schema(std::vector<DType> v) { c.dtypes_without_schema = std::move(v); return *this; }
   B& fold() { c.may_fold = true; return *this; }
 
@@ -478,8 +479,12 @@ std::vector<Case> build() {
                          DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Bool};
   for (DType to : all12) {
     int64_t to_i = int64_t(to);
-    add(B("Cast", "to " + std::string(dtype_name(to))).tp("T1").xg("input", S3, cast_input(to)).i("to", to_i)
-            .note("float inputs within the target's range (beyond 2^32 for 64-bit targets)"));
+    B b("Cast", "to " + std::string(dtype_name(to)));
+    b.tp("T1").xg("input", S3, cast_input(to)).i("to", to_i).note("float inputs within the target's range (beyond 2^32 for 64-bit targets)");
+    // Every source type for the 64-bit, float32 and bool targets; the main sources for the others.
+    if (to != DType::Int64 && to != DType::UInt64 && to != DType::Float32 && to != DType::Bool)
+      b.quick({DType::Int64, DType::UInt64, DType::Float32, DType::Float16, DType::Int32, DType::Bool});
+    add(b);
   }
   add(B("CastLike").tp("T1").xg("input", S3, cast_input(DType::Int64)).f("target_type", DType::Int64, {1}));
   add(B("CastLike", "target T2").tp("T2").f("input", DType::Int64, S3).x("target_type", {1}));
@@ -550,6 +555,10 @@ std::vector<Case> build() {
           .x("updates", {2, 4}, Dom::Small).s("reduction", "mul"));
   add(B("ScatterElements", "Tind").tp("Tind").f("data", DType::Int64, {3, 4}).xg("indices", {2, 4}, distinct_rows(3))
           .f("updates", DType::Int64, {2, 4}));
+  add(B("Scatter").opset(10).x("data", {3, 4}).fg("indices", DType::Int64, {2, 4}, distinct_rows(3)).x("updates", {2, 4})
+          .note("Scatter-9 (deprecated since opset 11; = ScatterElements)"));
+  add(B("Scatter", "Tind, axis 1").opset(10).tp("Tind").f("data", DType::Int64, {4, 3}).xg("indices", {4, 1}, ints_in(-3, 2))
+          .f("updates", DType::Int64, {4, 1}).i("axis", 1));
   add(B("ScatterND").x("data", {4, 3}).fg("indices", DType::Int64, {2, 1}, distinct_nd(4)).x("updates", {2, 3}));
   add(B("ScatterND", "add").x("data", {4, 3}).fg("indices", DType::Int64, {3, 1}, ints_in(-4, 3)).x("updates", {3, 3})
           .s("reduction", "add"));
@@ -591,8 +600,8 @@ std::vector<Case> build() {
   family = "reduce";
   const Shape R3{3, 4, 5};
   add(B("ReduceSum").x("data", R3).k("axes", i64v({1})));
-  add(B("ReduceSum", "axes -1 0, keepdims 0").x("data", R3).k("axes", i64v({-1, 0})).i("keepdims", 0));
-  add(B("ReduceSum", "all axes").x("data", R3));
+  add(B("ReduceSum", "axes -1 0, keepdims 0").x("data", R3).k("axes", i64v({-1, 0})).i("keepdims", 0).quick());
+  add(B("ReduceSum", "all axes").x("data", R3).quick());
   struct Red { const char* op; Dom dom; Gen gen; const char* note; };
   auto moderate = ints_in(-1000, 1000);
   const Red reds[] = {
@@ -616,16 +625,17 @@ std::vector<Case> build() {
     if (rd.gen) b1.xg("data", R3, rd.gen), b2.xg("data", R3, rd.gen);
     else b1.x("data", R3, rd.dom), b2.x("data", R3, rd.dom);
     b1.ints("axes", {1}).tol(10).note(rd.note);
-    b2.ints("axes", {0, -1}).i("keepdims", 0).tol(10).note(rd.note);
+    b2.ints("axes", {0, -1}).i("keepdims", 0).tol(10).note(rd.note).quick();
     add(b1);
     add(b2);
   }
+  family = "argminmax_cumsum";
   for (const char* op : {"ArgMax", "ArgMin"}) {
     add(B(op).x("data", R3, Dom::Tricky).i("axis", 1));
-    add(B(op, "last index, axis -1, keepdims 0").x("data", R3, Dom::Tricky).i("axis", -1).i("keepdims", 0).i("select_last_index", 1));
+    add(B(op, "last index, axis -1, keepdims 0").x("data", R3, Dom::Tricky).i("axis", -1).i("keepdims", 0).i("select_last_index", 1).quick());
   }
   add(B("CumSum").x("x", {3, 4}).k("axis", Tensor::scalar<int64_t>(1)));
-  add(B("CumSum", "exclusive reverse, int32 axis 0").x("x", {3, 4}).k("axis", Tensor::scalar<int32_t>(0)).i("exclusive", 1).i("reverse", 1));
+  add(B("CumSum", "exclusive reverse, int32 axis 0").x("x", {3, 4}).k("axis", Tensor::scalar<int32_t>(0)).i("exclusive", 1).i("reverse", 1).quick());
   add(B("CumSum", "T2").tp("T2").f("x", DType::Int64, {3, 4}).kx("axis", {}, fixed({-1})));
 
   // -- Softmax family, TopK ----------------------------------------------------------------------------------------
@@ -637,18 +647,18 @@ std::vector<Case> build() {
   add(B("Hardmax").x("input", S3, Dom::Tricky).note("ties: the first maximum wins"));
   add(B("Hardmax", "axis 0").x("input", S3, Dom::Tricky).i("axis", 0));
   add(B("TopK").x("X", {3, 6}).k("K", i64v({3})).outs(2));
-  add(B("TopK", "smallest, axis 0, ties").x("X", {4, 5}, Dom::Tricky).k("K", i64v({2})).i("axis", 0).i("largest", 0).outs(2)
+  add(B("TopK", "smallest, axis 0, ties").x("X", {4, 5}, Dom::Tricky).k("K", i64v({2})).i("axis", 0).i("largest", 0).outs(2).quick()
           .note("ties: the lower index first"));
 
   // -- MatMul, Gemm ---------------------------------------------------------------------------------------------------
   family = "matmul";
   add(B("MatMul").x("A", {2, 3, 4}).x("B", {4, 5}).tol(10).note("integers wrap like the CPU; floats: 10x tolerance (sums)"));
-  add(B("MatMul", "vector x matrix").x("A", {4}).x("B", {2, 4, 3}).tol(10));
+  add(B("MatMul", "vector x matrix").x("A", {4}).x("B", {2, 4, 3}).tol(10).quick());
   add(B("Gemm").x("A", {3, 4}).x("B", {4, 5}).x("C", {5}).tol(10));
-  add(B("Gemm", "transA transB, C [3,1]").x("A", {4, 3}).x("B", {5, 4}).x("C", {3, 1}).i("transA", 1).i("transB", 1).tol(10));
-  add(B("Gemm", "alpha 2 beta 3").x("A", {3, 4}).x("B", {4, 5}).x("C", {3, 5}).fl("alpha", 2.0f).fl("beta", 3.0f).tol(10)
+  add(B("Gemm", "transA transB, C [3,1]").x("A", {4, 3}).x("B", {5, 4}).x("C", {3, 1}).i("transA", 1).i("transB", 1).tol(10).quick());  // the tiled float kernel compiles for seconds on SwiftShader
+  add(B("Gemm", "alpha 2 beta 3").x("A", {3, 4}).x("B", {4, 5}).x("C", {3, 5}).fl("alpha", 2.0f).fl("beta", 3.0f).tol(10).quick({DType::Float32, DType::Int64})
           .note("integral alpha/beta so integer types are well defined"));
-  add(B("Gemm", "no C").x("A", {3, 4}).x("B", {4, 5}).tol(10));
+  add(B("Gemm", "no C").x("A", {3, 4}).x("B", {4, 5}).tol(10).quick({DType::Int64, DType::UInt64}));
 
   // -- Normalization --------------------------------------------------------------------------------------------------
   family = "normalization";

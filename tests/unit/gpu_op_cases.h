@@ -55,6 +55,10 @@ struct Case {
   // Restricts the schema's dtypes (only with a reason in `note`): the case's attributes make sense for
   // these only (e.g. Resize linear on floats); another case of the op covers the rest.
   std::vector<DType> only;
+  // The dtypes a default run tests (the rest only with ONNXGPU_GPU_OPS_ALL=1): for the extra cases of
+  // ops whose kernels are slow to compile on SwiftShader (seconds per pipeline); the op's first case
+  // always runs every admitted dtype.
+  std::vector<DType> quick;
   std::vector<In> inputs;
   int outputs = 1;
   std::function<void(onnx::NodeProto&, DType)> attrs;  // the varied dtype, for dtype attributes

@@ -47,10 +47,35 @@ namespace {
 using namespace gpu_op_cases;
 
 // ---- Allowed fallbacks -------------------------------------------------------------------------------
-// (op, dtype) pairs whose GPU kernel deliberately declines an admitted dtype, with the reason. Keep this
-// short: every entry is a hole in "the GPU handles every admitted type". Empty so far.
-const std::map<std::pair<std::string, DType>, std::string> kAllowedFallbacks = {
+// Cases whose GPU kernel deliberately declines an admitted dtype, with the reason. Keep this short:
+// every entry is a hole in "the GPU handles every admitted type".
+struct AllowedFallback {
+  std::string case_name;  // Case::name()
+  DType dtype;            // Undefined: every dtype
+  std::string reason;
 };
+const std::vector<AllowedFallback> kAllowedFallbacks = {
+    // The output shape depends on input values: with constant inputs the node is folded at plan time
+    // (the "constant" cases), so the GPU kernel declines run-time inputs by design.
+    {"Range", DType::Undefined, "run-time bounds: the output size depends on their values"},
+    {"ConstantOfShape[runtime shape]", DType::Undefined, "run-time shape: the output shape depends on its values"},
+    // alpha and beta are floats; integer Gemm scales by them only on the CPU.
+    {"Gemm[alpha 2 beta 3]", DType::Int32, "integer Gemm with alpha or beta other than 1"},
+    {"Gemm[alpha 2 beta 3]", DType::UInt32, "integer Gemm with alpha or beta other than 1"},
+    {"Gemm[alpha 2 beta 3]", DType::Int64, "integer Gemm with alpha or beta other than 1"},
+    {"Gemm[alpha 2 beta 3]", DType::UInt64, "integer Gemm with alpha or beta other than 1"},
+};
+
+const AllowedFallback* allowed_fallback(const Case& c, DType t) {
+  for (const auto& a : kAllowedFallbacks)
+    if (a.case_name == c.name() && (a.dtype == DType::Undefined || a.dtype == t)) return &a;
+  return nullptr;
+}
+
+bool all_dtypes() {
+  const char* s = std::getenv("ONNXGPU_GPU_OPS_ALL");
+  return s && std::string(s) == "1";
+}
 
 // ---- Device and report -----------------------------------------------------------------------------------
 
@@ -62,6 +87,8 @@ struct Row {
   std::string name;
   std::vector<std::pair<DType, std::string>> dtypes;  // status: "" ok, else FB / FAIL / fold / ...
   double seconds = 0;
+  double record_s = 0, replay_s = 0;
+  int not_run = 0;  // admitted dtypes left to ONNXGPU_GPU_OPS_ALL=1
 };
 std::vector<Row> g_rows;
 int g_pairs = 0, g_ok = 0, g_fallbacks = 0, g_failures = 0;
@@ -89,12 +116,14 @@ class GpuOpsEnvironment : public ::testing::Environment {
   void TearDown() override {
     if (!g_rows.empty()) {
       double total = 0;
-      std::printf("\n[GpuOps] dtypes run per case (plain: bit-exact / within tolerance; :FB falls back to the CPU; "
-                  ":FAIL wrong or error; :fold folded at plan time)\n");
+      std::printf("\n[GpuOps] dtypes run per case (plain: bit-exact / within tolerance; :FB falls back to the CPU; :fb allowed fallback; "
+                  ":FAIL wrong or error; :fold folded at plan time; +N: N more dtypes with ONNXGPU_GPU_OPS_ALL=1)\n");
       for (const auto& r : g_rows) {
         std::string line;
         for (const auto& [t, st] : r.dtypes) line += std::string(" ") + short_name(t) + (st.empty() ? "" : ":" + st);
-        std::printf("  %-52s%s  (%.2fs)\n", r.name.c_str(), line.c_str(), r.seconds);
+        if (r.not_run) line += " +" + std::to_string(r.not_run);
+        std::printf("  %-46s%-56s %6.2fs  (GPU record %.2fs, replays %.0fms)\n", r.name.c_str(), line.c_str(), r.seconds,
+                    r.record_s, r.replay_s * 1000);
         total += r.seconds;
       }
       std::printf("[GpuOps] %zu cases, %d (case, dtype) pairs: %d ok, %d fallbacks, %d failures; %.1fs\n\n", g_rows.size(),
@@ -282,8 +311,9 @@ std::string compare(const Tensor& want, const Tensor& got, double tol_scale, dou
 // ---- Running one (case, dtype) --------------------------------------------------------------------------------
 
 struct Outcome {
-  std::string status;  // "" ok, "FB" fallback, "FB(allowed)", "FAIL", "fold"
+  std::string status;  // "" ok, "FB" fallback, "fb" allowed fallback, "FAIL", "fold"
   std::string message; // for failures and fallbacks
+  double record_s = 0, replay_s = 0;  // GPU time of the first run (plan, compile, run) and of the 2 replays
 };
 
 std::string inputs_str(const Case& c, const Built& b, int set) {
@@ -297,10 +327,11 @@ std::string inputs_str(const Case& c, const Built& b, int set) {
   return s;
 }
 
+Outcome classify(const Case& c, DType vt, const Built& b, const std::string& cpu_error, const std::string& gpu_error,
+                 const std::string& mismatch, bool folded);
+
 Outcome run_case(const Case& c, DType vt) {
   Built b = build(c, vt);
-  const std::string what = c.name() + " " + std::string(dtype_name(vt));
-
   std::vector<Tensor> ref[2];
   std::string cpu_error;
   try {
@@ -319,12 +350,15 @@ Outcome run_case(const Case& c, DType vt) {
   std::string gpu_error;
   std::string mismatch;
   bool folded = false;
+  double times[2] = {0, 0};
   try {
     Session gpu = Session::from_bytes(b.bytes, o);
     const int sets[3] = {0, 1, 0};  // record, replay with other values, replay with the first values
     for (int run = 0; run < 3; ++run) {
       int set = sets[run];
+      auto t0 = std::chrono::steady_clock::now();
       std::vector<Tensor> got = gpu.run(b.feeds[set]);
+      times[run == 0 ? 0 : 1] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const PlanReport& plan = gpu.last_plan();
       if (run == 0 && plan.gpu_nodes == 0) {
         folded = plan.folded_nodes > 0;
@@ -351,13 +385,22 @@ Outcome run_case(const Case& c, DType vt) {
     gpu_error = e.what();
   }
 
+  Outcome r = classify(c, vt, b, cpu_error, gpu_error, mismatch, folded);
+  r.record_s = times[0];
+  r.replay_s = times[1];
+  return r;
+}
+
+Outcome classify(const Case& c, DType vt, const Built& b, const std::string& cpu_error, const std::string& gpu_error,
+                 const std::string& mismatch, bool folded) {
+  const std::string what = c.name() + " " + std::string(dtype_name(vt));
   const std::string fl = "cannot run on the GPU: ";
   if (!gpu_error.empty() && gpu_error.rfind("fail_loud:", 0) == 0) {
     size_t p = gpu_error.find(fl);
     std::string reason = p == std::string::npos ? gpu_error : gpu_error.substr(p + fl.size());
-    auto it = kAllowedFallbacks.find({c.op, vt});
-    if (it != kAllowedFallbacks.end()) return {"FB(allowed)", "op " + c.op + " dtype " + std::string(dtype_name(vt)) + " falls back (allowed: " + it->second + "): " + reason};
-    return {"FB", "op " + c.op + " dtype " + std::string(dtype_name(vt)) + " falls back: " + reason +
+    if (const AllowedFallback* a = allowed_fallback(c, vt))
+      return {"fb", c.name() + " " + std::string(dtype_name(vt)) + " falls back (allowed: " + a->reason + "): " + reason};
+    return {"FB", "op " + c.op + " dtype " + std::string(dtype_name(vt)) + " falls back (" + c.name() + "): " + reason +
                       (cpu_error.empty() ? "" : "\n    (the CPU reference fails too: " + cpu_error + ")")};
   }
   if (!cpu_error.empty()) {
@@ -410,16 +453,26 @@ TEST_P(GpuOpsTypes, AdmittedDtypes) {
     }
     Row row;
     row.name = c.name();
+    if (!c.quick.empty() && !all_dtypes()) {
+      std::vector<DType> kept;
+      for (DType t : dtypes)
+        if (std::find(c.quick.begin(), c.quick.end(), t) != c.quick.end()) kept.push_back(t);
+      row.not_run = int(dtypes.size() - kept.size());
+      dtypes = kept;
+    }
     auto t0 = std::chrono::steady_clock::now();
     for (DType t : dtypes) {
       Outcome r = run_case(c, t);
       row.dtypes.emplace_back(t, r.status);
+      row.record_s += r.record_s;
+      if (std::getenv("ONNXGPU_GPU_OPS_TIMES"))
+        std::printf("  %s %s: record %.0fms, replays %.0fms\n", c.name().c_str(), short_name(t), r.record_s * 1000, r.replay_s * 1000);
+      row.replay_s += r.replay_s;
       ++g_pairs;
       if (r.status.empty() || r.status == "fold") {
         ++g_ok;
-      } else if (r.status == "FB(allowed)") {
+      } else if (r.status == "fb") {
         ++g_fallbacks;
-        std::printf("  [allowed] %s\n", r.message.c_str());
       } else {
         (r.status == "FB" ? g_fallbacks : g_failures)++;
         ADD_FAILURE() << r.message;
