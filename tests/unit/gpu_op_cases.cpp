@@ -159,6 +159,15 @@ Gen ints_in(int64_t lo, int64_t hi) {
   };
 }
 
+// ints_in(lo, hi) with element `at` replaced by `bad` (an out-of-range index).
+Gen ints_with(int64_t lo, int64_t hi, int64_t at, int64_t bad) {
+  return [lo, hi, at, bad](DType dt, const Shape& s, Rng& r) {
+    Tensor t = ints_in(lo, hi)(DType::Int64, s, r);
+    t.data<int64_t>()[at] = bad;
+    return t.cast(dt);
+  };
+}
+
 // Fixed values (cast to the input's dtype), whatever the run.
 Gen fixed(std::vector<int64_t> v) {
   return [v](DType dt, const Shape& s, Rng&) { return Tensor::from_vector<int64_t>(s, v).cast(dt); };
@@ -239,6 +248,12 @@ struct B {
   B& quick(std::vector<DType> v = {DType::Float32, DType::Int64, DType::UInt64}) { c.quick = std::move(v); return *this; }
   B& without_schema(std::vector<DType> v) { c.dtypes_without_schema = std::move(v); return *this; }
   B& fold() { c.may_fold = true; return *this; }
+  // The last input's second value set: `g`; the case expects that run to fail.
+  B& second_fails(Gen g) {
+    c.inputs.back().second = std::move(g);
+    c.second_run_fails = true;
+    return *this;
+  }
 
   operator Case() const {  // NOLINT
     Case r = c;
@@ -566,6 +581,23 @@ std::vector<Case> build() {
           .s("reduction", "mul"));
   add(B("ScatterND", "element indices").x("data", {2, 3}).fg("indices", DType::Int64, {1, 2}, nd_indices({2, 3})).x("updates", {1}));
 
+  // Index 2^32 + 1 (low word 1) on the first replay: an error on the CPU, and must be one on the GPU
+  // (a kernel that reads only the low word of an int64 index would return element 1).
+  const std::vector<DType> kIdxQuick = {DType::Float32, DType::Int64};
+  const int64_t kBeyond = (int64_t(1) << 32) + 1;
+  add(B("Gather", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {5, 4})
+          .fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)).second_fails(ints_with(-5, 4, 4, kBeyond)));
+  add(B("Gather", "index -(2^32)+1 on replay, axis 1").quick(kIdxQuick).x("data", {5, 4}).i("axis", 1)
+          .fg("indices", DType::Int64, {2, 3}, ints_in(-4, 3)).second_fails(ints_with(-4, 3, 2, -kBeyond + 2)));
+  add(B("GatherElements", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {3, 4}).i("axis", 1)
+          .fg("indices", DType::Int64, {3, 2}, ints_in(-4, 3)).second_fails(ints_with(-4, 3, 5, kBeyond)));
+  add(B("GatherND", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {2, 3, 4})
+          .fg("indices", DType::Int64, {2, 2}, nd_indices({2, 3})).second_fails(ints_with(0, 1, 3, kBeyond)));
+  add(B("ScatterElements", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {3, 4})
+          .fg("indices", DType::Int64, {2, 4}, distinct_rows(3)).second_fails(ints_with(-3, -3, 6, kBeyond)).x("updates", {2, 4}));
+  add(B("ScatterND", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {4, 3})
+          .fg("indices", DType::Int64, {2, 1}, distinct_nd(4)).second_fails(ints_with(0, 0, 1, kBeyond)).x("updates", {2, 3}));
+
   // -- Generators ----------------------------------------------------------------------------------------------
   family = "generators";
   add(B("Range").xg("start", {}, range_gen(0)).xg("limit", {}, range_gen(1)).xg("delta", {}, range_gen(2))
@@ -590,6 +622,10 @@ std::vector<Case> build() {
           .xg("values", {2}, one_hot_values));
   add(B("OneHot", "T1").tp("T1").xg("indices", {2, 3}, ints_in(-6, 5)).k("depth", Tensor::scalar<int64_t>(5))
           .f("values", DType::Int64, {2}).i("axis", 1).note("indices out of [-depth, depth-1] give all-off rows"));
+  add(B("OneHot", "indices beyond 2^32").tp("T3").quick({DType::Int64, DType::Float32})
+          .fg("indices", DType::Int64, {2, 3}, fixed({(int64_t(1) << 32) + 1, -(int64_t(1) << 32) + 2, 3, kI64Min + 1, -5, (int64_t(1) << 33) + 4}))
+          .k("depth", Tensor::scalar<int64_t>(5)).xg("values", {2}, one_hot_values)
+          .note("indices outside [-depth, depth-1] whose low word is inside give all-off rows"));
   add(B("OneHot", "T2").tp("T2").fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)).kx("depth", {}, fixed({5}))
           .f("values", DType::Float32, {2}));
   add(B("EyeLike").tp("T1").x("input", {3, 4}));

@@ -42,6 +42,7 @@ struct In {
   Dom dom = Dom::Wide;
   Gen gen;                         // overrides dom when set
   bool constant = false;           // an initializer (the same value in every run) instead of a graph input
+  Gen second;                      // values of the second value set (the first replay), when set
 };
 
 struct Case {
@@ -65,6 +66,10 @@ struct Case {
   double tol = 1.0;                // multiplies the float tolerances (documented in `note` when != 1)
   double atol = 0;                 // an absolute tolerance added for float outputs (a spec'd error bound)
   bool may_fold = false;           // every input is constant: the node is folded at plan time, not run on the GPU
+  // The second value set is invalid (e.g. an index of 2^32 + 1, which a GPU kernel reading only the low
+  // word would take for 1): the CPU and the GPU replay must both fail, and the GPU session must run
+  // the first values again afterwards.
+  bool second_run_fails = false;
   std::string note;
   std::string family;              // the group of cases one gtest runs (set by the table)
 

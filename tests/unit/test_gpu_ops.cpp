@@ -232,7 +232,13 @@ Built build(const Case& c, DType vt) {
     tt->set_elem_type(int32_t(dt));
     auto* shape = tt->mutable_shape();
     for (int64_t d : in.shape) shape->add_dim()->set_dim_value(d);
-    for (int run = 0; run < 2; ++run) b.feeds[run][in.name] = gen(run);
+    b.feeds[0][in.name] = gen(0);
+    if (in.second) {
+      Rng rng(fnv(c.name() + "/" + std::string(dtype_name(vt)) + "/" + in.name + "/1"));
+      b.feeds[1][in.name] = in.second(dt, in.shape, rng);
+    } else {
+      b.feeds[1][in.name] = gen(1);
+    }
   }
   for (int k = 0; k < c.outputs; ++k) {
     std::string name = "y" + std::to_string(k);
@@ -338,7 +344,18 @@ Outcome run_case(const Case& c, DType vt) {
     SessionOptions o;
     o.ep = "cpu";
     Session cpu = Session::from_bytes(b.bytes, o);
-    for (int set = 0; set < 2; ++set) ref[set] = cpu.run(b.feeds[set]);
+    ref[0] = cpu.run(b.feeds[0]);
+    if (c.second_run_fails) {
+      std::string err;
+      try {
+        cpu.run(b.feeds[1]);
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+      if (err.empty()) cpu_error = "the CPU reference accepts the second value set, which the case expects to fail";
+    } else {
+      ref[1] = cpu.run(b.feeds[1]);
+    }
   } catch (const std::exception& e) {
     cpu_error = e.what();
   }
@@ -357,6 +374,20 @@ Outcome run_case(const Case& c, DType vt) {
     for (int run = 0; run < 3; ++run) {
       int set = sets[run];
       auto t0 = std::chrono::steady_clock::now();
+      if (set == 1 && c.second_run_fails) {
+        std::string err;
+        try {
+          gpu.run(b.feeds[1]);
+        } catch (const std::exception& e) {
+          err = e.what();
+        }
+        times[1] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (err.empty() || err.rfind("fail_loud:", 0) == 0)
+          mismatch += "\n    run 2 (replay) with invalid values " + (err.empty() ? std::string("succeeded") : "fell back: " + err) +
+                      "; the CPU fails" + "\n    inputs:" + inputs_str(c, b, 1);
+        if (!mismatch.empty()) break;
+        continue;
+      }
       std::vector<Tensor> got = gpu.run(b.feeds[set]);
       times[run == 0 ? 0 : 1] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const PlanReport& plan = gpu.last_plan();
@@ -365,7 +396,7 @@ Outcome run_case(const Case& c, DType vt) {
         if (!folded) mismatch += "\n    the node did not run on the GPU (plan: " + std::to_string(plan.cpu_nodes) + " CPU nodes)";
         else if (!c.may_fold) mismatch += "\n    the node was folded at plan time: the GPU kernel did not run (make an input a graph input)";
       }
-      if (!folded && run > 0 && !plan.replayed) mismatch += "\n    run " + std::to_string(run + 1) + " was not a replay";
+      if (!folded && run > 0 && !plan.replayed && !c.second_run_fails) mismatch += "\n    run " + std::to_string(run + 1) + " was not a replay";
       if (!cpu_error.empty()) continue;
       if (got.size() != ref[set].size()) {
         mismatch += "\n    run " + std::to_string(run + 1) + ": " + std::to_string(got.size()) + " outputs, expected " +
@@ -512,9 +543,12 @@ TEST(GpuOps, CasesRunOnTheCpu) {
         SessionOptions o;
         o.ep = "cpu";
         Session cpu = Session::from_bytes(b.bytes, o);
-        for (int set = 0; set < 2; ++set) {
-          auto outs = cpu.run(b.feeds[set]);
-          EXPECT_EQ(int(outs.size()), c.outputs) << c.name() << " " << dtype_name(t);
+        auto outs = cpu.run(b.feeds[0]);
+        EXPECT_EQ(int(outs.size()), c.outputs) << c.name() << " " << dtype_name(t);
+        if (c.second_run_fails) {
+          EXPECT_ANY_THROW(cpu.run(b.feeds[1])) << c.name() << " " << dtype_name(t) << ": the second value set should fail";
+        } else {
+          cpu.run(b.feeds[1]);
         }
         ++runs;
       } catch (const std::exception& e) {
