@@ -539,6 +539,10 @@ std::vector<Case> build() {
           .kx("starts", {3}, slice_param({1, -1, 0})).kx("ends", {3}, slice_param({kI64Max, kI64Min, 4}))
           .kx("axes", {3}, slice_param({0, 1, -1})).kx("steps", {3}, slice_param({1, -2, 2})));
   add(B("Slice", "no axes, no steps").x("data", {4, 6}).k("starts", i64v({-3, 2})).k("ends", i64v({3, 100})));
+  add(B("Slice", "bounds beyond 2^32").quick({DType::Int64, DType::Float32}).x("data", {4, 6})
+          .k("starts", i64v({-(int64_t(1) << 32) - 1, int64_t(1) << 32})).k("ends", i64v({(int64_t(1) << 32) + 3, -(int64_t(1) << 32)}))
+          .k("axes", i64v({0, 1})).k("steps", i64v({1, -1}))
+          .note("bounds whose low word is in range clamp like INT64_MAX/INT64_MIN"));
   add(B("Expand").x("input", SB).k("shape", i64v({2, 3, 4})));
   add(B("Expand", "rank grows, 1s kept").x("input", {2, 1, 4}).k("shape", i64v({3, 1, 1, 1})));
   add(B("Tile").x("input", {2, 3}).k("repeats", i64v({2, 3})));
@@ -617,6 +621,9 @@ std::vector<Case> build() {
   add(B("Trilu").x("input", {2, 3, 4}));
   add(B("Trilu", "lower, k=-1").x("input", {2, 3, 4}).k("k", Tensor::scalar<int64_t>(-1)).i("upper", 0));
   add(B("Trilu", "upper, k=2").x("input", {3, 5}).k("k", Tensor::scalar<int64_t>(2)));
+  add(B("Trilu", "upper, k=2^32+1").quick({DType::Int64, DType::Float32}).x("input", {3, 4}).k("k", Tensor::scalar<int64_t>((int64_t(1) << 32) + 1))
+          .note("low word 1: a kernel reading only the low word keeps elements; all must be zero"));
+  add(B("Trilu", "lower, k=-(2^32)+1").quick({DType::Int64, DType::Float32}).x("input", {3, 4}).k("k", Tensor::scalar<int64_t>(-(int64_t(1) << 32) + 1)).i("upper", 0));
   auto one_hot_values = [](DType dt, const Shape& s, Rng& r) { return make_values(dt, s, Dom::Wide, r); };
   add(B("OneHot", "T3").tp("T3").fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)).k("depth", Tensor::scalar<int64_t>(5))
           .xg("values", {2}, one_hot_values));
