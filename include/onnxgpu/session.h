@@ -71,6 +71,9 @@ struct PlanReport {
   int int64_tensors = 0;  // int64 values computed at run time
   int int64_on_gpu = 0;   // of those, how many live on the GPU
   uint64_t gpu_buffer_bytes = 0;
+  // Graph inputs whose values shaped the plan (e.g. a Reshape's shape fed as an input): a run with
+  // other values of these is planned (and recorded) again.
+  std::vector<std::string> value_keyed_inputs;
 };
 
 class Session {

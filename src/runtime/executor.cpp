@@ -115,7 +115,20 @@ struct Plan {
   std::vector<OutputSource> outputs;
   std::shared_ptr<wg::Buffer> status;
   std::deque<Tensor> constants;       // folded values (stable addresses)
+  // Graph inputs whose values a kernel read at plan time (shape-like inputs): the plan serves only
+  // runs with these same values.
+  std::vector<std::pair<std::string, Tensor>> value_keys;
   PlanReport report;
+
+  bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
+    for (const auto& [name, want] : value_keys) {
+      auto it = feeds.find(name);
+      if (it == feeds.end() || it->second.nbytes() != want.nbytes() ||
+          std::memcmp(it->second.raw(), want.raw(), want.nbytes()) != 0)
+        return false;
+    }
+    return true;
+  }
 
   ~Plan() {  // buffers go back to the device's pool (weights stay with the session)
     for (auto& s : slots)
@@ -341,7 +354,8 @@ class Planner {
     Shape shape;
     const Tensor* constant = nullptr;
     int slot = -1;
-    bool from_cpu = false;  // produced by a CPU fallback node
+    bool from_cpu = false;          // produced by a CPU fallback node
+    const Tensor* feed = nullptr;   // a graph input's host value in this run
   };
 
   int alloc(uint64_t bytes, bool pinned = false);
@@ -477,7 +491,7 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
       continue;
     }
     const Value& v = values_.at(in);
-    infos.push_back({v.dtype, v.shape, v.constant});
+    infos.push_back({v.dtype, v.shape, v.constant, v.feed});
     touches_int64 |= v.dtype == DType::Int64;
   }
   wg::GpuKernelContext ctx(node, model_.opset(node.domain), policy_, plan_.device->limits(), infos);
@@ -498,6 +512,15 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
   if (policy_.strategy == Int64Policy::Strategy::PerOpOptin && touches_int64 && !legacy_int64_optin(node.op_type)) {
     reason = "INT64 is not opted in for op '" + node.op_type + "' (INT64 strategy per_op_optin)";
     return false;
+  }
+  for (size_t i : ctx.value_keyed_inputs) {
+    const std::string& name = node.inputs[i];
+    bool known = false;
+    for (const auto& [n, t] : plan_.value_keys) known |= n == name;
+    if (!known) {
+      plan_.value_keys.emplace_back(name, values_.at(name).feed->clone());
+      plan_.report.value_keyed_inputs.push_back(name);
+    }
   }
   // Outputs: views share their input's buffer, the others get one.
   std::vector<int> out_slots(ctx.outputs.size(), -1);
@@ -653,7 +676,10 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
     values_[name] = Value{dtype, shape, nullptr, slot};
     plan_.inputs.emplace_back(name, slot);
   };
-  for (const auto& [name, t] : feeds) add_input(name, t.dtype(), t.shape());
+  for (const auto& [name, t] : feeds) {
+    add_input(name, t.dtype(), t.shape());
+    values_[name].feed = &t;
+  }
   for (const auto& [name, t] : device_feeds) add_input(name, t.dtype(), t.shape());
   write_inputs(plan_, policy_, feeds, device_feeds);
 
@@ -735,7 +761,7 @@ void GpuExecutor::run_impl(const std::unordered_map<std::string, Tensor>& feeds,
   }
   if (options_.capture) {
     for (auto it = plans_.begin(); it != plans_.end(); ++it) {
-      if (it->first != sig) continue;
+      if (it->first != sig || !it->second->serves(feeds)) continue;
       std::shared_ptr<Plan> plan = it->second;
       plans_.splice(plans_.begin(), plans_, it);
       try {

@@ -297,3 +297,25 @@ TEST(RuntimeIoBinding, OutputsStayOnTheGpuAndFeedTheNextRun) {
   Session c = Session::from_bytes(b.bytes(), cpu());
   EXPECT_THROW(c.run_on_device({{"state", step}, {"step", step}}), InvalidArgument);
 }
+
+TEST(RuntimeCapture, ShapeLikeGraphInputsKeyThePlanOnTheirValues) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {12}).input("shape", DType::Int64, {2});
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.node("Relu", {"y"}, {"z"});
+  b.output("z", DType::Float32);
+  SessionOptions o = gpu();
+  o.int64.fail_loud = true;  // Reshape must stay on the GPU although its shape is a graph input
+  Session g = Session::from_bytes(b.bytes(), o);
+  Tensor x = Tensor::from_vector<float>({12}, {-1, 2, -3, 4, -5, 6, -7, 8, -9, 10, -11, 12});
+  auto run = [&](std::vector<int64_t> s) { return g.run({{"x", x}, {"shape", Tensor::from_vector<int64_t>({2}, s)}})[0]; };
+  EXPECT_EQ(run({2, 6}).shape(), (Shape{2, 6}));
+  EXPECT_EQ(g.last_plan().value_keyed_inputs, std::vector<std::string>{"shape"});
+  Tensor y = run({3, -1});
+  EXPECT_EQ(y.shape(), (Shape{3, 4}));
+  EXPECT_FALSE(g.last_plan().replayed);  // another value: planned again
+  EXPECT_EQ(y.data<float>()[3], 4.0f);
+  EXPECT_EQ(run({2, 6}).shape(), (Shape{2, 6}));
+  EXPECT_TRUE(g.last_plan().replayed);  // the first value again: its recorded plan
+}

@@ -18,7 +18,7 @@ uint32_t lo_word(int64_t v) { return uint32_t(uint64_t(v)); }
 uint32_t hi_word(int64_t v) { return uint32_t(uint64_t(v) >> 32); }
 
 void constant_of_shape(GpuKernelContext& ctx) {
-  if (!ctx.input(0).constant) ctx.unsupported("ConstantOfShape with a run-time shape: the output shape depends on its values");
+  if (!ctx.known(0)) ctx.unsupported("ConstantOfShape with a run-time shape: the output shape depends on its values");
   const Tensor& st = ctx.constant(0, "input");
   if (!dtype_is_integer(st.dtype()) || st.rank() > 1)
     ctx.fail("input 0 ('input') must be a 1-D integer tensor, got " + st.describe());
@@ -83,7 +83,7 @@ int64_t range_count(const GpuKernelContext& ctx, const Tensor& s, const Tensor& 
 
 void range(GpuKernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i)
-    if (!ctx.input(i).constant) ctx.unsupported("Range with run-time bounds: the output size depends on their values");
+    if (!ctx.known(i)) ctx.unsupported("Range with run-time bounds: the output size depends on their values");
   const Tensor& s = ctx.constant(0, "start");
   const Tensor& l = ctx.constant(1, "limit");
   const Tensor& d = ctx.constant(2, "delta");
@@ -136,7 +136,7 @@ void one_hot(GpuKernelContext& ctx) {
   if (shape_numel(ctx.shape(1)) != 1 || ctx.shape(1).size() > 1)
     ctx.fail("depth must be a scalar or a 1-element 1-D tensor, got " + describe_input(ctx, 1));
   if (shape_numel(vs) != 2 || vs.size() != 1) ctx.fail("values must be [off_value, on_value], got " + describe_input(ctx, 2));
-  if (!ctx.input(1).constant) ctx.unsupported("OneHot with a run-time depth: the output shape depends on its value");
+  if (!ctx.known(1)) ctx.unsupported("OneHot with a run-time depth: the output shape depends on its value");
   const Tensor& dt = ctx.constant(1, "depth");
   int64_t depth = dtype_is_float(dt.dtype()) ? int64_t(dt.double_at(0)) : dt.int_at(0);
   if (depth < 0) ctx.fail("depth " + std::to_string(depth) + " is negative");

@@ -17,8 +17,12 @@ const GpuValueInfo& GpuKernelContext::input(size_t i) const {
 
 const Tensor& GpuKernelContext::constant(size_t i, const char* what) {
   const GpuValueInfo& v = input(i);
-  if (!v.constant) unsupported(std::string("input '") + what + "' is not known before the run (not a constant)");
-  return *v.constant;
+  if (v.constant) return *v.constant;
+  if (v.runtime_value) {
+    value_keyed_inputs.push_back(i);
+    return *v.runtime_value;
+  }
+  unsupported(std::string("input '") + what + "' is not known before the run (not a constant)");
 }
 
 void GpuKernelContext::set_output(size_t i, DType dtype, Shape shape) {
@@ -108,6 +112,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_conv(r);
     register_pool(r);
     register_resize(r);
+    register_loss(r);
     return r;
   }();
   return reg;

@@ -33,7 +33,8 @@ class GpuUnsupported : public Error {
 struct GpuValueInfo {
   DType dtype = DType::Undefined;
   Shape shape;
-  const Tensor* constant = nullptr;  // the value, when it is an initializer or was folded
+  const Tensor* constant = nullptr;       // the value, when it is an initializer or was folded
+  const Tensor* runtime_value = nullptr;  // a graph input's value in this run (see constant())
 };
 
 // A tensor a dispatch binds: the node's input i, output i, or a temporary buffer of the node.
@@ -71,7 +72,11 @@ class GpuKernelContext {
   DType dtype(size_t i) const { return input(i).dtype; }
   const Shape& shape(size_t i) const { return input(i).shape; }
   // The value of input i when it is known at plan time, else unsupported("input ... is not a constant").
+  // A graph input fed from the host counts as known: the plan is then keyed on its value too (a
+  // run with another value plans again), so shape-like inputs (Reshape's shape, Slice's starts...)
+  // that arrive as graph inputs still run on the GPU.
   const Tensor& constant(size_t i, const char* what);
+  bool known(size_t i) const { return has_input(i) && (inputs_[i].constant || inputs_[i].runtime_value); }
   size_t num_outputs() const { return node.outputs.size(); }
   bool output_wanted(size_t i) const { return i < node.outputs.size() && !node.outputs[i].empty(); }
 
@@ -106,6 +111,7 @@ class GpuKernelContext {
   std::vector<OutputSpec> outputs;
   std::vector<TempSpec> temps;
   std::vector<DispatchSpec> dispatches;
+  std::vector<size_t> value_keyed_inputs;  // inputs whose run-time value the kernel read
 
  private:
   std::vector<GpuValueInfo> inputs_;
@@ -139,6 +145,7 @@ void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNo
 void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool
 void register_resize(GpuKernelRegistry&);         // Resize
+void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 
 // Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
 void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);

@@ -1,19 +1,24 @@
 // Reductions on the GPU: Reduce* (Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare),
 // ArgMax, ArgMin and CumSum.
 //
-// Reduce*: one workgroup per output element. Each invocation folds a strided share of the reduced
-// elements, then the workgroup folds the partial results in shared memory (a tree). The reduced axes may
+// Every kernel here folds rows (the elements behind one result) with a segment of a workgroup: a
+// power-of-two number of invocations up to the workgroup size, about half the row length, so a long row
+// gets a whole workgroup and short rows share one (reduce_util.h). The segment size is a uniform.
+//
+// Reduce*: one segment per output element. Each invocation folds a strided share of the reduced
+// elements, then the segment folds the partial results in shared memory (a tree). The reduced axes may
 // be any set: the output element's base offset and each reduced element's offset come from index maps
 // over the kept and the reduced dimensions (sizes and strides in uniforms). Sums, products, max and min
 // use the input family's helpers (add_$x, mul_$x, max_$x ...), so INT64 is exact (two 32-bit words);
 // integer Mean sums in 64 bits before dividing. Float reductions accumulate in f32.
 //
-// ArgMax/ArgMin: one workgroup per output element, folding (value, index) pairs with a total order
+// ArgMax/ArgMin: one segment per output element, folding (value, index) pairs with a total order
 // (NaN is the extreme; ties go to the lower index, or the higher with select_last_index).
 //
-// CumSum: one workgroup per line along the axis; each invocation scans a contiguous chunk, the chunk
+// CumSum: one segment per line along the axis; each invocation scans a contiguous chunk, the chunk
 // totals are scanned in shared memory, then each chunk is rescanned from its offset. The axis may be
-// known only at run time: it is then read from its buffer by the shader.
+// known only at run time: it is then read from its buffer by the shader (with whole-workgroup segments
+// and as many segments as the axis with the most lines needs; the others idle).
 #include <string>
 #include <vector>
 
@@ -90,9 +95,9 @@ ReduceWgsl reduce_wgsl(ReduceKind kind, const std::string& fam, bool is_signed) 
                   "(a, m)), zero_$x(), m == 0u)",
               8};
     case ReduceKind::L2: return {"f32", "0.0", "to_f32_$x(v) * to_f32_$x(v)", "a + b", "from_f32_$x(sqrt(a))", 4};
-    case ReduceKind::LogSum: return {"f32", "0.0", "to_f32_$x(v)", "a + b", "from_f32_$x(log(a))", 4};
+    case ReduceKind::LogSum: return {"f32", "0.0", "to_f32_$x(v)", "a + b", "from_f32_$x(log_ieee(a))", 4};
     case ReduceKind::LogSumExp:  // the second pass (sum of exp(v - mx)); the first finds mx
-      return {"f32", "0.0", "exp(to_f32_$x(v) - mx)", "a + b", "from_f32_$x(select(mx + log(a), mx, abs(mx) == f32_inf()))", 4};
+      return {"f32", "0.0", "exp_shifted(to_f32_$x(v), mx)", "a + b", "from_f32_$x(select(mx + log_ieee(a), mx, abs(mx) == f32_inf()))", 4};
   }
   return {};
 }
@@ -164,12 +169,13 @@ void reduce(GpuKernelContext& ctx, const std::string& op, ReduceKind kind, int64
   std::string fam = shader::type_info(t, ctx.policy).family;
   ReduceWgsl w = reduce_wgsl(kind, fam, dtype_is_signed(t));
   uint32_t wg = ru::workgroup_size(ctx.limits, w.acc_bytes);
+  uint32_t seg = ru::segment_size(m, wg);
   auto p = ctx.program(op, wg);
   p.input("x", t, in);
   p.output("y", t, out);
-  p.uniform("groups", uint32_t(groups));
+  ru::segment_uniforms(p, groups, seg);
   p.uniform("m_count", uint32_t(m));
-  std::string decl = kMeanDiv;
+  std::string decl = std::string(kMeanDiv) + ru::kExpLog;
   if (trailing) {
     decl += "fn base_off(o: u32) -> u32 { return o * m_count(); }\nfn red_off(r: u32) -> u32 { return r; }\n";
   } else {
@@ -195,42 +201,37 @@ void reduce(GpuKernelContext& ctx, const std::string& op, ReduceKind kind, int64
   decl += "fn combine(a: " + acc + ", b: " + acc + ") -> " + acc + " { return " + w.combine + "; }\n";
   p.declare(decl);
 
-  std::string body =
-      "  if (wg >= groups()) { return; }\n"
+  std::string body = std::string(ru::kSegmentPrelude) +
       "  let m = m_count();\n"
-      "  let base = base_off(wg);\n";
+      "  let base = base_off(row);\n";
   if (kind == ReduceKind::LogSumExp) {
     // First pass: the largest value, NaN ignored (as C fmax).
     body +=
         "  var mpart = -f32_inf();\n"
-        "  for (var r = lid; r < m; r = r + WG) { mpart = fmax_nan(mpart, to_f32_$x(x_load(base + red_off(r)))); }\n"
-        "  sh[lid] = mpart;\n"
-        "  workgroupBarrier();\n"
-        "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-        "    if (lid < s) { sh[lid] = fmax_nan(sh[lid], sh[lid + s]); }\n"
-        "    workgroupBarrier();\n"
+        "  if (live) {\n"
+        "    for (var r = lane; r < m; r = r + S) { mpart = fmax_nan(mpart, to_f32_$x(x_load(base + red_off(r)))); }\n"
         "  }\n"
-        "  let mx = sh[0];\n"
+        "  sh[lid] = mpart;\n" +
+        ru::segment_tree("      sh[lid] = fmax_nan(sh[lid], sh[lid + s]);\n") +
+        "  let mx = sh[head];\n"
         "  workgroupBarrier();\n";
   }
   body +=
       "  var part: " + acc + " = " + w.ident + ";\n"
-      "  for (var r = lid; r < m; r = r + WG) {\n"
-      "    let v = x_load(base + red_off(r));\n"
-      "    part = combine(part, " + w.pre + ");\n"
+      "  if (live) {\n"
+      "    for (var r = lane; r < m; r = r + S) {\n"
+      "      let v = x_load(base + red_off(r));\n"
+      "      part = combine(part, " + w.pre + ");\n"
+      "    }\n"
       "  }\n"
-      "  sh[lid] = part;\n"
-      "  workgroupBarrier();\n"
-      "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-      "    if (lid < s) { sh[lid] = combine(sh[lid], sh[lid + s]); }\n"
-      "    workgroupBarrier();\n"
-      "  }\n"
-      "  if (lid == 0u) {\n"
-      "    let a = sh[0];\n"
-      "    y_store(wg, " + w.fin + ");\n"
+      "  sh[lid] = part;\n" +
+      ru::segment_tree("      sh[lid] = combine(sh[lid], sh[lid + s]);\n") +
+      "  if (live && lane == 0u) {\n"
+      "    let a = sh[lid];\n"
+      "    y_store(row, " + w.fin + ");\n"
       "  }\n";
   p.body(body);
-  ru::dispatch_groups(ctx, p, {ctx.in(0), ctx.out(0)}, groups);
+  ru::dispatch_rows(ctx, p, {ctx.in(0), ctx.out(0)}, groups, seg);
 }
 
 GpuKernel reduce_kernel(const std::string& op, ReduceKind kind, int64_t input_since) {
@@ -260,10 +261,11 @@ void arg_kernel(GpuKernelContext& ctx, bool is_max) {
   std::string fam = shader::type_info(t, ctx.policy).family;
   bool wide = fam == "i64" || fam == "u64";
   uint32_t wg = ru::workgroup_size(ctx.limits, (wide ? 8 : 4) + 4);
+  uint32_t seg = ru::segment_size(s.n, wg);
   auto p = ctx.program(is_max ? "argmax" : "argmin", wg);
   p.input("x", t, in);
   p.output("y", DType::Int64, out);
-  p.uniform("groups", uint32_t(groups));
+  ru::segment_uniforms(p, groups, seg);
   p.uniform("n", uint32_t(s.n));
   p.uniform("inner", uint32_t(s.inner));
   std::string tie = last ? "ia > ib" : "ia < ib";
@@ -288,27 +290,24 @@ void arg_kernel(GpuKernelContext& ctx, bool is_max) {
           "  return " + tie + ";\n"
           "}\n";
   p.declare(decl);
-  p.body(
-      "  if (wg >= groups()) { return; }\n"
-      "  let base = (wg / inner()) * n() * inner() + wg % inner();\n"
-      "  var bv = zero_$x();\n"
-      "  var bi = NONE;\n"
-      "  for (var i = lid; i < n(); i = i + WG) {\n"
-      "    let v = x_load(base + i * inner());\n"
-      "    if (wins(v, i, bv, bi)) { bv = v; bi = i; }\n"
-      "  }\n"
-      "  sv[lid] = bv;\n"
-      "  si[lid] = bi;\n"
-      "  workgroupBarrier();\n"
-      "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-      "    if (lid < s && wins(sv[lid + s], si[lid + s], sv[lid], si[lid])) {\n"
-      "      sv[lid] = sv[lid + s];\n"
-      "      si[lid] = si[lid + s];\n"
-      "    }\n"
-      "    workgroupBarrier();\n"
-      "  }\n"
-      "  if (lid == 0u) { y_store(wg, from_i64_$y(w64(si[0], 0u))); }\n");
-  ru::dispatch_groups(ctx, p, {ctx.in(0), ctx.out(0)}, groups);
+  p.body(std::string(ru::kSegmentPrelude) +
+         "  let base = (row / inner()) * n() * inner() + row % inner();\n"
+         "  var bv = zero_$x();\n"
+         "  var bi = NONE;\n"
+         "  if (live) {\n"
+         "    for (var i = lane; i < n(); i = i + S) {\n"
+         "      let v = x_load(base + i * inner());\n"
+         "      if (wins(v, i, bv, bi)) { bv = v; bi = i; }\n"
+         "    }\n"
+         "  }\n"
+         "  sv[lid] = bv;\n"
+         "  si[lid] = bi;\n" +
+         ru::segment_tree("      if (wins(sv[lid + s], si[lid + s], sv[lid], si[lid])) {\n"
+                          "        sv[lid] = sv[lid + s];\n"
+                          "        si[lid] = si[lid + s];\n"
+                          "      }\n") +
+         "  if (live && lane == 0u) { y_store(row, from_i64_$y(w64(si[lid], 0u))); }\n");
+  ru::dispatch_rows(ctx, p, {ctx.in(0), ctx.out(0)}, groups, seg);
 }
 
 const DTypeSet kCumSumTypes = kFloatTypes | DTypeSet{DType::Int32, DType::UInt32, DType::Int64, DType::UInt64};
@@ -331,11 +330,12 @@ void cumsum_kernel(GpuKernelContext& ctx) {
   // The axis: a plan-time constant, or read by the shader from its buffer.
   const Tensor* axis_const = ctx.input(1).constant;
   uint64_t numel = uint64_t(shape_numel(in));
-  uint64_t groups = 0;
+  uint64_t groups = 0, line = 0;  // line: the line length when the axis is known
   int64_t axis = 0;
   if (axis_const) {
     axis = ctx.normalize_axis(axis_const->int_at(0), rank);
-    if (numel) groups = numel / uint64_t(in[size_t(axis)]);
+    line = uint64_t(in[size_t(axis)]);
+    if (numel) groups = numel / line;
   } else {
     for (int64_t d : in)  // as many lines as the axis with the most lines has
       if (d) groups = std::max<uint64_t>(groups, numel / uint64_t(d));
@@ -345,6 +345,7 @@ void cumsum_kernel(GpuKernelContext& ctx) {
   std::string fam = shader::type_info(t, ctx.policy).family;
   bool wide = fam == "i64" || fam == "u64";
   uint32_t wg = ru::workgroup_size(ctx.limits, wide ? 8 : 4);
+  uint32_t seg = axis_const ? ru::segment_size(line, wg) : wg;
   auto p = ctx.program(std::string("cumsum") + (exclusive ? "_excl" : "") + (reverse ? "_rev" : "") +
                            (axis_const ? "" : "_rtaxis"),
                        wg);
@@ -356,6 +357,7 @@ void cumsum_kernel(GpuKernelContext& ctx) {
   }
   p.output("y", t, in);
   binds.push_back(ctx.out(0));
+  ru::segment_uniforms(p, groups, seg);
   std::string decl = "const WG: u32 = " + u32s(wg) + ";\n"
                      "var<workgroup> sh: array<x_t, " + std::to_string(wg) + ">;\n";
   if (axis_const) {
@@ -373,30 +375,32 @@ void cumsum_kernel(GpuKernelContext& ctx) {
   }
   p.declare(decl);
   std::string pos = reverse ? "(n - 1u - q)" : "q";
-  p.body(
+  // Each invocation scans a contiguous chunk of its segment's line; the chunk totals are scanned by the
+  // segment's first invocation; then each chunk is rescanned from its offset.
+  p.body(std::string(ru::kSegmentPrelude) +
       "  let axis = read_axis();\n"
-      "  var live = axis != 0xffffffffu;\n"
-      "  if (!live && wg == 0u && lid == 0u) { flag(FLAG_INDEX); }\n"
+      "  let ok = axis != 0xffffffffu;\n"
+      "  if (!ok && wg == 0u && lid == 0u) { flag(FLAG_INDEX); }\n"
       "  var n = 0u;\n"
       "  var inner = 1u;\n"
-      "  if (live) { n = x_shape(axis); inner = x_stride(axis); }\n"
-      "  live = live && n > 0u && wg < x_numel() / max(n, 1u);\n"
-      "  let base = (wg / inner) * n * inner + wg % inner;\n"
-      "  let chunk = (n + WG - 1u) / WG;\n"
-      "  let start = min(lid * chunk, n);\n"
+      "  if (ok) { n = x_shape(axis); inner = x_stride(axis); }\n"
+      "  let on = live && ok && n > 0u && row < x_numel() / max(n, 1u);\n"
+      "  let base = (row / inner) * n * inner + row % inner;\n"
+      "  let chunk = (n + S - 1u) / S;\n"
+      "  let start = min(lane * chunk, n);\n"
       "  let end = min(start + chunk, n);\n"
       "  var part = zero_$x();\n"
-      "  if (live) {\n"
+      "  if (on) {\n"
       "    for (var q = start; q < end; q = q + 1u) { part = add_$x(part, x_load(base + " + pos + " * inner)); }\n"
       "  }\n"
       "  sh[lid] = part;\n"
       "  workgroupBarrier();\n"
-      "  if (lid == 0u) {\n"
+      "  if (lane == 0u) {\n"
       "    var run = zero_$x();\n"
-      "    for (var j = 0u; j < WG; j = j + 1u) { let v = sh[j]; sh[j] = run; run = add_$x(run, v); }\n"
+      "    for (var j = head; j < head + S; j = j + 1u) { let v = sh[j]; sh[j] = run; run = add_$x(run, v); }\n"
       "  }\n"
       "  workgroupBarrier();\n"
-      "  if (live) {\n"
+      "  if (on) {\n"
       "    var acc = sh[lid];\n"
       "    for (var q = start; q < end; q = q + 1u) {\n"
       "      let at = base + " + pos + " * inner;\n"
@@ -405,7 +409,7 @@ void cumsum_kernel(GpuKernelContext& ctx) {
                             : "      acc = add_$x(acc, v);\n      y_store(at, acc);\n") +
       "    }\n"
       "  }\n");
-  ru::dispatch_groups(ctx, p, binds, groups);
+  ru::dispatch_rows(ctx, p, binds, groups, seg);
 }
 
 }  // namespace

@@ -24,11 +24,50 @@ inline uint32_t workgroup_size(const Limits& lim, uint32_t shared_bytes_per_thre
   return wg;
 }
 
-// Dispatches `p` with one workgroup per group in [0, groups) (the program reads `wg`, the linear
-// workgroup index, and returns for wg >= its own count). Nothing is dispatched for zero groups.
-inline void dispatch_groups(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> bindings,
-                            uint64_t groups) {
-  if (groups == 0) return;
+// Rows (the elements that make one result) are folded by segments of a workgroup: `seg` invocations
+// per row, a power of two up to the workgroup size, about half the row length, so that short rows
+// share a workgroup instead of leaving most of one idle. The segment size is a uniform: one pipeline
+// serves every row length.
+inline uint32_t segment_size(uint64_t row_length, uint32_t wg) {
+  uint64_t want = (row_length + 1) / 2;
+  uint32_t s = 1;
+  while (s < want && s < wg) s *= 2;
+  return s;
+}
+
+// Declares the uniforms `groups` (the number of rows) and `seg` (the segment size).
+inline void segment_uniforms(shader::Program& p, uint64_t rows, uint32_t seg) {
+  p.uniform("groups", uint32_t(rows));
+  p.uniform("seg", seg);
+}
+
+// WGSL at the start of main(): this invocation's `lane` in its segment, the segment's first shared-
+// memory slot `head`, its `row`, and whether the row exists (`live`). No early return: every
+// invocation reaches the workgroup barriers.
+inline const char* kSegmentPrelude =
+    "  let S = seg();\n"
+    "  let lane = lid % S;\n"
+    "  let head = lid - lane;\n"
+    "  let row = wg * (WG / S) + lid / S;\n"
+    "  let live = row < groups();\n";
+
+// WGSL of a tree fold within each segment: `step` folds shared slot lid + s into slot lid; the result
+// ends in slot `head`. Starts with a barrier (the slots were just written) and ends with one.
+inline std::string segment_tree(const std::string& step) {
+  return "  workgroupBarrier();\n"
+         "  for (var s = S / 2u; s > 0u; s = s >> 1u) {\n"
+         "    if (lane < s) {\n" + step +
+         "    }\n"
+         "    workgroupBarrier();\n"
+         "  }\n";
+}
+
+// Dispatches `p` for `rows` rows folded by segments of `seg` invocations. Nothing for zero rows.
+inline void dispatch_rows(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> bindings,
+                          uint64_t rows, uint32_t seg) {
+  if (rows == 0) return;
+  uint64_t per_group = p.workgroup_size() / seg;
+  uint64_t groups = (rows + per_group - 1) / per_group;
   uint32_t x = 0, y = 0;
   grid_for(groups * p.workgroup_size(), p.workgroup_size(), ctx.limits, x, y);
   ctx.dispatch(p, std::move(bindings), x, y);
@@ -62,5 +101,13 @@ inline std::string isnan_fn(const std::string& name, const std::string& fam, con
   return "fn isnan_" + name + "(v: " + type + ") -> bool { return " +
          (fam == "f32" ? std::string("isnan_f32(v)") : std::string("false")) + "; }\n";
 }
+
+// WGSL exp(x - shift) and log with the IEEE results at NaN and 0 spelled out: some drivers' fast exp
+// gives inf for NaN and log(0) a finite number. NaN is tested on the loaded x, before any arithmetic
+// (a compiler that assumes no NaN may drop the test on a computed value).
+inline const char* kExpLog = R"(
+fn exp_shifted(x: f32, shift: f32) -> f32 { if (isnan_f32(x)) { return f32_nan(); } return exp(x - shift); }
+fn log_ieee(f: f32) -> f32 { if (isnan_f32(f)) { return f32_nan(); } return select(log(f), -f32_inf(), f == 0.0); }
+)";
 
 }  // namespace onnxgpu::webgpu::reduce_util

@@ -1,4 +1,6 @@
-// Softmax, LogSoftmax, Hardmax on the GPU: one workgroup per row, shared-memory tree reductions.
+// Softmax, LogSoftmax, Hardmax on the GPU: one workgroup segment per row (a whole workgroup for a long
+// row, a share of one for short rows; reduce_util.h), shared-memory tree reductions for the row maximum
+// (or first maximum) and the sum of exponentials.
 // Before opset 13 the input is coerced to 2D at `axis` (default 1) and each row of that matrix is one
 // row; from opset 13 a row is the line along the single dimension `axis` (default -1), seen as
 // [outer, n, inner]. As the CPU reference: the row maximum ignores NaN, a row whose maximum is infinite
@@ -34,10 +36,11 @@ void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
   bool hard = kind == SoftmaxKind::Hardmax;
   uint32_t wg = ru::workgroup_size(ctx.limits, hard ? 8 : 4);
   const char* name = kind == SoftmaxKind::Softmax ? "softmax" : kind == SoftmaxKind::LogSoftmax ? "logsoftmax" : "hardmax";
+  uint32_t seg = ru::segment_size(s.n, wg);
   auto p = ctx.program(name, wg);
   p.input("x", t, in);
   p.output("y", t, in);
-  p.uniform("groups", uint32_t(groups));
+  ru::segment_uniforms(p, groups, seg);
   p.uniform("n", uint32_t(s.n));
   p.uniform("inner", uint32_t(s.inner));
   std::string w = std::to_string(wg);
@@ -47,68 +50,55 @@ void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
   decl +=
       "// max that ignores NaN (the CPU's `v > mx` scan from -inf).\n"
       "fn fmax_nan(a: f32, b: f32) -> f32 { return select(a, b, b > a); }\n";
+  decl += ru::kExpLog;
   p.declare(decl);
-  std::string body =
-      "  if (wg >= groups()) { return; }\n"
-      "  let base = (wg / inner()) * n() * inner() + wg % inner();\n";
+  std::string body = std::string(ru::kSegmentPrelude) +
+                     "  let base = (row / inner()) * n() * inner() + row % inner();\n"
+                     "  let len = select(0u, n(), live);\n";
   if (hard) {
     // The first index of the largest value (NaN counts as -inf; a row of -inf marks index 0).
     body +=
         "  var bv = -f32_inf();\n"
         "  var bi = 0xffffffffu;\n"
-        "  for (var i = lid; i < n(); i = i + WG) {\n"
+        "  for (var i = lane; i < len; i = i + S) {\n"
         "    let x = x_load(base + i * inner());\n"
         "    let v = select(x, -f32_inf(), isnan_f32(x));\n"
         "    if (v > bv || (v == bv && i < bi)) { bv = v; bi = i; }\n"
         "  }\n"
         "  sv[lid] = bv;\n"
-        "  si[lid] = bi;\n"
-        "  workgroupBarrier();\n"
-        "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-        "    if (lid < s) {\n"
-        "      let v = sv[lid + s];\n"
-        "      let i = si[lid + s];\n"
-        "      if (v > sv[lid] || (v == sv[lid] && i < si[lid])) { sv[lid] = v; si[lid] = i; }\n"
-        "    }\n"
-        "    workgroupBarrier();\n"
-        "  }\n"
-        "  let arg = si[0];\n"
-        "  for (var i = lid; i < n(); i = i + WG) { y_store(base + i * inner(), select(0.0, 1.0, i == arg)); }\n";
+        "  si[lid] = bi;\n" +
+        ru::segment_tree("      let v = sv[lid + s];\n"
+                         "      let i = si[lid + s];\n"
+                         "      if (v > sv[lid] || (v == sv[lid] && i < si[lid])) { sv[lid] = v; si[lid] = i; }\n") +
+        "  let arg = si[head];\n"
+        "  for (var i = lane; i < len; i = i + S) { y_store(base + i * inner(), select(0.0, 1.0, i == arg)); }\n";
   } else {
     body +=
         "  var mpart = -f32_inf();\n"
-        "  for (var i = lid; i < n(); i = i + WG) { mpart = fmax_nan(mpart, x_load(base + i * inner())); }\n"
-        "  sv[lid] = mpart;\n"
-        "  workgroupBarrier();\n"
-        "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-        "    if (lid < s) { sv[lid] = fmax_nan(sv[lid], sv[lid + s]); }\n"
-        "    workgroupBarrier();\n"
-        "  }\n"
-        "  let mx = sv[0];\n"
+        "  for (var i = lane; i < len; i = i + S) { mpart = fmax_nan(mpart, x_load(base + i * inner())); }\n"
+        "  sv[lid] = mpart;\n" +
+        ru::segment_tree("      sv[lid] = fmax_nan(sv[lid], sv[lid + s]);\n") +
+        "  let mx = sv[head];\n"
         "  let shift = select(mx, 0.0, abs(mx) == f32_inf());\n"
         "  workgroupBarrier();\n"
         "  var spart = 0.0;\n"
-        "  for (var i = lid; i < n(); i = i + WG) { spart = spart + exp(x_load(base + i * inner()) - shift); }\n"
-        "  sv[lid] = spart;\n"
-        "  workgroupBarrier();\n"
-        "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-        "    if (lid < s) { sv[lid] = sv[lid] + sv[lid + s]; }\n"
-        "    workgroupBarrier();\n"
-        "  }\n"
-        "  let sum = sv[0];\n";
+        "  for (var i = lane; i < len; i = i + S) { spart = spart + exp_shifted(x_load(base + i * inner()), shift); }\n"
+        "  sv[lid] = spart;\n" +
+        ru::segment_tree("      sv[lid] = sv[lid] + sv[lid + s];\n") +
+        "  let sum = sv[head];\n";
     body += kind == SoftmaxKind::Softmax
-                ? "  for (var i = lid; i < n(); i = i + WG) {\n"
+                ? "  for (var i = lane; i < len; i = i + S) {\n"
                   "    let at = base + i * inner();\n"
-                  "    y_store(at, exp(x_load(at) - shift) / sum);\n"
+                  "    y_store(at, exp_shifted(x_load(at), shift) / sum);\n"
                   "  }\n"
-                : "  let log_sum = log(sum);\n"
-                  "  for (var i = lid; i < n(); i = i + WG) {\n"
+                : "  let log_sum = log_ieee(sum);\n"
+                  "  for (var i = lane; i < len; i = i + S) {\n"
                   "    let at = base + i * inner();\n"
                   "    y_store(at, (x_load(at) - shift) - log_sum);\n"
                   "  }\n";
   }
   p.body(body);
-  ru::dispatch_groups(ctx, p, {ctx.in(0), ctx.out(0)}, groups);
+  ru::dispatch_rows(ctx, p, {ctx.in(0), ctx.out(0)}, groups, seg);
 }
 
 }  // namespace

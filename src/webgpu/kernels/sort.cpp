@@ -1,9 +1,11 @@
-// TopK on the GPU: one workgroup per row (the line along `axis`, the tensor seen as [outer, n, inner]).
-// The K results come out in K rounds: each round the workgroup finds, with a shared-memory tree, the
+// TopK on the GPU: one workgroup segment per row (the line along `axis`, the tensor seen as
+// [outer, n, inner]; a whole workgroup for a long row, a share of one for short rows, reduce_util.h).
+// The K results come out in K rounds: each round the segment finds, with a shared-memory tree, the
 // element that comes first in the output order among those after the previous round's pick. The order
 // is total (as the CPU reference's stable sort): by value (largest or smallest first; NaN counts as the
 // largest value), then by index, lower first. Comparisons use the input family's helpers (gt_$x, lt_$x),
 // so INT64 values are ordered exactly. K must be known at plan time (it sets the output shape).
+// Cost: K passes over the row, fine for the usual small K; a full sort of a long row is quadratic.
 #include <string>
 
 #include "webgpu/kernels/kernel.h"
@@ -48,11 +50,12 @@ void topk_kernel(GpuKernelContext& ctx) {
   std::string fam = shader::type_info(t, ctx.policy).family;
   bool wide = fam == "i64" || fam == "u64";
   uint32_t wg = ru::workgroup_size(ctx.limits, (wide ? 8 : 4) + 4);
+  uint32_t seg = ru::segment_size(s.n, wg);
   auto p = ctx.program(largest ? "largest" : "smallest", wg);
   p.input("x", t, in);
   p.output("values", t, out);
   p.output("indices", DType::Int64, out);
-  p.uniform("groups", uint32_t(groups));
+  ru::segment_uniforms(p, groups, seg);
   p.uniform("n", uint32_t(s.n));
   p.uniform("k", uint32_t(k));
   p.uniform("inner", uint32_t(s.inner));
@@ -79,41 +82,37 @@ void topk_kernel(GpuKernelContext& ctx) {
           "  return ia < ib;\n"
           "}\n";
   p.declare(decl);
-  p.body(
-      "  if (wg >= groups()) { return; }\n"
-      "  let o = wg / inner();\n"
-      "  let kin = wg % inner();\n"
-      "  let base = o * n() * inner() + kin;\n"
-      "  let obase = o * k() * inner() + kin;\n"
-      "  var prev_v = zero_$x();\n"
-      "  var prev_i = NONE;\n"
-      "  for (var j = 0u; j < k(); j = j + 1u) {\n"
-      "    var bv = zero_$x();\n"
-      "    var bi = NONE;\n"
-      "    for (var i = lid; i < n(); i = i + WG) {\n"
-      "      let v = x_load(base + i * inner());\n"
-      "      if ((prev_i == NONE || before(prev_v, prev_i, v, i)) && before(v, i, bv, bi)) { bv = v; bi = i; }\n"
-      "    }\n"
-      "    sv[lid] = bv;\n"
-      "    si[lid] = bi;\n"
-      "    workgroupBarrier();\n"
-      "    for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-      "      if (lid < s && before(sv[lid + s], si[lid + s], sv[lid], si[lid])) {\n"
-      "        sv[lid] = sv[lid + s];\n"
-      "        si[lid] = si[lid + s];\n"
-      "      }\n"
-      "      workgroupBarrier();\n"
-      "    }\n"
-      "    prev_v = sv[0];\n"
-      "    prev_i = si[0];\n"
-      "    if (lid == 0u && prev_i != NONE) {\n"
-      "      let at = obase + j * inner();\n"
-      "      values_store(at, x_load(base + prev_i * inner()));\n"
-      "      indices_store(at, from_i64_$indices(w64(prev_i, 0u)));\n"
-      "    }\n"
-      "    workgroupBarrier();\n"
-      "  }\n");
-  ru::dispatch_groups(ctx, p, {ctx.in(0), ctx.out(0), ctx.out(1)}, groups);
+  p.body(std::string(ru::kSegmentPrelude) +
+         "  let o = row / inner();\n"
+         "  let kin = row % inner();\n"
+         "  let base = o * n() * inner() + kin;\n"
+         "  let obase = o * k() * inner() + kin;\n"
+         "  let len = select(0u, n(), live);\n"
+         "  var prev_v = zero_$x();\n"
+         "  var prev_i = NONE;\n"
+         "  for (var j = 0u; j < k(); j = j + 1u) {\n"
+         "    var bv = zero_$x();\n"
+         "    var bi = NONE;\n"
+         "    for (var i = lane; i < len; i = i + S) {\n"
+         "      let v = x_load(base + i * inner());\n"
+         "      if ((prev_i == NONE || before(prev_v, prev_i, v, i)) && before(v, i, bv, bi)) { bv = v; bi = i; }\n"
+         "    }\n"
+         "    sv[lid] = bv;\n"
+         "    si[lid] = bi;\n" +
+         ru::segment_tree("      if (before(sv[lid + s], si[lid + s], sv[lid], si[lid])) {\n"
+                          "        sv[lid] = sv[lid + s];\n"
+                          "        si[lid] = si[lid + s];\n"
+                          "      }\n") +
+         "    prev_v = sv[head];\n"
+         "    prev_i = si[head];\n"
+         "    if (live && lane == 0u && prev_i != NONE) {\n"
+         "      let at = obase + j * inner();\n"
+         "      values_store(at, x_load(base + prev_i * inner()));\n"
+         "      indices_store(at, from_i64_$indices(w64(prev_i, 0u)));\n"
+         "    }\n"
+         "    workgroupBarrier();\n"
+         "  }\n");
+  ru::dispatch_rows(ctx, p, {ctx.in(0), ctx.out(0), ctx.out(1)}, groups, seg);
 }
 
 }  // namespace

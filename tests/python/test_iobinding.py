@@ -1,0 +1,131 @@
+"""IOBinding and OrtValue: host bindings, and outputs kept on the GPU feeding the next run."""
+import numpy as np
+import pytest
+
+import onnxgpu
+from conftest import assert_close, tiny_model
+
+
+@pytest.fixture(scope="module")
+def sess(gpt2_path):
+    return onnxgpu.InferenceSession(gpt2_path, providers=["WebGpuExecutionProvider"])
+
+
+def test_bind_and_run(sess, gpt2_sets):
+    inputs, refs = gpt2_sets[0]
+    ids = dict(inputs)["input_ids"]
+    want = sess.run(None, {"input_ids": ids})[0]
+
+    b = sess.io_binding()
+    b.bind_cpu_input("input_ids", ids)
+    b.bind_output("logits")
+    sess.run_with_iobinding(b)
+    (out,) = b.copy_outputs_to_cpu()
+    np.testing.assert_array_equal(out, want)
+    assert_close(out, refs[0][1])
+    (v,) = b.get_outputs()
+    assert v.shape() == list(want.shape) and v.data_type() == "tensor(float)" and v.device_name() == "cpu"
+
+    # Raw pointers (device 'cpu'), a preallocated output OrtValue, OrtValue inputs.
+    ids2 = dict(gpt2_sets[1][0])["input_ids"]
+    want2 = sess.run(None, {"input_ids": ids2})[0]
+    b.bind_input("input_ids", "cpu", 0, np.int64, list(ids2.shape), ids2.ctypes.data)
+    dest = onnxgpu.OrtValue.ortvalue_from_shape_and_type(want2.shape, np.float32)
+    b.bind_ortvalue_output("logits", dest)
+    sess.run_with_iobinding(b)
+    np.testing.assert_array_equal(dest.numpy(), want2)
+    assert b.get_outputs()[0] is dest
+
+    raw = np.empty(want.shape, dtype=np.float32)
+    b.clear_binding_inputs()
+    b.clear_binding_outputs()
+    b.bind_ortvalue_input("input_ids", onnxgpu.OrtValue.ortvalue_from_numpy(ids))
+    b.bind_output("logits", "cpu", 0, np.float32, list(raw.shape), raw.ctypes.data)
+    sess.run_with_iobinding(b)
+    np.testing.assert_array_equal(raw, want)
+
+
+def test_errors(sess, gpt2_sets):
+    ids = dict(gpt2_sets[0][0])["input_ids"]
+    b = sess.io_binding()
+    with pytest.raises(onnxgpu.InvalidArgument, match="'nope' is not an output"):
+        b.bind_output("nope")
+    with pytest.raises(onnxgpu.NotImplemented, match="'cuda'"):
+        b.bind_output("logits", "cuda")
+    with pytest.raises(RuntimeError, match="no results"):
+        b.get_outputs()
+    b.bind_cpu_input("input_ids", ids)
+    b.bind_ortvalue_output("logits", onnxgpu.OrtValue.ortvalue_from_shape_and_type([1, 1, 100], np.float32))
+    with pytest.raises(onnxgpu.InvalidArgument, match="output 'logits': bound value is tensor\\(float\\)\\[1, 1, 100\\]"):
+        sess.run_with_iobinding(b)
+    b.clear_binding_inputs()
+    b.clear_binding_outputs()
+    with pytest.raises(onnxgpu.InvalidArgument, match="required"):
+        sess.run_with_iobinding(b)
+
+
+def test_ortvalue():
+    a = np.arange(6, dtype=np.int64).reshape(2, 3)
+    v = onnxgpu.OrtValue.ortvalue_from_numpy(a)
+    assert v.numpy() is a and v.shape() == [2, 3] and v.data_type() == "tensor(int64)" and v.element_type() == 7
+    assert v.is_tensor() and v.has_value() and v.data_ptr() == a.ctypes.data
+    v.update_inplace(np.ones((2, 3), dtype=np.int64))
+    assert a.sum() == 6
+
+
+def test_run_with_ort_values(sess, gpt2_sets):
+    ids = dict(gpt2_sets[0][0])["input_ids"]
+    (v,) = sess.run_with_ort_values(None, {"input_ids": onnxgpu.OrtValue.ortvalue_from_numpy(ids)})
+    np.testing.assert_array_equal(v.numpy(), sess.run(None, {"input_ids": ids})[0])
+
+
+def test_output_on_gpu(sess, gpt2_sets):
+    ids = dict(gpt2_sets[1][0])["input_ids"]
+    want = sess.run(None, {"input_ids": ids})[0]
+    b = sess.io_binding()
+    b.bind_cpu_input("input_ids", ids)
+    b.bind_output("logits", "webgpu")
+    sess.run_with_iobinding(b)
+    (v,) = b.get_outputs()
+    assert v.device_name() == "webgpu" and v.shape() == list(want.shape) and v.data_type() == "tensor(float)"
+    assert v.element_type() == 1 and v.has_value()
+    np.testing.assert_array_equal(v.numpy(), want)
+    np.testing.assert_array_equal(b.copy_outputs_to_cpu()[0], want)
+    with pytest.raises(onnxgpu.NotImplemented):
+        v.data_ptr()
+    # A GPU value in run()'s feed is read back first.
+    add = onnxgpu.InferenceSession(tiny_model("Identity", [("x", np.float32, ["a", "b", "c"])],
+                                              [("y", np.float32, ["a", "b", "c"])]))
+    np.testing.assert_array_equal(add.run(None, {"x": v})[0], want)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int64])
+def test_gpu_values_chain_runs(dt):
+    """y = x + b, where x is the previous run's y left on the GPU (a KV cache's pattern)."""
+    model = tiny_model("Add", [("x", dt, [2, 3]), ("b", dt, [2, 3])], [("y", dt, [2, 3])])
+    sess = onnxgpu.InferenceSession(model, providers=["WebGpuExecutionProvider"])
+    x0 = np.arange(6, dtype=dt).reshape(2, 3)
+    step = np.full((2, 3), 2**33 + 1 if dt == np.int64 else 0.5, dtype=dt)
+    b = sess.io_binding()
+    b.bind_ortvalue_input("x", onnxgpu.OrtValue.ortvalue_from_numpy(x0, "webgpu", 0))
+    b.bind_cpu_input("b", step)
+    out = onnxgpu.OrtValue.ortvalue_from_shape_and_type([2, 3], dt, "webgpu", 0)
+    b.bind_ortvalue_output("y", out)
+    first = None
+    for k in range(1, 4):
+        sess.run_with_iobinding(b)
+        assert b.get_outputs()[0] is out and out.device_name() == "webgpu"
+        np.testing.assert_array_equal(out.numpy(), x0 + k * step)
+        first = first or out
+        b.bind_ortvalue_input("x", out)  # the next run reads this run's output on the GPU
+        out = onnxgpu.OrtValue.ortvalue_from_shape_and_type([2, 3], dt, "webgpu", 0)
+        b.bind_ortvalue_output("y", out)
+    np.testing.assert_array_equal(first.numpy(), x0 + step)  # later runs wrote new buffers
+    # A CPU session takes no GPU values.
+    cpu = onnxgpu.InferenceSession(model, providers=["CPUExecutionProvider"])
+    cb = cpu.io_binding()
+    cb.bind_cpu_input("x", x0)
+    cb.bind_cpu_input("b", step)
+    cb.bind_output("y", "webgpu")
+    with pytest.raises(onnxgpu.InvalidArgument, match="webgpu"):
+        cpu.run_with_iobinding(cb)

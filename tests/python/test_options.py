@@ -1,0 +1,62 @@
+"""SessionOptions / RunOptions / enums behave like onnxruntime's."""
+import numpy as np
+import pytest
+
+import onnxgpu
+from conftest import tiny_model
+
+
+def test_graph_optimization_level():
+    L = onnxgpu.GraphOptimizationLevel
+    assert [L.ORT_DISABLE_ALL, L.ORT_ENABLE_BASIC, L.ORT_ENABLE_EXTENDED, L.ORT_ENABLE_ALL] == [0, 1, 2, 99]
+    so = onnxgpu.SessionOptions()
+    assert so.graph_optimization_level == L.ORT_ENABLE_ALL
+    so.graph_optimization_level = L.ORT_DISABLE_ALL
+    assert so.graph_optimization_level is L.ORT_DISABLE_ALL
+    so.graph_optimization_level = 2
+    assert so.graph_optimization_level is L.ORT_ENABLE_EXTENDED
+    with pytest.raises(TypeError):
+        so.graph_optimization_level = 7
+
+
+def test_stored_attributes():
+    so = onnxgpu.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 4
+    so.inter_op_num_threads = 1
+    so.execution_mode = onnxgpu.ExecutionMode.ORT_PARALLEL
+    so.enable_profiling = False
+    assert (so.log_severity_level, so.intra_op_num_threads, so.inter_op_num_threads) == (3, 4, 1)
+    with pytest.raises(ValueError):
+        so.log_severity_level = 9
+    with pytest.raises(TypeError):
+        so.intra_op_num_threads = "4"
+    so.add_session_config_entry("gpu_graph_capture", "0")
+    assert so.get_session_config_entry("gpu_graph_capture") == "0"
+    with pytest.raises(RuntimeError):
+        so.get_session_config_entry("nope")
+
+
+def test_options_reach_the_engine():
+    model = tiny_model("Relu", [("x", np.float32, [4])], [("y", np.float32, [4])])
+    so = onnxgpu.SessionOptions()
+    so.add_session_config_entry("gpu_graph_capture", "0")
+    so.int64_policy = onnxgpu.Int64Policy("per_op_optin", fallback_per_op_not_whole_graph=False)
+    sess = onnxgpu.InferenceSession(model, so, providers=["WebGpuExecutionProvider"])
+    assert sess.get_session_options() is so
+    o = sess._options
+    assert (o["ep"], o["capture"], o["int64_strategy"], o["fallback_per_op_not_whole_graph"]) == (
+        "webgpu", False, "per_op_optin", False)
+    (y,) = sess.run(None, {"x": np.array([-1, 0, 2, -3], dtype=np.float32)}, onnxgpu.RunOptions())
+    np.testing.assert_array_equal(y, [0, 0, 2, 0])
+    # The onnxgpu.ep config entry is the engine's own: it overrides the provider list.
+    so = onnxgpu.SessionOptions()
+    so.add_session_config_entry("onnxgpu.ep", "cpu")
+    assert onnxgpu.InferenceSession(model, so).get_providers() == ["CPUExecutionProvider"]
+
+
+def test_module_surface():
+    for name in ["InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
+                 "Int64Policy", "NodeArg", "OrtValue", "IOBinding", "get_available_providers", "OnnxGpuError",
+                 "InvalidArgument", "NotImplemented", "GpuError", "__version__"]:
+        assert hasattr(onnxgpu, name), name
