@@ -712,6 +712,19 @@ std::vector<Case> build() {
           .f("input_mean", DType::Float32, {3}).f("input_var", DType::Float32, {3}, Dom::Positive).tol(10));
   add(B("InstanceNormalization").x("input", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).tol(10));
 
+  // -- Losses --------------------------------------------------------------------------------------------------
+  family = "loss";
+  add(B("NegativeLogLikelihoodLoss").x("input", {2, 3, 4}).fg("target", DType::Int64, {2, 4}, ints_in(0, 2)).tol(10));
+  add(B("NegativeLogLikelihoodLoss", "weight, sum, ignore_index, int32 target").x("input", {2, 3, 4})
+          .fg("target", DType::Int32, {2, 4}, ints_in(0, 2)).x("weight", {3}, Dom::Positive).s("reduction", "sum").i("ignore_index", 1).tol(10));
+  add(B("NegativeLogLikelihoodLoss", "Tind, none").tp("Tind").f("input", DType::Float32, {3, 4}).xg("target", {3}, ints_in(0, 3))
+          .s("reduction", "none"));
+  add(B("SoftmaxCrossEntropyLoss").x("scores", {2, 3, 4}).fg("labels", DType::Int64, {2, 4}, ints_in(0, 2)).outs(2).tol(10));
+  add(B("SoftmaxCrossEntropyLoss", "weights, none, ignore_index -1").x("scores", {2, 3}).fg("labels", DType::Int64, {2}, fixed({-1, 2}))
+          .x("weights", {3}, Dom::Positive).s("reduction", "none").i("ignore_index", -1).tol(10));
+  add(B("SoftmaxCrossEntropyLoss", "Tind, sum").tp("Tind").f("scores", DType::Float32, {3, 4}).xg("labels", {3}, ints_in(0, 3))
+          .s("reduction", "sum").tol(10));
+
   // -- Conv, pooling, Resize ---------------------------------------------------------------------------------------
   family = "conv";
   add(B("Conv").x("X", {1, 2, 5, 5}).x("W", {3, 2, 3, 3}).x("B", {3}).ints("pads", {1, 1, 1, 1}).tol(10));

@@ -118,11 +118,13 @@ class GpuOpsEnvironment : public ::testing::Environment {
       double total = 0;
       std::printf("\n[GpuOps] dtypes run per case (plain: bit-exact / within tolerance; :FB falls back to the CPU; :fb allowed fallback; "
                   ":FAIL wrong or error; :fold folded at plan time; +N: N more dtypes with ONNXGPU_GPU_OPS_ALL=1)\n");
+      int w = 0;
+      for (const auto& r : g_rows) w = std::max(w, int(r.name.size()));
       for (const auto& r : g_rows) {
         std::string line;
         for (const auto& [t, st] : r.dtypes) line += std::string(" ") + short_name(t) + (st.empty() ? "" : ":" + st);
         if (r.not_run) line += " +" + std::to_string(r.not_run);
-        std::printf("  %-46s%-56s %6.2fs  (GPU record %.2fs, replays %.0fms)\n", r.name.c_str(), line.c_str(), r.seconds,
+        std::printf("  %-*s %-56s %6.2fs  (GPU record %.2fs, replays %.0fms)\n", w, r.name.c_str(), line.c_str(), r.seconds,
                     r.record_s, r.replay_s * 1000);
         total += r.seconds;
       }
