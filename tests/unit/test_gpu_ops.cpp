@@ -55,10 +55,6 @@ struct AllowedFallback {
   std::string reason;
 };
 const std::vector<AllowedFallback> kAllowedFallbacks = {
-    // The output shape depends on input values: with constant inputs the node is folded at plan time
-    // (the "constant" cases), so the GPU kernel declines run-time inputs by design.
-    {"Range", DType::Undefined, "run-time bounds: the output size depends on their values"},
-    {"ConstantOfShape[runtime shape]", DType::Undefined, "run-time shape: the output shape depends on its values"},
     // alpha and beta are floats; integer Gemm scales by them only on the CPU.
     {"Gemm[alpha 2 beta 3]", DType::Int32, "integer Gemm with alpha or beta other than 1"},
     {"Gemm[alpha 2 beta 3]", DType::UInt32, "integer Gemm with alpha or beta other than 1"},
