@@ -130,6 +130,7 @@ fn pow_f32(a: f32, b: f32) -> f32 {
     let r = pow(-a, b);
     return select(r, -r, abs(b) % 2.0 == 1.0);
   }
+  if (a < 0.0) { return f32_nan(); }  // negative base, fractional exponent (WGSL's pow is indeterminate there)
   if (a == 0.0) { return select(0.0, f32_inf(), b < 0.0); }
   return pow(a, b);
 }

@@ -1,0 +1,782 @@
+// The case table of tests/unit/test_gpu_ops.cpp (see gpu_op_cases.h). Every op with a GPU kernel needs
+// at least one case here; write the case with the op's ONNX semantics in mind (valid indices, no integer
+// zero divisors, values in a range where the CPU and GPU definitions agree) and say why in `note` when a
+// case narrows the values or the dtypes.
+#include "gpu_op_cases.h"
+
+#include <cmath>
+#include <limits>
+
+#include "onnxgpu/dtype.h"
+
+namespace onnxgpu::gpu_op_cases {
+
+namespace {
+
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
+constexpr int32_t kI32Min = std::numeric_limits<int32_t>::min();
+
+const std::vector<DType> kFloats = {DType::Float32, DType::Float16, DType::Float64};
+
+// ---- Values ----------------------------------------------------------------------------------------
+
+int64_t uniform(Rng& r, int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(r); }
+double uniform_real(Rng& r, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(r); }
+
+// One "wide" value of an integer type, as the 64-bit pattern sign- or zero-extended.
+template <class T>
+T wide_int(Rng& r) {
+  using L = std::numeric_limits<T>;
+  constexpr bool is64 = sizeof(T) == 8;
+  constexpr bool is32 = sizeof(T) == 4;
+  int k = int(uniform(r, 0, 9));
+  if constexpr (std::is_signed_v<T>) {
+    if (k <= 2) return T(uniform(r, -20, 20));
+    if constexpr (is64) {
+      int64_t sign = (r() & 1) ? -1 : 1;
+      if (k == 3) return T(sign * uniform(r, int64_t(1) << 32, int64_t(1) << 34));   // beyond 2^32
+      if (k == 4) return T(sign * uniform(r, int64_t(1) << 40, int64_t(1) << 52));
+      if (k == 5) return T(sign * ((int64_t(1) << 62) + uniform(r, -1000, 1000)));   // near INT64_MAX/2
+      if (k == 6) {
+        static const int64_t b[] = {kI64Max, kI64Min, 2147483647, 2147483648LL, -2147483648LL, -2147483649LL,
+                                    4294967295LL, 4294967296LL, -4294967296LL, -4294967295LL, 4294967297LL, kI64Max - 1,
+                                    kI64Min + 1};
+        return T(b[uniform(r, 0, std::size(b) - 1)]);
+      }
+      return T(r());
+    } else {
+      if (k == 3 || k == 4) return T(L::max() - uniform(r, 0, 20));
+      if (k == 5 || k == 6) return T(L::min() + uniform(r, 0, 20));
+      if (is32 && k == 7) return T((r() & 1) ? 65536 : -65537);
+      return T(r());
+    }
+  } else {
+    if (k <= 2) return T(uniform(r, 0, 20));
+    if constexpr (is64) {
+      if (k == 3) return T(uniform(r, int64_t(1) << 32, int64_t(1) << 34));
+      if (k == 4) return T(uniform(r, int64_t(1) << 40, int64_t(1) << 52));
+      if (k == 5) return T((uint64_t(1) << 63) + uint64_t(uniform(r, -1000, 1000)));
+      if (k == 6) {
+        static const uint64_t b[] = {~uint64_t(0), ~uint64_t(0) - 1, 2147483648ULL, 4294967295ULL, 4294967296ULL,
+                                     4294967297ULL, (uint64_t(1) << 63) - 1, uint64_t(1) << 63};
+        return T(b[uniform(r, 0, std::size(b) - 1)]);
+      }
+      return T(r());
+    } else {
+      if (k == 3 || k == 4) return T(L::max() - T(uniform(r, 0, 20)));
+      if (is32 && k == 5) return T((uint32_t(1) << 31) + uint32_t(uniform(r, -20, 20)));
+      return T(r());
+    }
+  }
+}
+
+// A few values per type that collide often and sit on both sides of the 32-bit word boundary.
+template <class T>
+T tricky(Rng& r) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return (r() & 1) != 0;
+  } else if constexpr (is_float_v<T>) {
+    static const double v[] = {-2, -1, -0.5, 0, 0.5, 1, 2, 3};
+    return T(float(v[uniform(r, 0, 7)]));
+  } else if constexpr (sizeof(T) == 8 && std::is_signed_v<T>) {
+    static const int64_t v[] = {0, 1, -1, 4294967295LL, 4294967296LL, -4294967296LL, kI64Max, kI64Min, 2147483648LL, 7};
+    return T(v[uniform(r, 0, 9)]);
+  } else if constexpr (sizeof(T) == 8) {
+    static const uint64_t v[] = {0, 1, 4294967295ULL, 4294967296ULL, ~uint64_t(0), uint64_t(1) << 63, 2147483648ULL, 7};
+    return T(v[uniform(r, 0, 7)]);
+  } else {
+    using L = std::numeric_limits<T>;
+    const T v[] = {T(0), T(1), T(L::max()), T(L::min()), T(7), T(L::max() - 1), std::is_signed_v<T> ? T(-1) : T(2)};
+    return v[uniform(r, 0, 6)];
+  }
+}
+
+template <class T>
+T one_value(Dom dom, Rng& r) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return (r() & 1) != 0;
+  } else if constexpr (is_float_v<T>) {
+    double v = 0;
+    switch (dom) {
+      case Dom::Wide: case Dom::Small: v = uniform_real(r, -3, 3); break;
+      case Dom::NonZero: v = uniform_real(r, 0.5, 3) * ((r() & 1) ? -1 : 1); break;
+      case Dom::Positive: v = uniform_real(r, 0.1, 3); break;
+      case Dom::SmallNonNeg: v = uniform_real(r, 0, 3); break;
+      case Dom::Unit: v = uniform_real(r, -0.95, 0.95); break;
+      case Dom::GeOne: v = uniform_real(r, 1.05, 3); break;
+      case Dom::Tricky: return tricky<T>(r);
+      case Dom::Special: {
+        int k = int(uniform(r, 0, 5));
+        if (k == 0) v = std::numeric_limits<double>::quiet_NaN();
+        else if (k == 1) v = std::numeric_limits<double>::infinity();
+        else if (k == 2) v = -std::numeric_limits<double>::infinity();
+        else v = uniform_real(r, -3, 3);
+        break;
+      }
+    }
+    return T(float(v));  // float-representable, so float64 inputs survive the GPU's f32 arithmetic
+  } else {
+    switch (dom) {
+      case Dom::Wide: return wide_int<T>(r);
+      case Dom::NonZero:
+        for (;;) if (T v = wide_int<T>(r); v != T(0)) return v;
+      case Dom::Positive:
+        for (;;) {
+          T v = wide_int<T>(r);
+          if constexpr (std::is_signed_v<T>) {
+            if (v < 0 && v != std::numeric_limits<T>::min()) v = T(-v);
+          }
+          if (v > T(0)) return v;
+        }
+      case Dom::Small: return std::is_signed_v<T> ? T(uniform(r, -4, 4)) : T(uniform(r, 0, 4));
+      case Dom::SmallNonNeg: return T(uniform(r, 0, 5));
+      case Dom::Tricky: return tricky<T>(r);
+      default: return wide_int<T>(r);
+    }
+  }
+}
+
+// ---- Attributes and tensors ---------------------------------------------------------------------------
+
+onnx::AttributeProto* attr(onnx::NodeProto& n, const std::string& name, onnx::AttributeProto_AttributeType t) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(t);
+  return a;
+}
+
+Tensor i64s(Shape s, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(std::move(s), v); }
+Tensor i64v(std::vector<int64_t> v) { Shape s{int64_t(v.size())}; return Tensor::from_vector<int64_t>(s, v); }
+
+// Uniform integers in [lo, hi] in the input's dtype (integral values for float dtypes).
+Gen ints_in(int64_t lo, int64_t hi) {
+  return [lo, hi](DType dt, const Shape& s, Rng& r) {
+    std::vector<int64_t> v(static_cast<size_t>(shape_numel(s)));
+    for (auto& x : v) x = uniform(r, lo, hi);
+    return Tensor::from_vector<int64_t>(s, v).cast(dt);
+  };
+}
+
+// ints_in(lo, hi) with element `at` replaced by `bad` (an out-of-range index).
+Gen ints_with(int64_t lo, int64_t hi, int64_t at, int64_t bad) {
+  return [lo, hi, at, bad](DType dt, const Shape& s, Rng& r) {
+    Tensor t = ints_in(lo, hi)(DType::Int64, s, r);
+    t.data<int64_t>()[at] = bad;
+    return t.cast(dt);
+  };
+}
+
+// Fixed values (cast to the input's dtype), whatever the run.
+Gen fixed(std::vector<int64_t> v) {
+  return [v](DType dt, const Shape& s, Rng&) { return Tensor::from_vector<int64_t>(s, v).cast(dt); };
+}
+
+// A value of the varied dtype per dtype, as a one-element tensor of shape s.
+Tensor scalar_of(DType dt, const Shape& s, int64_t i64, uint64_t u64, int64_t i32, int64_t small, double f, bool b) {
+  Tensor t(dt, s);
+  visit_dtype(dt, [&]<class T>() {
+    T v;
+    if constexpr (std::is_same_v<T, bool>) v = b;
+    else if constexpr (is_float_v<T>) v = T(float(f));
+    else if constexpr (std::is_same_v<T, int64_t>) v = i64;
+    else if constexpr (std::is_same_v<T, uint64_t>) v = u64;
+    else if constexpr (sizeof(T) == 4) v = T(i32);
+    else v = T(small);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = v;
+  });
+  return t;
+}
+
+// ---- The case builder -------------------------------------------------------------------------------
+
+struct B {
+  Case c;
+  std::vector<std::function<void(onnx::NodeProto&, DType)>> attr_fns;
+
+  explicit B(std::string op, std::string variant = "") {
+    c.op = std::move(op);
+    c.variant = std::move(variant);
+  }
+  B& tp(std::string p) { c.type_param = std::move(p); return *this; }
+  B& opset(int v) { c.opset = v; return *this; }
+  // A graph input of the varied dtype.
+  B& x(std::string name, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, false}); return *this; }
+  B& xg(std::string name, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, Dom::Wide, std::move(g), false}); return *this; }
+  // A graph input of a fixed dtype.
+  B& f(std::string name, DType t, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), t, d, {}, false}); return *this; }
+  B& fg(std::string name, DType t, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), t, Dom::Wide, std::move(g), false}); return *this; }
+  // An initializer of a fixed dtype.
+  B& k(std::string name, Tensor t) {
+    Shape s = t.shape();
+    DType dt = t.dtype();
+    c.inputs.push_back({std::move(name), s, dt, Dom::Wide, [t](DType, const Shape&, Rng&) { return t; }, true});
+    return *this;
+  }
+  // An initializer of the varied dtype.
+  B& kx(std::string name, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, Dom::Wide, std::move(g), true}); return *this; }
+  B& kxd(std::string name, Shape s, Dom d) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, true}); return *this; }
+  // An omitted optional input.
+  B& none() { c.inputs.push_back({"", {}, DType::Float32, Dom::Wide, {}, false}); return *this; }
+
+  B& a(std::function<void(onnx::NodeProto&, DType)> fn) { attr_fns.push_back(std::move(fn)); return *this; }
+  B& i(const std::string& name, int64_t v) {
+    return a([name, v](onnx::NodeProto& n, DType) { attr(n, name, onnx::AttributeProto_AttributeType_INT)->set_i(v); });
+  }
+  B& fl(const std::string& name, float v) {
+    return a([name, v](onnx::NodeProto& n, DType) { attr(n, name, onnx::AttributeProto_AttributeType_FLOAT)->set_f(v); });
+  }
+  B& s(const std::string& name, std::string v) {
+    return a([name, v](onnx::NodeProto& n, DType) { attr(n, name, onnx::AttributeProto_AttributeType_STRING)->set_s(v); });
+  }
+  B& ints(const std::string& name, std::vector<int64_t> v) {
+    return a([name, v](onnx::NodeProto& n, DType) {
+      auto* p = attr(n, name, onnx::AttributeProto_AttributeType_INTS);
+      for (int64_t x : v) p->add_ints(x);
+    });
+  }
+  // The varied dtype as an int attribute (Cast 'to', EyeLike 'dtype').
+  B& dtype_attr(const std::string& name) {
+    return a([name](onnx::NodeProto& n, DType dt) { attr(n, name, onnx::AttributeProto_AttributeType_INT)->set_i(int64_t(dt)); });
+  }
+  B& outs(int n) { c.outputs = n; return *this; }
+  B& tol(double t) { c.tol = t; return *this; }
+  B& atol(double t) { c.atol = t; return *this; }
+  B& note(std::string s) { c.note = std::move(s); return *this; }
+  B& only(std::vector<DType> v) { c.only = std::move(v); return *this; }
+  B& quick(std::vector<DType> v = {DType::Float32, DType::Int64, DType::UInt64}) { c.quick = std::move(v); return *this; }
+  B& without_schema(std::vector<DType> v) { c.dtypes_without_schema = std::move(v); return *this; }
+  B& fold() { c.may_fold = true; return *this; }
+  // The last input's second value set: `g`; the case expects that run to fail.
+  B& second_fails(Gen g) {
+    c.inputs.back().second = std::move(g);
+    c.second_run_fails = true;
+    return *this;
+  }
+
+  operator Case() const {  // NOLINT
+    Case r = c;
+    auto fns = attr_fns;
+    r.attrs = [fns](onnx::NodeProto& n, DType dt) {
+      for (const auto& fn : fns) fn(n, dt);
+    };
+    return r;
+  }
+};
+
+const Shape S3{2, 3, 4};  // the usual data shape
+const Shape SB{3, 1};     // broadcasts against S3
+
+// ---- Op-specific value generators ------------------------------------------------------------------
+
+// Cast inputs: values that every target type can hold (out-of-range float -> int is implementation-defined).
+Gen cast_input(DType to) {
+  return [to](DType from, const Shape& s, Rng& r) {
+    if (to == DType::Bool) return make_values(from, s, Dom::Tricky, r);  // zeros and non-zeros
+    if (!dtype_is_float(from) || !dtype_is_integer(to)) return make_values(from, s, Dom::Wide, r);
+    // float -> integer: in the target's range; beyond 2^32 (exact multiples of 2^20) for 64-bit targets.
+    double lo = 0, hi = 0;
+    bool big = false;
+    switch (to) {
+      case DType::Int8: lo = -100; hi = 100; break;
+      case DType::UInt8: lo = 0; hi = 250; break;
+      case DType::Int16: lo = -30000; hi = 30000; break;
+      case DType::UInt16: lo = 0; hi = 60000; break;
+      case DType::Int32: lo = -2.0e9; hi = 2.0e9; break;
+      case DType::UInt32: lo = 0; hi = 4.0e9; break;
+      case DType::Int64: lo = -3; hi = 3; big = true; break;
+      case DType::UInt64: lo = 0; hi = 3; big = true; break;
+      default: break;
+    }
+    if (from == DType::Float16) hi = std::min(hi, 60000.0), lo = std::max(lo, -60000.0);
+    Tensor t(from, s);
+    visit_dtype(from, [&]<class T>() {
+      if constexpr (is_float_v<T>) {
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          double v = uniform_real(r, lo, hi);
+          if (big && from != DType::Float16 && (i % 2 == 1)) v = double(uniform(r, 1, 1 << 22)) * 1048576.0 * (lo < 0 && (r() & 1) ? -1 : 1);
+          t.data<T>()[i] = T(float(v));
+        }
+      }
+    });
+    return t;
+  };
+}
+
+// Clip bounds of the varied dtype (lo < hi, inside the Wide values' range).
+Tensor clip_bound(DType dt, bool hi) {
+  switch (dt) {
+    case DType::Int64: return scalar_of(dt, {}, hi ? (int64_t(1) << 40) + 3 : -(int64_t(1) << 33) - 5, 0, 0, 0, 0, false);
+    case DType::UInt64: return scalar_of(dt, {}, 0, hi ? (uint64_t(1) << 63) + 9 : (uint64_t(1) << 32) + 7, 0, 0, 0, false);
+    case DType::Int32: return scalar_of(dt, {}, 0, 0, hi ? (1 << 30) : -(1 << 30), 0, 0, false);
+    case DType::UInt32: return scalar_of(dt, {}, 0, 0, hi ? int64_t(1) << 31 : 1000, 0, 0, false);
+    case DType::Int8: return scalar_of(dt, {}, 0, 0, 0, hi ? 60 : -50, 0, false);
+    case DType::UInt8: return scalar_of(dt, {}, 0, 0, 0, hi ? 200 : 20, 0, false);
+    case DType::Int16: return scalar_of(dt, {}, 0, 0, 0, hi ? 2000 : -1000, 0, false);
+    case DType::UInt16: return scalar_of(dt, {}, 0, 0, 0, hi ? 40000 : 100, 0, false);
+    default: return scalar_of(dt, {}, 0, 0, 0, 0, hi ? 1.5 : -1.0, false);
+  }
+}
+Gen clip_gen(bool hi) {
+  return [hi](DType dt, const Shape& s, Rng&) { return clip_bound(dt, hi).reshaped(s); };
+}
+
+// Range: start, limit, delta per dtype: 7 or 8 elements, beyond 2^32 for int64.
+Gen range_gen(int which) {
+  return [which](DType dt, const Shape& s, Rng&) {
+    double start = -1.5, delta = 0.375;
+    int64_t istart = 0, idelta = 0;
+    if (dt == DType::Int64) istart = (int64_t(1) << 40) + 3, idelta = -((int64_t(1) << 33) + 1);
+    if (dt == DType::Int32) istart = -(int64_t(1) << 30), idelta = int64_t(1) << 27;
+    if (dt == DType::Int16) istart = -1000, idelta = 300;
+    Tensor t(dt, s);
+    visit_dtype(dt, [&]<class T>() {
+      T v;
+      if constexpr (is_float_v<T>) v = T(float(which == 0 ? start : which == 1 ? start + 7.5 * delta : delta));
+      else v = T(which == 0 ? istart : which == 1 ? istart + 7 * idelta + idelta / 2 : idelta);
+      t.data<T>()[0] = v;
+    });
+    return t;
+  };
+}
+
+// Scatter indices along axis 0 of a [rows, ...] tensor: distinct rows per column (no write races),
+// negative half the time.
+Gen distinct_rows(int64_t rows) {
+  return [rows](DType dt, const Shape& s, Rng& r) {
+    int64_t n = s[0], cols = shape_numel(s) / n;
+    std::vector<int64_t> v(static_cast<size_t>(shape_numel(s)));
+    for (int64_t c = 0; c < cols; ++c) {
+      std::vector<int64_t> perm(static_cast<size_t>(rows));
+      for (int64_t i = 0; i < rows; ++i) perm[size_t(i)] = i;
+      std::shuffle(perm.begin(), perm.end(), r);
+      for (int64_t i = 0; i < n; ++i) v[size_t(i * cols + c)] = perm[size_t(i)] - ((r() & 1) ? rows : 0);
+    }
+    return Tensor::from_vector<int64_t>(s, v).cast(dt);
+  };
+}
+
+// ScatterND indices [n, 1]: distinct rows of a [rows, ...] tensor.
+Gen distinct_nd(int64_t rows) {
+  return [rows](DType dt, const Shape& s, Rng& r) {
+    std::vector<int64_t> perm(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) perm[size_t(i)] = i - ((r() & 1) ? rows : 0);
+    std::shuffle(perm.begin(), perm.end(), r);
+    perm.resize(size_t(s[0]));
+    return Tensor::from_vector<int64_t>(s, perm).cast(dt);
+  };
+}
+
+// GatherND indices [..., k] into dims `dims`, each coordinate in [-d, d-1].
+Gen nd_indices(std::vector<int64_t> dims) {
+  return [dims](DType dt, const Shape& s, Rng& r) {
+    std::vector<int64_t> v(static_cast<size_t>(shape_numel(s)));
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t d = dims[i % dims.size()];
+      v[i] = uniform(r, -d, d - 1);
+    }
+    return Tensor::from_vector<int64_t>(s, v).cast(dt);
+  };
+}
+
+// Slice parameters in the varied index dtype, with the dtype's own INT_MAX/INT_MIN sentinels.
+Gen slice_param(std::vector<int64_t> v) {
+  return [v](DType dt, const Shape& s, Rng&) {
+    std::vector<int64_t> w = v;
+    if (dt == DType::Int32)
+      for (auto& x : w) x = x == kI64Max ? kI32Max : x == kI64Min ? kI32Min : x;
+    return Tensor::from_vector<int64_t>(s, w).cast(dt);
+  };
+}
+
+// ---- The table --------------------------------------------------------------------------------------
+
+std::vector<Case> build() {
+  std::vector<Case> v;
+  std::string family;  // the group a case runs in (one gtest per group)
+  auto add = [&](const Case& c) {
+    v.push_back(c);
+    v.back().family = family;
+  };
+
+  // -- Elementwise: float math ----------------------------------------------------------------------
+  family = "elementwise_unary";
+  const std::pair<const char*, Dom> math[] = {
+      {"Exp", Dom::Wide},      {"Log", Dom::Positive},  {"Sqrt", Dom::Positive}, {"Reciprocal", Dom::NonZero},
+      {"Sin", Dom::Wide},      {"Cos", Dom::Wide},      {"Tan", Dom::Unit},      {"Asin", Dom::Unit},
+      {"Acos", Dom::Unit},     {"Atan", Dom::Wide},     {"Sinh", Dom::Wide},     {"Cosh", Dom::Wide},
+      {"Asinh", Dom::Wide},    {"Acosh", Dom::GeOne},   {"Atanh", Dom::Unit},    {"Tanh", Dom::Wide},
+      {"Floor", Dom::Wide},    {"Ceil", Dom::Wide},     {"Sigmoid", Dom::Wide},  {"Softplus", Dom::Wide},
+      {"Softsign", Dom::Wide}, {"HardSwish", Dom::Wide}, {"Erf", Dom::Wide},
+  };
+  for (const auto& [op, dom] : math) {
+    B b(op);
+    b.x("X", S3, dom).tol(10).note("transcendental functions in f32: 10x tolerance");
+    // WGSL bounds sin and cos by an absolute error of 2^-11 on [-pi, pi] (SwiftShader is near it).
+    if (std::string(op) == "Sin" || std::string(op) == "Cos") b.atol(1.0 / 2048).note("WGSL: |error| <= 2^-11 on [-pi, pi]");
+    add(b);
+  }
+  add(B("Round").xg("X", S3, [](DType dt, const Shape& s, Rng& r) {
+    // Halves (ties to even) among other values.
+    std::vector<int64_t> h(static_cast<size_t>(shape_numel(s)));
+    for (auto& x : h) x = uniform(r, -7, 7);
+    Tensor t = Tensor::from_vector<int64_t>(s, h).cast(DType::Float64);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = i % 3 == 2 ? uniform_real(r, -3, 3) : t.data<double>()[i] / 2;
+    return t.cast(DType::Float32).cast(dt);
+  }));
+  add(B("Abs").x("X", S3));
+  add(B("Neg").x("X", S3));
+  add(B("Sign").x("X", S3));
+  add(B("Relu").x("X", S3));
+  add(B("Not").x("X", S3));
+  add(B("IsNaN").tp("T1").x("X", S3, Dom::Special));
+  add(B("IsInf").tp("T1").x("X", S3, Dom::Special));
+  add(B("IsInf", "negative only").tp("T1").x("X", S3, Dom::Special).i("detect_positive", 0));
+  add(B("IsInf", "positive only").tp("T1").x("X", S3, Dom::Special).i("detect_negative", 0));
+
+  // -- Elementwise: activations -------------------------------------------------------------------------
+  family = "elementwise_unary";
+  add(B("LeakyRelu").x("X", S3).fl("alpha", 0.1f));
+  add(B("Elu").x("X", S3).fl("alpha", 0.5f).tol(10).note("exp: 10x tolerance"));
+  add(B("Selu").x("X", S3).tol(10).note("exp: 10x tolerance"));
+  add(B("Celu").x("X", S3).fl("alpha", 1.5f).tol(10).note("exp: 10x tolerance"));
+  add(B("HardSigmoid").x("X", S3).fl("alpha", 0.3f).fl("beta", 0.4f));
+  add(B("ThresholdedRelu").x("X", S3).fl("alpha", 0.7f));
+  // Integral lambd and bias so the integer types see the same thresholds as the float ones.
+  add(B("Shrink").x("X", S3).fl("lambd", 1.0f).fl("bias", 2.0f));
+  add(B("Shrink", "default").x("X", S3));
+  add(B("Gelu").opset(20).without_schema(kFloats).x("X", S3).tol(10)
+          .note("Gelu-20 (no schema in ONNX 1.12): dtypes from the opset-20 spec; erf: 10x tolerance"));
+  add(B("Gelu", "tanh").opset(20).without_schema(kFloats).x("X", S3).s("approximate", "tanh").tol(10)
+          .note("Gelu-20 (no schema in ONNX 1.12): dtypes from the opset-20 spec; tanh: 10x tolerance"));
+
+  // -- Elementwise: binary ------------------------------------------------------------------------------
+  family = "elementwise_binary";
+  add(B("Add").x("A", S3).x("B", SB));
+  add(B("Sub").x("A", S3).x("B", SB));
+  add(B("Mul").x("A", S3).x("B", SB));
+  add(B("Div").x("A", S3).x("B", SB, Dom::NonZero));
+  add(B("Mod").x("A", S3).x("B", SB, Dom::NonZero)
+          .a([](onnx::NodeProto& n, DType dt) {
+            if (dtype_is_float(dt)) attr(n, "fmod", onnx::AttributeProto_AttributeType_INT)->set_i(1);
+          })
+          .note("fmod=0 (sign of the divisor) for integers; floats require fmod=1"));
+  add(B("Mod", "fmod").x("A", S3).x("B", SB, Dom::NonZero).i("fmod", 1));
+  add(B("Pow").x("X", S3, Dom::NonZero).xg("Y", SB, [](DType dt, const Shape& s, Rng& r) {
+    return make_values(dt, s, Dom::Small, r);
+  }).tol(10).note("exponents in [-4, 4] (integers) / [-3, 3] (floats); non-zero bases; pow: 10x tolerance"));
+  add(B("Pow", "exponent T1, float base").tp("T1").f("X", DType::Float32, S3, Dom::NonZero).x("Y", SB, Dom::Small).tol(10)
+          .note("exponent of every admitted type; pow: 10x tolerance"));
+  add(B("Pow", "exponent T1, int64 base").tp("T1").fg("X", DType::Int64, S3, ints_in(1, 9)).x("Y", SB, Dom::Small)
+          .note("int64 bases 1..9 with exponents of every admitted type, fractional ones included"));
+  add(B("PRelu").x("X", S3).x("slope", SB));
+  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
+    add(B(op).x("A", S3, Dom::Tricky).x("B", SB, Dom::Tricky));
+  for (const char* op : {"And", "Or", "Xor"}) add(B(op).x("A", S3).x("B", SB));
+  for (const char* dir : {"LEFT", "RIGHT"})
+    add(B("BitShift", dir).x("X", S3).xg("Y", SB, [](DType dt, const Shape& s, Rng& r) {
+      return ints_in(0, int64_t(dtype_size(dt)) * 8 - 1)(dt, s, r);
+    }).s("direction", dir).note("shift amounts below the bit width"));
+  add(B("Where").f("condition", DType::Bool, SB).x("X", S3).x("Y", {4}));
+  for (const char* op : {"Max", "Min"}) {
+    add(B(op).x("x0", S3).x("x1", SB, Dom::Tricky).x("x2", {4}, Dom::Tricky));
+    add(B(op, "one input").x("x0", S3));
+  }
+  for (const char* op : {"Sum", "Mean"}) {
+    add(B(op).x("x0", S3).x("x1", SB).x("x2", {4}));
+    add(B(op, "one input").x("x0", S3));
+  }
+
+  // -- Cast, CastLike, Clip ---------------------------------------------------------------------------
+  family = "cast_clip";
+  const DType all12[] = {DType::Float32, DType::Float16, DType::Float64, DType::Int8, DType::UInt8, DType::Int16,
+                         DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Bool};
+  for (DType to : all12) {
+    int64_t to_i = int64_t(to);
+    B b("Cast", "to " + std::string(dtype_name(to)));
+    b.tp("T1").xg("input", S3, cast_input(to)).i("to", to_i).note("float inputs within the target's range (beyond 2^32 for 64-bit targets)");
+    // Every source type for the 64-bit, float32 and bool targets; the main sources for the others.
+    if (to != DType::Int64 && to != DType::UInt64 && to != DType::Float32 && to != DType::Bool)
+      b.quick({DType::Int64, DType::UInt64, DType::Float32, DType::Float16, DType::Int32, DType::Bool});
+    add(b);
+  }
+  add(B("CastLike").tp("T1").xg("input", S3, cast_input(DType::Int64)).f("target_type", DType::Int64, {1}));
+  add(B("CastLike", "target T2").tp("T2").f("input", DType::Int64, S3).x("target_type", {1}));
+  add(B("Clip").x("input", S3).xg("min", {}, clip_gen(false)).xg("max", {}, clip_gen(true)));
+  add(B("Clip", "max only").x("input", S3).none().xg("max", {}, clip_gen(true)));
+  add(B("Clip", "min only, constant").x("input", S3).kx("min", {}, clip_gen(false)));
+  add(B("Clip", "no bounds").x("input", S3));
+
+  // -- Views ---------------------------------------------------------------------------------------------
+  family = "views";
+  add(B("Reshape").x("data", S3).k("shape", i64v({4, -1, 2})));
+  add(B("Reshape", "0 copies a dim").x("data", S3).k("shape", i64v({0, 12})));
+  add(B("Flatten").x("input", S3).i("axis", 2));
+  add(B("Squeeze").x("data", {2, 1, 4, 1}).k("axes", i64v({1, -1})));
+  add(B("Squeeze", "no axes").x("data", {2, 1, 4, 1}));
+  add(B("Unsqueeze").x("data", {2, 3}).k("axes", i64v({0, -1})));
+  add(B("Identity").tp("V").x("input", S3));
+  add(B("Dropout").x("data", S3).outs(2));
+  add(B("Dropout", "ratio, training_mode=false").x("data", S3).k("ratio", Tensor::scalar<float>(0.25f))
+          .k("training_mode", Tensor::scalar<bool>(false)));
+
+  // -- Layout ----------------------------------------------------------------------------------------------
+  family = "layout";
+  add(B("Transpose").x("data", S3).ints("perm", {2, 0, 1}));
+  add(B("Transpose", "default perm").x("data", S3));
+  add(B("Concat").x("a", S3).x("b", {2, 1, 4}).x("c", {2, 2, 4}).i("axis", 1));
+  add(B("Concat", "axis -1").x("a", S3).x("b", {2, 3, 1}).i("axis", -1));
+  add(B("Split").x("input", {2, 6, 4}).k("split", i64v({1, 2, 3})).i("axis", 1).outs(3));
+  add(B("Split", "equal, axis -1").x("input", {2, 3, 4}).i("axis", -1).outs(2));
+  add(B("Slice").x("data", {4, 6, 5}).k("starts", i64v({1, -1, 0})).k("ends", i64v({kI64Max, kI64Min, 4}))
+          .k("axes", i64v({0, 1, -1})).k("steps", i64v({1, -2, 2}))
+          .note("INT64_MAX / INT64_MIN end sentinels, a negative step, a negative axis"));
+  add(B("Slice", "int32 params").x("data", {4, 6, 5}).k("starts", Tensor::from_vector<int32_t>({2}, {-3, 1}))
+          .k("ends", Tensor::from_vector<int32_t>({2}, {kI32Max, kI32Min})).k("axes", Tensor::from_vector<int32_t>({2}, {0, 2}))
+          .k("steps", Tensor::from_vector<int32_t>({2}, {1, -1})));
+  add(B("Slice", "Tind").tp("Tind").f("data", DType::Int64, {4, 6, 5})
+          .kx("starts", {3}, slice_param({1, -1, 0})).kx("ends", {3}, slice_param({kI64Max, kI64Min, 4}))
+          .kx("axes", {3}, slice_param({0, 1, -1})).kx("steps", {3}, slice_param({1, -2, 2})));
+  add(B("Slice", "no axes, no steps").x("data", {4, 6}).k("starts", i64v({-3, 2})).k("ends", i64v({3, 100})));
+  add(B("Slice", "bounds beyond 2^32").quick({DType::Int64, DType::Float32}).x("data", {4, 6})
+          .k("starts", i64v({-(int64_t(1) << 32) - 1, int64_t(1) << 32})).k("ends", i64v({(int64_t(1) << 32) + 3, -(int64_t(1) << 32)}))
+          .k("axes", i64v({0, 1})).k("steps", i64v({1, -1}))
+          .note("bounds whose low word is in range clamp like INT64_MAX/INT64_MIN"));
+  add(B("Expand").x("input", SB).k("shape", i64v({2, 3, 4})));
+  add(B("Expand", "rank grows, 1s kept").x("input", {2, 1, 4}).k("shape", i64v({3, 1, 1, 1})));
+  add(B("Tile").x("input", {2, 3}).k("repeats", i64v({2, 3})));
+  add(B("Pad").x("data", {2, 3}).k("pads", i64v({0, 1, 1, 2})).kx("constant_value", {}, [](DType dt, const Shape& s, Rng&) {
+    return scalar_of(dt, s, (int64_t(1) << 41) + 5, (uint64_t(1) << 63) + 3, -2147483647, -7, 1.25, true);
+  }));
+  add(B("Pad", "zero, negative pads").x("data", {3, 4}).k("pads", i64v({1, -1, -1, 2})));
+  add(B("Pad", "reflect").x("data", {3, 4}).k("pads", i64v({1, 2, 2, 3})).s("mode", "reflect"));
+  add(B("Pad", "edge").x("data", {3, 4}).k("pads", i64v({2, 0, 1, 3})).s("mode", "edge"));
+  add(B("DepthToSpace").x("input", {1, 8, 2, 3}).i("blocksize", 2));
+  add(B("DepthToSpace", "CRD").x("input", {1, 8, 2, 3}).i("blocksize", 2).s("mode", "CRD"));
+  add(B("SpaceToDepth").x("input", {1, 2, 4, 6}).i("blocksize", 2));
+
+  // -- Indexing ----------------------------------------------------------------------------------------------
+  family = "indexing";
+  add(B("Gather").x("data", {5, 4}).fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)));
+  add(B("Gather", "axis 1, int32 indices").x("data", {5, 4}).fg("indices", DType::Int32, {2, 3}, ints_in(-4, 3)).i("axis", 1));
+  add(B("Gather", "scalar index").x("data", {5, 4}).fg("indices", DType::Int64, {}, ints_in(-5, 4)));
+  add(B("Gather", "Tind").tp("Tind").f("data", DType::Int64, {5, 4}).xg("indices", {2, 3}, ints_in(-5, 4)));
+  add(B("GatherElements").x("data", {3, 4}).fg("indices", DType::Int64, {3, 2}, ints_in(-4, 3)).i("axis", 1));
+  add(B("GatherElements", "axis 0, int32 indices").x("data", {3, 4}).fg("indices", DType::Int32, {2, 4}, ints_in(-3, 2)));
+  add(B("GatherElements", "Tind").tp("Tind").f("data", DType::Int64, {3, 4}).xg("indices", {3, 2}, ints_in(-4, 3)).i("axis", 1));
+  add(B("GatherND").x("data", {2, 3, 4}).fg("indices", DType::Int64, {2, 2}, nd_indices({2, 3})));
+  add(B("GatherND", "batch_dims 1").x("data", {2, 3, 4}).fg("indices", DType::Int64, {2, 1}, nd_indices({3})).i("batch_dims", 1));
+  add(B("ScatterElements").x("data", {3, 4}).fg("indices", DType::Int64, {2, 4}, distinct_rows(3)).x("updates", {2, 4}));
+  add(B("ScatterElements", "axis 1, int32 indices").x("data", {4, 3}).fg("indices", DType::Int32, {4, 2}, ints_in(-3, 2))
+          .x("updates", {4, 2}).i("axis", 1).s("reduction", "add").note("duplicate indices, reduction add"));
+  add(B("ScatterElements", "mul").x("data", {3, 4}).fg("indices", DType::Int64, {2, 4}, ints_in(-3, 2))
+          .x("updates", {2, 4}, Dom::Small).s("reduction", "mul"));
+  add(B("ScatterElements", "Tind").tp("Tind").f("data", DType::Int64, {3, 4}).xg("indices", {2, 4}, distinct_rows(3))
+          .f("updates", DType::Int64, {2, 4}));
+  add(B("Scatter").opset(10).x("data", {3, 4}).fg("indices", DType::Int64, {2, 4}, distinct_rows(3)).x("updates", {2, 4})
+          .note("Scatter-9 (deprecated since opset 11; = ScatterElements)"));
+  add(B("Scatter", "Tind, axis 1").opset(10).tp("Tind").f("data", DType::Int64, {4, 3}).xg("indices", {4, 1}, ints_in(-3, 2))
+          .f("updates", DType::Int64, {4, 1}).i("axis", 1));
+  add(B("ScatterND").x("data", {4, 3}).fg("indices", DType::Int64, {2, 1}, distinct_nd(4)).x("updates", {2, 3}));
+  add(B("ScatterND", "add").x("data", {4, 3}).fg("indices", DType::Int64, {3, 1}, ints_in(-4, 3)).x("updates", {3, 3})
+          .s("reduction", "add"));
+  add(B("ScatterND", "mul").x("data", {4, 3}).fg("indices", DType::Int64, {3, 1}, ints_in(-4, 3)).x("updates", {3, 3}, Dom::Small)
+          .s("reduction", "mul"));
+  add(B("ScatterND", "element indices").x("data", {2, 3}).fg("indices", DType::Int64, {1, 2}, nd_indices({2, 3})).x("updates", {1}));
+
+  // Index 2^32 + 1 (low word 1) on the first replay: an error on the CPU, and must be one on the GPU
+  // (a kernel that reads only the low word of an int64 index would return element 1).
+  const std::vector<DType> kIdxQuick = {DType::Float32, DType::Int64};
+  const int64_t kBeyond = (int64_t(1) << 32) + 1;
+  add(B("Gather", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {5, 4})
+          .fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)).second_fails(ints_with(-5, 4, 4, kBeyond)));
+  add(B("Gather", "index -(2^32)+1 on replay, axis 1").quick(kIdxQuick).x("data", {5, 4}).i("axis", 1)
+          .fg("indices", DType::Int64, {2, 3}, ints_in(-4, 3)).second_fails(ints_with(-4, 3, 2, -kBeyond + 2)));
+  add(B("GatherElements", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {3, 4}).i("axis", 1)
+          .fg("indices", DType::Int64, {3, 2}, ints_in(-4, 3)).second_fails(ints_with(-4, 3, 5, kBeyond)));
+  add(B("GatherND", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {2, 3, 4})
+          .fg("indices", DType::Int64, {2, 2}, nd_indices({2, 3})).second_fails(ints_with(0, 1, 3, kBeyond)));
+  add(B("ScatterElements", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {3, 4})
+          .fg("indices", DType::Int64, {2, 4}, distinct_rows(3)).second_fails(ints_with(-3, -3, 6, kBeyond)).x("updates", {2, 4}));
+  add(B("ScatterND", "index 2^32+1 on replay").quick(kIdxQuick).x("data", {4, 3})
+          .fg("indices", DType::Int64, {2, 1}, distinct_nd(4)).second_fails(ints_with(0, 0, 1, kBeyond)).x("updates", {2, 3}));
+
+  // -- Generators ----------------------------------------------------------------------------------------------
+  family = "generators";
+  add(B("Range").xg("start", {}, range_gen(0)).xg("limit", {}, range_gen(1)).xg("delta", {}, range_gen(2))
+          .note("runtime start/limit/delta (int64: 2^40 + k * -(2^33 + 1))"));
+  add(B("Range", "constant").kx("start", {}, range_gen(0)).kx("limit", {}, range_gen(1)).kx("delta", {}, range_gen(2)).fold()
+          .note("all inputs constant: folded at plan time"));
+  auto cos_value = [](onnx::NodeProto& n, DType dt) {
+    auto* a = attr(n, "value", onnx::AttributeProto_AttributeType_TENSOR);
+    Tensor t = scalar_of(dt, {1}, (int64_t(1) << 40) + 7, (uint64_t(1) << 63) + 5, kI32Min + 3, -9, -1.25, true);
+    auto* p = a->mutable_t();
+    p->set_data_type(int32_t(dt));
+    p->add_dims(1);
+    p->set_raw_data(std::string(reinterpret_cast<const char*>(t.raw()), t.nbytes()));
+  };
+  add(B("ConstantOfShape").tp("T2").k("input", i64v({2, 3})).a(cos_value).fold().note("constant shape: folded at plan time"));
+  add(B("ConstantOfShape", "runtime shape").tp("T2").fg("input", DType::Int64, {2}, fixed({2, 3})).a(cos_value));
+  add(B("Trilu").x("input", {2, 3, 4}));
+  add(B("Trilu", "lower, k=-1").x("input", {2, 3, 4}).k("k", Tensor::scalar<int64_t>(-1)).i("upper", 0));
+  add(B("Trilu", "upper, k=2").x("input", {3, 5}).k("k", Tensor::scalar<int64_t>(2)));
+  add(B("Trilu", "upper, k=2^32+1").quick({DType::Int64, DType::Float32}).x("input", {3, 4}).k("k", Tensor::scalar<int64_t>((int64_t(1) << 32) + 1))
+          .note("low word 1: a kernel reading only the low word keeps elements; all must be zero"));
+  add(B("Trilu", "lower, k=-(2^32)+1").quick({DType::Int64, DType::Float32}).x("input", {3, 4}).k("k", Tensor::scalar<int64_t>(-(int64_t(1) << 32) + 1)).i("upper", 0));
+  auto one_hot_values = [](DType dt, const Shape& s, Rng& r) { return make_values(dt, s, Dom::Wide, r); };
+  add(B("OneHot", "T3").tp("T3").fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)).k("depth", Tensor::scalar<int64_t>(5))
+          .xg("values", {2}, one_hot_values));
+  add(B("OneHot", "T1").tp("T1").xg("indices", {2, 3}, ints_in(-6, 5)).k("depth", Tensor::scalar<int64_t>(5))
+          .f("values", DType::Int64, {2}).i("axis", 1).note("indices out of [-depth, depth-1] give all-off rows"));
+  add(B("OneHot", "indices beyond 2^32").tp("T3").quick({DType::Int64, DType::Float32})
+          .fg("indices", DType::Int64, {2, 3}, fixed({(int64_t(1) << 32) + 1, -(int64_t(1) << 32) + 2, 3, kI64Min + 1, -5, (int64_t(1) << 33) + 4}))
+          .k("depth", Tensor::scalar<int64_t>(5)).xg("values", {2}, one_hot_values)
+          .note("indices outside [-depth, depth-1] whose low word is inside give all-off rows"));
+  add(B("OneHot", "T2").tp("T2").fg("indices", DType::Int64, {2, 3}, ints_in(-5, 4)).kx("depth", {}, fixed({5}))
+          .f("values", DType::Float32, {2}));
+  add(B("EyeLike").tp("T1").x("input", {3, 4}));
+  add(B("EyeLike", "dtype T2, k=1").tp("T2").f("input", DType::Float32, {4, 3}).dtype_attr("dtype").i("k", 1));
+  add(B("EyeLike", "k=-1").tp("T1").x("input", {4, 4}).i("k", -1));
+
+  // -- Reductions ------------------------------------------------------------------------------------------------
+  family = "reduce";
+  const Shape R3{3, 4, 5};
+  add(B("ReduceSum").x("data", R3).k("axes", i64v({1})));
+  add(B("ReduceSum", "axes -1 0, keepdims 0").x("data", R3).k("axes", i64v({-1, 0})).i("keepdims", 0).quick());
+  add(B("ReduceSum", "all axes").x("data", R3).quick());
+  struct Red { const char* op; Dom dom; Gen gen; const char* note; };
+  auto moderate = ints_in(-1000, 1000);
+  const Red reds[] = {
+      {"ReduceMean", Dom::Wide, {}, ""},
+      {"ReduceMax", Dom::Wide, {}, ""},
+      {"ReduceMin", Dom::Wide, {}, ""},
+      {"ReduceProd", Dom::Wide, {}, ""},
+      {"ReduceL1", Dom::Wide, {}, ""},
+      {"ReduceL2", Dom::Wide, [moderate](DType dt, const Shape& s, Rng& r) {
+         return dtype_is_integer(dt) ? (dt == DType::UInt32 || dt == DType::UInt64 ? ints_in(0, 1000)(dt, s, r) : moderate(dt, s, r))
+                                     : make_values(dt, s, Dom::Wide, r);
+       }, "integers in [-1000, 1000]: the sum of squares stays exact in f32 and sqrt is computed in floating point"},
+      {"ReduceLogSum", Dom::Positive, [](DType dt, const Shape& s, Rng& r) {
+         return dtype_is_integer(dt) ? ints_in(1, 20)(dt, s, r) : make_values(dt, s, Dom::Positive, r);
+       }, "positive; integers in [1, 20] (log is computed in floating point)"},
+      {"ReduceLogSumExp", Dom::Small, {}, "integers in [-4, 4] (exp and log in floating point)"},
+      {"ReduceSumSquare", Dom::Wide, {}, ""},
+  };
+  for (const auto& rd : reds) {
+    B b1(rd.op), b2(rd.op, "axes 0 -1, keepdims 0");
+    if (rd.gen) b1.xg("data", R3, rd.gen), b2.xg("data", R3, rd.gen);
+    else b1.x("data", R3, rd.dom), b2.x("data", R3, rd.dom);
+    b1.ints("axes", {1}).tol(10).note(rd.note);
+    b2.ints("axes", {0, -1}).i("keepdims", 0).tol(10).note(rd.note).quick();
+    add(b1);
+    add(b2);
+  }
+  family = "argminmax_cumsum";
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    add(B(op).x("data", R3, Dom::Tricky).i("axis", 1));
+    add(B(op, "last index, axis -1, keepdims 0").x("data", R3, Dom::Tricky).i("axis", -1).i("keepdims", 0).i("select_last_index", 1).quick());
+  }
+  add(B("CumSum").x("x", {3, 4}).k("axis", Tensor::scalar<int64_t>(1)));
+  add(B("CumSum", "exclusive reverse, int32 axis 0").x("x", {3, 4}).k("axis", Tensor::scalar<int32_t>(0)).i("exclusive", 1).i("reverse", 1).quick());
+  add(B("CumSum", "T2").tp("T2").f("x", DType::Int64, {3, 4}).kx("axis", {}, fixed({-1})));
+
+  // -- Softmax family, TopK ----------------------------------------------------------------------------------------
+  family = "softmax_topk";
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    add(B(op).x("input", S3).tol(10).note("exp: 10x tolerance"));
+    add(B(op, "axis 1").x("input", S3).i("axis", 1).tol(10).note("exp: 10x tolerance"));
+  }
+  add(B("Hardmax").x("input", S3, Dom::Tricky).note("ties: the first maximum wins"));
+  add(B("Hardmax", "axis 0").x("input", S3, Dom::Tricky).i("axis", 0));
+  add(B("TopK").x("X", {3, 6}).k("K", i64v({3})).outs(2));
+  add(B("TopK", "smallest, axis 0, ties").x("X", {4, 5}, Dom::Tricky).k("K", i64v({2})).i("axis", 0).i("largest", 0).outs(2).quick()
+          .note("ties: the lower index first"));
+
+  // -- MatMul, Gemm ---------------------------------------------------------------------------------------------------
+  family = "matmul";
+  add(B("MatMul").x("A", {2, 3, 4}).x("B", {4, 5}).tol(10).note("integers wrap like the CPU; floats: 10x tolerance (sums)"));
+  add(B("MatMul", "vector x matrix").x("A", {4}).x("B", {2, 4, 3}).tol(10).quick());
+  add(B("Gemm").x("A", {3, 4}).x("B", {4, 5}).x("C", {5}).tol(10));
+  add(B("Gemm", "transA transB, C [3,1]").x("A", {4, 3}).x("B", {5, 4}).x("C", {3, 1}).i("transA", 1).i("transB", 1).tol(10).quick());  // the tiled float kernel compiles for seconds on SwiftShader
+  add(B("Gemm", "alpha 2 beta 3").x("A", {3, 4}).x("B", {4, 5}).x("C", {3, 5}).fl("alpha", 2.0f).fl("beta", 3.0f).tol(10).quick({DType::Float32, DType::Int64})
+          .note("integral alpha/beta so integer types are well defined"));
+  add(B("Gemm", "no C").x("A", {3, 4}).x("B", {4, 5}).tol(10).quick({DType::Int64, DType::UInt64}));
+
+  // -- Normalization --------------------------------------------------------------------------------------------------
+  family = "normalization";
+  add(B("LayerNormalization").x("X", S3).x("Scale", {4}).x("B", {4}).tol(10));
+  add(B("LayerNormalization", "axis 1, mean and inv std").x("X", S3).x("Scale", {3, 4}).x("B", {3, 4}).i("axis", 1).outs(3).tol(10));
+  add(B("BatchNormalization").x("X", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).x("input_mean", {3}).x("input_var", {3}, Dom::Positive).tol(10));
+  add(B("BatchNormalization", "T1 T2 float32").x("X", {2, 3, 2, 2}).f("scale", DType::Float32, {3}).f("B", DType::Float32, {3})
+          .f("input_mean", DType::Float32, {3}).f("input_var", DType::Float32, {3}, Dom::Positive).tol(10));
+  add(B("InstanceNormalization").x("input", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).tol(10));
+
+  // -- Losses --------------------------------------------------------------------------------------------------
+  family = "loss";
+  add(B("NegativeLogLikelihoodLoss").x("input", {2, 3, 4}).fg("target", DType::Int64, {2, 4}, ints_in(0, 2)).tol(10));
+  add(B("NegativeLogLikelihoodLoss", "weight, sum, ignore_index, int32 target").x("input", {2, 3, 4})
+          .fg("target", DType::Int32, {2, 4}, ints_in(0, 2)).x("weight", {3}, Dom::Positive).s("reduction", "sum").i("ignore_index", 1).tol(10));
+  add(B("NegativeLogLikelihoodLoss", "Tind, none").tp("Tind").f("input", DType::Float32, {3, 4}).xg("target", {3}, ints_in(0, 3))
+          .s("reduction", "none"));
+  add(B("SoftmaxCrossEntropyLoss").x("scores", {2, 3, 4}).fg("labels", DType::Int64, {2, 4}, ints_in(0, 2)).outs(2).tol(10));
+  add(B("SoftmaxCrossEntropyLoss", "weights, none, ignore_index -1").x("scores", {2, 3}).fg("labels", DType::Int64, {2}, fixed({-1, 2}))
+          .x("weights", {3}, Dom::Positive).s("reduction", "none").i("ignore_index", -1).tol(10));
+  add(B("SoftmaxCrossEntropyLoss", "Tind, sum").tp("Tind").f("scores", DType::Float32, {3, 4}).xg("labels", {3}, ints_in(0, 3))
+          .s("reduction", "sum").tol(10));
+
+  // -- Conv, pooling, Resize ---------------------------------------------------------------------------------------
+  family = "conv";
+  add(B("Conv").x("X", {1, 2, 5, 5}).x("W", {3, 2, 3, 3}).x("B", {3}).ints("pads", {1, 1, 1, 1}).tol(10));
+  add(B("Conv", "group 2, stride 2, dilation 2").x("X", {1, 4, 7, 7}).x("W", {4, 2, 2, 2}).i("group", 2)
+          .ints("strides", {2, 2}).ints("dilations", {2, 2}).tol(10));
+  add(B("Conv", "1-D").x("X", {2, 2, 7}).x("W", {3, 2, 3}).x("B", {3}).s("auto_pad", "SAME_UPPER").tol(10));
+  add(B("ConvTranspose").x("X", {1, 2, 3, 3}).x("W", {2, 3, 3, 3}).x("B", {3}).tol(10));
+  add(B("ConvTranspose", "stride 2, pads, output_padding").x("X", {1, 2, 3, 3}).x("W", {2, 2, 3, 3})
+          .ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).ints("output_padding", {1, 1}).tol(10));
+  add(B("ConvInteger").tp("T1").x("x", {1, 2, 5, 5}).f("w", DType::UInt8, {3, 2, 3, 3}).kx("x_zero_point", {}, fixed({3}))
+          .k("w_zero_point", Tensor::scalar<uint8_t>(200)).ints("pads", {1, 1, 1, 1}));
+  add(B("ConvInteger", "T2, no zero points").tp("T2").f("x", DType::UInt8, {1, 2, 5, 5}).x("w", {3, 2, 2, 2}).ints("strides", {2, 2}));
+  family = "pool";
+  add(B("AveragePool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).tol(10));
+  add(B("AveragePool", "pads, count_include_pad, ceil").x("X", {1, 2, 5, 5}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})
+          .ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1).i("ceil_mode", 1).tol(10));
+  add(B("MaxPool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}));
+  add(B("MaxPool", "indices, pads, dilation").x("X", {1, 2, 6, 6}).ints("kernel_shape", {2, 2}).ints("pads", {1, 1, 1, 1})
+          .ints("dilations", {2, 2}).outs(2));
+  add(B("LpPool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("p", 3).tol(10));
+  add(B("GlobalLpPool").x("X", {2, 3, 4, 5}).tol(10));
+  add(B("GlobalAveragePool").x("X", {2, 3, 4, 5}).tol(10));
+  add(B("GlobalMaxPool").x("X", {2, 3, 4, 5}));
+  family = "resize";
+  add(B("Resize", "nearest, scales").tp("T1").x("X", {1, 1, 2, 3}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 1.5f})));
+  add(B("Resize", "nearest, sizes, asymmetric floor").tp("T1").x("X", {1, 1, 3, 2}).none().none().k("sizes", i64v({1, 1, 5, 3}))
+          .s("coordinate_transformation_mode", "asymmetric").s("nearest_mode", "floor"));
+  add(B("Resize", "linear").tp("T1").only(kFloats).x("X", {1, 1, 2, 3}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}))
+          .s("mode", "linear").tol(10).note("linear and cubic: float types only here (the nearest cases cover every type)"));
+  add(B("Resize", "cubic, align_corners").tp("T1").only(kFloats).x("X", {1, 1, 3, 3}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}))
+          .s("mode", "cubic").s("coordinate_transformation_mode", "align_corners").tol(10));
+  add(B("Upsample").opset(9).x("X", {1, 1, 2, 3}).k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 1.5f}))
+          .note("Upsample-9 (deprecated since opset 10)"));
+  add(B("Upsample", "linear").opset(9).only(kFloats).x("X", {1, 1, 2, 3}).k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}))
+          .s("mode", "linear").tol(10).note("linear: float types only here (the nearest case covers every type)"));
+  return v;
+}
+
+}  // namespace
+
+Tensor make_values(DType dtype, const Shape& shape, Dom dom, Rng& rng) {
+  Tensor t(dtype, shape);
+  visit_dtype(dtype, [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = one_value<T>(dom, rng);
+  });
+  return t;
+}
+
+const std::vector<Case>& all_cases() {
+  static const std::vector<Case> cases = build();
+  return cases;
+}
+
+}  // namespace onnxgpu::gpu_op_cases
