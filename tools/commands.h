@@ -9,5 +9,6 @@ void add_devices_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_conformance_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace onnxgpu::tools

@@ -99,7 +99,7 @@ class Session {
                                           const std::unordered_map<std::string, DeviceTensor>& device_feeds = {});
 
   // The plan of the last run (placement, segments, fallbacks, INT64 representation).
-  const PlanReport& last_plan() const;
+  PlanReport last_plan() const;
 
   struct Impl;
 

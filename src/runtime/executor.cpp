@@ -725,7 +725,16 @@ struct GpuExecutor::Weights {
 GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
     : model_(model), options_(options), device_(shared_device()), weights_(std::make_unique<Weights>()) {}
 
-GpuExecutor::~GpuExecutor() = default;
+GpuExecutor::~GpuExecutor() {
+  std::lock_guard<std::mutex> lock(device_mutex());  // plans give their buffers back to the shared pool
+  plans_.clear();
+  weights_.reset();
+}
+
+PlanReport GpuExecutor::last_report() const {
+  std::lock_guard<std::mutex> lock(device_mutex());
+  return report_;
+}
 
 static std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
                                 const std::unordered_map<std::string, DeviceTensor>& device_feeds) {

@@ -30,7 +30,7 @@ class GpuExecutor {
   std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
   std::vector<DeviceTensor> run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
                                           const std::unordered_map<std::string, DeviceTensor>& device_feeds);
-  const PlanReport& last_report() const { return report_; }
+  PlanReport last_report() const;  // a copy, taken under the device lock
   webgpu::Device& device() { return *device_; }
 
  private:

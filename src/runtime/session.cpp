@@ -128,6 +128,6 @@ std::vector<DeviceTensor> Session::run_on_device(const std::unordered_map<std::s
   return impl_->gpu->run_on_device(feeds, device_feeds);
 }
 
-const PlanReport& Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }
+PlanReport Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }
 
 }  // namespace onnxgpu

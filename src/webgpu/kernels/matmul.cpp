@@ -2,15 +2,16 @@
 //
 // Floats (float32, and float16 / bfloat16 / float64 through the f32 accessors) run a tiled kernel: each
 // workgroup computes a TM x TN tile of the output, staging K-slices of A and B (TK wide) in workgroup
-// memory; each invocation accumulates an RM x 4 micro-tile in registers. The batch (numpy-broadcast
-// batch dims of MatMul) is the z dimension of the grid; when B has no batch, A's batch is folded into
-// M so that [1, S, 768] @ [768, N] is one [S, 768] @ [768, N] product. Gemm uses the same kernel with
-// the transposes as index options and an epilogue alpha * AB + beta * C.
+// memory while the next slice is already being loaded into registers; each invocation accumulates an
+// RM x 4 micro-tile in registers. The batch (numpy-broadcast batch dims of MatMul) is the z dimension of
+// the grid; when B has no batch, A's batch is folded into M so that [1, S, 768] @ [768, N] is one
+// [S, 768] @ [768, N] product. When the output has too few tiles to fill the GPU (short sequences, a
+// single row) the K range is split over workgroups and the partial sums added by a second pass.
+// Gemm uses the same kernel with the transposes as index options and an epilogue alpha * AB + beta * C.
 //
 // Integers (int32, int64, uint32, uint64) run one invocation per output element with the family
 // helpers, so INT64 is exact (wrapping like numpy) by construction.
 #include <algorithm>
-#include <cstring>
 
 #include "cpu/broadcast.h"
 #include "webgpu/device.h"
@@ -60,7 +61,7 @@ Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b) {
   if (a.size() != 1) p.out.push_back(p.M);
   if (b.size() != 1) p.out.push_back(p.N);
   // B without a batch: A's batch rows are just more rows of one product (same output layout).
-  if (shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch) && !p.trans_a) {
+  if (shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch)) {
     uint64_t rows = uint64_t(shape_numel(p.batch)) * p.M;
     if (rows <= 0xffffffffu) {
       p.M = uint32_t(rows);
@@ -79,20 +80,23 @@ struct Epilogue {
   uint32_t c_sm = 0, c_sn = 0;  // strides of C over m and n (0 where broadcast)
 };
 
-// Declares the tensors a, b (and c) and y and the uniforms shared by both kernels.
-void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep) {
-  // The operands are declared with the shapes of the inputs; the kernels index them linearly.
-  p.input("a", t, ctx.shape(0));
-  p.input("b", t, ctx.shape(1));
-  if (ep.has_c) p.input("c", t, ctx.shape(2));
-  p.output("y", t, pr.out);
+// Declares the operands a, b (and c), the output y (the product, or the split-K partial sums) and the
+// uniforms.
+void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
+                      bool with_c, DType out_dtype, const Shape& out_shape) {
+  // The kernels index the operands linearly: declared flat, the WGSL text depends on no operand's rank.
+  auto flat = [](const Shape& s) { return Shape{shape_numel(s)}; };
+  p.input("a", t, flat(ctx.shape(0)));
+  p.input("b", t, flat(ctx.shape(1)));
+  if (with_c) p.input("c", t, flat(ctx.shape(2)));
+  p.output("y", out_dtype, flat(out_shape));
   p.uniform("M", pr.M);
   p.uniform("N", pr.N);
   p.uniform("K", pr.K);
   // Matrix index of batch element z in A and B.
   p.broadcast_index("a_mat", pr.a_batch, pr.batch);
   p.broadcast_index("b_mat", pr.b_batch, pr.batch);
-  if (ep.has_c) {
+  if (with_c) {
     p.uniform("c_sm", ep.c_sm);
     p.uniform("c_sn", ep.c_sn);
   }
@@ -100,11 +104,18 @@ void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const 
   p.uniform_f32("beta", ep.beta);
 }
 
-std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, const Epilogue& ep) {
+std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, bool with_c, ValueRef out) {
   std::vector<ValueRef> b{ctx.in(0), ctx.in(1)};
-  if (ep.has_c) b.push_back(ctx.in(2));
-  b.push_back(ctx.out(0));
+  if (with_c) b.push_back(ctx.in(2));
+  b.push_back(out);
   return b;
+}
+
+// The epilogue as WGSL: y = alpha * v + beta * C[m, n].
+std::string epilogue_decl(const Epilogue& ep) {
+  std::string e = "alpha() * v";
+  if (ep.has_c) e += " + beta() * c_load(m * c_sm() + n * c_sn())";
+  return "fn epilogue(v: f32, m: u32, n: u32) -> f32 { return " + e + "; }\n";
 }
 
 // A tile shape of the float kernel: TM x TN outputs per workgroup, K-slices of TK, RM x 4 per invocation.
@@ -117,107 +128,190 @@ struct Tile {
     uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
     uint32_t mem = l.max_compute_workgroup_storage_size ? l.max_compute_workgroup_storage_size : 16384;
     uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
-    return threads() <= std::min({inv, wx, 256u}) && shared_bytes() <= mem;
+    // Every invocation moves the same number of vec4s of each tile.
+    return threads() <= std::min({inv, wx, 256u}) && shared_bytes() <= mem && (tm * tk / 4) % threads() == 0 &&
+           (tk * tn / 4) % threads() == 0;
   }
 };
 
-// Picks the tile: 64 x 64 when the product has enough tiles to fill a large GPU, smaller tiles otherwise
-// (more workgroups for the same work); TK as large as workgroup memory allows.
+uint64_t tiles_of(const Product& pr, uint32_t tm, uint32_t tn) {
+  return uint64_t((pr.M + tm - 1) / tm) * ((pr.N + tn - 1) / tn) * uint64_t(shape_numel(pr.batch));
+}
+
+// Picks the tile (measured on an H200 with GPT-2 shapes): 64 x 64 with K-slices of 16; 32 x 64 when M is
+// small (a single row, a short sequence), which wastes less of the A tile; smaller tiles where the device's
+// limits demand it.
 Tile choose_tile(const Limits& limits, const Product& pr) {
-  uint64_t batch = uint64_t(shape_numel(pr.batch));
-  auto tiles = [&](uint32_t tm, uint32_t tn) {
-    return uint64_t((pr.M + tm - 1) / tm) * ((pr.N + tn - 1) / tn) * batch;
-  };
   std::vector<Tile> order;
-  if (tiles(64, 64) >= 256) order = {{64, 64, 32, 4}, {64, 64, 16, 4}};
-  order.insert(order.end(), {{32, 32, 32, 4}, {32, 32, 16, 4}, {32, 32, 16, 8}, {16, 16, 16, 4}});
+  if (pr.M <= 32) order.push_back({32, 64, 16, 4});
+  order.insert(order.end(), {{64, 64, 16, 4}, {32, 64, 16, 4}, {32, 32, 16, 4}, {16, 16, 16, 4}});
   for (const Tile& t : order)
     if (t.fits(limits)) return t;
   return {8, 8, 8, 4};  // 2 x 2 invocations: fits any device
 }
 
+// Split-K: when the output has too few tiles to occupy the GPU, the K range is cut into parts computed by
+// separate workgroups (partial sums in a temporary buffer, then summed by a second pass).
+uint32_t choose_splits(const Product& pr, const Tile& tl) {
+  uint64_t wgs = tiles_of(pr, tl.tm, tl.tn);
+  uint32_t splits = 1;
+  // Each part keeps at least 8 K-tiles.
+  while (wgs * splits < 512 && pr.K / (splits * 2) >= 8 * tl.tk && splits < 16) splits *= 2;
+  return splits;
+}
+
 std::string u(uint32_t v) { return std::to_string(v) + "u"; }
 
-// The tiled float kernel. The grid is (N tiles, M tiles, batch).
+// The tiled float kernel. The grid is (N tiles, M tiles, batch x splits). Each invocation loads its share
+// of the next K-slice into registers before computing the current one from workgroup memory, so the
+// global loads overlap the arithmetic.
 void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
   Tile tl = choose_tile(ctx.limits, pr);
-  std::string name = std::string("tiled") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") +
-                     (ep.has_c ? "_c" : "") + "_" + std::to_string(tl.tm) + "x" + std::to_string(tl.tn) + "x" +
-                     std::to_string(tl.tk);
-  auto p = ctx.program(name, tl.threads());
-  declare_operands(ctx, p, t, pr, ep);
-  std::string decl =
-      "const TM: u32 = " + u(tl.tm) + ";\nconst TN: u32 = " + u(tl.tn) + ";\nconst TK: u32 = " + u(tl.tk) +
-      ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) +
-      ";\nconst TX: u32 = TN / 4u;\n"
-      "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
-      "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
-      "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
-      "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][n]\n";
-  // Element (m, k) of A and (k, n) of B, 0 outside the matrix.
-  decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
-          "  if (m >= M() || k >= K()) { return 0.0; }\n"
-          "  return a_load(base + " + std::string(pr.trans_a ? "k * M() + m" : "m * K() + k") + ");\n}\n";
-  decl += "fn load_b(base: u32, k: u32, n: u32) -> f32 {\n"
-          "  if (k >= K() || n >= N()) { return 0.0; }\n"
-          "  return b_load(base + " + std::string(pr.trans_b ? "n * K() + k" : "k * N() + n") + ");\n}\n";
-  std::string epi = "alpha() * v";
-  if (ep.has_c) epi += " + beta() * c_load(m * c_sm() + n * c_sn())";
-  decl += "fn epilogue(v: f32, m: u32, n: u32) -> f32 { return " + epi + "; }\n";
-  p.declare(decl);
-  // Tile loads: consecutive invocations read consecutive addresses of the source (along k for A, along n
-  // for B, or along the other axis when the operand is transposed).
-  std::string a_rc = pr.trans_a ? "    let r = e % TM;\n    let c = e / TM;\n" : "    let r = e / TK;\n    let c = e % TK;\n";
-  std::string b_rc = pr.trans_b ? "    let r = e % TK;\n    let c = e / TK;\n" : "    let r = e / TN;\n    let c = e % TN;\n";
-  std::string body =
-      "  let tx = lid % TX;\n"
-      "  let ty = lid / TX;\n"
-      "  let n0 = wid.x * TN;\n"
-      "  let m0 = wid.y * TM;\n"
-      "  let a_base = a_mat(wid.z) * M() * K();\n"
-      "  let b_base = b_mat(wid.z) * K() * N();\n"
-      "  var acc: array<vec4<f32>, RM>;\n"
-      "  for (var k0 = 0u; k0 < K(); k0 = k0 + TK) {\n"
-      "    for (var e = lid; e < TM * TK; e = e + NT) {\n" + a_rc +
-      "      As[r * AS + c / 4u][c % 4u] = load_a(a_base, m0 + r, k0 + c);\n"
-      "    }\n"
-      "    for (var e = lid; e < TK * TN; e = e + NT) {\n" + b_rc +
-      "      Bs[r * BS + c / 4u][c % 4u] = load_b(b_base, k0 + r, n0 + c);\n"
-      "    }\n"
-      "    workgroupBarrier();\n"
-      "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
-      "      let b0 = Bs[(kk * 4u) * BS + tx];\n"
-      "      let b1 = Bs[(kk * 4u + 1u) * BS + tx];\n"
-      "      let b2 = Bs[(kk * 4u + 2u) * BS + tx];\n"
-      "      let b3 = Bs[(kk * 4u + 3u) * BS + tx];\n"
-      "      for (var i = 0u; i < RM; i = i + 1u) {\n"
-      "        let a = As[(ty * RM + i) * AS + kk];\n"
-      "        acc[i] = fma(vec4<f32>(a.x), b0, fma(vec4<f32>(a.y), b1, fma(vec4<f32>(a.z), b2, fma(vec4<f32>(a.w), b3, acc[i]))));\n"
-      "      }\n"
-      "    }\n"
-      "    workgroupBarrier();\n"
-      "  }\n"
-      "  let y_base = wid.z * M() * N();\n"
-      "  for (var i = 0u; i < RM; i = i + 1u) {\n"
-      "    let m = m0 + ty * RM + i;\n"
-      "    if (m >= M()) { break; }\n"
-      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
-      "      let n = n0 + tx * 4u + j;\n"
-      "      if (n < N()) { y_store(y_base + m * N() + n, epilogue(acc[i][j], m, n)); }\n"
-      "    }\n"
-      "  }\n";
-  p.body(body);
+  uint32_t splits = choose_splits(pr, tl);
   uint64_t batch = uint64_t(shape_numel(pr.batch));
   uint64_t gx = (pr.N + tl.tn - 1) / tl.tn, gy = (pr.M + tl.tm - 1) / tl.tm;
   uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
   if (gx > max_dim || gy > max_dim || batch > max_dim) ctx.unsupported("product too large for the device's grid");
-  ctx.dispatch(p, operand_bindings(ctx, ep), uint32_t(gx), uint32_t(gy), uint32_t(batch));
+  uint64_t mn = uint64_t(pr.M) * pr.N;
+  if (batch * splits > max_dim || mn * batch * splits >= (uint64_t(1) << 32)) splits = 1;
+  // K per part: a multiple of TK.
+  uint32_t kchunk = pr.K;
+  if (splits > 1) {
+    kchunk = ((pr.K + splits - 1) / splits + tl.tk - 1) / tl.tk * tl.tk;
+    splits = (pr.K + kchunk - 1) / kchunk;
+  }
+  bool split = splits > 1;
+  bool with_c = ep.has_c && !split;
+
+  std::string name = std::string("tiled") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") +
+                     (with_c ? "_c" : "") + (split ? "_split" : "") + "_" + std::to_string(tl.tm) + "x" +
+                     std::to_string(tl.tn) + "x" + std::to_string(tl.tk);
+  auto p = ctx.program(name, tl.threads());
+  Shape part_shape{int64_t(mn * batch * splits)};
+  declare_operands(ctx, p, t, pr, ep, with_c, split ? DType::Float32 : t, split ? part_shape : pr.out);
+  p.uniform("splits", splits);
+  p.uniform("kchunk", kchunk);
+  uint32_t la = tl.tm * tl.tk / tl.threads(), lb = tl.tk * tl.tn / tl.threads();
+  std::string decl =
+      "const TM: u32 = " + u(tl.tm) + ";\nconst TN: u32 = " + u(tl.tn) + ";\nconst TK: u32 = " + u(tl.tk) +
+      ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) + ";\nconst TX: u32 = TN / 4u;\n"
+      "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
+      "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
+      "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
+      "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][n]\n";
+  // Element (m, k) of A and (k, n) of B, 0 outside the matrix (branch-free: the loads issue back to back).
+  decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
+          "  let inside = m < M() && k < K();\n"
+          "  return select(0.0, a_load(select(0u, base + " + std::string(pr.trans_a ? "k * M() + m" : "m * K() + k") +
+          ", inside)), inside);\n}\n";
+  decl += "fn load_b(base: u32, k: u32, n: u32) -> f32 {\n"
+          "  let inside = k < K() && n < N();\n"
+          "  return select(0.0, b_load(select(0u, base + " + std::string(pr.trans_b ? "n * K() + k" : "k * N() + n") +
+          ", inside)), inside);\n}\n";
+  // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
+  // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
+  // k-quad g / TM (consecutive invocations read consecutive m); likewise for B with (k, n-quad).
+  decl += pr.trans_a ? "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TM, g / TM); }\n"
+                     : "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TK / 4u), g % (TK / 4u)); }\n";
+  decl += pr.trans_b ? "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TK, g / TK); }\n"
+                     : "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TN / 4u), g % (TN / 4u)); }\n";
+  decl += "fn load_a4(base: u32, m: u32, k: u32) -> vec4<f32> {\n"
+          "  return vec4<f32>(load_a(base, m, k), load_a(base, m, k + 1u), load_a(base, m, k + 2u), load_a(base, m, k + 3u));\n}\n";
+  decl += "fn load_b4(base: u32, k: u32, n: u32) -> vec4<f32> {\n"
+          "  return vec4<f32>(load_b(base, k, n), load_b(base, k, n + 1u), load_b(base, k, n + 2u), load_b(base, k, n + 3u));\n}\n";
+  if (!split) decl += epilogue_decl(ep);
+  // The prefetch loops index register arrays with constant trip counts (unrolled by the compiler); the
+  // micro-tile's rows and columns are unrolled here, in the text, so the accumulators stay in registers.
+  auto n_ = [](uint32_t v) { return std::to_string(v); };
+  uint32_t ga = la / 4, gb = lb / 4;  // vec4s of each tile per invocation
+  std::string load_next =
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); ra[q] = load_a4(a_base, m0 + s.x, k1 + 4u * s.y); }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); rb[q] = load_b4(b_base, k1 + s.x, n0 + 4u * s.y); }\n";
+  std::string store_tiles =
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[s.x * AS + s.y] = ra[q]; }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[s.x * BS + s.y] = rb[q]; }\n";
+  std::string regs = "  var ra: array<vec4<f32>, " + u(ga) + ">;\n  var rb: array<vec4<f32>, " + u(gb) + ">;\n";
+  decl += "const GA: u32 = " + u(ga) + ";\nconst GB: u32 = " + u(gb) + ";\n";
+  p.declare(decl);
+  std::string fmas, stores;
+  for (uint32_t i = 0; i < tl.rm; ++i) regs += "  var acc" + n_(i) + " = vec4<f32>(0.0);\n";
+  for (uint32_t i = 0; i < tl.rm; ++i) {
+    std::string a = "a" + n_(i), acc = "acc" + n_(i);
+    fmas += "      let " + a + " = As[(ty * RM + " + u(i) + ") * AS + kk];\n"
+            "      " + acc + " = fma(vec4<f32>(" + a + ".x), b0, fma(vec4<f32>(" + a + ".y), b1, fma(vec4<f32>(" + a +
+            ".z), b2, fma(vec4<f32>(" + a + ".w), b3, " + acc + "))));\n";
+    stores += "  if (m0 + ty * RM + " + u(i) + " < M()) {\n    let m = m0 + ty * RM + " + u(i) + ";\n";
+    for (uint32_t j = 0; j < 4; ++j) {
+      std::string v = acc + "[" + n_(j) + "]";
+      stores += "    if (n0 + tx * 4u + " + u(j) + " < N()) { let n = n0 + tx * 4u + " + u(j) + "; y_store(y_base + m * N() + n, " +
+                (split ? v : "epilogue(" + v + ", m, n)") + "); }\n";
+    }
+    stores += "  }\n";
+  }
+  p.body(
+      "  let tx = lid % TX;\n"
+      "  let ty = lid / TX;\n"
+      "  let n0 = wid.x * TN;\n"
+      "  let m0 = wid.y * TM;\n"
+      "  let bz = wid.z / splits();\n"
+      "  let k_begin = (wid.z % splits()) * kchunk();\n"
+      "  let k_end = min(K(), k_begin + kchunk());\n"
+      "  let a_base = a_mat(bz) * M() * K();\n"
+      "  let b_base = b_mat(bz) * K() * N();\n" + regs +
+      "  var k1 = k_begin;\n"
+      "  if (k1 < k_end) {\n" + load_next + "  }\n"
+      "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
+      "    workgroupBarrier();\n"
+      "    k1 = k0 + TK;\n"
+      "    if (k1 < k_end) {\n" + load_next + "    }\n"
+      "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
+      "      let b0 = Bs[(kk * 4u) * BS + tx];\n"
+      "      let b1 = Bs[(kk * 4u + 1u) * BS + tx];\n"
+      "      let b2 = Bs[(kk * 4u + 2u) * BS + tx];\n"
+      "      let b3 = Bs[(kk * 4u + 3u) * BS + tx];\n" + fmas +
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "  }\n"
+      "  let y_base = wid.z * M() * N();\n" + stores);
+  if (!split) {
+    ctx.dispatch(p, operand_bindings(ctx, with_c, ctx.out(0)), uint32_t(gx), uint32_t(gy), uint32_t(batch));
+    return;
+  }
+  ValueRef part = ctx.temp(DType::Float32, part_shape);
+  ctx.dispatch(p, operand_bindings(ctx, false, part), uint32_t(gx), uint32_t(gy), uint32_t(batch * splits));
+  // The sum of the parts, then the epilogue.
+  auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : ""));
+  r.input("part", DType::Float32, part_shape);
+  if (ep.has_c) r.input("c", t, Shape{shape_numel(ctx.shape(2))});
+  r.output("y", t, Shape{shape_numel(pr.out)});
+  r.uniform("M", pr.M);
+  r.uniform("N", pr.N);
+  r.uniform("splits", splits);
+  if (ep.has_c) {
+    r.uniform("c_sm", ep.c_sm);
+    r.uniform("c_sn", ep.c_sn);
+  }
+  r.uniform_f32("alpha", ep.alpha);
+  r.uniform_f32("beta", ep.beta);
+  r.declare(epilogue_decl(ep));
+  r.set_threads(mn * batch);
+  r.body(
+      "  let mn = M() * N();\n"
+      "  let z = gi / mn;\n"
+      "  let e = gi % mn;\n"
+      "  var s = 0.0;\n"
+      "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
+      "  y_store(gi, epilogue(s, e / N(), e % N()));\n");
+  std::vector<ValueRef> binds{part};
+  if (ep.has_c) binds.push_back(ctx.in(2));
+  binds.push_back(ctx.out(0));
+  ctx.dispatch(r, binds);
 }
 
 // One invocation per output element, exact in the operands' integer family.
 void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
   auto p = ctx.program(std::string("int") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") + (ep.has_c ? "_c" : ""));
-  declare_operands(ctx, p, t, pr, ep);
+  declare_operands(ctx, p, t, pr, ep, ep.has_c, t, pr.out);
   p.set_threads(uint64_t(shape_numel(pr.batch)) * pr.M * pr.N);
   std::string a_at = pr.trans_a ? "k * M() + m" : "m * K() + k";
   std::string b_at = pr.trans_b ? "n * K() + k" : "k * N() + n";
@@ -235,7 +329,7 @@ void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   if (ep.has_c) body += "  acc = add_$a(acc, c_load(m * c_sm() + n * c_sn()));\n";
   body += "  y_store(gi, acc);\n";
   p.body(body);
-  ctx.dispatch(p, operand_bindings(ctx, ep));
+  ctx.dispatch(p, operand_bindings(ctx, ep.has_c, ctx.out(0)));
 }
 
 void run_product(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {

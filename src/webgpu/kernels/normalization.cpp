@@ -33,44 +33,68 @@ uint32_t row_workgroup(const Limits& l) {
   return w;
 }
 
-// The WGSL shared by the row kernels: `row_sum(lid, v)` sums v over the workgroup (every invocation
-// must call it, in uniform control flow).
+// Values of a row each invocation keeps in registers (rows up to kCache * workgroup size are read once).
+constexpr uint32_t kCache = 4;
+
+// The WGSL shared by the row kernels: `row_sum(lid, v)` sums v over the workgroup in two barriers (every
+// invocation must call it, in uniform control flow, once per dispatch).
 std::string row_sum_decl(uint32_t wgs) {
   return "const WG: u32 = " + std::to_string(wgs) + "u;\n"
-         "var<workgroup> red: array<f32, WG>;\n"
-         "fn row_sum(lid: u32, v: f32) -> f32 {\n"
+         "const WG32: u32 = " + std::to_string(std::min(wgs, 32u)) + "u;\n"
+         "var<workgroup> red: array<vec2<f32>, WG>;\n"
+         "var<workgroup> red2: array<vec2<f32>, WG32>;\n"
+         "fn row_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {\n"
          "  red[lid] = v;\n"
          "  workgroupBarrier();\n"
-         "  for (var s = WG / 2u; s > 0u; s = s >> 1u) {\n"
-         "    if (lid < s) { red[lid] = red[lid] + red[lid + s]; }\n"
-         "    workgroupBarrier();\n"
+         "  if (lid < WG32) {\n"
+         "    var s = red[lid];\n"
+         "    for (var k = lid + WG32; k < WG; k = k + WG32) { s = s + red[k]; }\n"
+         "    red2[lid] = s;\n"
          "  }\n"
-         "  let r = red[0];\n"
          "  workgroupBarrier();\n"
-         "  return r;\n"
+         "  var t = vec2<f32>(0.0);\n"
+         "  for (var k = 0u; k < WG32; k = k + 1u) { t = t + red2[k]; }\n"
+         "  return t;\n"
          "}\n";
 }
 
 // The body of a row kernel over `rows()` rows of `len()` contiguous elements of x, into y.
 // `scale` / `bias` are WGSL expressions of the element index `i` and the row `row` (empty: none);
 // `stats` adds the stores of the row's mean and inverse standard deviation.
+// One pass over the row: the sums of (x - s) and (x - s)^2, shifted by the row's first element s so that
+// the variance does not cancel (s is close to the mean next to the spread of most rows).
 std::string row_body(const std::string& scale, const std::string& bias, const std::string& stats) {
   std::string s =
       "  let row = wg;\n"
       "  if (row >= rows()) { return; }\n"
-      "  let base = row * len();\n"
-      "  var sum = 0.0;\n"
-      "  for (var j = lid; j < len(); j = j + WG) { sum = sum + x_load(base + j); }\n"
-      "  let mean = row_sum(lid, sum) / f32(len());\n"
-      "  var sq = 0.0;\n"
-      "  for (var j = lid; j < len(); j = j + WG) { let d = x_load(base + j) - mean; sq = sq + d * d; }\n"
-      "  let inv = 1.0 / sqrt(row_sum(lid, sq) / f32(len()) + eps());\n"
-      "  for (var j = lid; j < len(); j = j + WG) {\n"
-      "    let i = base + j;\n"
-      "    var v = (x_load(i) - mean) * inv;\n";
-  if (!scale.empty()) s += "    v = v * " + scale + ";\n";
-  if (!bias.empty()) s += "    v = v + " + bias + ";\n";
-  s += "    y_store(i, v);\n  }\n";
+      "  let n = len();\n"
+      "  let base = row * n;\n"
+      "  let shift = x_load(base);\n"
+      "  var acc = vec2<f32>(0.0);\n";
+  for (uint32_t c = 0; c < kCache; ++c) {
+    std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
+    s += "  let " + j + " = lid + " + std::to_string(c) + "u * WG;\n"
+         "  let " + v + " = x_load(select(base, base + " + j + ", " + j + " < n));\n"
+         "  if (" + j + " < n) { let d = " + v + " - shift; acc = acc + vec2<f32>(d, d * d); }\n";
+  }
+  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n"
+       "    let d = x_load(base + j) - shift;\n"
+       "    acc = acc + vec2<f32>(d, d * d);\n"
+       "  }\n"
+       "  let t = row_sum(lid, acc) / f32(n);\n"
+       "  let mean = shift + t.x;\n"
+       "  let inv = 1.0 / sqrt(max(t.y - t.x * t.x, 0.0) + eps());\n";
+  auto write = [&](const std::string& j, const std::string& v) {
+    std::string w = "    let i = base + " + j + ";\n    var r = (" + v + " - mean) * inv;\n";
+    if (!scale.empty()) w += "    r = r * " + scale + ";\n";
+    if (!bias.empty()) w += "    r = r + " + bias + ";\n";
+    return w + "    y_store(i, r);\n";
+  };
+  for (uint32_t c = 0; c < kCache; ++c) {
+    std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
+    s += "  if (" + j + " < n) {\n    let j = " + j + ";\n" + write(j, v) + "  }\n";
+  }
+  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n" + write("j", "x_load(base + j)") + "  }\n";
   s += stats;
   return s;
 }

@@ -24,6 +24,16 @@ inline uint32_t workgroup_size(const Limits& lim, uint32_t shared_bytes_per_thre
   return wg;
 }
 
+// Dispatches `p` with one workgroup per group in [0, groups) (the program reads `wg`, the linear
+// workgroup index, and returns for wg >= its own count). Nothing is dispatched for zero groups.
+inline void dispatch_groups(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> bindings,
+                            uint64_t groups) {
+  if (groups == 0) return;
+  uint32_t x = 0, y = 0;
+  grid_for(groups * p.workgroup_size(), p.workgroup_size(), ctx.limits, x, y);
+  ctx.dispatch(p, std::move(bindings), x, y);
+}
+
 // Rows (the elements that make one result) are folded by segments of a workgroup: `seg` invocations
 // per row, a power of two up to the workgroup size, about half the row length, so that short rows
 // share a workgroup instead of leaving most of one idle. The segment size is a uniform: one pipeline

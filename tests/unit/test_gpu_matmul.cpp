@@ -1,0 +1,333 @@
+// GPU MatMul, Gemm, LayerNormalization, BatchNormalization and InstanceNormalization against the CPU
+// reference: one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu.
+// Needs a WebGPU adapter (here: SwiftShader, VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+// XDG_RUNTIME_DIR=/tmp); ONNXGPU_SKIP_GPU_TESTS=1 skips when there is none.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loader/tensor_proto.h"
+#include "onnxgpu/session.h"
+#include "runtime/compare.h"
+
+namespace onnxgpu {
+namespace {
+
+struct Operand {
+  std::string name;
+  Tensor value;        // undefined: an omitted optional input ("")
+  bool initializer = false;
+};
+
+// A one-node model: inputs (feeds or initializers), `outputs` names ("" = omitted), attributes set by `attrs`.
+std::string one_node_model(const std::string& op, const std::vector<Operand>& inputs,
+                           const std::vector<std::string>& outputs, int opset,
+                           const std::function<void(onnx::NodeProto&)>& attrs = {}) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* imp = m.add_opset_import();
+  imp->set_domain("");
+  imp->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("test");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_0");
+  for (const auto& in : inputs) {
+    n->add_input(in.value.defined() ? in.name : "");
+    if (!in.value.defined()) continue;
+    if (in.initializer) {
+      loader::tensor_to_proto(in.value, in.name, *g->add_initializer());
+      continue;
+    }
+    auto* vi = g->add_input();
+    vi->set_name(in.name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(int(in.value.dtype()));
+    auto* sh = tt->mutable_shape();
+    for (int64_t d : in.value.shape()) sh->add_dim()->set_dim_value(d);
+  }
+  for (const auto& o : outputs) {
+    n->add_output(o);
+    if (o.empty()) continue;
+    g->add_output()->set_name(o);
+  }
+  if (attrs) attrs(*n);
+  return m.SerializeAsString();
+}
+
+void set_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void set_float(onnx::NodeProto& n, const std::string& name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+bool skip_gpu() {
+  const char* s = std::getenv("ONNXGPU_SKIP_GPU_TESTS");
+  return s && std::string(s) == "1";
+}
+
+// Random floats in [-1, 1] of the given float dtype.
+Tensor random_float(DType t, const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  Tensor f(DType::Float32, shape);
+  for (auto& v : f.span<float>()) v = d(rng);
+  return t == DType::Float32 ? f : f.cast(t);
+}
+
+// Keeps one WebGPU session alive while the suite runs, so that sessions share one device and its
+// pipeline cache (compiling a tiled kernel takes seconds on SwiftShader). Released when the tests end:
+// SwiftShader crashes if a device outlives exit.
+std::unique_ptr<Session> g_keepalive;
+class KeepDeviceEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { g_keepalive.reset(); }
+};
+[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new KeepDeviceEnvironment);
+
+// Runs the model on the GPU (3 runs, replayed) and on the CPU and compares every output.
+void check_gpu_vs_cpu(const std::string& model, const std::vector<Operand>& inputs, double rtol = 1e-4,
+                      double atol = 1e-4) {
+  std::unordered_map<std::string, Tensor> feeds;
+  for (const auto& in : inputs)
+    if (in.value.defined() && !in.initializer) feeds[in.name] = in.value;
+  Session cpu = Session::from_bytes(model, SessionOptions{.ep = "cpu"});
+  std::vector<Tensor> want = cpu.run(feeds);
+  std::unique_ptr<Session> gpu;
+  try {
+    gpu = std::make_unique<Session>(Session::from_bytes(model, SessionOptions{.ep = "webgpu", .capture = true}));
+    if (!g_keepalive) g_keepalive = std::make_unique<Session>(Session::from_bytes(model, SessionOptions{.ep = "webgpu"}));
+  } catch (const std::exception& e) {
+    if (skip_gpu()) GTEST_SKIP() << "no WebGPU device: " << e.what();
+    throw;
+  }
+  for (int run = 0; run < 3; ++run) {
+    std::vector<Tensor> got = gpu->run(feeds);
+    const PlanReport& plan = gpu->last_plan();
+    ASSERT_TRUE(plan.fallbacks.empty()) << "node fell back to the CPU: " << plan.fallbacks[0].reason;
+    ASSERT_EQ(plan.cpu_nodes, 0);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      auto c = runtime::compare_tensors(got[k], want[k], {rtol, atol});
+      ASSERT_TRUE(c.passed) << "run " << run << " output " << k << ": " << c.message;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- MatMul
+
+void check_matmul(DType t, const Shape& a, const Shape& b, uint32_t seed, bool b_initializer = false) {
+  SCOPED_TRACE(std::string(dtype_name(t)) + " " + shape_str(a) + " @ " + shape_str(b));
+  std::vector<Operand> ins{{"A", random_float(t, a, seed)}, {"B", random_float(t, b, seed + 1), b_initializer}};
+  double tol = t == DType::Float16 || t == DType::BFloat16 ? 2e-2 : 1e-4;
+  check_gpu_vs_cpu(one_node_model("MatMul", ins, {"Y"}, 13), ins, tol, tol);
+}
+
+TEST(GpuMatMul, FloatShapesNotTileMultiples) {
+  check_matmul(DType::Float32, {1, 7, 13}, {13, 5}, 1);
+  check_matmul(DType::Float32, {2, 3, 65, 33}, {33, 70}, 2);
+  check_matmul(DType::Float32, {2, 3, 65, 33}, {2, 3, 33, 70}, 3);
+  check_matmul(DType::Float32, {1, 1}, {1, 1}, 4);
+  check_matmul(DType::Float32, {5, 0}, {0, 3}, 5);  // K = 0: zeros
+  check_matmul(DType::Float32, {130, 77}, {77, 129}, 6, true);
+}
+
+TEST(GpuMatMul, LargeTiles) {
+  check_matmul(DType::Float32, {16, 200, 40}, {16, 40, 260}, 7);  // >= 256 tiles of 64 x 64
+}
+
+TEST(GpuMatMul, SplitK) {  // few output tiles, long K: the K range is split over workgroups
+  check_matmul(DType::Float32, {3, 5, 1000}, {1000, 7}, 15);
+  check_matmul(DType::Float32, {2, 5, 600}, {2, 600, 9}, 16);
+  check_matmul(DType::Float32, {1000}, {1000, 3}, 17);
+}
+
+TEST(GpuMatMul, OneDimensional) {
+  check_matmul(DType::Float32, {13}, {13, 5}, 10);
+  check_matmul(DType::Float32, {7, 13}, {13}, 11);
+  check_matmul(DType::Float32, {13}, {13}, 12);
+  check_matmul(DType::Float32, {2, 3, 7, 13}, {13}, 13);
+  check_matmul(DType::Float32, {13}, {2, 13, 6}, 14);
+}
+
+TEST(GpuMatMul, BroadcastBatch) {
+  check_matmul(DType::Float32, {2, 1, 5, 6}, {3, 6, 4}, 20);
+  check_matmul(DType::Float32, {1, 5, 6}, {4, 1, 6, 3}, 21);
+  check_matmul(DType::Float32, {5, 6}, {2, 6, 9}, 22);
+}
+
+TEST(GpuMatMul, OtherFloatTypes) {
+  check_matmul(DType::Float16, {3, 17, 9}, {9, 11}, 30);
+  check_matmul(DType::BFloat16, {17, 9}, {9, 11}, 31);
+  check_matmul(DType::Float64, {2, 17, 9}, {2, 9, 11}, 32);
+}
+
+// Integers: values beyond 2^32 whose small products sum exactly; compared bit for bit.
+Tensor wide_ints(DType t, const Shape& shape, uint32_t seed, bool big) {
+  std::mt19937_64 rng(seed);
+  Tensor r(DType::Int64, shape);
+  for (auto& v : r.span<int64_t>()) {
+    int64_t small = int64_t(rng() % 19) - 9;
+    v = big ? (int64_t(1) << 33) * int64_t(rng() % 5 + 1) * (rng() % 2 ? 1 : -1) + small : small;
+  }
+  if (t == DType::UInt32 || t == DType::UInt64)
+    for (auto& v : r.span<int64_t>()) v = v < 0 ? -v : v;
+  return t == DType::Int64 ? r : r.cast(t);
+}
+
+void check_int_matmul(DType t, const Shape& a, const Shape& b, uint32_t seed) {
+  SCOPED_TRACE(std::string(dtype_name(t)) + " " + shape_str(a) + " @ " + shape_str(b));
+  bool wide = t == DType::Int64 || t == DType::UInt64;
+  std::vector<Operand> ins{{"A", wide_ints(t, a, seed, wide)}, {"B", wide_ints(t, b, seed + 1, false)}};
+  check_gpu_vs_cpu(one_node_model("MatMul", ins, {"Y"}, 13), ins, 0, 0);
+}
+
+TEST(GpuMatMul, IntegersExact) {
+  check_int_matmul(DType::Int64, {2, 7, 13}, {13, 5}, 40);
+  check_int_matmul(DType::Int64, {13}, {2, 13, 6}, 41);
+  check_int_matmul(DType::UInt64, {7, 13}, {13, 5}, 42);
+  check_int_matmul(DType::Int32, {3, 7, 13}, {3, 13, 5}, 43);
+  check_int_matmul(DType::UInt32, {7, 13}, {13}, 44);
+}
+
+TEST(GpuMatMul, Int64ValuesBeyond32Bits) {
+  // Each product is (k * 2^33 + s) * small: the sums need all 64 bits.
+  Tensor a = Tensor::from_vector<int64_t>({2, 3}, {(int64_t(1) << 40) + 3, -(int64_t(1) << 35), 7,
+                                                    int64_t(5000000000), -1, (int64_t(1) << 50)});
+  Tensor b = Tensor::from_vector<int64_t>({3, 2}, {3, -2, 1, 4, -5, 6});
+  std::vector<Operand> ins{{"A", a}, {"B", b}};
+  std::string model = one_node_model("MatMul", ins, {"Y"}, 13);
+  check_gpu_vs_cpu(model, ins, 0, 0);
+  Session gpu = Session::from_bytes(model, SessionOptions{.ep = "webgpu"});
+  Tensor y = gpu.run({{"A", a}, {"B", b}})[0];
+  int64_t e00 = ((int64_t(1) << 40) + 3) * 3 + (-(int64_t(1) << 35)) * 1 + 7 * -5;
+  int64_t e11 = int64_t(5000000000) * -2 + -1 * 4 + (int64_t(1) << 50) * 6;
+  EXPECT_EQ(y.data<int64_t>()[0], e00);
+  EXPECT_EQ(y.data<int64_t>()[3], e11);
+}
+
+// ------------------------------------------------------------------------------------------------ Gemm
+
+void check_gemm(DType t, int64_t M, int64_t K, int64_t N, bool ta, bool tb, float alpha, float beta,
+                const Shape* c_shape, uint32_t seed) {
+  SCOPED_TRACE("Gemm M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
+               " transA=" + std::to_string(ta) + " transB=" + std::to_string(tb) +
+               (c_shape ? " C " + shape_str(*c_shape) : std::string(" no C")));
+  bool integer = !dtype_is_float(t);
+  auto make = [&](const Shape& s, uint32_t sd, bool big) {
+    return integer ? wide_ints(t, s, sd, big) : random_float(t, s, sd);
+  };
+  std::vector<Operand> ins{{"A", make(ta ? Shape{K, M} : Shape{M, K}, seed, t == DType::Int64)},
+                           {"B", make(tb ? Shape{N, K} : Shape{K, N}, seed + 1, false)}};
+  if (c_shape) ins.push_back({"C", make(*c_shape, seed + 2, t == DType::Int64)});
+  std::string model = one_node_model("Gemm", ins, {"Y"}, 13, [&](onnx::NodeProto& n) {
+    set_int(n, "transA", ta);
+    set_int(n, "transB", tb);
+    set_float(n, "alpha", alpha);
+    set_float(n, "beta", beta);
+  });
+  check_gpu_vs_cpu(model, ins, integer ? 0 : 1e-4, integer ? 0 : 1e-4);
+}
+
+TEST(GpuGemm, TransposesAndBroadcastC) {
+  Shape c_full{19, 37}, c_row{37}, c_col{19, 1}, c_scalar{}, c_one{1, 1};
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) check_gemm(DType::Float32, 19, 23, 37, ta, tb, 0.5f, 2.0f, &c_full, 50 + ta * 2 + tb);
+  check_gemm(DType::Float32, 19, 23, 37, false, true, 1.0f, 1.0f, &c_row, 60);
+  check_gemm(DType::Float32, 19, 23, 37, true, false, 1.5f, -1.0f, &c_col, 61);
+  check_gemm(DType::Float32, 19, 23, 37, false, false, 1.0f, 3.0f, &c_scalar, 62);
+  check_gemm(DType::Float32, 19, 23, 37, true, true, 1.0f, 1.0f, &c_one, 63);
+  check_gemm(DType::Float32, 70, 65, 66, false, true, 1.0f, 1.0f, nullptr, 64);
+  check_gemm(DType::Float32, 5, 3, 4, false, false, 1.0f, 0.0f, &c_scalar, 65);
+  check_gemm(DType::Float16, 19, 23, 37, false, true, 1.0f, 1.0f, &c_row, 66);
+  Shape c_small{5, 6};
+  check_gemm(DType::Float32, 5, 1100, 6, true, true, 0.5f, 2.0f, &c_small, 67);  // split K
+  check_gemm(DType::Float32, 5, 1100, 6, false, false, 1.0f, 1.0f, nullptr, 68);
+}
+
+TEST(GpuGemm, IntegersExact) {
+  Shape c_row{9};
+  check_gemm(DType::Int64, 7, 13, 9, false, false, 1.0f, 1.0f, &c_row, 70);
+  check_gemm(DType::Int64, 7, 13, 9, true, true, 1.0f, 1.0f, nullptr, 71);
+  check_gemm(DType::Int32, 7, 13, 9, false, true, 1.0f, 1.0f, &c_row, 72);
+  check_gemm(DType::UInt64, 7, 13, 9, true, false, 1.0f, 1.0f, &c_row, 73);
+}
+
+// -------------------------------------------------------------------------------------- Normalizations
+
+void check_layer_norm(DType t, const Shape& x, int64_t axis, bool bias, bool stats, uint32_t seed,
+                      const Shape* scale_shape = nullptr) {
+  SCOPED_TRACE("LayerNormalization " + shape_str(x) + " axis " + std::to_string(axis));
+  int64_t a = axis < 0 ? axis + int64_t(x.size()) : axis;
+  Shape ps = scale_shape ? *scale_shape : Shape(x.begin() + a, x.end());
+  Tensor xv = random_float(DType::Float32, x, seed);
+  for (auto& v : xv.span<float>()) v = v * 3.0f + 1.5f;  // a mean and variance away from 0 / 1
+  std::vector<Operand> ins{{"X", t == DType::Float32 ? xv : xv.cast(t)}, {"Scale", random_float(t, ps, seed + 1)}};
+  if (bias) ins.push_back({"B", random_float(t, ps, seed + 2), true});
+  std::vector<std::string> outs{"Y"};
+  if (stats) outs = {"Y", "Mean", "InvStdDev"};
+  std::string model = one_node_model("LayerNormalization", ins, outs, 17, [&](onnx::NodeProto& n) {
+    set_int(n, "axis", axis);
+    set_float(n, "epsilon", 1e-3f);
+  });
+  double tol = t == DType::Float16 || t == DType::BFloat16 ? 3e-2 : 1e-4;
+  check_gpu_vs_cpu(model, ins, tol, tol);
+}
+
+TEST(GpuLayerNorm, MatchesCpu) {
+  check_layer_norm(DType::Float32, {2, 3, 65}, -1, true, true, 80);
+  check_layer_norm(DType::Float32, {2, 3, 65}, 1, true, true, 81);
+  check_layer_norm(DType::Float32, {4, 768}, -1, true, false, 82);
+  check_layer_norm(DType::Float32, {3, 1000}, 1, false, true, 83);
+  check_layer_norm(DType::Float32, {5, 7}, 0, true, true, 84);
+  check_layer_norm(DType::Float16, {3, 5, 33}, -1, true, true, 85);
+  check_layer_norm(DType::Float64, {3, 5, 33}, -2, true, true, 86);
+  Shape last{4}, one{1};
+  check_layer_norm(DType::Float32, {2, 3, 4}, 1, true, true, 87, &last);  // scale broadcast over dim 1
+  check_layer_norm(DType::Float32, {2, 3, 4}, -1, true, false, 88, &one);
+}
+
+TEST(GpuBatchNorm, Inference) {
+  for (auto [x, opset] : std::vector<std::pair<Shape, int>>{{{2, 3, 4, 5}, 15}, {{3, 4}, 15}, {{2, 5, 7}, 9}}) {
+    SCOPED_TRACE("BatchNormalization " + shape_str(x));
+    Shape c{x[1]};
+    Tensor var = random_float(DType::Float32, c, 93);
+    for (auto& v : var.span<float>()) v = v * v + 0.1f;
+    std::vector<Operand> ins{{"X", random_float(DType::Float32, x, 90)}, {"scale", random_float(DType::Float32, c, 91)},
+                             {"B", random_float(DType::Float32, c, 92)}, {"mean", random_float(DType::Float32, c, 94)},
+                             {"var", var}};
+    std::string model = one_node_model("BatchNormalization", ins, {"Y"}, opset,
+                                       [&](onnx::NodeProto& n) { set_float(n, "epsilon", 1e-2f); });
+    check_gpu_vs_cpu(model, ins);
+  }
+}
+
+TEST(GpuInstanceNorm, MatchesCpu) {
+  for (auto x : std::vector<Shape>{{2, 3, 4, 5}, {1, 4, 300}, {2, 2, 1}}) {
+    SCOPED_TRACE("InstanceNormalization " + shape_str(x));
+    Shape c{x[1]};
+    std::vector<Operand> ins{{"X", random_float(DType::Float32, x, 100)}, {"scale", random_float(DType::Float32, c, 101)},
+                             {"B", random_float(DType::Float32, c, 102)}};
+    std::string model = one_node_model("InstanceNormalization", ins, {"Y"}, 6,
+                                       [&](onnx::NodeProto& n) { set_float(n, "epsilon", 1e-3f); });
+    check_gpu_vs_cpu(model, ins);
+  }
+}
+
+}  // namespace
+}  // namespace onnxgpu

@@ -1,0 +1,325 @@
+// onnxgpu bench MODEL [run's engine and input flags] [--warmup N] [--runs N] [--time-limit S] [--json]
+//
+// Times whole Session::run calls (input upload, GPU work, output readback). Besides the latency it
+// reports what one run costs in WebGPU calls. Those counts come from counting wrappers that this
+// command puts into the Dawn function table before the session exists (the engine calls Dawn only
+// through that table): queue submits, dispatches, queue writes (upload bytes), time blocked in
+// wgpuInstanceWaitAny (GPU work + readback the host waited for) and buffer creation. The wrappers
+// cost a counter increment and, for waits, two clock reads.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "commands.h"
+#include "common.h"
+#include "runtime/compare.h"
+#include "runtime/executor.h"
+#include "webgpu/dawn.h"
+#include "webgpu/device.h"
+
+namespace onnxgpu::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// ---- Counting wrappers around the Dawn table --------------------------------------------------
+
+struct Counters {
+  uint64_t submits = 0;
+  uint64_t dispatches = 0;
+  uint64_t writes = 0;
+  uint64_t write_bytes = 0;
+  uint64_t buffers_created = 0;
+  uint64_t buffer_bytes_created = 0;
+  double wait_ms = 0;  // host time blocked in wgpuInstanceWaitAny
+};
+Counters g_count;
+webgpu::Dawn g_real;  // the original entries
+
+void hooked_submit(WGPUQueue q, size_t n, const WGPUCommandBuffer* cmds) {
+  g_count.submits++;
+  g_real.QueueSubmit(q, n, cmds);
+}
+void hooked_dispatch(WGPUComputePassEncoder pass, uint32_t x, uint32_t y, uint32_t z) {
+  g_count.dispatches++;
+  g_real.ComputePassEncoderDispatchWorkgroups(pass, x, y, z);
+}
+void hooked_write(WGPUQueue q, WGPUBuffer b, uint64_t offset, const void* data, size_t size) {
+  g_count.writes++;
+  g_count.write_bytes += size;
+  g_real.QueueWriteBuffer(q, b, offset, data, size);
+}
+WGPUWaitStatus hooked_wait(WGPUInstance inst, size_t n, WGPUFutureWaitInfo* infos, uint64_t timeout) {
+  auto t0 = Clock::now();
+  WGPUWaitStatus s = g_real.InstanceWaitAny(inst, n, infos, timeout);
+  g_count.wait_ms += ms_since(t0);
+  return s;
+}
+WGPUBuffer hooked_create_buffer(WGPUDevice dev, const WGPUBufferDescriptor* desc) {
+  WGPUBuffer b = g_real.DeviceCreateBuffer(dev, desc);
+  if (b && desc) {
+    g_count.buffers_created++;
+    g_count.buffer_bytes_created += desc->size;
+  }
+  return b;
+}
+
+// dawn() hands out a const reference to a table allocated once with `new` (not a const object), and
+// every engine call goes through that reference, so replacing entries here is seen everywhere.
+void install_hooks() {
+  static bool done = false;
+  if (done) return;
+  auto& table = const_cast<webgpu::Dawn&>(webgpu::dawn());
+  g_real = table;
+  table.QueueSubmit = hooked_submit;
+  table.ComputePassEncoderDispatchWorkgroups = hooked_dispatch;
+  table.QueueWriteBuffer = hooked_write;
+  table.InstanceWaitAny = hooked_wait;
+  table.DeviceCreateBuffer = hooked_create_buffer;
+  done = true;
+}
+
+// ---- Statistics ------------------------------------------------------------------------------
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * double(v.size() - 1);
+  size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+nlohmann::json stats(const std::vector<double>& v) {
+  if (v.empty()) return nullptr;
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {{"min", *std::min_element(v.begin(), v.end())},
+          {"median", quantile(v, 0.5)},
+          {"mean", sum / double(v.size())},
+          {"p90", quantile(v, 0.9)},
+          {"max", *std::max_element(v.begin(), v.end())}};
+}
+
+// The process's peak resident set: VmHWM (ru_maxrss would also count the parent's peak before exec).
+double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+nlohmann::json plan_json(const PlanReport& p) {
+  nlohmann::json fallbacks = nlohmann::json::array();
+  for (const auto& f : p.fallbacks) fallbacks.push_back({{"node", f.node}, {"op", f.op}, {"reason", f.reason}, {"dtypes", f.dtypes}});
+  return {{"ep", p.ep},
+          {"signature", p.signature},
+          {"nodes", p.nodes},
+          {"gpu_nodes", p.gpu_nodes},
+          {"cpu_nodes", p.cpu_nodes},
+          {"folded_nodes", p.folded_nodes},
+          {"segments", p.segments},
+          {"dispatches", p.dispatches},
+          {"captured", p.captured},
+          {"replayed", p.replayed},
+          {"whole_graph_fallback", p.whole_graph_fallback},
+          {"fallbacks", fallbacks},
+          {"int64", {{"strategy", p.int64_strategy}, {"tensors", p.int64_tensors}, {"on_gpu", p.int64_on_gpu}}},
+          {"gpu_buffer_bytes", p.gpu_buffer_bytes}};
+}
+
+// Median time to read every output back on its own: one copy into a staging buffer per output, one
+// submit, one map, on the session's device (the same path as the read at the end of a run). Run
+// minus this is the run's device-side part (plus upload and host work).
+double readback_only_ms(const std::vector<Tensor>& outs, int repeats) {
+  auto dev = runtime::shared_device();
+  std::vector<webgpu::Buffer> bufs;
+  std::vector<std::vector<std::byte>> host;
+  std::vector<webgpu::ReadRequest> reads;
+  for (const auto& t : outs) {
+    uint64_t bytes = std::max<uint64_t>(t.nbytes(), 4);
+    bufs.push_back(dev->acquire(bytes));
+    host.emplace_back(bytes);
+  }
+  for (size_t i = 0; i < bufs.size(); ++i) reads.push_back({bufs[i].get(), 0, host[i].size(), host[i].data()});
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = Clock::now();
+    dev->read(reads);
+    ms.push_back(ms_since(t0));
+  }
+  for (auto& b : bufs) dev->recycle(std::move(b));
+  return quantile(ms, 0.5);
+}
+
+struct BenchFlags {
+  std::string model;
+  EngineFlags engine;
+  InputFlags in;
+  int warmup = 3;
+  int runs = 10;
+  int readback_repeats = 20;
+  double time_limit_s = 0;  // 0: none
+  bool json = false;
+  double rtol = 1e-3, atol = 1e-5;
+};
+
+void bench_command(const BenchFlags& f) {
+  SessionOptions options = f.engine.options();
+  const bool gpu = options.ep == "webgpu";
+  if (gpu) install_hooks();
+
+  auto t_create = Clock::now();
+  Session session(f.model, options);
+  double load_ms = ms_since(t_create);
+  auto feeds = f.in.feeds(session);
+  auto t_first = Clock::now();
+  std::vector<Tensor> outs = session.run(feeds);
+  double first_run_ms = ms_since(t_first);
+  const double session_create_ms = load_ms + first_run_ms;  // load + plan + first run (input generation excluded)
+  PlanReport first_plan = session.last_plan();
+
+  // --time-limit: warmup and timed runs stop once it is spent (at least one timed run is kept).
+  auto t_loop = Clock::now();
+  auto over_time = [&] { return f.time_limit_s > 0 && ms_since(t_loop) > f.time_limit_s * 1000.0; };
+  int warmup_done = 0;
+  for (; warmup_done < f.warmup && !over_time(); ++warmup_done) outs = session.run(feeds);
+
+  std::vector<double> ms, wait_ms, host_ms, submits, dispatches, write_bytes;
+  bool time_limited = warmup_done < f.warmup;
+  for (int i = 0; i < std::max(1, f.runs); ++i) {
+    if (i > 0 && over_time()) {
+      time_limited = true;
+      break;
+    }
+    Counters before = g_count;
+    auto t0 = Clock::now();
+    outs = session.run(feeds);
+    double run_ms = ms_since(t0);
+    ms.push_back(run_ms);
+    double w = g_count.wait_ms - before.wait_ms;
+    wait_ms.push_back(w);
+    host_ms.push_back(run_ms - w);
+    submits.push_back(double(g_count.submits - before.submits));
+    dispatches.push_back(double(g_count.dispatches - before.dispatches));
+    write_bytes.push_back(double(g_count.write_bytes - before.write_bytes));
+  }
+  const PlanReport& plan = session.last_plan();
+
+  nlohmann::json j;
+  j["harness"] = "onnxgpu bench";
+  j["model"] = f.model;
+  j["ep"] = options.ep;
+  j["capture"] = gpu && options.capture;
+  j["int64_strategy"] = plan.int64_strategy;
+  j["inputs"] = nlohmann::json::array();
+  for (const auto& info : session.inputs()) {
+    const Tensor& t = feeds.at(info.name);
+    j["inputs"].push_back({{"name", info.name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()}});
+  }
+  j["warmup"] = warmup_done;
+  j["runs"] = ms.size();
+  j["runs_requested"] = f.runs;
+  j["time_limited"] = time_limited;
+  j["latency_scope"] = "Session::run: input upload, GPU work (or CPU reference), output readback into host tensors";
+  j["latency_ms"] = stats(ms);
+  j["run_ms"] = ms;
+  j["load_ms"] = load_ms;
+  j["first_run_ms"] = first_run_ms;
+  j["session_create_ms"] = session_create_ms;
+  j["dispatches_per_run"] = gpu ? plan.dispatches : 0;
+  j["submits_per_run"] = gpu ? quantile(submits, 0.5) : 0;
+  j["plan"] = plan_json(plan);
+  j["first_plan_replayed"] = first_plan.replayed;
+  j["peak_rss_mb"] = peak_rss_mb();
+  j["gpu_buffer_bytes"] = gpu ? plan.gpu_buffer_bytes : 0;
+  if (gpu) {
+    double rb = readback_only_ms(outs, f.readback_repeats);
+    j["readback_only_ms_median"] = rb;
+    j["device_ms_median"] = quantile(ms, 0.5) - rb;
+    j["counted"] = {
+        {"submits_per_run", quantile(submits, 0.5)},
+        {"dispatches_per_run", quantile(dispatches, 0.5)},
+        {"upload_bytes_per_run", quantile(write_bytes, 0.5)},
+        {"wait_ms", stats(wait_ms)},
+        {"host_ms", stats(host_ms)},
+        {"buffers_created", g_count.buffers_created},
+        {"buffer_bytes_created", g_count.buffer_bytes_created},
+    };
+  } else {
+    j["readback_only_ms_median"] = nullptr;
+    j["device_ms_median"] = nullptr;
+  }
+  j["outputs"] = nlohmann::json::array();
+  for (size_t i = 0; i < outs.size(); ++i) j["outputs"].push_back(tensor_summary(session.outputs()[i].name, outs[i]));
+  std::vector<Tensor> expected = f.in.expected_outputs();
+  if (!expected.empty()) {
+    bool passed = expected.size() == outs.size();
+    double max_abs = 0;
+    std::string why = passed ? "" : "the data set has " + std::to_string(expected.size()) + " outputs, the model " +
+                                        std::to_string(outs.size());
+    for (size_t k = 0; k < expected.size() && k < outs.size(); ++k) {
+      auto c = runtime::compare_tensors(outs[k], expected[k], {f.rtol, f.atol});
+      max_abs = std::max(max_abs, c.max_abs_diff);
+      if (!c.passed && passed) {
+        passed = false;
+        why = "output '" + session.outputs()[k].name + "': " + c.message;
+      }
+    }
+    j["compare"] = {{"passed", passed}, {"max_abs_diff", max_abs}};
+    if (!passed) j["compare"]["reason"] = why;
+  }
+
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  auto st = j["latency_ms"];
+  std::printf("%s  ep=%s capture=%s  runs=%zu warmup=%d%s\n", f.model.c_str(), options.ep.c_str(),
+              j["capture"].get<bool>() ? "on" : "off", ms.size(), warmup_done, time_limited ? " (time limit)" : "");
+  std::printf("latency ms: median %.3f  min %.3f  max %.3f\n", st["median"].get<double>(), st["min"].get<double>(),
+              st["max"].get<double>());
+  std::printf("session create %.1f ms (load %.1f, first run %.1f)  peak RSS %.1f MB\n", session_create_ms, load_ms,
+              first_run_ms, j["peak_rss_mb"].get<double>());
+  std::printf("plan: %d nodes, %d gpu, %d cpu, %d folded, %d segments, %d dispatches, captured %s\n", plan.nodes,
+              plan.gpu_nodes, plan.cpu_nodes, plan.folded_nodes, plan.segments, plan.dispatches,
+              plan.captured ? "yes" : "no");
+  if (gpu)
+    std::printf("per run: %.0f submits, %.0f dispatches counted, %.3f ms waiting, readback alone %.3f ms\n",
+                quantile(submits, 0.5), quantile(dispatches, 0.5), quantile(wait_ms, 0.5),
+                j["readback_only_ms_median"].get<double>());
+  if (j.contains("compare"))
+    std::printf("compare with the data set: %s (max abs diff %g)\n", j["compare"]["passed"].get<bool>() ? "passed" : "FAILED",
+                j["compare"]["max_abs_diff"].get<double>());
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  auto* cmd = app.add_subcommand("bench", "time whole runs of a model (upload, GPU work, readback)");
+  cmd->add_option("model", f->model, "model.onnx")->required();
+  f->engine.add_to(cmd);
+  f->in.add_to(cmd);
+  cmd->add_option("--warmup", f->warmup, "untimed runs after the first run")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--runs", f->runs, "timed runs")->check(CLI::PositiveNumber);
+  cmd->add_option("--readback-repeats", f->readback_repeats, "repeats of the readback-only measurement")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--time-limit", f->time_limit_s, "stop warmup and timed runs after this many seconds (>= 1 timed run)");
+  cmd->add_option("--rtol", f->rtol, "relative tolerance when comparing with --data-set outputs");
+  cmd->add_option("--atol", f->atol, "absolute tolerance when comparing with --data-set outputs");
+  cmd->add_flag("--json", f->json, "JSON output");
+  cmd->callback([f] { bench_command(*f); });
+}
+
+}  // namespace onnxgpu::tools
