@@ -760,6 +760,63 @@ std::vector<Case> build() {
           .note("Upsample-9 (deprecated since opset 10)"));
   add(B("Upsample", "linear").opset(9).only(kFloats).x("X", {1, 1, 2, 3}).k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}))
           .s("mode", "linear").tol(10).note("linear: float types only here (the nearest case covers every type)"));
+
+  // -- Larger shapes -----------------------------------------------------------------------------------------
+  // Rows longer than a workgroup, outputs of many workgroups, tiles cut by the edges: the multi-pass
+  // paths of the kernels, for float32 and the 64-bit integers (the pipelines are mostly the ones above:
+  // sizes are uniforms).
+  family = "large";
+  const std::vector<DType> kBig = {DType::Float32, DType::Int64, DType::UInt64};
+  add(B("Add", "large, broadcast").quick(kBig).x("A", {300, 257}).x("B", {257}));
+  add(B("Where", "large").quick(kBig).f("condition", DType::Bool, {300, 1}).x("X", {300, 257}).x("Y", {257}));
+  add(B("Cast", "large, to int64").tp("T1").quick({DType::Float32, DType::UInt64}).xg("input", {300, 257}, cast_input(DType::Int64))
+          .i("to", int64_t(DType::Int64)));
+  add(B("ReduceSum", "large rows").quick(kBig).x("data", {3, 1000}).k("axes", i64v({1})));
+  add(B("ReduceSum", "large, all axes").quick(kBig).x("data", {40, 50, 3}));
+  add(B("ReduceSum", "large, axis 0").quick(kBig).x("data", {999, 3}).k("axes", i64v({0})));
+  add(B("ReduceMax", "large rows").quick(kBig).x("data", {3, 1000}).ints("axes", {1}));
+  add(B("ReduceMin", "large, all axes").quick(kBig).x("data", {40, 50, 3}).i("keepdims", 0));
+  add(B("ReduceMean", "large rows").quick(kBig).x("data", {4, 999}).ints("axes", {-1}).tol(10));
+  add(B("ReduceSumSquare", "large rows").quick(kBig).x("data", {3, 1000}).ints("axes", {1}).tol(10));
+  add(B("ArgMax", "large rows, ties").quick(kBig).x("data", {3, 1000}, Dom::Tricky).i("axis", 1));
+  add(B("ArgMin", "large rows, last index").quick(kBig).x("data", {3, 1000}, Dom::Tricky).i("axis", 1).i("select_last_index", 1));
+  add(B("ArgMax", "large, axis 0").quick(kBig).x("data", {700, 3}, Dom::Tricky));
+  add(B("CumSum", "large rows").quick(kBig).x("x", {2, 700}).k("axis", Tensor::scalar<int64_t>(1)).tol(10));
+  add(B("CumSum", "large, exclusive reverse, axis 0").quick(kBig).x("x", {700, 3}).k("axis", Tensor::scalar<int64_t>(0))
+          .i("exclusive", 1).i("reverse", 1).tol(10));
+  add(B("TopK", "large rows").quick(kBig).x("X", {2, 700}).k("K", i64v({7})).outs(2));
+  add(B("TopK", "large, axis 0, smallest, ties").quick(kBig).x("X", {700, 2}, Dom::Tricky).k("K", i64v({5})).i("axis", 0)
+          .i("largest", 0).outs(2));
+  add(B("Softmax", "large rows").x("input", {2, 700}).tol(10).quick({DType::Float32, DType::Float16}));
+  add(B("LogSoftmax", "large rows").x("input", {2, 700}).tol(10).quick({DType::Float32, DType::Float16}));
+  add(B("Hardmax", "large rows, ties").x("input", {2, 700}, Dom::Tricky).quick({DType::Float32, DType::Float16}));
+  add(B("LayerNormalization", "large rows").x("X", {2, 700}).x("Scale", {700}).x("B", {700}).tol(10)
+          .quick({DType::Float32, DType::Float16}));
+  add(B("InstanceNormalization", "large").x("input", {1, 3, 30, 30}).x("scale", {3}).x("B", {3}).tol(10)
+          .quick({DType::Float32, DType::Float16}));
+  add(B("MatMul", "large, edge tiles").quick({DType::Float32, DType::Int64, DType::UInt64, DType::Int32}).x("A", {70, 40})
+          .x("B", {40, 65}).tol(10));
+  add(B("MatMul", "large, batched").quick({DType::Float32, DType::Int64}).x("A", {3, 17, 33}).x("B", {3, 33, 19}).tol(10));
+  add(B("Gemm", "large, transB").quick({DType::Float32, DType::Int64}).x("A", {70, 40}).x("B", {65, 40}).x("C", {65})
+          .i("transB", 1).tol(10));
+  add(B("Conv", "16 output channels").x("X", {1, 4, 9, 9}).x("W", {16, 4, 3, 3}).x("B", {16}).ints("pads", {1, 1, 1, 1}).tol(10)
+          .quick({DType::Float32, DType::Float16}).note("the tiled implicit-GEMM path (>= 16 output channels)"));
+  add(B("Conv", "32 output channels, stride 2").x("X", {2, 8, 11, 11}).x("W", {32, 8, 3, 3}).ints("strides", {2, 2}).tol(10)
+          .quick({DType::Float32, DType::Float64}));
+  add(B("MaxPool", "large").x("X", {1, 3, 40, 40}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})
+          .quick({DType::Float32, DType::Int8}));
+  add(B("GlobalAveragePool", "large").x("X", {1, 3, 40, 40}).tol(10).quick({DType::Float32, DType::Float16}));
+  add(B("Gather", "large").quick(kBig).x("data", {300, 5}).fg("indices", DType::Int64, {400}, ints_in(-300, 299)));
+  add(B("GatherElements", "large").quick(kBig).x("data", {300, 4}).fg("indices", DType::Int64, {300, 4}, ints_in(-300, 299)));
+  add(B("ScatterElements", "large").quick(kBig).x("data", {300, 4}).fg("indices", DType::Int64, {300, 4}, distinct_rows(300))
+          .x("updates", {300, 4}));
+  add(B("ScatterND", "large, add").quick(kBig).x("data", {300, 3}).fg("indices", DType::Int64, {500, 1}, ints_in(-300, 299))
+          .x("updates", {500, 3}).s("reduction", "add"));
+  add(B("Transpose", "large").quick(kBig).x("data", {33, 70, 3}).ints("perm", {1, 2, 0}));
+  add(B("Concat", "large").quick(kBig).x("a", {200, 3}).x("b", {300, 3}).i("axis", 0));
+  add(B("Pad", "large, reflect").quick(kBig).x("data", {100, 30}).k("pads", i64v({5, 7, 9, 11})).s("mode", "reflect"));
+  add(B("Resize", "large, nearest").tp("T1").quick(kBig).x("X", {1, 1, 40, 50}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2})));
+  add(B("Expand", "large").quick(kBig).x("input", {300, 1}).k("shape", i64v({300, 257})));
   return v;
 }
 

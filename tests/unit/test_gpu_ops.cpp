@@ -12,10 +12,16 @@
 //
 // Run: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json XDG_RUNTIME_DIR=/tmp \
 //        build/tests/unit_tests --gtest_filter='GpuOps*'
-// One gtest per group of cases (GpuOps/GpuOpsTypes.AdmittedDtypes/<family>, e.g. .../indexing);
-// ONNXGPU_GPU_OPS=Pow,Gather narrows the run to the cases whose name contains one of the strings.
+// One gtest per group of cases (GpuOps/GpuOpsTypes.AdmittedDtypes/<family>, e.g. .../indexing), so
+// ctest runs the groups in parallel. Environment:
+//   ONNXGPU_GPU_OPS=Pow,Gather   only the cases whose name contains one of the strings
+//   ONNXGPU_GPU_OPS_ALL=1        every admitted dtype also for the cases that default to a few (Case::quick:
+//                                extra cases of kernels that take seconds to compile on SwiftShader)
+//   ONNXGPU_GPU_OPS_TIMES=1      the record and replay time of every (case, dtype)
 // Without a WebGPU adapter the GPU tests fail, naming why, unless ONNXGPU_SKIP_GPU_TESTS=1 (then they skip).
 // The dtypes each case ran with are printed as a table at the end.
+// Cases with Case::second_run_fails replay with an invalid second value set (an int64 index of 2^32 + 1):
+// the CPU and the GPU replay must both fail, and the GPU session must run the first values afterwards.
 #include <gtest/gtest.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
