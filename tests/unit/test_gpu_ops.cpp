@@ -61,6 +61,16 @@ struct AllowedFallback {
   std::string reason;
 };
 const std::vector<AllowedFallback> kAllowedFallbacks = {
+    // Not yet on the GPU for integer inputs (the float kernels would not match the CPU's integer results).
+    {"Erf", DType::Int8, "Erf on integers"}, {"Erf", DType::Int16, "Erf on integers"},
+    {"Erf", DType::Int32, "Erf on integers"}, {"Erf", DType::Int64, "Erf on integers"},
+    {"Erf", DType::UInt8, "Erf on integers"}, {"Erf", DType::UInt16, "Erf on integers"},
+    {"Erf", DType::UInt32, "Erf on integers"}, {"Erf", DType::UInt64, "Erf on integers"},
+    {"Shrink", DType::Int8, "Shrink on integers"}, {"Shrink", DType::Int16, "Shrink on integers"},
+    {"Shrink", DType::Int32, "Shrink on integers"}, {"Shrink", DType::Int64, "Shrink on integers"},
+    {"Shrink", DType::UInt8, "Shrink on integers"}, {"Shrink", DType::UInt16, "Shrink on integers"},
+    {"Shrink", DType::UInt32, "Shrink on integers"}, {"Shrink", DType::UInt64, "Shrink on integers"},
+    {"BitShift", DType::UInt64, "64-bit shifts are not in the shader layer yet"},
     // alpha and beta are floats; integer Gemm scales by them only on the CPU.
     {"Gemm[alpha 2 beta 3]", DType::Int32, "integer Gemm with alpha or beta other than 1"},
     {"Gemm[alpha 2 beta 3]", DType::UInt32, "integer Gemm with alpha or beta other than 1"},

@@ -143,6 +143,10 @@ void pow_kernel(GpuKernelContext& ctx) {
     return;
   }
   if (t == DType::Bool) ctx.unsupported("bool base");
+  if (dtype_is_float(ctx.dtype(1))) {  // a float exponent: computed in floating point, then truncated (as the CPU)
+    binary(ctx, "Pow", "from_f32_$a(pow_f32(to_f32_$a(a), to_f32_$b(b)))", t, kPow);
+    return;
+  }
   // Integer base: repeated squaring with the exponent taken as an integer (negative -> 0 unless |base| is 1).
   std::string decl = R"(
 fn ipow(base: a_t, e_in: w64) -> a_t {

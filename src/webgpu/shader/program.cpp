@@ -44,6 +44,12 @@ fn f32_to_f64(f: f32) -> vec2<u32> {
   if (e == 255u) { return vec2<u32>(m << 29u, sgn | 0x7ff00000u | (m >> 3u)); }
   return vec2<u32>(m << 29u, sgn | ((e + 896u) << 20u) | (m >> 3u));
 }
+// float16 bits of v; pack2x16float is undefined beyond the float16 range, so inf/NaN are explicit.
+fn f16_bits(v: f32) -> u32 {
+  if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) { return 0x7e00u; }
+  if (abs(v) >= 65520.0) { return select(0x7c00u, 0xfc00u, v < 0.0); }
+  return pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu;
+}
 fn bf16_from_f32(f: f32) -> u32 {
   let u = bitcast<u32>(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) { return (u >> 16u) | 0x40u; }
@@ -186,7 +192,7 @@ std::string Program::accessors(const TensorDecl& t) const {
     if (sub_word) {
       std::string bits;
       switch (t.dtype) {
-        case DType::Float16: bits = "pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu"; break;
+        case DType::Float16: bits = "f16_bits(v)"; break;
         case DType::BFloat16: bits = "bf16_from_f32(v)"; break;
         case DType::Int8: case DType::Int16: bits = "bitcast<u32>(v)"; break;
         case DType::Bool: bits = "select(0u, 1u, v != 0u)"; break;
