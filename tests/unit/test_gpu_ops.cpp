@@ -56,7 +56,7 @@ using namespace gpu_op_cases;
 // Cases whose GPU kernel deliberately declines an admitted dtype, with the reason. Keep this short:
 // every entry is a hole in "the GPU handles every admitted type".
 struct AllowedFallback {
-  std::string case_name;  // Case::name()
+  std::string case_name;  // Case::name(), or the op for every case of it
   DType dtype;            // Undefined: every dtype
   std::string reason;
 };
@@ -80,7 +80,7 @@ const std::vector<AllowedFallback> kAllowedFallbacks = {
 
 const AllowedFallback* allowed_fallback(const Case& c, DType t) {
   for (const auto& a : kAllowedFallbacks)
-    if (a.case_name == c.name() && (a.dtype == DType::Undefined || a.dtype == t)) return &a;
+    if ((a.case_name == c.name() || a.case_name == c.op) && (a.dtype == DType::Undefined || a.dtype == t)) return &a;
   return nullptr;
 }
 
