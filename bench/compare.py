@@ -46,8 +46,8 @@ GL_PACKAGES = ["libvulkan1", "libglvnd0", "libegl1", "libgl1", "libglx0", "libop
 
 DEFAULTS = {  # per profile: model size, timed runs, warmup runs, rounds, per-process time limit (s)
     # SwiftShader compiles shaders slowly (10-30 s per peer process here): one round fits in 10 minutes.
-    "swiftshader": dict(size="tiny", runs=3, warmup=1, rounds=1, time_limit=20, deadline=500),
-    "h200": dict(size="full", runs=30, warmup=5, rounds=2, time_limit=15, deadline=470),
+    "swiftshader": dict(size="tiny", runs=3, warmup=1, rounds=1, time_limit=20, deadline=500, gpu_profile=0),
+    "h200": dict(size="full", runs=30, warmup=5, rounds=2, time_limit=15, deadline=470, gpu_profile=5),
 }
 
 # (label, engine, args); pairs are compared as onnxgpu / peer.
@@ -332,7 +332,8 @@ def bench_pair(r, rnd, pair, model, model_path, data_dir, dims):
                  "--time-limit", str(a.time_limit), "--json"] + TOL
     common_peer = ["--input-dir", data_dir, "--ref-dir", data_dir, "--warmup", str(a.warmup), "--runs",
                    str(a.runs), "--json"] + TOL
-    r.run("onnxgpu", model, pair, rnd, [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + common_og)
+    prof = ["--profile", str(a.gpu_profile)] if a.gpu_profile and pair == "capture" and rnd == 1 else []
+    r.run("onnxgpu", model, pair, rnd, [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + common_og + prof)
     peer_args = PEER_CONFIGS[pair] + (dims_args(dims) if pair == "capture" else [])
     r.run("peer", model, pair, rnd, [r.peer, model_path] + peer_args + common_peer)
 
@@ -520,12 +521,12 @@ def build_report(meta, recs, doc_path, chart_path, command):
     L.append("| model | what | parameters | file | sha256 | dims (this profile) |")
     L.append("|---|---|---|---|---|---|")
     for name in models:
-        info = (meta.get("manifest") or {}).get(name, {})
+        info = (meta.get("manifest") or {}).get(make_models.case_model(name), {})
         L.append(f"| {name} | {info.get('description', '')} ({json.dumps(info.get('config', {}))}) | "
                  f"{info.get('parameters', 0) / 1e6:.2f}M | {info.get('bytes', 0) / 2**20:.1f} MiB | "
                  f"{info.get('model_sha256', '')[:12]}"
-                 + ((" (same as where the bundle was made)" if ref_sha[name] == info.get("model_sha256")
-                     else " (**differs** from where the bundle was made)") if name in ref_sha else "") + " | "
+                 + ((" (same as where the bundle was made)" if ref_sha[make_models.case_model(name)] == info.get("model_sha256")
+                     else " (**differs** from where the bundle was made)") if make_models.case_model(name) in ref_sha else "") + " | "
                  f"{json.dumps((meta.get('dims') or {}).get(name, {}))} |")
     L.append("")
 
@@ -570,6 +571,29 @@ def build_report(meta, recs, doc_path, chart_path, command):
                      f"{fmt(A.get('dispatches'), 0)} / {fmt(A.get('submits'), 0)} | {fmt_bytes(A.get('upload_bytes'))} | "
                      f"{plan_str(A.get('plan'))} | {placement_str(B)} |")
     L.append("")
+
+    prof_rows = []
+    for name in models:
+        for x in recs:
+            j = x.get("result") or {}
+            if x["engine"] == "onnxgpu" and x["model"] == name and x["config"] == "capture" and "profile" in j:
+                p = j["profile"]
+                if "skipped" in p:
+                    prof_rows.append(f"| {name} | skipped: {str(p['skipped'])[:120]} | | |")
+                else:
+                    ops = ", ".join(f"{o['op']} {fmt(o['gpu_ms'])} ({100 * o['share']:.0f}%, {o['dispatches']})"
+                                    for o in p["by_op"][:6])
+                    prof_rows.append(f"| {name} | {fmt(p['gpu_ms_per_run'])} | {fmt((j.get('latency_ms') or {}).get('median'))} | {ops} |")
+                break
+    if prof_rows:
+        L.append("## Where onnxgpu's GPU time goes (capture)\n")
+        L.append("`onnxgpu bench --profile N`: a second session times every dispatch with GPU timestamp queries (each "
+                 "dispatch in a compute pass of its own, so the sum is an upper bound of the captured run's GPU time); "
+                 "mean over N runs. Per op type: GPU ms per run (share, dispatches per run).\n")
+        L.append("| model | GPU ms per run (sum of dispatches) | whole run median ms | op types, slowest first |")
+        L.append("|---|---|---|---|")
+        L += prof_rows
+        L.append("")
 
     L.append("## Session creation and memory\n")
     L.append("create = model load (onnxgpu `Session` constructor) / `CreateSession` (peer); first run includes "
@@ -761,7 +785,10 @@ def main():
     ap.add_argument("--profile", choices=sorted(DEFAULTS), default=None,
                     help="swiftshader (default without a GPU) or h200 (default with one)")
     ap.add_argument("--size", choices=sorted(make_models.SIZES), help="model size (default: the profile's)")
-    ap.add_argument("--models", default=",".join(make_models.MODEL_NAMES), help="comma-separated subset")
+    ap.add_argument("--models", default=",".join(make_models.CASE_NAMES),
+                    help="comma-separated subset of the cases (a case = a model file at the profile's dims)")
+    ap.add_argument("--gpu-profile", type=int, help="onnxgpu bench --profile N in the first capture round: GPU "
+                    "time per op type from timestamp queries (0: off)")
     ap.add_argument("--configs", default=",".join(PAIRS), help="comma-separated subset of " + ",".join(PAIRS))
     ap.add_argument("--runs", type=int)
     ap.add_argument("--warmup", type=int)
@@ -816,7 +843,7 @@ def main():
 
     # Models and inputs.
     skel_dir = os.path.join(a.models_root, "skel", a.size)
-    if not all(os.path.exists(os.path.join(skel_dir, m + ".onnx")) for m in make_models.MODEL_NAMES):
+    if not all(os.path.exists(os.path.join(skel_dir, m + ".onnx")) for m in make_models.MODEL_NAMES):  # model files
         make_models.export(a.size, a.models_root)
     make_models.inflate(a.size, a.models_root)
     make_models.make_inputs(a.size, a.profile, a.models_root)
@@ -836,7 +863,7 @@ def main():
         f.write(json.dumps(meta) + "\n")
     log(f"profile {a.profile}, size {a.size}, raw results -> {a.raw}")
     r = Runner(a, a.onnxgpu, a.peer, env, a.raw)
-    path = {m: os.path.join(a.models_root, a.size, m + ".onnx") for m in models}
+    path = {m: os.path.join(a.models_root, a.size, make_models.case_model(m) + ".onnx") for m in models}
     data = {m: os.path.join(a.models_root, a.size, "inputs", a.profile, m) for m in models}
     for m in models:
         if not r.over_deadline():

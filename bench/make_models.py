@@ -47,13 +47,23 @@ SIZES = {
 GPT2_CTX, BERT_CTX = 1024, 512
 
 MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn"]
+# Benchmark cases: a model file run at the dims of PROFILES[profile][case]. A case named like a model
+# uses that model; the others name theirs here.
+CASE_MODEL = {"gpt2_s16": "gpt2"}
+CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "cnn"]
+
+
+def case_model(case):
+    return CASE_MODEL.get(case, case)
+
 
 # Dimension values per profile and model (symbolic dims of the exported models).
 PROFILES = {
     "swiftshader": {
         "mlp": {"batch": 4},
         "int64_embedding": {"batch": 1, "seq": 16},
-        "gpt2": {"batch": 1, "seq": 16},
+        "gpt2_s16": {"batch": 1, "seq": 16},
+        "gpt2": {"batch": 1, "seq": 32},
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 15},
         "bert": {"batch": 1, "seq": 16},
         "cnn": {"batch": 1, "height": 32, "width": 32},
@@ -61,6 +71,7 @@ PROFILES = {
     "h200": {
         "mlp": {"batch": 16},
         "int64_embedding": {"batch": 1, "seq": 128},
+        "gpt2_s16": {"batch": 1, "seq": 16},
         "gpt2": {"batch": 1, "seq": 128},
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 127},
         "bert": {"batch": 1, "seq": 128},
@@ -481,8 +492,8 @@ def make_inputs(size, profile, root, force=False):
     import onnx
     from onnx import numpy_helper
 
-    for name in MODEL_NAMES:
-        model_path = os.path.join(root, size, name + ".onnx")
+    for name in CASE_NAMES:
+        model_path = os.path.join(root, size, case_model(name) + ".onnx")
         out_dir = os.path.join(root, size, "inputs", profile, name)
         dims = PROFILES[profile][name]
         stamp = os.path.join(out_dir, "dims.json")
@@ -492,7 +503,8 @@ def make_inputs(size, profile, root, force=False):
         os.makedirs(out_dir, exist_ok=True)
         rs = np.random.RandomState(zlib.crc32((profile + "/" + name).encode()) & 0x7FFFFFFF)
         for k, vi in enumerate(graph_inputs(m)):
-            arr = make_input(name, vi, input_shape(vi, dims), dims, rs, model_config(name, size).get("vocab"))
+            arr = make_input(case_model(name), vi, input_shape(vi, dims), dims, rs,
+                         model_config(case_model(name), size).get("vocab"))
             with open(os.path.join(out_dir, f"input_{k}.pb"), "wb") as f:
                 f.write(numpy_helper.from_array(arr, vi.name).SerializeToString())
         with open(stamp, "w") as f:

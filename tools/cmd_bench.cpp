@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "commands.h"
 #include "common.h"
@@ -171,8 +172,42 @@ struct BenchFlags {
   int readback_repeats = 20;
   double time_limit_s = 0;  // 0: none
   bool json = false;
+  int profile_runs = 0;  // > 0: a second session times every dispatch (GPU timestamps)
   double rtol = 1e-3, atol = 1e-5;
 };
+
+// GPU time per op type and the slowest nodes, from a session with SessionOptions::profile.
+nlohmann::json profile_json(const std::string& model, SessionOptions options,
+                            const std::unordered_map<std::string, Tensor>& feeds, int runs) {
+  options.profile = true;
+  Session session(model, options);
+  session.run(feeds);  // plans and records; not counted
+  session.reset_profile();
+  for (int i = 0; i < runs; ++i) session.run(feeds);
+  Profile p = session.profile();
+  std::map<std::string, std::pair<double, int>> by_op;  // op -> (ms, dispatches)
+  for (const auto& n : p.nodes) {
+    by_op[n.op].first += n.gpu_ms;
+    by_op[n.op].second += n.dispatches;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> ops(by_op.begin(), by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  nlohmann::json j;
+  j["runs"] = p.runs;
+  j["gpu_ms_per_run"] = p.gpu_ms;
+  j["scope"] = "sum of per-dispatch GPU timestamps (each dispatch in a pass of its own), mean per run";
+  j["by_op"] = nlohmann::json::array();
+  for (const auto& [op, v] : ops)
+    j["by_op"].push_back({{"op", op}, {"gpu_ms", v.first}, {"dispatches", v.second},
+                          {"share", p.gpu_ms > 0 ? v.first / p.gpu_ms : 0}});
+  std::vector<NodeTiming> nodes = p.nodes;
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
+  j["top_nodes"] = nlohmann::json::array();
+  for (size_t i = 0; i < nodes.size() && i < 15; ++i)
+    j["top_nodes"].push_back({{"node", nodes[i].node}, {"op", nodes[i].op}, {"gpu_ms", nodes[i].gpu_ms},
+                              {"dispatches", nodes[i].dispatches}});
+  return j;
+}
 
 void bench_command(const BenchFlags& f) {
   SessionOptions options = f.engine.options();
@@ -280,6 +315,14 @@ void bench_command(const BenchFlags& f) {
     if (!passed) j["compare"]["reason"] = why;
   }
 
+  if (gpu && f.profile_runs > 0) {
+    try {
+      j["profile"] = profile_json(f.model, options, feeds, f.profile_runs);
+    } catch (const Error& e) {
+      j["profile"] = {{"skipped", e.what()}};
+    }
+  }
+
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return;
@@ -298,6 +341,15 @@ void bench_command(const BenchFlags& f) {
     std::printf("per run: %.0f submits, %.0f dispatches counted, %.3f ms waiting, readback alone %.3f ms\n",
                 quantile(submits, 0.5), quantile(dispatches, 0.5), quantile(wait_ms, 0.5),
                 j["readback_only_ms_median"].get<double>());
+  if (j.contains("profile") && j["profile"].contains("skipped")) {
+    std::printf("profile skipped: %s\n", j["profile"]["skipped"].get<std::string>().c_str());
+  } else if (j.contains("profile")) {
+    const auto& p = j["profile"];
+    std::printf("GPU time per run (timestamps, %d runs): %.3f ms\n", p["runs"].get<int>(), p["gpu_ms_per_run"].get<double>());
+    for (const auto& o : p["by_op"])
+      std::printf("  %-24s %9.3f ms  %5.1f%%  %d dispatches\n", o["op"].get<std::string>().c_str(),
+                  o["gpu_ms"].get<double>(), 100 * o["share"].get<double>(), o["dispatches"].get<int>());
+  }
   if (j.contains("compare"))
     std::printf("compare with the data set: %s (max abs diff %g)\n", j["compare"]["passed"].get<bool>() ? "passed" : "FAILED",
                 j["compare"]["max_abs_diff"].get<double>());
@@ -319,6 +371,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--rtol", f->rtol, "relative tolerance when comparing with --data-set outputs");
   cmd->add_option("--atol", f->atol, "absolute tolerance when comparing with --data-set outputs");
   cmd->add_flag("--json", f->json, "JSON output");
+  cmd->add_option("--profile", f->profile_runs,
+                  "then time every GPU dispatch over N runs of a second session (GPU timestamps): time per op type")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([f] { bench_command(*f); });
 }
 

@@ -15,6 +15,10 @@ struct SessionOptions {
   std::string ep = "webgpu";  // "webgpu" or "cpu"
   bool capture = true;        // record GPU work once per input-shape signature, replay it after
   Int64Policy int64;
+  // Time every GPU dispatch with timestamp queries (adapters with TimestampQuery): each dispatch
+  // runs in a compute pass of its own and each segment waits for its timestamps, so runs are
+  // slower. Read the result with Session::profile(). Config entry "onnxgpu.profile".
+  bool profile = false;
   // ONNX Runtime-style config entries, e.g. {"gpu_graph_capture", "1"}, {"onnxgpu.int64.strategy", "cast_to_i32"}.
   // Applied on top of the fields above when the session is created.
   std::map<std::string, std::string> config;
@@ -76,6 +80,19 @@ struct PlanReport {
   std::vector<std::string> value_keyed_inputs;
 };
 
+// GPU time per node, from timestamp queries (SessionOptions::profile), over the runs made since the
+// session was created (or since the last reset_profile()).
+struct NodeTiming {
+  std::string node, op;
+  int dispatches = 0;   // per run (the last profiled run's)
+  double gpu_ms = 0;    // mean per profiled run
+};
+struct Profile {
+  int runs = 0;                   // profiled runs
+  double gpu_ms = 0;              // mean per run, the sum of the nodes' times
+  std::vector<NodeTiming> nodes;  // in graph order, nodes with at least one dispatch
+};
+
 class Session {
  public:
   Session(const std::string& model_path, SessionOptions options = {});
@@ -100,6 +117,10 @@ class Session {
 
   // The plan of the last run (placement, segments, fallbacks, INT64 representation).
   PlanReport last_plan() const;
+
+  // GPU time per node (webgpu ep with SessionOptions::profile; empty otherwise).
+  Profile profile() const;
+  void reset_profile();
 
   struct Impl;
 

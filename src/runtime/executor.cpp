@@ -88,6 +88,7 @@ struct RecordedDispatch {
   const wg::Pipeline* pipeline;
   wg::BindGroupHandle group;
   uint32_t x, y, z;
+  uint32_t node;  // index of the graph node it belongs to
 };
 
 struct Step {
@@ -119,6 +120,9 @@ struct Plan {
   // runs with these same values.
   std::vector<std::pair<std::string, Tensor>> value_keys;
   PlanReport report;
+  // Profiling (SessionOptions::profile): timestamps for up to kTimedChunk dispatches per submit.
+  wg::QuerySetHandle timestamps;
+  std::shared_ptr<wg::Buffer> timestamp_buffer;
 
   bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
     for (const auto& [name, want] : value_keys) {
@@ -246,8 +250,44 @@ static void write_inputs(Plan& plan, const Int64Policy& policy, const std::unord
 // Executes steps [from, to) of a plan. When `final` is set, also reads back the outputs and the
 // status words in the same submit as the last segment.
 // With `device_outputs`, the outputs are copied into new GPU buffers instead of being read back.
+static constexpr uint32_t kTimedChunk = 1024;  // dispatches timed per submit when profiling
+
+// Runs a step's dispatches, each in a pass of its own between two timestamps, waits for them and adds
+// their GPU times to `profile`.
+static void execute_timed(Plan& plan, const Step& s, ProfileSums& profile) {
+  wg::Device& dev = *plan.device;
+  wg::CommandBatch batch = dev.batch();
+  if (!plan.timestamps) {
+    plan.timestamps = dev.timestamp_queries(2 * kTimedChunk);
+    plan.timestamp_buffer = std::make_shared<wg::Buffer>(
+        dev.create_buffer(16 * kTimedChunk, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, "onnxgpu timestamps"));
+  }
+  for (size_t begin = 0; begin < s.dispatches.size(); begin += kTimedChunk) {
+    size_t n = std::min<size_t>(kTimedChunk, s.dispatches.size() - begin);
+    for (size_t k = 0; k < n; ++k) {
+      const RecordedDispatch& d = s.dispatches[begin + k];
+      batch.timed_dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z, plan.timestamps.get(), uint32_t(k));
+    }
+    batch.resolve(plan.timestamps.get(), 0, uint32_t(2 * n), plan.timestamp_buffer->get(), 0);
+    std::vector<uint64_t> stamps(2 * n);
+    wg::ReadRequest read{plan.timestamp_buffer->get(), 0, stamps.size() * 8, stamps.data()};
+    dev.submit_and_read(batch, std::span(&read, 1));
+    for (size_t k = 0; k < n; ++k) {
+      const RecordedDispatch& d = s.dispatches[begin + k];
+      if (profile.ns.size() <= d.node) {
+        profile.ns.resize(d.node + 1, 0);
+        profile.dispatches.resize(d.node + 1, 0);
+      }
+      if (stamps[2 * k + 1] > stamps[2 * k]) profile.ns[d.node] += stamps[2 * k + 1] - stamps[2 * k];
+      profile.dispatches[d.node]++;
+    }
+    batch = dev.batch();
+  }
+}
+
 static void execute(Plan& plan, const ir::Model& model, const Int64Policy& policy, size_t from, size_t to, bool final,
-                    std::vector<Tensor>* outputs, std::vector<DeviceTensor>* device_outputs = nullptr) {
+                    std::vector<Tensor>* outputs, std::vector<DeviceTensor>* device_outputs = nullptr,
+                    ProfileSums* profile = nullptr) {
   wg::Device& dev = *plan.device;
   std::vector<uint32_t> status(model.graph.nodes.size() + 1, 0);  // one word per node
   std::vector<std::vector<std::byte>> out_bytes(plan.outputs.size());
@@ -283,9 +323,20 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
   for (size_t i = from; i < to; ++i) {
     Step& s = plan.steps[i];
     if (!s.cpu) {
+      bool last = final && i + 1 == to;
+      if (profile) {
+        execute_timed(plan, s, *profile);
+        if (last) {
+          wg::CommandBatch tail = dev.batch();
+          if (device_outputs) keep_outputs(tail);
+          dev.submit_and_read(tail, reads);
+          read_done = true;
+        }
+        continue;
+      }
       wg::CommandBatch batch = dev.batch();
       for (const auto& d : s.dispatches) batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
-      if (final && i + 1 == to) {
+      if (last) {
         if (device_outputs) keep_outputs(batch);
         dev.submit_and_read(batch, reads);
         read_done = true;
@@ -341,8 +392,14 @@ struct WholeGraphFallback : Error {
 class Planner {
  public:
   Planner(const ir::Model& model, const SessionOptions& options, Plan& plan,
-          std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights)
-      : model_(model), g_(model.graph), options_(options), policy_(options.int64), plan_(plan), weights_(weights) {}
+          std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights, ProfileSums* profile)
+      : model_(model),
+        g_(model.graph),
+        options_(options),
+        policy_(options.int64),
+        plan_(plan),
+        weights_(weights),
+        profile_(profile) {}
 
   void build(const std::unordered_map<std::string, Tensor>& feeds,
              const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
@@ -373,6 +430,7 @@ class Planner {
   const Int64Policy& policy_;
   Plan& plan_;
   std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights_;
+  ProfileSums* profile_;  // null unless SessionOptions::profile
   std::unordered_map<std::string, Value> values_;
   std::vector<int> refs_;
   std::map<uint64_t, std::vector<int>> free_;
@@ -593,7 +651,7 @@ void Planner::close_segment() {
     entries.emplace_back(plan_.status->get(), 0, plan_.status->capacity);
     for (const auto& [s, bytes] : slots)
       entries.emplace_back(plan_.slots[size_t(s)].buffer->get(), 0, std::max<uint64_t>((bytes + 3) / 4 * 4, kMinBinding));
-    step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z});
+    step.dispatches.push_back({&pipeline, dev.bind_group(pipeline, entries), d.x, d.y, d.z, uint32_t(pending_nodes_[i])});
   }
   plan_.report.dispatches += int(pending_.size());
   plan_.report.segments++;
@@ -624,7 +682,7 @@ void Planner::run_on_cpu(size_t index, const ir::Node& node) {
   for (const auto& name : implicit_inputs(node))
     if (values_.count(name)) add_input(name);
   // Run everything recorded so far, then this node, to learn its outputs' shapes.
-  execute(plan_, model_, policy_, executed_, plan_.steps.size(), false, nullptr);
+  execute(plan_, model_, policy_, executed_, plan_.steps.size(), false, nullptr, nullptr, profile_);
   std::vector<Tensor> outs = run_cpu_step(step, plan_, model_, policy_);
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     StepValue sv;
@@ -711,7 +769,7 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
       plan_.report.int64_tensors++;
       plan_.report.int64_on_gpu += v.from_cpu ? 0 : 1;
     }
-  execute(plan_, model_, policy_, executed_, plan_.steps.size(), true, outputs, device_outputs);
+  execute(plan_, model_, policy_, executed_, plan_.steps.size(), true, outputs, device_outputs, profile_);
 }
 
 }  // namespace
@@ -723,12 +781,36 @@ struct GpuExecutor::Weights {
 };
 
 GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
-    : model_(model), options_(options), device_(shared_device()), weights_(std::make_unique<Weights>()) {}
+    : model_(model), options_(options), device_(shared_device()), weights_(std::make_unique<Weights>()) {
+  if (options_.profile && !device_->features().timestamp_query)
+    throw InvalidArgument("profiling (onnxgpu.profile) needs GPU timestamp queries, which " +
+                          device_->adapter().summary() + " does not offer");
+}
 
 GpuExecutor::~GpuExecutor() {
   std::lock_guard<std::mutex> lock(device_mutex());  // plans give their buffers back to the shared pool
   plans_.clear();
   weights_.reset();
+}
+
+Profile GpuExecutor::profile() const {
+  std::lock_guard<std::mutex> lock(device_mutex());
+  Profile p;
+  p.runs = profile_.runs;
+  if (p.runs == 0) return p;
+  for (size_t i = 0; i < profile_.ns.size() && i < model_.graph.nodes.size(); ++i) {
+    if (profile_.dispatches[i] == 0) continue;
+    const ir::Node& n = model_.graph.nodes[i];
+    double ms = double(profile_.ns[i]) / 1e6 / p.runs;
+    p.nodes.push_back({n.name, n.op_type, (profile_.dispatches[i] + p.runs - 1) / p.runs, ms});
+    p.gpu_ms += ms;
+  }
+  return p;
+}
+
+void GpuExecutor::reset_profile() {
+  std::lock_guard<std::mutex> lock(device_mutex());
+  profile_ = ProfileSums{};
 }
 
 PlanReport GpuExecutor::last_report() const {
@@ -775,7 +857,9 @@ void GpuExecutor::run_impl(const std::unordered_map<std::string, Tensor>& feeds,
       plans_.splice(plans_.begin(), plans_, it);
       try {
         write_inputs(*plan, options_.int64, feeds, device_feeds);
-        execute(*plan, model_, options_.int64, 0, plan->steps.size(), true, outputs, device_outputs);
+        execute(*plan, model_, options_.int64, 0, plan->steps.size(), true, outputs, device_outputs,
+                options_.profile ? &profile_ : nullptr);
+        if (options_.profile) profile_.runs++;
         report_ = plan->report;
         report_.replayed = true;
         return;
@@ -788,8 +872,9 @@ void GpuExecutor::run_impl(const std::unordered_map<std::string, Tensor>& feeds,
   auto plan = std::make_shared<Plan>();
   plan->device = device_;
   try {
-    Planner planner(model_, options_, *plan, weights_->buffers);
+    Planner planner(model_, options_, *plan, weights_->buffers, options_.profile ? &profile_ : nullptr);
     planner.build(feeds, device_feeds, outputs, device_outputs);
+    if (options_.profile) profile_.runs++;
   } catch (const WholeGraphFallback& e) {
     whole_graph_cpu_.insert(sig);
     whole_graph_reason_ = e.what();

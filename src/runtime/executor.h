@@ -22,6 +22,13 @@ namespace onnxgpu::runtime {
 
 struct Plan;
 
+// GPU nanoseconds per node, summed over profiled runs (SessionOptions::profile).
+struct ProfileSums {
+  int runs = 0;
+  std::vector<uint64_t> ns;          // by node index
+  std::vector<int> dispatches;       // by node index, the last run's
+};
+
 class GpuExecutor {
  public:
   GpuExecutor(const ir::Model& model, const SessionOptions& options);
@@ -32,6 +39,8 @@ class GpuExecutor {
                                           const std::unordered_map<std::string, DeviceTensor>& device_feeds);
   PlanReport last_report() const;  // a copy, taken under the device lock
   webgpu::Device& device() { return *device_; }
+  Profile profile() const;
+  void reset_profile();
 
  private:
   void run_impl(const std::unordered_map<std::string, Tensor>& feeds,
@@ -52,6 +61,7 @@ class GpuExecutor {
   std::string whole_graph_reason_;
   std::list<std::pair<std::string, std::shared_ptr<Plan>>> plans_;  // most recent first
   PlanReport report_;
+  ProfileSums profile_;
 };
 
 // The process-wide device (created on first use, shared by every session), and the lock that

@@ -130,4 +130,10 @@ std::vector<DeviceTensor> Session::run_on_device(const std::unordered_map<std::s
 
 PlanReport Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }
 
+Profile Session::profile() const { return impl_->gpu ? impl_->gpu->profile() : Profile{}; }
+
+void Session::reset_profile() {
+  if (impl_->gpu) impl_->gpu->reset_profile();
+}
+
 }  // namespace onnxgpu

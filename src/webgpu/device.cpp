@@ -544,7 +544,16 @@ Device::Device(const DeviceOptions& options)
   if (adapter_info_.features.timestamp_query) required.push_back(WGPUFeatureName_TimestampQuery);
   WGPULimits limits = required_limits(chosen.limits);
 
+  // Dawn rounds timestamps to a coarse grain by default (against timing attacks in browsers): a
+  // native engine's profile wants them exact.
+  static const char* const kDisabledToggles[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor toggles{};
+  toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  toggles.disabledToggleCount = 1;
+  toggles.disabledToggles = kDisabledToggles;
+
   WGPUDeviceDescriptor desc{};
+  desc.nextInChain = &toggles.chain;
   desc.label = to_view("onnxgpu");
   desc.requiredFeatureCount = required.size();
   desc.requiredFeatures = required.data();
@@ -682,6 +691,17 @@ struct MapResult {
   std::string message;
 };
 }  // namespace
+
+QuerySetHandle Device::timestamp_queries(uint32_t count) {
+  if (!features_.timestamp_query) throw GpuError("WebGPU: this device has no TimestampQuery feature (profiling needs it)");
+  WGPUQuerySetDescriptor desc{};
+  desc.label = to_view("onnxgpu timestamps");
+  desc.type = WGPUQueryType_Timestamp;
+  desc.count = count;
+  QuerySetHandle set(dawn().DeviceCreateQuerySet(device_.get(), &desc));
+  check();
+  return set;
+}
 
 void Device::submit(CommandBatch& batch) { submit_and_read(batch, {}); }
 
@@ -949,6 +969,26 @@ void CommandBatch::copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uin
 void CommandBatch::clear(WGPUBuffer buffer, uint64_t offset, uint64_t bytes) {
   end_pass();
   dawn().CommandEncoderClearBuffer(encoder(), buffer, offset, bytes);
+}
+
+void CommandBatch::timed_dispatch(const Pipeline& pipeline, WGPUBindGroup group0, uint32_t x, uint32_t y, uint32_t z,
+                                  WGPUQuerySet queries, uint32_t pair) {
+  const Dawn& d = dawn();
+  end_pass();
+  WGPUPassTimestampWrites writes{};
+  writes.querySet = queries;
+  writes.beginningOfPassWriteIndex = 2 * pair;
+  writes.endOfPassWriteIndex = 2 * pair + 1;
+  WGPUComputePassDescriptor desc{};
+  desc.timestampWrites = &writes;
+  pass_ = ComputePassHandle(d.CommandEncoderBeginComputePass(encoder(), &desc));
+  dispatch(pipeline, group0, x, y, z);
+  end_pass();
+}
+
+void CommandBatch::resolve(WGPUQuerySet queries, uint32_t first, uint32_t count, WGPUBuffer dst, uint64_t dst_offset) {
+  end_pass();
+  dawn().CommandEncoderResolveQuerySet(encoder(), queries, first, count, dst, dst_offset);
 }
 
 CommandBufferHandle CommandBatch::finish() {

@@ -226,6 +226,12 @@ class CommandBatch {
                 uint32_t z = 1);
   void copy(WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset, uint64_t bytes);
   void clear(WGPUBuffer buffer, uint64_t offset, uint64_t bytes);  // zero-fill; multiples of 4
+  // Profiling (devices with TimestampQuery): the dispatch runs in a compute pass of its own whose
+  // start and end times go to timestamps 2*pair and 2*pair+1 of `queries`; resolve() copies
+  // timestamps [first, first+count) into `dst` (a QueryResolve buffer) as u64 nanoseconds.
+  void timed_dispatch(const Pipeline& pipeline, WGPUBindGroup group0, uint32_t x, uint32_t y, uint32_t z,
+                      WGPUQuerySet queries, uint32_t pair);
+  void resolve(WGPUQuerySet queries, uint32_t first, uint32_t count, WGPUBuffer dst, uint64_t dst_offset);
   size_t dispatch_count() const { return dispatches_; }
   bool empty() const { return !encoder_; }
 
@@ -289,6 +295,9 @@ class Device {
   BindGroupHandle bind_group(const Pipeline& pipeline, std::initializer_list<BufferBinding> entries,
                              uint32_t group = 0);
   BindGroupHandle bind_group(const Pipeline& pipeline, std::span<const BufferBinding> entries, uint32_t group = 0);
+
+  // Timestamp queries for profiling (requires features().timestamp_query).
+  QuerySetHandle timestamp_queries(uint32_t count);
 
   // Recording and submitting.
   CommandBatch batch() { return CommandBatch(device_.get()); }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "model_builder.h"
 #include "onnxgpu/session.h"
@@ -318,4 +319,40 @@ TEST(RuntimeCapture, ShapeLikeGraphInputsKeyThePlanOnTheirValues) {
   EXPECT_EQ(y.data<float>()[3], 4.0f);
   EXPECT_EQ(run({2, 6}).shape(), (Shape{2, 6}));
   EXPECT_TRUE(g.last_plan().replayed);  // the first value again: its recorded plan
+}
+
+TEST(RuntimeProfile, TimesEveryNodeWithoutChangingTheResults) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 4}).output("y", DType::Float32);
+  b.initializer("w", Tensor::from_vector<float>({4, 4}, std::vector<float>(16, 0.25f)));
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Relu", {"h"}, {"y"}, "relu");
+  SessionOptions o = gpu();
+  o.add_config_entry("onnxgpu.profile", "1");
+  std::optional<Session> made;
+  try {
+    made.emplace(Session::from_bytes(b.bytes(), o));
+  } catch (const InvalidArgument& e) {
+    if (std::string(e.what()).find("timestamp queries") == std::string::npos) throw;
+    GTEST_SKIP() << "profiling cannot run on this adapter: " << e.what();
+  }
+  Session& s = *made;
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3, 4}, std::vector<float>(12, 2.0f))}};
+  Tensor want = Session::from_bytes(b.bytes(), cpu()).run(feeds)[0];
+  s.run(feeds);
+  s.reset_profile();
+  for (int i = 0; i < 3; ++i) expect_same(s.run(feeds)[0], want);
+  Profile p = s.profile();
+  EXPECT_EQ(p.runs, 3);
+  ASSERT_EQ(p.nodes.size(), 2u);
+  EXPECT_EQ(p.nodes[0].node, "mm");
+  EXPECT_EQ(p.nodes[0].op, "MatMul");
+  EXPECT_EQ(p.nodes[1].op, "Relu");
+  for (const auto& n : p.nodes) {
+    EXPECT_GE(n.dispatches, 1) << n.node;
+    EXPECT_GE(n.gpu_ms, 0.0) << n.node;
+  }
+  EXPECT_GT(p.gpu_ms, 0.0);
+  EXPECT_TRUE(Session::from_bytes(b.bytes(), cpu()).profile().nodes.empty());
 }
