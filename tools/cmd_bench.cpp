@@ -129,6 +129,7 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"gpu_nodes", p.gpu_nodes},
           {"cpu_nodes", p.cpu_nodes},
           {"folded_nodes", p.folded_nodes},
+          {"fused_nodes", p.fused_nodes},
           {"segments", p.segments},
           {"dispatches", p.dispatches},
           {"captured", p.captured},

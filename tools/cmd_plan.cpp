@@ -28,7 +28,7 @@ void plan_command(const PlanFlags& f) {
   }
   std::cout << "plan of " << f.model << " (" << p.signature << ")\n"
             << "  nodes " << p.nodes << ": " << p.gpu_nodes << " on the GPU, " << p.cpu_nodes << " on the CPU, "
-            << p.folded_nodes << " folded at plan time\n"
+            << p.folded_nodes << " folded at plan time, " << p.fused_nodes << " fused into shared kernels\n"
             << "  " << p.segments << " GPU segment(s), " << p.dispatches << " dispatches per run, captured "
             << (p.captured ? "yes" : "no") << (p.whole_graph_fallback ? ", WHOLE GRAPH ON THE CPU" : "") << "\n"
             << "  INT64 (" << p.int64_strategy << "): " << p.int64_tensors << " run-time int64 tensors, "

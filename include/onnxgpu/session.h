@@ -65,6 +65,7 @@ struct PlanReport {
   int gpu_nodes = 0;      // run by GPU kernels (views included)
   int cpu_nodes = 0;      // fell back to the CPU at run time
   int folded_nodes = 0;   // computed once at plan time (constants, shape arithmetic)
+  int fused_nodes = 0;    // of the GPU nodes, those computed together by one kernel (e.g. MatMul + bias Add)
   int segments = 0;       // captured GPU segments (a CPU node splits the GPU work)
   int dispatches = 0;     // GPU dispatches per run
   bool captured = false;  // recorded once and replayed

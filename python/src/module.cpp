@@ -145,6 +145,7 @@ py::dict plan_dict(const PlanReport& r) {
   d["gpu_nodes"] = r.gpu_nodes;
   d["cpu_nodes"] = r.cpu_nodes;
   d["folded_nodes"] = r.folded_nodes;
+  d["fused_nodes"] = r.fused_nodes;
   d["segments"] = r.segments;
   d["dispatches"] = r.dispatches;
   d["captured"] = r.captured;

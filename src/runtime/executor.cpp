@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cpu/graph_runner.h"
+#include "runtime/fusion.h"
 #include "runtime/gpu_values.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
@@ -399,7 +400,8 @@ class Planner {
         policy_(options.int64),
         plan_(plan),
         weights_(weights),
-        profile_(profile) {}
+        profile_(profile),
+        fusion_(model.graph) {}
 
   void build(const std::unordered_map<std::string, Tensor>& feeds,
              const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
@@ -420,6 +422,7 @@ class Planner {
   int slot_of(const std::string& name);  // uploads a constant on first GPU use
   bool fold(size_t index, const ir::Node& node);
   bool try_gpu(size_t index, const ir::Node& node, std::string& reason);
+  bool try_fused(size_t index);
   void run_on_cpu(size_t index, const ir::Node& node);
   void close_segment();
   void finish_values_of(size_t index, const ir::Node& node);
@@ -431,6 +434,9 @@ class Planner {
   Plan& plan_;
   std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights_;
   ProfileSums* profile_;  // null unless SessionOptions::profile
+  Fusion fusion_;
+  std::set<size_t> fused_away_;  // nodes computed by an earlier node's fused kernel
+  std::deque<ir::Node> fused_nodes_;
   std::unordered_map<std::string, Value> values_;
   std::vector<int> refs_;
   std::map<uint64_t, std::vector<int>> free_;
@@ -660,6 +666,35 @@ void Planner::close_segment() {
   pending_nodes_.clear();
 }
 
+// Node `index` and the nodes after it that fusion_ groups with it, as one GPU kernel. False (and
+// nothing recorded) when no group starts here or its kernel cannot run: the nodes then run alone.
+bool Planner::try_fused(size_t index) {
+  std::unordered_map<std::string, ValueFacts> known;
+  auto facts = [&](const std::string& name) -> const ValueFacts* {
+    auto it = values_.find(name);
+    if (it == values_.end()) return nullptr;
+    return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant != nullptr});
+  };
+  std::optional<FusedGroup> group = fusion_.group_at(index, facts);
+  if (!group || !wg::gpu_registry().find(group->node.op_type, group->node.domain)) return false;
+  fused_nodes_.push_back(std::move(group->node));  // dispatches and errors refer to it: kept alive
+  std::string reason;
+  bool ok = false;
+  try {
+    ok = try_gpu(index, fused_nodes_.back(), reason);
+  } catch (const InvalidArgument&) {
+    ok = false;  // the nodes alone report it, under their own names
+  }
+  if (!ok) {
+    fused_nodes_.pop_back();
+    return false;
+  }
+  for (size_t j : group->skipped) fused_away_.insert(j);
+  plan_.report.gpu_nodes += int(group->skipped.size());
+  plan_.report.fused_nodes += int(group->skipped.size()) + 1;
+  return true;
+}
+
 void Planner::run_on_cpu(size_t index, const ir::Node& node) {
   close_segment();
   Step step;
@@ -743,8 +778,15 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
 
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const ir::Node& node = g_.nodes[i];
-    if (fold(i, node)) continue;
+    if (fused_away_.count(i) || fold(i, node)) {
+      finish_values_of(i, node);
+      continue;
+    }
     std::string reason;
+    if (try_fused(i)) {
+      finish_values_of(i, node);
+      continue;
+    }
     if (!try_gpu(i, node, reason)) {
       PlanFallback f{node.name, node.op_type, reason, {}};
       for (const auto& in : node.inputs) f.dtypes.push_back(in.empty() ? "" : std::string(dtype_name(values_.at(in).dtype)));

@@ -356,3 +356,44 @@ TEST(RuntimeProfile, TimesEveryNodeWithoutChangingTheResults) {
   EXPECT_GT(p.gpu_ms, 0.0);
   EXPECT_TRUE(Session::from_bytes(b.bytes(), cpu()).profile().nodes.empty());
 }
+
+// MatMul followed by an Add of a constant row runs as one kernel; other shapes of Add, or a MatMul
+// output that something else reads, keep the two nodes apart. Results match the CPU either way.
+TEST(RuntimeFusion, MatMulAddBiasRunsAsOneKernelOnlyWhenSafe) {
+  SKIP_WITHOUT_GPU();
+  auto model = [](const std::vector<int64_t>& bias_shape, bool expose_product, bool bias_first) {
+    ModelBuilder b;
+    b.input("x", DType::Float32, {-1, 5, 6}).output("y", DType::Float32);
+    if (expose_product) b.output("h", DType::Float32);
+    std::vector<float> w(42), c(size_t(shape_numel(bias_shape)));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * float(int(i % 7) - 3);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = 0.5f * float(i) - 1.0f;
+    b.initializer("w", Tensor::from_vector<float>({6, 7}, w));
+    b.initializer("c", Tensor::from_vector<float>(bias_shape, c));
+    b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+    b.node("Add", bias_first ? std::vector<std::string>{"c", "h"} : std::vector<std::string>{"h", "c"}, {"y"}, "bias");
+    return b.bytes();
+  };
+  std::vector<float> xs(60);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 11) - 5) * 0.25f;
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 5, 6}, xs)}};
+  struct Case {
+    std::vector<int64_t> bias;
+    bool expose, bias_first;
+    int fused;
+  };
+  for (const Case& c : {Case{{7}, false, false, 2}, Case{{1, 1, 7}, false, true, 2}, Case{{5, 7}, false, false, 0},
+                        Case{{7}, true, false, 0}}) {
+    std::string m = model(c.bias, c.expose, c.bias_first);
+    Session g = Session::from_bytes(m, gpu());
+    auto want = Session::from_bytes(m, cpu()).run(feeds);
+    for (int run = 0; run < 2; ++run) {
+      auto got = g.run(feeds);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
+    }
+    EXPECT_EQ(g.last_plan().fused_nodes, c.fused) << shape_str(c.bias) << (c.expose ? " exposed" : "");
+    EXPECT_EQ(g.last_plan().dispatches, c.fused ? 1 : 2);
+    EXPECT_EQ(g.last_plan().gpu_nodes, 2);
+  }
+}

@@ -84,10 +84,13 @@ int64_t GpuKernelContext::normalize_axis(int64_t axis, int64_t rank) const {
 
 void GpuKernelRegistry::add(const std::string& op_type, GpuKernel k) { kernels_[op_type] = std::move(k); }
 
+void GpuKernelRegistry::add_fused(const std::string& op_type, GpuKernel k) { fused_[op_type] = std::move(k); }
+
 const GpuKernel* GpuKernelRegistry::find(const std::string& op_type, const std::string& domain) const {
-  if (!domain.empty() && domain != "ai.onnx") return nullptr;
-  auto it = kernels_.find(op_type);
-  return it == kernels_.end() ? nullptr : &it->second;
+  const auto& table = domain == kFusedDomain ? fused_ : kernels_;
+  if (&table == &kernels_ && !domain.empty() && domain != "ai.onnx") return nullptr;
+  auto it = table.find(op_type);
+  return it == table.end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> GpuKernelRegistry::op_types() const {

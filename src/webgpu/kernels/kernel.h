@@ -119,14 +119,19 @@ class GpuKernelContext {
 
 using GpuKernel = std::function<void(GpuKernelContext&)>;
 
+// The domain of the nodes the runtime's fusion pass makes (src/runtime/fusion.h): several graph nodes
+// computed by one kernel. They exist only inside a GPU plan, never in a model or on the CPU.
+inline constexpr const char* kFusedDomain = "onnxgpu.fused";
+
 class GpuKernelRegistry {
  public:
   void add(const std::string& op_type, GpuKernel k);
+  void add_fused(const std::string& op_type, GpuKernel k);  // an op of kFusedDomain
   const GpuKernel* find(const std::string& op_type, const std::string& domain = "") const;
-  std::vector<std::string> op_types() const;
+  std::vector<std::string> op_types() const;  // the ONNX ops (fused ones excluded)
 
  private:
-  std::map<std::string, GpuKernel> kernels_;
+  std::map<std::string, GpuKernel> kernels_, fused_;
 };
 
 const GpuKernelRegistry& gpu_registry();
@@ -140,7 +145,7 @@ void register_generators(GpuKernelRegistry&);     // Range, ConstantOfShape, Tri
 void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum
 void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(GpuKernelRegistry&);           // TopK
-void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm
+void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; fused MatMulAdd
 void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
 void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool

@@ -12,6 +12,9 @@
 // Integers (int32, int64, uint32, uint64) run one invocation per output element with the family
 // helpers, so INT64 is exact (wrapping like numpy) by construction.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 #include "cpu/broadcast.h"
 #include "webgpu/device.h"
@@ -118,10 +121,13 @@ std::string epilogue_decl(const Epilogue& ep) {
   return "fn epilogue(v: f32, m: u32, n: u32) -> f32 { return " + e + "; }\n";
 }
 
-// A tile shape of the float kernel: TM x TN outputs per workgroup, K-slices of TK, RM x 4 per invocation.
+// A tile shape of the float kernel: TM x TN outputs per workgroup, K-slices of TK; each invocation
+// accumulates RM rows x CN vec4 columns in registers (its columns are CN vec4s TX apart, so that
+// neighbouring invocations read neighbouring vec4s of the B tile).
 struct Tile {
-  uint32_t tm, tn, tk, rm;
-  uint32_t threads() const { return (tn / 4) * (tm / rm); }
+  uint32_t tm, tn, tk, rm, cn = 1;
+  uint32_t tx() const { return tn / (4 * cn); }
+  uint32_t threads() const { return tx() * (tm / rm); }
   // Workgroup memory: the A tile [TM][TK/4 + 1] and the B tile [TK][TN/4 + 1] of vec4<f32> (padded rows).
   uint32_t shared_bytes() const { return 16 * (tm * (tk / 4 + 1) + tk * (tn / 4 + 1)); }
   bool fits(const Limits& l) const {
@@ -129,8 +135,12 @@ struct Tile {
     uint32_t mem = l.max_compute_workgroup_storage_size ? l.max_compute_workgroup_storage_size : 16384;
     uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
     // Every invocation moves the same number of vec4s of each tile.
-    return threads() <= std::min({inv, wx, 256u}) && shared_bytes() <= mem && (tm * tk / 4) % threads() == 0 &&
-           (tk * tn / 4) % threads() == 0;
+    return tn % (4 * cn) == 0 && tm % rm == 0 && threads() <= std::min({inv, wx, 256u}) &&
+           shared_bytes() <= mem && (tm * tk / 4) % threads() == 0 && (tk * tn / 4) % threads() == 0;
+  }
+  std::string name() const {
+    return std::to_string(tm) + "x" + std::to_string(tn) + "x" + std::to_string(tk) + "_" + std::to_string(rm) + "x" +
+           std::to_string(cn);
   }
 };
 
@@ -138,16 +148,30 @@ uint64_t tiles_of(const Product& pr, uint32_t tm, uint32_t tn) {
   return uint64_t((pr.M + tm - 1) / tm) * ((pr.N + tn - 1) / tn) * uint64_t(shape_numel(pr.batch));
 }
 
-// Picks the tile (measured on an H200 with GPT-2 shapes): 64 x 64 with K-slices of 16; 32 x 64 when M is
-// small (a single row, a short sequence), which wastes less of the A tile; smaller tiles where the device's
-// limits demand it.
+// $ONNXGPU_MATMUL_TILE = "TMxTNxTK/RMxCN" (e.g. 128x64x16/8x1) picks the large-M tile, for measuring
+// tile shapes on a device; unset, the table below decides.
+std::optional<Tile> tile_from_env() {
+  const char* e = std::getenv("ONNXGPU_MATMUL_TILE");
+  if (!e || !*e) return std::nullopt;
+  Tile t{};
+  if (std::sscanf(e, "%ux%ux%u/%ux%u", &t.tm, &t.tn, &t.tk, &t.rm, &t.cn) != 5 || !t.tm || !t.tn || !t.tk ||
+      !t.rm || !t.cn || t.tk % 4 != 0)
+    return std::nullopt;
+  return t;
+}
+
+// Picks the tile: a larger register tile for products with many rows (more arithmetic per workgroup
+// memory read), 32 x 64 when M is small (a single row, a short sequence), which wastes less of the A
+// tile; smaller tiles where the device's limits demand it.
 Tile choose_tile(const Limits& limits, const Product& pr) {
   std::vector<Tile> order;
-  if (pr.M <= 32) order.push_back({32, 64, 16, 4});
-  order.insert(order.end(), {{64, 64, 16, 4}, {32, 64, 16, 4}, {32, 32, 16, 4}, {16, 16, 16, 4}});
+  if (pr.M <= 32) order.push_back({32, 64, 16, 4, 1});
+  if (auto t = tile_from_env(); t && pr.M > 32) order.push_back(*t);
+  if (pr.M >= 128) order.push_back({64, 128, 16, 8, 2});
+  order.insert(order.end(), {{64, 64, 16, 4, 1}, {32, 64, 16, 4, 1}, {32, 32, 16, 4, 1}, {16, 16, 16, 4, 1}});
   for (const Tile& t : order)
     if (t.fits(limits)) return t;
-  return {8, 8, 8, 4};  // 2 x 2 invocations: fits any device
+  return {8, 8, 8, 4, 1};  // 2 x 2 invocations: fits any device
 }
 
 // Split-K: when the output has too few tiles to occupy the GPU, the K range is cut into parts computed by
@@ -184,8 +208,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   bool with_c = ep.has_c && !split;
 
   std::string name = std::string("tiled") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") +
-                     (with_c ? "_c" : "") + (split ? "_split" : "") + "_" + std::to_string(tl.tm) + "x" +
-                     std::to_string(tl.tn) + "x" + std::to_string(tl.tk);
+                     (with_c ? "_c" : "") + (split ? "_split" : "") + "_" + tl.name();
   auto p = ctx.program(name, tl.threads());
   Shape part_shape{int64_t(mn * batch * splits)};
   declare_operands(ctx, p, t, pr, ep, with_c, split ? DType::Float32 : t, split ? part_shape : pr.out);
@@ -194,7 +217,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   uint32_t la = tl.tm * tl.tk / tl.threads(), lb = tl.tk * tl.tn / tl.threads();
   std::string decl =
       "const TM: u32 = " + u(tl.tm) + ";\nconst TN: u32 = " + u(tl.tn) + ";\nconst TK: u32 = " + u(tl.tk) +
-      ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) + ";\nconst TX: u32 = TN / 4u;\n"
+      ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) + ";\nconst TX: u32 = " + u(tl.tx()) + ";\n"
       "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
       "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
       "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
@@ -233,19 +256,28 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   std::string regs = "  var ra: array<vec4<f32>, " + u(ga) + ">;\n  var rb: array<vec4<f32>, " + u(gb) + ">;\n";
   decl += "const GA: u32 = " + u(ga) + ";\nconst GB: u32 = " + u(gb) + ";\n";
   p.declare(decl);
-  std::string fmas, stores;
-  for (uint32_t i = 0; i < tl.rm; ++i) regs += "  var acc" + n_(i) + " = vec4<f32>(0.0);\n";
+  std::string fmas, stores, bvals;
+  for (uint32_t i = 0; i < tl.rm; ++i)
+    for (uint32_t j = 0; j < tl.cn; ++j) regs += "  var acc" + n_(i) + "_" + n_(j) + " = vec4<f32>(0.0);\n";
+  for (uint32_t j = 0; j < tl.cn; ++j)
+    for (uint32_t q = 0; q < 4; ++q)
+      bvals += "      let b" + n_(j) + n_(q) + " = Bs[(kk * 4u + " + u(q) + ") * BS + tx + " + u(j * tl.tx()) + "];\n";
   for (uint32_t i = 0; i < tl.rm; ++i) {
-    std::string a = "a" + n_(i), acc = "acc" + n_(i);
-    fmas += "      let " + a + " = As[(ty * RM + " + u(i) + ") * AS + kk];\n"
-            "      " + acc + " = fma(vec4<f32>(" + a + ".x), b0, fma(vec4<f32>(" + a + ".y), b1, fma(vec4<f32>(" + a +
-            ".z), b2, fma(vec4<f32>(" + a + ".w), b3, " + acc + "))));\n";
-    stores += "  if (m0 + ty * RM + " + u(i) + " < M()) {\n    let m = m0 + ty * RM + " + u(i) + ";\n";
-    for (uint32_t j = 0; j < 4; ++j) {
-      std::string v = acc + "[" + n_(j) + "]";
-      stores += "    if (n0 + tx * 4u + " + u(j) + " < N()) { let n = n0 + tx * 4u + " + u(j) + "; y_store(y_base + m * N() + n, " +
-                (split ? v : "epilogue(" + v + ", m, n)") + "); }\n";
+    std::string a = "a" + n_(i);
+    fmas += "      let " + a + " = As[(ty * RM + " + u(i) + ") * AS + kk];\n";
+    for (uint32_t j = 0; j < tl.cn; ++j) {
+      std::string acc = "acc" + n_(i) + "_" + n_(j), b = "b" + n_(j);
+      fmas += "      " + acc + " = fma(vec4<f32>(" + a + ".x), " + b + "0, fma(vec4<f32>(" + a + ".y), " + b +
+              "1, fma(vec4<f32>(" + a + ".z), " + b + "2, fma(vec4<f32>(" + a + ".w), " + b + "3, " + acc + "))));\n";
     }
+    stores += "  if (m0 + ty * RM + " + u(i) + " < M()) {\n    let m = m0 + ty * RM + " + u(i) + ";\n";
+    for (uint32_t j = 0; j < tl.cn; ++j)
+      for (uint32_t c = 0; c < 4; ++c) {
+        std::string v = "acc" + n_(i) + "_" + n_(j) + "[" + n_(c) + "]";
+        std::string col = "n0 + (tx + " + u(j * tl.tx()) + ") * 4u + " + u(c);
+        stores += "    if (" + col + " < N()) { let n = " + col + "; y_store(y_base + m * N() + n, " +
+                  (split ? v : "epilogue(" + v + ", m, n)") + "); }\n";
+      }
     stores += "  }\n";
   }
   p.body(
@@ -265,10 +297,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       "    k1 = k0 + TK;\n"
       "    if (k1 < k_end) {\n" + load_next + "    }\n"
       "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
-      "      let b0 = Bs[(kk * 4u) * BS + tx];\n"
-      "      let b1 = Bs[(kk * 4u + 1u) * BS + tx];\n"
-      "      let b2 = Bs[(kk * 4u + 2u) * BS + tx];\n"
-      "      let b3 = Bs[(kk * 4u + 3u) * BS + tx];\n" + fmas +
+      + bvals + fmas +
       "    }\n"
       "    workgroupBarrier();\n"
       "  }\n"
@@ -349,6 +378,22 @@ void matmul(GpuKernelContext& ctx) {
   run_product(ctx, t, pr, Epilogue{});
 }
 
+// Fused MatMul + Add (the runtime's fusion pass): inputs A, B and a bias over the output's last axis,
+// added in the product's epilogue instead of by a dispatch of its own.
+void matmul_add(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  if (ctx.dtype(1) != t || ctx.dtype(2) != t) ctx.fail("A, B and the bias must have the same type");
+  if (!kMatMulTypes.has(t)) ctx.fail("MatMul does not support element type " + std::string(dtype_name(t)));
+  Product pr = plan_matmul(ctx, ctx.shape(0), ctx.shape(1));
+  if (shape_numel(ctx.shape(2)) != int64_t(pr.N) || pr.out.empty() || pr.out.back() != int64_t(pr.N))
+    ctx.fail("the bias " + shape_str(ctx.shape(2)) + " is not a row of the product " + shape_str(pr.out));
+  Epilogue ep;
+  ep.has_c = true;
+  ep.c_sm = 0;
+  ep.c_sn = 1;
+  run_product(ctx, t, pr, ep);
+}
+
 void gemm(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   const Shape &a = ctx.shape(0), &b = ctx.shape(1);
@@ -395,6 +440,7 @@ void gemm(GpuKernelContext& ctx) {
 void register_matmul(GpuKernelRegistry& r) {
   r.add("MatMul", matmul);
   r.add("Gemm", gemm);
+  r.add_fused("MatMulAdd", matmul_add);
 }
 
 }  // namespace onnxgpu::webgpu
