@@ -423,6 +423,8 @@ class Planner {
   bool fold(size_t index, const ir::Node& node);
   bool try_gpu(size_t index, const ir::Node& node, std::string& reason);
   bool try_fused(size_t index);
+  void place(size_t i, size_t at);
+  std::vector<size_t> deferred_members(size_t root) const;
   void run_on_cpu(size_t index, const ir::Node& node);
   void close_segment();
   void finish_values_of(size_t index, const ir::Node& node);
@@ -436,6 +438,7 @@ class Planner {
   ProfileSums* profile_;  // null unless SessionOptions::profile
   Fusion fusion_;
   std::set<size_t> fused_away_;  // nodes computed by an earlier node's fused kernel
+  std::set<std::string> released_;  // values whose buffer went back to free_
   std::deque<ir::Node> fused_nodes_;
   std::unordered_map<std::string, Value> values_;
   std::vector<int> refs_;
@@ -666,8 +669,40 @@ void Planner::close_segment() {
   pending_nodes_.clear();
 }
 
-// Node `index` and the nodes after it that fusion_ groups with it, as one GPU kernel. False (and
-// nothing recorded) when no group starts here or its kernel cannot run: the nodes then run alone.
+// Runs node i alone: folded, on the GPU, or on the CPU. `at` is where the plan is (i, or the root of
+// the fused group that deferred i): values i read are released once the plan has passed their last use.
+void Planner::place(size_t i, size_t at) {
+  const ir::Node& node = g_.nodes[i];
+  if (fold(i, node)) {
+    finish_values_of(at, node);
+    return;
+  }
+  std::string reason;
+  if (!try_gpu(i, node, reason)) {
+    PlanFallback f{node.name, node.op_type, reason, {}};
+    for (const auto& in : node.inputs) f.dtypes.push_back(in.empty() ? "" : std::string(dtype_name(values_.at(in).dtype)));
+    if (policy_.fail_loud) {
+      std::string types;
+      for (const auto& t : f.dtypes) types += (types.empty() ? "" : ", ") + (t.empty() ? "-" : t);
+      throw Error("fail_loud: " + node.describe() + " with input types [" + types + "] cannot run on the GPU: " + reason);
+    }
+    if (!policy_.fallback_per_op_not_whole_graph) throw WholeGraphFallback(reason);
+    plan_.report.fallbacks.push_back(f);
+    run_on_cpu(i, node);
+  }
+  finish_values_of(at, node);
+}
+
+std::vector<size_t> Planner::deferred_members(size_t root) const {
+  std::vector<size_t> m;
+  for (size_t j = 0; j < root; ++j)
+    if (fusion_.deferred(j) && fusion_.placed_at(j) == root) m.push_back(j);
+  return m;
+}
+
+// The fused group placed at node `index` (a MatMulAdd starting there, or the elementwise group whose
+// root it is), as one GPU kernel. False (and nothing recorded) when no group is placed here or its
+// kernel cannot run: the nodes then run alone.
 bool Planner::try_fused(size_t index) {
   std::unordered_map<std::string, ValueFacts> known;
   auto facts = [&](const std::string& name) -> const ValueFacts* {
@@ -689,9 +724,13 @@ bool Planner::try_fused(size_t index) {
     fused_nodes_.pop_back();
     return false;
   }
-  for (size_t j : group->skipped) fused_away_.insert(j);
-  plan_.report.gpu_nodes += int(group->skipped.size());
-  plan_.report.fused_nodes += int(group->skipped.size()) + 1;
+  for (size_t j : group->members) {
+    if (j > index) fused_away_.insert(j);
+    finish_values_of(index, g_.nodes[j]);
+  }
+  finish_values_of(index, g_.nodes[index]);
+  plan_.report.gpu_nodes += int(group->members.size());
+  plan_.report.fused_nodes += int(group->members.size()) + 1;
   return true;
 }
 
@@ -744,6 +783,7 @@ void Planner::finish_values_of(size_t index, const ir::Node& node) {
     if (in.empty() || !values_.count(in)) continue;
     auto it = last_use_.find(in);
     if (it == last_use_.end() || it->second != index || graph_outputs_.count(in)) continue;
+    if (!released_.insert(in).second) continue;  // read twice (Mul(x, x), several fused nodes): once
     Value& v = values_.at(in);
     if (v.slot >= 0 && !v.constant) release(v.slot);
   }
@@ -758,8 +798,9 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   plan_.report.int64_strategy = Int64Policy::strategy_name(policy_.strategy);
   for (const auto& o : g_.outputs) graph_outputs_.insert(o.name);
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    for (const auto& in : g_.nodes[i].inputs) last_use_[in] = i;
-    for (const auto& in : implicit_inputs(g_.nodes[i])) last_use_[in] = i;
+    size_t at = fusion_.placed_at(i);  // a deferred node reads its inputs when its group runs
+    for (const auto& in : g_.nodes[i].inputs) last_use_[in] = std::max(last_use_[in], at);
+    for (const auto& in : implicit_inputs(g_.nodes[i])) last_use_[in] = std::max(last_use_[in], at);
   }
   plan_.status = std::make_shared<wg::Buffer>(dev.create_buffer(4 * (g_.nodes.size() + 1), wg::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
@@ -777,29 +818,10 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   write_inputs(plan_, policy_, feeds, device_feeds);
 
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const ir::Node& node = g_.nodes[i];
-    if (fused_away_.count(i) || fold(i, node)) {
-      finish_values_of(i, node);
-      continue;
-    }
-    std::string reason;
-    if (try_fused(i)) {
-      finish_values_of(i, node);
-      continue;
-    }
-    if (!try_gpu(i, node, reason)) {
-      PlanFallback f{node.name, node.op_type, reason, {}};
-      for (const auto& in : node.inputs) f.dtypes.push_back(in.empty() ? "" : std::string(dtype_name(values_.at(in).dtype)));
-      if (policy_.fail_loud) {
-        std::string types;
-        for (const auto& t : f.dtypes) types += (types.empty() ? "" : ", ") + (t.empty() ? "-" : t);
-        throw Error("fail_loud: " + node.describe() + " with input types [" + types + "] cannot run on the GPU: " + reason);
-      }
-      if (!policy_.fallback_per_op_not_whole_graph) throw WholeGraphFallback(reason);
-      plan_.report.fallbacks.push_back(f);
-      run_on_cpu(i, node);
-    }
-    finish_values_of(i, node);
+    if (fused_away_.count(i) || fusion_.deferred(i)) continue;  // computed by another node's kernel
+    if (try_fused(i)) continue;
+    for (size_t m : deferred_members(i)) place(m, i);  // a group whose kernel could not run: one by one
+    place(i, i);
   }
   close_segment();
   for (const auto& o : g_.outputs) {

@@ -1,12 +1,28 @@
 #include "runtime/fusion.h"
 
+#include <algorithm>
+
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::runtime {
 
 namespace {
 
-bool plain(const ir::Node& n, const char* op) { return n.op_type == op && (n.domain.empty() || n.domain == "ai.onnx"); }
+bool plain(const ir::Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+bool plain(const ir::Node& n, const char* op) { return n.op_type == op && plain(n); }
+
+// The ops the fused elementwise kernel evaluates (webgpu/kernels/elementwise.cpp, fused_expression).
+bool elementwise_op(const ir::Node& n) {
+  static const std::set<std::string> ops = {
+      "Add",  "Sub",  "Mul",  "Div",  "Pow",     "Exp",   "Log",  "Sqrt",     "Reciprocal", "Tanh",
+      "Erf",  "Relu", "Neg",  "Abs",  "Sigmoid", "Sin",   "Cos",  "Softplus", "Softsign",   "HardSwish",
+      "Floor", "Ceil"};
+  return plain(n) && ops.count(n.op_type) && n.outputs.size() == 1 && !n.outputs[0].empty() &&
+         std::none_of(n.inputs.begin(), n.inputs.end(), [](const std::string& s) { return s.empty(); });
+}
+
+constexpr size_t kMaxMembers = 24;   // nodes of one elementwise group
+constexpr size_t kMaxExternal = 5;   // distinct tensors it reads (storage bindings per dispatch)
 
 // Names a node's subgraphs read (a value read inside a Loop body counts as a read by the Loop).
 void subgraph_reads(const ir::Graph& g, std::vector<std::string>& out) {
@@ -32,7 +48,27 @@ Fusion::Fusion(const ir::Graph& graph) : g_(graph) {
     }
     for (const auto& r : reads)
       if (!r.empty()) consumers_[r].push_back(i);
+    for (const auto& o : n.outputs)
+      if (!o.empty()) producer_[o] = i;
   }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& n = graph.nodes[i];
+    if (!plain(n, "MatMul") || n.outputs.size() != 1) continue;
+    auto j = only_consumer(n.outputs[0]);
+    if (j && plain(graph.nodes[*j], "Add")) bias_adds_.insert(*j);
+  }
+  find_elementwise_groups();
+}
+
+// A one-element initializer or Constant: the fused kernel writes it into its WGSL, binding nothing.
+bool Fusion::scalar_constant(const std::string& value) const {
+  auto w = g_.initializers.find(value);
+  if (w != g_.initializers.end()) return shape_numel(w->second.shape()) == 1;
+  auto p = producer_.find(value);
+  if (p == producer_.end() || !plain(g_.nodes[p->second], "Constant")) return false;
+  const ir::Node& c = g_.nodes[p->second];
+  if (const Tensor* t = c.attr_tensor("value")) return shape_numel(t->shape()) == 1;
+  return c.has_attr("value_float") || c.has_attr("value_int");
 }
 
 std::optional<size_t> Fusion::only_consumer(const std::string& value) const {
@@ -42,7 +78,88 @@ std::optional<size_t> Fusion::only_consumer(const std::string& value) const {
   return it->second[0];
 }
 
+// Grows each group backwards from a root (the last elementwise node of a chain, taken from the end
+// of the graph): a producer joins when it is elementwise and everything that reads its value is
+// already in the group.
+void Fusion::find_elementwise_groups() {
+  std::set<size_t> taken;
+  for (size_t r = g_.nodes.size(); r-- > 0;) {
+    const ir::Node& root = g_.nodes[r];
+    if (taken.count(r) || bias_adds_.count(r) || !elementwise_op(root)) continue;
+    std::set<size_t> group{r};
+    for (bool grew = true; grew && group.size() < kMaxMembers;) {
+      grew = false;
+      for (size_t m : std::vector<size_t>(group.begin(), group.end())) {
+        for (const auto& in : g_.nodes[m].inputs) {
+          auto p = producer_.find(in);
+          if (p == producer_.end() || group.count(p->second) || taken.count(p->second) ||
+              bias_adds_.count(p->second) || graph_outputs_.count(in) || !elementwise_op(g_.nodes[p->second]))
+            continue;
+          const auto& readers = consumers_.at(in);
+          if (!std::all_of(readers.begin(), readers.end(), [&](size_t c) { return group.count(c) != 0; })) continue;
+          group.insert(p->second);
+          grew = true;
+          if (group.size() >= kMaxMembers) break;
+        }
+        if (group.size() >= kMaxMembers) break;
+      }
+    }
+    if (group.size() < 2) continue;
+    std::set<std::string> produced, external;
+    for (size_t m : group) produced.insert(g_.nodes[m].outputs[0]);
+    for (size_t m : group)
+      for (const auto& in : g_.nodes[m].inputs)
+        if (!produced.count(in) && !scalar_constant(in)) external.insert(in);  // scalars go into the WGSL
+    if (external.size() > kMaxExternal) continue;
+    std::vector<size_t> members;
+    for (size_t m : group)
+      if (m != r) {
+        members.push_back(m);
+        root_of_[m] = r;
+        taken.insert(m);
+      }
+    taken.insert(r);
+    groups_[r] = members;
+  }
+}
+
 std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const {
+  if (auto f = matmul_add(i, facts)) return f;
+  auto it = groups_.find(i);
+  if (it == groups_.end()) return std::nullopt;
+  // The fused node reads the group's external values; attribute "steps" lists the members in graph
+  // order as "Op operand operand" with operands "x<k>" (external k) or "t<m>" (step m's result).
+  FusedGroup f;
+  f.members = it->second;
+  std::vector<size_t> order = f.members;
+  order.push_back(i);
+  std::unordered_map<std::string, std::string> ref;
+  ir::Attribute steps;
+  steps.kind = ir::Attribute::Kind::Strings;
+  for (size_t s = 0; s < order.size(); ++s) {
+    const ir::Node& n = g_.nodes[order[s]];
+    std::string step = n.op_type;
+    for (const auto& in : n.inputs) {
+      if (!ref.count(in)) {
+        ref[in] = "x" + std::to_string(f.node.inputs.size());
+        f.node.inputs.push_back(in);
+      }
+      step += " " + ref[in];
+    }
+    ref[n.outputs[0]] = "t" + std::to_string(s);
+    steps.strings.push_back(step);
+  }
+  const ir::Node& root = g_.nodes[i];
+  f.node.name = root.name + " (+" + std::to_string(f.members.size()) + " fused)";
+  f.node.op_type = "Elementwise";
+  f.node.domain = webgpu::kFusedDomain;
+  f.node.outputs = {root.outputs[0]};
+  f.node.attrs["steps"] = steps;
+  (void)facts;
+  return f;
+}
+
+std::optional<FusedGroup> Fusion::matmul_add(size_t i, const Lookup& facts) const {
   const ir::Node& mm = g_.nodes[i];
   if (!plain(mm, "MatMul") || mm.inputs.size() != 2 || mm.outputs.size() != 1) return std::nullopt;
   auto j = only_consumer(mm.outputs[0]);
@@ -64,7 +181,7 @@ std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const 
   f.node.domain = webgpu::kFusedDomain;
   f.node.inputs = {mm.inputs[0], mm.inputs[1], bias};
   f.node.outputs = {add.outputs[0]};
-  f.skipped = {*j};
+  f.members = {*j};
   return f;
 }
 

@@ -1,10 +1,13 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
-// dispatches and no intermediate buffer. At node i the planner asks whether i starts a group;
-// a group is one node of webgpu::kFusedDomain that produces the group's last output, and the
-// planner skips the group's other members. When the fused kernel cannot run, the planner runs
-// the nodes one by one as usual. Groups:
-//   MatMul -> Add(bias)   MatMulAdd: the bias (a constant over the last axis) added in the
-//                         product's epilogue.
+// dispatches and keeps no intermediate buffer. Two kinds of group:
+//   MatMulAdd   MatMul -> Add(bias): the bias (a constant row) is added in the product's epilogue.
+//               The group is placed at the MatMul; the Add is skipped.
+//   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
+//               values, but the last one, are read only inside the set (GELU's eight nodes, say):
+//               one kernel evaluates the whole expression per output element. The group is placed
+//               at its last node (the root); the other members are deferred until then.
+// Groups are found from the graph's structure; the fused kernels check dtypes and shapes at plan
+// time, and when one cannot run, the planner runs the members one by one as usual.
 #pragma once
 #include <functional>
 #include <optional>
@@ -26,22 +29,38 @@ struct ValueFacts {
 
 struct FusedGroup {
   ir::Node node;                // the fused node (domain webgpu::kFusedDomain)
-  std::vector<size_t> skipped;  // the members after the first, computed by `node`
+  std::vector<size_t> members;  // the graph nodes it computes besides the one it is placed at
 };
 
 class Fusion {
  public:
   explicit Fusion(const ir::Graph& graph);
   using Lookup = std::function<const ValueFacts*(const std::string&)>;  // null when unknown
+
+  // A MatMulAdd group placed at node i (its members come after i), or the elementwise group whose
+  // root is i (its members come before i and were deferred).
   std::optional<FusedGroup> group_at(size_t i, const Lookup& facts) const;
+  // Node i belongs to an elementwise group and waits for the group's root.
+  bool deferred(size_t i) const { return root_of_.count(i) != 0; }
+  // Where node i's reads happen: its group's root when deferred, else i.
+  size_t placed_at(size_t i) const {
+    auto it = root_of_.find(i);
+    return it == root_of_.end() ? i : it->second;
+  }
 
  private:
-  // The one node that reads `value` (once), when no other node or graph output does.
   std::optional<size_t> only_consumer(const std::string& value) const;
+  bool scalar_constant(const std::string& value) const;
+  std::optional<FusedGroup> matmul_add(size_t i, const Lookup& facts) const;
+  void find_elementwise_groups();
 
   const ir::Graph& g_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;  // every read, subgraphs included
+  std::unordered_map<std::string, size_t> producer_;
   std::set<std::string> graph_outputs_;
+  std::set<size_t> bias_adds_;                        // Adds kept for a MatMulAdd
+  std::unordered_map<size_t, std::vector<size_t>> groups_;  // root -> members (ascending)
+  std::unordered_map<size_t, size_t> root_of_;             // member -> root
 };
 
 }  // namespace onnxgpu::runtime

@@ -397,3 +397,63 @@ TEST(RuntimeFusion, MatMulAddBiasRunsAsOneKernelOnlyWhenSafe) {
     EXPECT_EQ(g.last_plan().gpu_nodes, 2);
   }
 }
+
+// GPT-2's GELU (eight nodes, x read three times, Pow by 3 on negative values) runs as one kernel;
+// an intermediate value that the graph also outputs keeps its node out of the group.
+TEST(RuntimeFusion, ElementwiseChainsRunAsOneKernel) {
+  SKIP_WITHOUT_GPU();
+  auto gelu = [](bool expose_tanh, bool int_exponent) {
+    ModelBuilder b;
+    b.input("x", DType::Float32, {-1, 6}).output("y", DType::Float32);
+    if (expose_tanh) b.output("f", DType::Float32);
+    b.initializer("half", Tensor::scalar<float>(0.5f));
+    if (int_exponent) b.initializer("three", Tensor::scalar<int64_t>(3));
+    else b.initializer("three", Tensor::scalar<float>(3.0f));
+    b.initializer("k", Tensor::scalar<float>(0.044715f));
+    b.initializer("s", Tensor::scalar<float>(0.7978845608f));
+    b.initializer("one", Tensor::scalar<float>(1.0f));
+    b.node("Mul", {"x", "half"}, {"a"});
+    b.node("Pow", {"x", "three"}, {"p"});
+    b.node("Mul", {"p", "k"}, {"c"});
+    b.node("Add", {"x", "c"}, {"d"});
+    b.node("Mul", {"d", "s"}, {"e"});
+    b.node("Tanh", {"e"}, {"f"});
+    b.node("Add", {"f", "one"}, {"g"});
+    b.node("Mul", {"a", "g"}, {"y"});
+    return b.bytes();
+  };
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i) - 12) * 0.37f;
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({4, 6}, xs)}};
+  struct Case {
+    bool expose, int_exponent;
+    int fused, dispatches;
+  };
+  for (const Case& c : {Case{false, false, 8, 1}, Case{false, true, 8, 1}, Case{true, false, 8, 2}}) {
+    std::string m = gelu(c.expose, c.int_exponent);
+    Session g = Session::from_bytes(m, gpu());
+    auto want = Session::from_bytes(m, cpu()).run(feeds);
+    for (int run = 0; run < 2; ++run) {
+      auto got = g.run(feeds);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
+    }
+    EXPECT_EQ(g.last_plan().fused_nodes, c.fused) << c.expose;
+    EXPECT_EQ(g.last_plan().dispatches, c.dispatches) << c.expose;
+    EXPECT_EQ(g.last_plan().gpu_nodes, 8);
+  }
+}
+
+// A fused group whose kernel cannot run (here: float64 values) runs node by node, correctly.
+TEST(RuntimeFusion, GroupsThatCannotFuseRunNodeByNode) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float64, {3}).output("y", DType::Float64);
+  b.node("Neg", {"x"}, {"n"});
+  b.node("Mul", {"n", "x"}, {"y"});
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<double>({3}, {1.5, -2.0, 0.25})}};
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  expect_same(g.run(feeds)[0], Session::from_bytes(b.bytes(), cpu()).run(feeds)[0]);
+  EXPECT_EQ(g.last_plan().fused_nodes, 0);
+  EXPECT_EQ(g.last_plan().dispatches, 2);
+}

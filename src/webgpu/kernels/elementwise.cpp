@@ -4,6 +4,7 @@
 // for each dtype its ONNX schema admits; the family of an INT64 tensor decides its arithmetic.
 #include <cstring>
 
+#include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 #include "cpu/broadcast.h"
 
@@ -297,23 +298,141 @@ void clip_kernel(GpuKernelContext& ctx) {
   ctx.dispatch(p, binds);
 }
 
+// Float math: the expression of y for x = v.
+const std::pair<const char*, const char*> kFloatMath[] = {
+    {"Exp", "exp(v)"},       {"Log", "log(v)"},          {"Sqrt", "sqrt(v)"},    {"Reciprocal", "1.0 / v"},
+    {"Sin", "sin(v)"},       {"Cos", "cos(v)"},          {"Tan", "tan(v)"},      {"Asin", "asin(v)"},
+    {"Acos", "acos(v)"},     {"Atan", "atan(v)"},        {"Sinh", "sinh(v)"},    {"Cosh", "cosh(v)"},
+    {"Asinh", "asinh(v)"},   {"Acosh", "acosh(v)"},      {"Atanh", "atanh(v)"},  {"Tanh", "tanh(v)"},
+    {"Floor", "floor(v)"},   {"Ceil", "ceil(v)"},        {"Round", "round(v)"},
+    {"Sigmoid", "1.0 / (1.0 + exp(-v))"},
+    {"Softplus", "select(log(1.0 + exp(v)), v, v > 20.0)"},
+    {"Softsign", "v / (1.0 + abs(v))"},
+    {"HardSwish", "v * clamp(v / 6.0 + 0.5, 0.0, 1.0)"},
+    {"Erf", "erf_f32(v)"},
+};
+
+// The expression of one float32 step of a fused elementwise kernel, over operands `a` (and `b`; `v`
+// is `a` too);
+// empty when the op is not one the fused kernel evaluates.
+std::string fused_expression(const std::string& op, bool& uses_erf, bool& uses_pow) {
+  if (op == "Add") return "a + b";
+  if (op == "Sub") return "a - b";
+  if (op == "Mul") return "a * b";
+  if (op == "Div") return "a / b";
+  if (op == "Pow") {
+    uses_pow = true;
+    return "pow_f32(a, b)";
+  }
+  if (op == "Relu") return "max_f32(a, 0.0)";
+  if (op == "Neg") return "-a";
+  if (op == "Abs") return "abs(a)";
+  for (const auto& [name, expr] : kFloatMath)
+    if (op == name) {
+      uses_erf |= op == "Erf";
+      return expr;  // over `v`, which the step binds to `a`
+    }
+  return "";
+}
+
+// Several elementwise nodes in one kernel (runtime/fusion.h). Attribute "steps" lists them in graph
+// order as "Op operand [operand]", an operand being x<k> (input k) or t<m> (step m's value); the
+// last step is the output. Every value is float32; a constant scalar input is written into the WGSL.
+void fused_elementwise(GpuKernelContext& ctx) {
+  const ir::Attribute* attr = ctx.node.attr("steps");
+  if (!attr || attr->strings.empty()) ctx.fail("a fused elementwise node needs its steps");
+  struct Step {
+    std::string op;
+    std::vector<std::string> args;
+  };
+  std::vector<Step> steps;
+  for (const auto& text : attr->strings) {
+    Step st;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t sp = text.find(' ', pos);
+      std::string word = text.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
+      if (st.op.empty()) st.op = word;
+      else st.args.push_back(word);
+      pos = sp == std::string::npos ? text.size() : sp + 1;
+    }
+    steps.push_back(st);
+  }
+  size_t n = ctx.num_inputs();
+  std::vector<Shape> shapes;
+  std::vector<bool> exponent_only(n, true);
+  for (const auto& st : steps)
+    for (size_t q = 0; q < st.args.size(); ++q)
+      if (st.args[q][0] == 'x' && !(st.op == "Pow" && q == 1)) exponent_only[size_t(std::stoul(st.args[q].substr(1)))] = false;
+  // Inputs: float32 tensors, or constant scalars (a Pow exponent may be any number type).
+  std::vector<std::string> literal(n);
+  for (size_t k = 0; k < n; ++k) {
+    const GpuValueInfo& in = ctx.input(k);
+    bool scalar = in.constant && shape_numel(in.shape) == 1;
+    if (in.dtype != DType::Float32 && !(scalar && exponent_only[k] && in.dtype != DType::Bool))
+      ctx.unsupported("input " + std::to_string(k) + " is " + std::string(dtype_name(in.dtype)) + ", not float32");
+    if (scalar) literal[k] = f32_lit(float(in.constant->double_at(0)));
+    shapes.push_back(in.shape);
+  }
+  Shape out;
+  try {
+    out = cpu::broadcast_shapes(shapes);
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  ctx.set_output(0, DType::Float32, out);
+  auto p = ctx.program("fused");
+  std::vector<ValueRef> binds;
+  std::string body;
+  for (size_t k = 0; k < n; ++k) {
+    std::string x = "x" + std::to_string(k);
+    if (!literal[k].empty()) {
+      body += "  let " + x + " = " + literal[k] + ";\n";
+      continue;
+    }
+    p.input(x + "_in", DType::Float32, shapes[k]);
+    p.broadcast_index(x + "_at", shapes[k], out);
+    binds.push_back(ctx.in(k));
+    body += "  let " + x + " = " + x + "_in_load(" + x + "_at(gi));\n";
+  }
+  p.output("y", DType::Float32, out);
+  binds.push_back(ctx.out(0));
+  if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
+    ctx.unsupported("more tensors than the device binds per dispatch");
+  bool uses_erf = false, uses_pow = false;
+  for (size_t m = 0; m < steps.size(); ++m) {
+    const Step& st = steps[m];
+    std::string e = fused_expression(st.op, uses_erf, uses_pow);
+    bool binary = st.op == "Add" || st.op == "Sub" || st.op == "Mul" || st.op == "Div" || st.op == "Pow";
+    if (e.empty() || st.args.size() != (binary ? 2u : 1u)) ctx.unsupported("step '" + attr->strings[m] + "'");
+    // Pow by a small constant integer is a product (exact for negative bases too).
+    if (st.op == "Pow" && st.args[1][0] == 'x') {
+      const std::string& lit = literal[size_t(std::stoul(st.args[1].substr(1)))];
+      const Tensor* c = ctx.input(size_t(std::stoul(st.args[1].substr(1)))).constant;
+      double v = lit.empty() || !c ? 0.5 : c->double_at(0);
+      if (!lit.empty() && v == 1.0) e = "a";
+      else if (!lit.empty() && v == 2.0) e = "a * a";
+      else if (!lit.empty() && v == 3.0) e = "a * a * a";
+    }
+    body += "  var t" + std::to_string(m) + ": f32;\n  {\n    let a = " + st.args[0] + ";\n";
+    if (binary) body += "    let b = " + st.args[1] + ";\n";
+    else body += "    let v = a;\n";
+    body += "    t" + std::to_string(m) + " = " + e + ";\n  }\n";
+  }
+  body += "  y_store(gi, t" + std::to_string(steps.size() - 1) + ");";
+  std::string decls;
+  if (uses_erf) decls += kErf;
+  if (uses_pow) decls += kPow;
+  if (!decls.empty()) p.declare(decls);
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
 }  // namespace
 
 void register_elementwise(GpuKernelRegistry& r) {
-  // Float math.
-  const std::pair<const char*, const char*> math[] = {
-      {"Exp", "exp(v)"},       {"Log", "log(v)"},          {"Sqrt", "sqrt(v)"},    {"Reciprocal", "1.0 / v"},
-      {"Sin", "sin(v)"},       {"Cos", "cos(v)"},          {"Tan", "tan(v)"},      {"Asin", "asin(v)"},
-      {"Acos", "acos(v)"},     {"Atan", "atan(v)"},        {"Sinh", "sinh(v)"},    {"Cosh", "cosh(v)"},
-      {"Asinh", "asinh(v)"},   {"Acosh", "acosh(v)"},      {"Atanh", "atanh(v)"},  {"Tanh", "tanh(v)"},
-      {"Floor", "floor(v)"},   {"Ceil", "ceil(v)"},        {"Round", "round(v)"},
-      {"Sigmoid", "1.0 / (1.0 + exp(-v))"},
-      {"Softplus", "select(log(1.0 + exp(v)), v, v > 20.0)"},
-      {"Softsign", "v / (1.0 + abs(v))"},
-      {"HardSwish", "v * clamp(v / 6.0 + 0.5, 0.0, 1.0)"},
-      {"Erf", "erf_f32(v)"},
-  };
-  for (const auto& [op, expr] : math) r.add(op, float_unary(expr, std::string(op) == "Erf" ? kErf : ""));
+  for (const auto& [op, expr] : kFloatMath) r.add(op, float_unary(expr, std::string(op) == "Erf" ? kErf : ""));
   // Any numeric type, through the family helpers.
   r.add("Abs", generic_unary("abs_$x(v)"));
   r.add("Neg", generic_unary("neg_$x(v)"));
@@ -358,6 +477,7 @@ void register_elementwise(GpuKernelRegistry& r) {
   r.add("Cast", cast_kernel);
   r.add("CastLike", castlike_kernel);
   r.add("Clip", clip_kernel);
+  r.add_fused("Elementwise", fused_elementwise);
 }
 
 }  // namespace onnxgpu::webgpu
