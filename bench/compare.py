@@ -62,6 +62,7 @@ PEER_CONFIGS = {
     "cpu": ["--ep", "cpu"],
 }
 PAIRS = ["capture", "no-capture", "cpu"]
+PROBE_RUNS = 5  # timed runs of the short process that measures CPU time per run
 TOL = ["--atol", "1e-4", "--rtol", "1e-3"]
 
 
@@ -215,7 +216,8 @@ def vm_hwm_mb(pid):
 
 
 def run_process(cmd, env, timeout):
-    """Runs cmd; returns (rc, stdout, stderr, wall_s, peak_rss_mb of the child, polled every 20 ms)."""
+    """Runs cmd; returns (rc, stdout, stderr, wall_s, peak_rss_mb of the child (polled every 20 ms), CPU
+    seconds of the child (user + system, from wait4))."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
@@ -237,7 +239,8 @@ def run_process(cmd, env, timeout):
         wall = time.monotonic() - t0
         out.seek(0)
         err.seek(0)
-        return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"), wall, hwm
+        cpu = (ru.ru_utime + ru.ru_stime) if ru else None
+        return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"), wall, hwm, cpu
 
 
 def parse_json(text):
@@ -276,11 +279,11 @@ class Runner:
         self.raw.flush()
 
     def run(self, engine, model, config, rnd, cmd, extra=None):
-        rc, out, err, wall, rss = run_process(cmd, self.env, self.timeout())
+        rc, out, err, wall, rss, cpu = run_process(cmd, self.env, self.timeout())
         j = parse_json(out)
         ok = rc == 0 and j is not None and j.get("ok", True) is not False
         rec = dict(engine=engine, model=model, config=config, round=rnd, ok=ok, rc=rc, wall_s=round(wall, 3),
-                   peak_rss_mb=round(rss, 1), cmd=" ".join(cmd), result=j)
+                   peak_rss_mb=round(rss, 1), cpu_s=cpu, cmd=" ".join(cmd), result=j)
         if extra:
             rec.update(extra)
         if not ok:
@@ -332,10 +335,19 @@ def bench_pair(r, rnd, pair, model, model_path, data_dir, dims):
                  "--time-limit", str(a.time_limit), "--json"] + TOL
     common_peer = ["--input-dir", data_dir, "--ref-dir", data_dir, "--warmup", str(a.warmup), "--runs",
                    str(a.runs), "--json"] + TOL
-    prof = ["--profile", str(a.gpu_profile)] if a.gpu_profile and pair == "capture" and rnd == 1 else []
+    # Round 1 of capture: also a short process of each engine (PROBE_RUNS timed runs, same warmup), so
+    # that the CPU time of one run is (CPU of the full process - CPU of the short one) / (runs difference).
+    # Round 2 of capture: onnxgpu also profiles its GPU time per op (a second session).
+    prof = ["--profile", str(a.gpu_profile)] if a.gpu_profile and pair == "capture" and rnd == min(2, a.rounds) else []
     r.run("onnxgpu", model, pair, rnd, [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + common_og + prof)
     peer_args = PEER_CONFIGS[pair] + (dims_args(dims) if pair == "capture" else [])
     r.run("peer", model, pair, rnd, [r.peer, model_path] + peer_args + common_peer)
+    if pair == "capture" and rnd == 1 and a.runs > PROBE_RUNS:
+        def short(args):
+            return [str(PROBE_RUNS) if k > 0 and args[k - 1] == "--runs" else v for k, v in enumerate(args)]
+        r.run("onnxgpu", model, "capture-cpu-probe", rnd,
+              [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + short(common_og))
+        r.run("peer", model, "capture-cpu-probe", rnd, [r.peer, model_path] + peer_args + short(common_peer))
 
 
 def machine_description(onnxgpu, env):
@@ -350,7 +362,7 @@ def machine_description(onnxgpu, env):
                 d["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass
-    rc, out, err, _, _ = run_process([onnxgpu, "devices", "--json"], env, 120)
+    rc, out, err, _, _, _ = run_process([onnxgpu, "devices", "--json"], env, 120)
     j = parse_json(out) or {}
     chosen = [x for x in j.get("adapters", []) if x.get("chosen")]
     if chosen:
@@ -434,6 +446,22 @@ def aggregate(recs, engine, model, config):
         diffs = [d for d in diffs if d is not None]
         g["max_abs_diff"] = max(diffs) if diffs else None
     return g
+
+
+def cpu_ms_per_run(recs, engine, model, meta):
+    """CPU time of one captured run (user + system, ms): the full round-1 capture process minus the short
+    probe process, over the difference in timed runs. None when either is missing."""
+    full = [x for x in recs if x["engine"] == engine and x["model"] == model and x["config"] == "capture"
+            and x["round"] == 1 and x.get("ok") and x.get("cpu_s") is not None]
+    short = [x for x in recs if x["engine"] == engine and x["model"] == model and x["config"] == "capture-cpu-probe"
+             and x.get("ok") and x.get("cpu_s") is not None]
+    if not full or not short:
+        return None
+    n_full = (full[0].get("result") or {}).get("runs") or meta.get("runs")
+    n_short = (short[0].get("result") or {}).get("runs") or PROBE_RUNS
+    if not n_full or not n_short or n_full <= n_short:
+        return None
+    return 1000.0 * (full[0]["cpu_s"] - short[0]["cpu_s"]) / (n_full - n_short)
 
 
 def fmt(x, nd=3):
@@ -559,15 +587,21 @@ def build_report(meta, recs, doc_path, chart_path, command):
              "submits, uploads, CPU fallback nodes, copies); the peer does not expose it. Dispatches and submits per "
              "run are counted by `onnxgpu bench` in the Dawn calls (plan segments in the plan column); ORT does not "
              "report them.\n")
-    L.append("| model | config | readback ms og / peer | device ms og / peer | og host ms | og dispatches / submits | og upload / run | og plan | peer placement |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
+    L.append("CPU ms per run (capture) = the process's CPU time (user + system, from wait4) per timed run, taken "
+             "as the difference between the round-1 process and a short process with " + str(PROBE_RUNS) + " timed runs: "
+             "the same measure for both engines (host work per replay: encoding, submit, uploads, readback copies, "
+             "plus any CPU spent waiting).\n")
+    L.append("| model | config | readback ms og / peer | device ms og / peer | og host ms | CPU ms per run og / peer | og dispatches / submits | og upload / run | og plan | peer placement |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
     for name in models:
         for pair in PAIRS[:2]:
             A, B = aggregate(recs, "onnxgpu", name, pair), aggregate(recs, "peer", name, pair)
             if not A.get("median") and not B.get("median"):
                 continue
+            cpu_cell = (f"{fmt(cpu_ms_per_run(recs, 'onnxgpu', name, meta))} / {fmt(cpu_ms_per_run(recs, 'peer', name, meta))}"
+                        if pair == "capture" else "")
             L.append(f"| {name} | {pair} | {fmt(A.get('readback_ms'))} / {fmt(B.get('readback_ms'))} | "
-                     f"{fmt(A.get('device_ms'))} / {fmt(B.get('device_ms'))} | {fmt(A.get('host_ms'))} | "
+                     f"{fmt(A.get('device_ms'))} / {fmt(B.get('device_ms'))} | {fmt(A.get('host_ms'))} | {cpu_cell} | "
                      f"{fmt(A.get('dispatches'), 0)} / {fmt(A.get('submits'), 0)} | {fmt_bytes(A.get('upload_bytes'))} | "
                      f"{plan_str(A.get('plan'))} | {placement_str(B)} |")
     L.append("")
@@ -764,9 +798,11 @@ cd bench && PYTHONUNBUFFERED=1 python3 compare.py --profile h200 --bundle .carry
 ```
 
 It unpacks the bundle into /tmp/onnxgpu-bench, inflates the full models into bench/models (1.7 GB of disk
-there), writes the inputs (batch 1 and sequence 128 for gpt2, bert and int64_embedding; the decode step has 1
-new token after 127 past tokens; cnn batch 8 at 224x224; mlp batch 16), then runs the matrix: capture on every
-model, then no-capture, then cpu, then the second round; 30 timed runs and 5 warmup runs per process. `--deadline` (470 s by default there, counted from
+there), writes the inputs (batch 1 and sequence 128 for gpt2, bert and int64_embedding, sequence 16 for
+gpt2_s16; the decode step has 1 new token after 127 past tokens; cnn batch 8 at 224x224; mlp batch 16), then
+runs the matrix: capture on every model (plus the short CPU-time probes), then no-capture, then the second
+round (its onnxgpu capture processes also profile GPU time per op), then cpu once; 30 timed runs and 5 warmup
+runs per process. `--deadline` (470 s by default there, counted from
 the start) stops starting processes, and a process that overruns it by a minute is killed, so the command
 ends inside the 10-minute limit; the report covers what ran (the rounds column), and what is under $OUT comes
 back even when the command is cut. A shorter first call: add `--models mlp,gpt2_kv,gpt2 --rounds 1`. Back
@@ -868,12 +904,15 @@ def main():
     for m in models:
         if not r.over_deadline():
             prepare_model(r, m, path[m], data[m])
-    # Round after round; in a round, configuration after configuration (capture, no-capture, cpu) over all
-    # models: a deadline cuts later rounds first, then the cpu rows of the last round.
+    # The GPU pairs first, round after round; the cpu pair once, last (onnxgpu's CPU runner is a slow
+    # reference: it must not push the GPU rounds past the deadline).
     for rnd in range(1, a.rounds + 1):
-        for pair in [p for p in PAIRS if p in a.configs]:
+        for pair in [p for p in PAIRS if p in a.configs and p != "cpu"]:
             for m in models:
                 bench_pair(r, rnd, pair, m, path[m], data[m], make_models.PROFILES[a.profile][m])
+    if "cpu" in a.configs:
+        for m in models:
+            bench_pair(r, 1, "cpu", m, path[m], data[m], make_models.PROFILES[a.profile][m])
     r.raw.close()
     meta, recs = load_raw(a.raw)
     build_report(meta, recs, a.doc, a.chart, command)

@@ -2,10 +2,10 @@
 // (SessionOptions, providers, NodeArg, ...) is written in Python on top of this (python/onnxgpu/).
 //
 // Threads: run() releases the GIL. Every WebGPU session shares one process-wide webgpu::Device,
-// which is not thread-safe (buffer pool, pipeline cache, staging buffer, queue). The engine's runs
-// lock runtime::device_mutex(), but destroying a session (its plans return buffers to the device's
-// pool) and reading its last plan do not. So every operation of a WebGPU session here (create, run,
-// last_plan, destroy) also holds gpu_mutex(), always taken before the engine's device mutex.
+// which is not thread-safe (buffer pool, pipeline cache, staging buffer, queue). The engine locks
+// runtime::device_mutex() for runs, last_plan and executor destruction; creating a session (which
+// may create the shared device) is not covered. So every operation of a WebGPU session here (create,
+// run, last_plan, destroy) also holds gpu_mutex(), always taken before the engine's device mutex.
 // CPU sessions run in parallel.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

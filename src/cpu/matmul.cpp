@@ -85,12 +85,18 @@ std::vector<Tensor> matmul(KernelContext& ctx) {
       const T* ab = a + p.a_off[bi];
       const T* bb = b + p.b_off[bi];
       T* yb = y + int64_t(bi) * p.M * p.N;
-      for (int64_t m = 0; m < p.M; ++m)
-        for (int64_t n = 0; n < p.N; ++n) {
-          Accum<T> acc;
-          for (int64_t k = 0; k < p.K; ++k) acc.add(ab[m * p.K + k], bb[k * p.N + n]);
-          yb[m * p.N + n] = acc.get();
+      // Row by row, k outside n: B is read along its rows (the same sums, in the same order, as
+      // one dot product per element, but cache-friendly).
+      std::vector<Accum<T>> row(size_t(p.N));
+      for (int64_t m = 0; m < p.M; ++m) {
+        std::fill(row.begin(), row.end(), Accum<T>{});
+        for (int64_t k = 0; k < p.K; ++k) {
+          const T av = ab[m * p.K + k];
+          const T* brow = bb + k * p.N;
+          for (int64_t n = 0; n < p.N; ++n) row[size_t(n)].add(av, brow[n]);
         }
+        for (int64_t n = 0; n < p.N; ++n) yb[m * p.N + n] = row[size_t(n)].get();
+      }
     }
   }, kMatMulTypes, "MatMul");
   return {Y};

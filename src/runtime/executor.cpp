@@ -724,6 +724,7 @@ bool Planner::try_fused(size_t index) {
     fused_nodes_.pop_back();
     return false;
   }
+  if (profile_) profile_->fused[index] = fused_nodes_.back().op_type + " (fused)";
   for (size_t j : group->members) {
     if (j > index) fused_away_.insert(j);
     finish_values_of(index, g_.nodes[j]);
@@ -866,7 +867,9 @@ Profile GpuExecutor::profile() const {
     if (profile_.dispatches[i] == 0) continue;
     const ir::Node& n = model_.graph.nodes[i];
     double ms = double(profile_.ns[i]) / 1e6 / p.runs;
-    p.nodes.push_back({n.name, n.op_type, (profile_.dispatches[i] + p.runs - 1) / p.runs, ms});
+    auto fused = profile_.fused.find(i);
+    p.nodes.push_back({n.name, fused == profile_.fused.end() ? n.op_type : fused->second,
+                       (profile_.dispatches[i] + p.runs - 1) / p.runs, ms});
     p.gpu_ms += ms;
   }
   return p;
@@ -874,7 +877,9 @@ Profile GpuExecutor::profile() const {
 
 void GpuExecutor::reset_profile() {
   std::lock_guard<std::mutex> lock(device_mutex());
+  auto fused = std::move(profile_.fused);  // a property of the recorded plans, which stay
   profile_ = ProfileSums{};
+  profile_.fused = std::move(fused);
 }
 
 PlanReport GpuExecutor::last_report() const {

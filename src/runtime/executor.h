@@ -27,6 +27,7 @@ struct ProfileSums {
   int runs = 0;
   std::vector<uint64_t> ns;          // by node index
   std::vector<int> dispatches;       // by node index, the last run's
+  std::unordered_map<size_t, std::string> fused;  // node index -> the fused kernel placed there
 };
 
 class GpuExecutor {

@@ -160,14 +160,14 @@ std::optional<Tile> tile_from_env() {
   return t;
 }
 
-// Picks the tile: a larger register tile for products with many rows (more arithmetic per workgroup
-// memory read), 32 x 64 when M is small (a single row, a short sequence), which wastes less of the A
-// tile; smaller tiles where the device's limits demand it.
+// Picks the tile: 64 x 64 with K-slices of 16 and 4 x 4 per invocation; 32 x 64 when M is small (a
+// single row, a short sequence), which wastes less of the A tile; smaller tiles where the device's
+// limits demand it. Measured on an H200 with bench/matmul_tiles.py (GPT-2 and BERT, sequence 16 and
+// 128): larger register tiles (8 x 8 per invocation, 128-wide tiles) were 10-50% slower there.
 Tile choose_tile(const Limits& limits, const Product& pr) {
   std::vector<Tile> order;
   if (pr.M <= 32) order.push_back({32, 64, 16, 4, 1});
   if (auto t = tile_from_env(); t && pr.M > 32) order.push_back(*t);
-  if (pr.M >= 128) order.push_back({64, 128, 16, 8, 2});
   order.insert(order.end(), {{64, 64, 16, 4, 1}, {32, 64, 16, 4, 1}, {32, 32, 16, 4, 1}, {16, 16, 16, 4, 1}});
   for (const Tile& t : order)
     if (t.fits(limits)) return t;
