@@ -16,7 +16,7 @@ bool elementwise_op(const ir::Node& n) {
   static const std::set<std::string> ops = {
       "Add",  "Sub",  "Mul",  "Div",  "Pow",     "Exp",   "Log",  "Sqrt",     "Reciprocal", "Tanh",
       "Erf",  "Relu", "Neg",  "Abs",  "Sigmoid", "Sin",   "Cos",  "Softplus", "Softsign",   "HardSwish",
-      "Floor", "Ceil"};
+      "Floor", "Ceil", "Where"};
   return plain(n) && ops.count(n.op_type) && n.outputs.size() == 1 && !n.outputs[0].empty() &&
          std::none_of(n.inputs.begin(), n.inputs.end(), [](const std::string& s) { return s.empty(); });
 }
@@ -55,7 +55,10 @@ Fusion::Fusion(const ir::Graph& graph) : g_(graph) {
     const ir::Node& n = graph.nodes[i];
     if (!plain(n, "MatMul") || n.outputs.size() != 1) continue;
     auto j = only_consumer(n.outputs[0]);
-    if (j && plain(graph.nodes[*j], "Add")) bias_adds_.insert(*j);
+    if (!j || !plain(graph.nodes[*j], "Add")) continue;
+    bias_adds_.insert(*j);  // and the residual Add that may follow: kept out of elementwise groups
+    if (auto k = only_consumer(graph.nodes[*j].outputs.empty() ? "" : graph.nodes[*j].outputs[0]))
+      if (plain(graph.nodes[*k], "Add")) bias_adds_.insert(*k);
   }
   find_elementwise_groups();
 }
@@ -182,6 +185,22 @@ std::optional<FusedGroup> Fusion::matmul_add(size_t i, const Lookup& facts) cons
   f.node.inputs = {mm.inputs[0], mm.inputs[1], bias};
   f.node.outputs = {add.outputs[0]};
   f.members = {*j};
+  // A residual Add after it (x + MatMul(.) + b): a tensor of the output's shape, already computed.
+  if (auto k = only_consumer(add.outputs[0])) {
+    const ir::Node& res = g_.nodes[*k];
+    if (plain(res, "Add") && res.inputs.size() == 2 && res.outputs.size() == 1 && !res.outputs[0].empty()) {
+      const std::string& other = res.inputs[0] == add.outputs[0] ? res.inputs[1] : res.inputs[0];
+      const ValueFacts* r = other == add.outputs[0] ? nullptr : facts(other);
+      Shape out(a->shape.begin(), a->shape.end() - 1);
+      out.push_back(b->shape[1]);
+      if (r && r->dtype == a->dtype && r->shape == out) {
+        f.node.name += "+" + res.name;
+        f.node.inputs.push_back(other);
+        f.node.outputs = {res.outputs[0]};
+        f.members.push_back(*k);
+      }
+    }
+  }
   return f;
 }
 

@@ -1,7 +1,8 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
 // dispatches and keeps no intermediate buffer. Two kinds of group:
-//   MatMulAdd   MatMul -> Add(bias): the bias (a constant row) is added in the product's epilogue.
-//               The group is placed at the MatMul; the Add is skipped.
+//   MatMulAdd   MatMul -> Add(bias) [-> Add(residual)]: the bias (a constant row) and a residual of
+//               the output's shape, computed before the MatMul, are added in the product's epilogue.
+//               The group is placed at the MatMul; the Adds are skipped.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -58,7 +59,7 @@ class Fusion {
   std::unordered_map<std::string, std::vector<size_t>> consumers_;  // every read, subgraphs included
   std::unordered_map<std::string, size_t> producer_;
   std::set<std::string> graph_outputs_;
-  std::set<size_t> bias_adds_;                        // Adds kept for a MatMulAdd
+  std::set<size_t> bias_adds_;                        // Adds kept for a MatMulAdd (bias, residual)
   std::unordered_map<size_t, std::vector<size_t>> groups_;  // root -> members (ascending)
   std::unordered_map<size_t, size_t> root_of_;             // member -> root
 };

@@ -357,6 +357,17 @@ TEST(RuntimeProfile, TimesEveryNodeWithoutChangingTheResults) {
   EXPECT_TRUE(Session::from_bytes(b.bytes(), cpu()).profile().nodes.empty());
 }
 
+// Runs `g` twice (record, replay) and compares every output with the CPU reference of `model`.
+void recorded_and_replayed_match_cpu(Session& g, const std::string& model,
+                                     const std::unordered_map<std::string, Tensor>& feeds) {
+  auto want = Session::from_bytes(model, cpu()).run(feeds);
+  for (int run = 0; run < 2; ++run) {
+    auto got = g.run(feeds);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
+  }
+}
+
 // MatMul followed by an Add of a constant row runs as one kernel; other shapes of Add, or a MatMul
 // output that something else reads, keep the two nodes apart. Results match the CPU either way.
 TEST(RuntimeFusion, MatMulAddBiasRunsAsOneKernelOnlyWhenSafe) {
@@ -386,12 +397,7 @@ TEST(RuntimeFusion, MatMulAddBiasRunsAsOneKernelOnlyWhenSafe) {
                         Case{{7}, true, false, 0}}) {
     std::string m = model(c.bias, c.expose, c.bias_first);
     Session g = Session::from_bytes(m, gpu());
-    auto want = Session::from_bytes(m, cpu()).run(feeds);
-    for (int run = 0; run < 2; ++run) {
-      auto got = g.run(feeds);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
-    }
+    recorded_and_replayed_match_cpu(g, m, feeds);
     EXPECT_EQ(g.last_plan().fused_nodes, c.fused) << shape_str(c.bias) << (c.expose ? " exposed" : "");
     EXPECT_EQ(g.last_plan().dispatches, c.fused ? 1 : 2);
     EXPECT_EQ(g.last_plan().gpu_nodes, 2);
@@ -432,12 +438,7 @@ TEST(RuntimeFusion, ElementwiseChainsRunAsOneKernel) {
   for (const Case& c : {Case{false, false, 8, 1}, Case{false, true, 8, 1}, Case{true, false, 8, 2}}) {
     std::string m = gelu(c.expose, c.int_exponent);
     Session g = Session::from_bytes(m, gpu());
-    auto want = Session::from_bytes(m, cpu()).run(feeds);
-    for (int run = 0; run < 2; ++run) {
-      auto got = g.run(feeds);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
-    }
+    recorded_and_replayed_match_cpu(g, m, feeds);
     EXPECT_EQ(g.last_plan().fused_nodes, c.fused) << c.expose;
     EXPECT_EQ(g.last_plan().dispatches, c.dispatches) << c.expose;
     EXPECT_EQ(g.last_plan().gpu_nodes, 8);
@@ -456,4 +457,49 @@ TEST(RuntimeFusion, GroupsThatCannotFuseRunNodeByNode) {
   expect_same(g.run(feeds)[0], Session::from_bytes(b.bytes(), cpu()).run(feeds)[0]);
   EXPECT_EQ(g.last_plan().fused_nodes, 0);
   EXPECT_EQ(g.last_plan().dispatches, 2);
+}
+
+// x + (MatMul(x, W) + b), the residual of a transformer block, runs as one kernel with the bias and
+// the residual in the epilogue, with and without split-K (long K, few rows).
+TEST(RuntimeFusion, ResidualAddJoinsTheMatMulEpilogue) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t k : {6, 1024}) {
+    ModelBuilder b;
+    b.input("x", DType::Float32, {-1, 3, k}).output("y", DType::Float32);
+    std::vector<float> w(static_cast<size_t>(k * k)), c(static_cast<size_t>(k));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * float(int(i % 13) - 6);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = 0.25f * float(int(i % 5) - 2);
+    b.initializer("w", Tensor::from_vector<float>({k, k}, w));
+    b.initializer("c", Tensor::from_vector<float>({k}, c));
+    b.node("MatMul", {"x", "w"}, {"h"});
+    b.node("Add", {"c", "h"}, {"hb"});
+    b.node("Add", {"x", "hb"}, {"y"});
+    std::vector<float> xs(size_t(2 * 3 * k));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 17) - 8) * 0.125f;
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, k}, xs)}};
+    Session g = Session::from_bytes(b.bytes(), gpu());
+    recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
+    EXPECT_EQ(g.last_plan().fused_nodes, 3) << k;
+    EXPECT_EQ(g.last_plan().gpu_nodes, 3) << k;
+  }
+}
+
+// Scale then mask (attention scores): Div and Where with a bool mask and a scalar fill run as one kernel.
+TEST(RuntimeFusion, WhereWithABoolMaskJoinsAnElementwiseGroup) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("s", DType::Float32, {2, 4, 4}).input("mask", DType::Bool, {1, 4, 4}).output("y", DType::Float32);
+  b.initializer("scale", Tensor::scalar<float>(8.0f));
+  b.initializer("fill", Tensor::scalar<float>(-1e4f));
+  b.node("Div", {"s", "scale"}, {"d"});
+  b.node("Where", {"mask", "d", "fill"}, {"y"});
+  std::vector<float> s(32);
+  for (size_t i = 0; i < s.size(); ++i) s[i] = float(i) - 10.0f;
+  Tensor mask(DType::Bool, {1, 4, 4});
+  for (int64_t i = 0; i < 16; ++i) mask.data<bool>()[i] = (i % 4) <= (i / 4);
+  std::unordered_map<std::string, Tensor> feeds{{"s", Tensor::from_vector<float>({2, 4, 4}, s)}, {"mask", mask}};
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
+  EXPECT_EQ(g.last_plan().fused_nodes, 2);
+  EXPECT_EQ(g.last_plan().dispatches, 1);
 }

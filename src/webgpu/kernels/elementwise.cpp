@@ -325,6 +325,7 @@ std::string fused_expression(const std::string& op, bool& uses_erf, bool& uses_p
     return "pow_f32(a, b)";
   }
   if (op == "Relu") return "max_f32(a, 0.0)";
+  if (op == "Where") return "select(b, a, c != 0u)";  // c: the bool condition
   if (op == "Neg") return "-a";
   if (op == "Abs") return "abs(a)";
   for (const auto& [name, expr] : kFloatMath)
@@ -337,7 +338,8 @@ std::string fused_expression(const std::string& op, bool& uses_erf, bool& uses_p
 
 // Several elementwise nodes in one kernel (runtime/fusion.h). Attribute "steps" lists them in graph
 // order as "Op operand [operand]", an operand being x<k> (input k) or t<m> (step m's value); the
-// last step is the output. Every value is float32; a constant scalar input is written into the WGSL.
+// last step is the output. Every value is float32 but Where's conditions (bool inputs); a constant
+// scalar input is written into the WGSL.
 void fused_elementwise(GpuKernelContext& ctx) {
   const ir::Attribute* attr = ctx.node.attr("steps");
   if (!attr || attr->strings.empty()) ctx.fail("a fused elementwise node needs its steps");
@@ -360,18 +362,24 @@ void fused_elementwise(GpuKernelContext& ctx) {
   }
   size_t n = ctx.num_inputs();
   std::vector<Shape> shapes;
-  std::vector<bool> exponent_only(n, true);
+  // Inputs read only as Pow's exponent (any number type) or Where's condition (bool).
+  std::vector<bool> exponent_only(n, true), condition_only(n, true);
   for (const auto& st : steps)
-    for (size_t q = 0; q < st.args.size(); ++q)
-      if (st.args[q][0] == 'x' && !(st.op == "Pow" && q == 1)) exponent_only[size_t(std::stoul(st.args[q].substr(1)))] = false;
-  // Inputs: float32 tensors, or constant scalars (a Pow exponent may be any number type).
+    for (size_t q = 0; q < st.args.size(); ++q) {
+      if (st.args[q][0] != 'x') continue;
+      size_t k = size_t(std::stoul(st.args[q].substr(1)));
+      if (!(st.op == "Pow" && q == 1)) exponent_only[k] = false;
+      if (!(st.op == "Where" && q == 0)) condition_only[k] = false;
+    }
+  // Inputs: float32 tensors, bool conditions, or constant scalars (written into the WGSL).
   std::vector<std::string> literal(n);
   for (size_t k = 0; k < n; ++k) {
     const GpuValueInfo& in = ctx.input(k);
     bool scalar = in.constant && shape_numel(in.shape) == 1;
-    if (in.dtype != DType::Float32 && !(scalar && exponent_only[k] && in.dtype != DType::Bool))
+    bool cond = in.dtype == DType::Bool && condition_only[k];
+    if (in.dtype != DType::Float32 && !cond && !(scalar && exponent_only[k] && in.dtype != DType::Bool))
       ctx.unsupported("input " + std::to_string(k) + " is " + std::string(dtype_name(in.dtype)) + ", not float32");
-    if (scalar) literal[k] = f32_lit(float(in.constant->double_at(0)));
+    if (scalar) literal[k] = cond ? (in.constant->double_at(0) != 0 ? "1u" : "0u") : f32_lit(float(in.constant->double_at(0)));
     shapes.push_back(in.shape);
   }
   Shape out;
@@ -390,7 +398,7 @@ void fused_elementwise(GpuKernelContext& ctx) {
       body += "  let " + x + " = " + literal[k] + ";\n";
       continue;
     }
-    p.input(x + "_in", DType::Float32, shapes[k]);
+    p.input(x + "_in", ctx.dtype(k), shapes[k]);
     p.broadcast_index(x + "_at", shapes[k], out);
     binds.push_back(ctx.in(k));
     body += "  let " + x + " = " + x + "_in_load(" + x + "_at(gi));\n";
@@ -404,7 +412,10 @@ void fused_elementwise(GpuKernelContext& ctx) {
     const Step& st = steps[m];
     std::string e = fused_expression(st.op, uses_erf, uses_pow);
     bool binary = st.op == "Add" || st.op == "Sub" || st.op == "Mul" || st.op == "Div" || st.op == "Pow";
-    if (e.empty() || st.args.size() != (binary ? 2u : 1u)) ctx.unsupported("step '" + attr->strings[m] + "'");
+    size_t arity = st.op == "Where" ? 3 : binary ? 2 : 1;
+    if (e.empty() || st.args.size() != arity) ctx.unsupported("step '" + attr->strings[m] + "'");
+    if (st.op == "Where" && (st.args[0][0] != 'x' || !condition_only[size_t(std::stoul(st.args[0].substr(1)))]))
+      ctx.unsupported("a Where condition computed inside the group");
     // Pow by a small constant integer is a product (exact for negative bases too).
     if (st.op == "Pow" && st.args[1][0] == 'x') {
       const std::string& lit = literal[size_t(std::stoul(st.args[1].substr(1)))];
@@ -414,9 +425,13 @@ void fused_elementwise(GpuKernelContext& ctx) {
       else if (!lit.empty() && v == 2.0) e = "a * a";
       else if (!lit.empty() && v == 3.0) e = "a * a * a";
     }
-    body += "  var t" + std::to_string(m) + ": f32;\n  {\n    let a = " + st.args[0] + ";\n";
-    if (binary) body += "    let b = " + st.args[1] + ";\n";
-    else body += "    let v = a;\n";
+    body += "  var t" + std::to_string(m) + ": f32;\n  {\n";
+    if (st.op == "Where")
+      body += "    let c = " + st.args[0] + ";\n    let a = " + st.args[1] + ";\n    let b = " + st.args[2] + ";\n";
+    else if (binary)
+      body += "    let a = " + st.args[0] + ";\n    let b = " + st.args[1] + ";\n";
+    else
+      body += "    let a = " + st.args[0] + ";\n    let v = a;\n";
     body += "    t" + std::to_string(m) + " = " + e + ";\n  }\n";
   }
   body += "  y_store(gi, t" + std::to_string(steps.size() - 1) + ");";

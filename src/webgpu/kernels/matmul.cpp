@@ -76,9 +76,11 @@ Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b) {
   return p;
 }
 
-// The epilogue of Gemm: y = alpha * AB + beta * C[m, n] with C broadcast to [M, N].
+// The epilogue: y = alpha * AB + beta * C[m, n] with C broadcast to [M, N] (Gemm's C, a fused bias),
+// plus R[i], a tensor of the output's shape (a fused residual Add), i the output element.
 struct Epilogue {
   bool has_c = false;
+  bool has_r = false;  // input 3
   float alpha = 1.0f, beta = 1.0f;
   uint32_t c_sm = 0, c_sn = 0;  // strides of C over m and n (0 where broadcast)
 };
@@ -86,12 +88,13 @@ struct Epilogue {
 // Declares the operands a, b (and c), the output y (the product, or the split-K partial sums) and the
 // uniforms.
 void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
-                      bool with_c, DType out_dtype, const Shape& out_shape) {
+                      bool with_c, bool with_r, DType out_dtype, const Shape& out_shape) {
   // The kernels index the operands linearly: declared flat, the WGSL text depends on no operand's rank.
   auto flat = [](const Shape& s) { return Shape{shape_numel(s)}; };
   p.input("a", t, flat(ctx.shape(0)));
   p.input("b", t, flat(ctx.shape(1)));
   if (with_c) p.input("c", t, flat(ctx.shape(2)));
+  if (with_r) p.input("r", t, flat(ctx.shape(3)));
   p.output("y", out_dtype, flat(out_shape));
   p.uniform("M", pr.M);
   p.uniform("N", pr.N);
@@ -107,18 +110,20 @@ void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const 
   p.uniform_f32("beta", ep.beta);
 }
 
-std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, bool with_c, ValueRef out) {
+std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, bool with_c, bool with_r, ValueRef out) {
   std::vector<ValueRef> b{ctx.in(0), ctx.in(1)};
   if (with_c) b.push_back(ctx.in(2));
+  if (with_r) b.push_back(ctx.in(3));
   b.push_back(out);
   return b;
 }
 
-// The epilogue as WGSL: y = alpha * v + beta * C[m, n].
+// The epilogue as WGSL: y[i] = alpha * v + beta * C[m, n] + R[i].
 std::string epilogue_decl(const Epilogue& ep) {
   std::string e = "alpha() * v";
   if (ep.has_c) e += " + beta() * c_load(m * c_sm() + n * c_sn())";
-  return "fn epilogue(v: f32, m: u32, n: u32) -> f32 { return " + e + "; }\n";
+  if (ep.has_r) e += " + r_load(i)";
+  return "fn epilogue(v: f32, m: u32, n: u32, i: u32) -> f32 { return " + e + "; }\n";
 }
 
 // A tile shape of the float kernel: TM x TN outputs per workgroup, K-slices of TK; each invocation
@@ -205,13 +210,13 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
     splits = (pr.K + kchunk - 1) / kchunk;
   }
   bool split = splits > 1;
-  bool with_c = ep.has_c && !split;
+  bool with_c = ep.has_c && !split, with_r = ep.has_r && !split;
 
   std::string name = std::string("tiled") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") +
-                     (with_c ? "_c" : "") + (split ? "_split" : "") + "_" + tl.name();
+                     (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
   auto p = ctx.program(name, tl.threads());
   Shape part_shape{int64_t(mn * batch * splits)};
-  declare_operands(ctx, p, t, pr, ep, with_c, split ? DType::Float32 : t, split ? part_shape : pr.out);
+  declare_operands(ctx, p, t, pr, ep, with_c, with_r, split ? DType::Float32 : t, split ? part_shape : pr.out);
   p.uniform("splits", splits);
   p.uniform("kchunk", kchunk);
   uint32_t la = tl.tm * tl.tk / tl.threads(), lb = tl.tk * tl.tn / tl.threads();
@@ -276,7 +281,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
         std::string v = "acc" + n_(i) + "_" + n_(j) + "[" + n_(c) + "]";
         std::string col = "n0 + (tx + " + u(j * tl.tx()) + ") * 4u + " + u(c);
         stores += "    if (" + col + " < N()) { let n = " + col + "; y_store(y_base + m * N() + n, " +
-                  (split ? v : "epilogue(" + v + ", m, n)") + "); }\n";
+                  (split ? v : "epilogue(" + v + ", m, n, y_base + m * N() + n)") + "); }\n";
       }
     stores += "  }\n";
   }
@@ -303,15 +308,16 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       "  }\n"
       "  let y_base = wid.z * M() * N();\n" + stores);
   if (!split) {
-    ctx.dispatch(p, operand_bindings(ctx, with_c, ctx.out(0)), uint32_t(gx), uint32_t(gy), uint32_t(batch));
+    ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0)), uint32_t(gx), uint32_t(gy), uint32_t(batch));
     return;
   }
   ValueRef part = ctx.temp(DType::Float32, part_shape);
-  ctx.dispatch(p, operand_bindings(ctx, false, part), uint32_t(gx), uint32_t(gy), uint32_t(batch * splits));
+  ctx.dispatch(p, operand_bindings(ctx, false, false, part), uint32_t(gx), uint32_t(gy), uint32_t(batch * splits));
   // The sum of the parts, then the epilogue.
-  auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : ""));
+  auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : ""));
   r.input("part", DType::Float32, part_shape);
   if (ep.has_c) r.input("c", t, Shape{shape_numel(ctx.shape(2))});
+  if (ep.has_r) r.input("r", t, Shape{shape_numel(ctx.shape(3))});
   r.output("y", t, Shape{shape_numel(pr.out)});
   r.uniform("M", pr.M);
   r.uniform("N", pr.N);
@@ -330,9 +336,10 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       "  let e = gi % mn;\n"
       "  var s = 0.0;\n"
       "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
-      "  y_store(gi, epilogue(s, e / N(), e % N()));\n");
+      "  y_store(gi, epilogue(s, e / N(), e % N(), gi));\n");
   std::vector<ValueRef> binds{part};
   if (ep.has_c) binds.push_back(ctx.in(2));
+  if (ep.has_r) binds.push_back(ctx.in(3));
   binds.push_back(ctx.out(0));
   ctx.dispatch(r, binds);
 }
@@ -340,7 +347,8 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
 // One invocation per output element, exact in the operands' integer family.
 void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
   auto p = ctx.program(std::string("int") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") + (ep.has_c ? "_c" : ""));
-  declare_operands(ctx, p, t, pr, ep, ep.has_c, t, pr.out);
+  if (ep.has_r) ctx.unsupported("a fused residual on an integer product");
+  declare_operands(ctx, p, t, pr, ep, ep.has_c, false, t, pr.out);
   p.set_threads(uint64_t(shape_numel(pr.batch)) * pr.M * pr.N);
   std::string a_at = pr.trans_a ? "k * M() + m" : "m * K() + k";
   std::string b_at = pr.trans_b ? "n * K() + k" : "k * N() + n";
@@ -358,7 +366,7 @@ void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   if (ep.has_c) body += "  acc = add_$a(acc, c_load(m * c_sm() + n * c_sn()));\n";
   body += "  y_store(gi, acc);\n";
   p.body(body);
-  ctx.dispatch(p, operand_bindings(ctx, ep.has_c, ctx.out(0)));
+  ctx.dispatch(p, operand_bindings(ctx, ep.has_c, false, ctx.out(0)));
 }
 
 void run_product(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
@@ -378,8 +386,9 @@ void matmul(GpuKernelContext& ctx) {
   run_product(ctx, t, pr, Epilogue{});
 }
 
-// Fused MatMul + Add (the runtime's fusion pass): inputs A, B and a bias over the output's last axis,
-// added in the product's epilogue instead of by a dispatch of its own.
+// Fused MatMul + Add [+ Add] (the runtime's fusion pass): inputs A, B, a bias over the output's last
+// axis, and optionally a residual of the output's shape, added in the product's epilogue instead of
+// by dispatches of their own.
 void matmul_add(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   if (ctx.dtype(1) != t || ctx.dtype(2) != t) ctx.fail("A, B and the bias must have the same type");
@@ -391,6 +400,12 @@ void matmul_add(GpuKernelContext& ctx) {
   ep.has_c = true;
   ep.c_sm = 0;
   ep.c_sn = 1;
+  if (ctx.has_input(3)) {
+    if (ctx.dtype(3) != t || ctx.shape(3) != pr.out)
+      ctx.fail("the residual " + std::string(dtype_name(ctx.dtype(3))) + shape_str(ctx.shape(3)) + " is not of the product's " +
+               std::string(dtype_name(t)) + shape_str(pr.out));
+    ep.has_r = true;
+  }
   run_product(ctx, t, pr, ep);
 }
 
