@@ -604,6 +604,8 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
     out_slots[i] = slot;
     values_[node.outputs[i]] = Value{o.dtype, o.shape, nullptr, slot};
   }
+  // Outputs that only Shape/Size read (they fold from the shape): described, never computed.
+  if (fusion_.read_for_shape_only(node)) ctx.dispatches.clear();
   std::vector<int> temp_slots;
   for (const auto& t : ctx.temps) temp_slots.push_back(alloc(gpu_bytes(t.dtype, t.shape, policy_)));
   for (auto& d : ctx.dispatches) {

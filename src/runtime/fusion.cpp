@@ -63,6 +63,22 @@ Fusion::Fusion(const ir::Graph& graph) : g_(graph) {
   find_elementwise_groups();
 }
 
+bool Fusion::read_for_shape_only(const ir::Node& node) const {
+  bool any = false;
+  for (const auto& o : node.outputs) {
+    if (o.empty()) continue;
+    if (graph_outputs_.count(o)) return false;
+    auto it = consumers_.find(o);
+    if (it == consumers_.end()) continue;
+    for (size_t c : it->second) {
+      const ir::Node& n = g_.nodes[c];
+      if (!(plain(n, "Shape") || plain(n, "Size"))) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 // A one-element initializer or Constant: the fused kernel writes it into its WGSL, binding nothing.
 bool Fusion::scalar_constant(const std::string& value) const {
   auto w = g_.initializers.find(value);

@@ -43,6 +43,9 @@ class Fusion {
   std::optional<FusedGroup> group_at(size_t i, const Lookup& facts) const;
   // Node i belongs to an elementwise group and waits for the group's root.
   bool deferred(size_t i) const { return root_of_.count(i) != 0; }
+  // Every output of the node is read only by Shape or Size (which fold from the known shape): its
+  // kernel need not run, only describe its outputs.
+  bool read_for_shape_only(const ir::Node& node) const;
   // Where node i's reads happen: its group's root when deferred, else i.
   size_t placed_at(size_t i) const {
     auto it = root_of_.find(i);

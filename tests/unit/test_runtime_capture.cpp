@@ -503,3 +503,22 @@ TEST(RuntimeFusion, WhereWithABoolMaskJoinsAnElementwiseGroup) {
   EXPECT_EQ(g.last_plan().fused_nodes, 2);
   EXPECT_EQ(g.last_plan().dispatches, 1);
 }
+
+// A node whose value only Shape reads is described (its output shape), never dispatched.
+TEST(RuntimeFusion, ValuesReadOnlyForTheirShapeAreNotComputed) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 3}).output("y", DType::Float32).output("s", DType::Int64);
+  auto& t = b.node("Transpose", {"x"}, {"xt"});
+  auto* perm = t.add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto_AttributeType_INTS);
+  perm->add_ints(1);
+  perm->add_ints(0);
+  b.node("Shape", {"xt"}, {"s"});
+  b.node("Relu", {"x"}, {"y"});
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3}, {1, -2, 3, -4, 5, -6})}};
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
+  EXPECT_EQ(g.last_plan().dispatches, 1);
+}
