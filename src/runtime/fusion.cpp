@@ -60,7 +60,34 @@ Fusion::Fusion(const ir::Graph& graph) : g_(graph) {
     if (auto k = only_consumer(graph.nodes[*j].outputs.empty() ? "" : graph.nodes[*j].outputs[0]))
       if (plain(graph.nodes[*k], "Add")) bias_adds_.insert(*k);
   }
+  // A Transpose that only a MatMul reads becomes that product's strided operand: deferred to it.
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& n = graph.nodes[i];
+    if (!plain(n, "MatMul") || n.inputs.size() != 2) continue;
+    for (size_t q = 0; q < 2; ++q) {
+      auto p = producer_.find(n.inputs[q]);
+      if (p == producer_.end() || !plain(graph.nodes[p->second], "Transpose") || root_of_.count(p->second)) continue;
+      auto only = only_consumer(n.inputs[q]);
+      if (!only || *only != i || graph.nodes[p->second].inputs.empty()) continue;
+      transposed_[{i, q}] = p->second;
+      root_of_[p->second] = i;
+    }
+  }
   find_elementwise_groups();
+}
+
+// The permutation of a Transpose node for an input of rank r (reversed when absent); empty when invalid.
+std::vector<int64_t> Fusion::transpose_perm(const ir::Node& t, size_t r) {
+  std::vector<int64_t> perm = t.attr_ints("perm");
+  if (perm.empty())
+    for (size_t d = r; d-- > 0;) perm.push_back(int64_t(d));
+  if (perm.size() != r || r < 2) return {};
+  std::vector<bool> seen(r, false);
+  for (int64_t d : perm) {
+    if (d < 0 || size_t(d) >= r || seen[size_t(d)]) return {};
+    seen[size_t(d)] = true;
+  }
+  return perm;
 }
 
 bool Fusion::read_for_shape_only(const ir::Node& node) const {
@@ -143,7 +170,7 @@ void Fusion::find_elementwise_groups() {
 }
 
 std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const {
-  if (auto f = matmul_add(i, facts)) return f;
+  if (auto f = matmul_group(i, facts)) return f;
   auto it = groups_.find(i);
   if (it == groups_.end()) return std::nullopt;
   // The fused node reads the group's external values; attribute "steps" lists the members in graph
@@ -178,45 +205,73 @@ std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const 
   return f;
 }
 
-std::optional<FusedGroup> Fusion::matmul_add(size_t i, const Lookup& facts) const {
+std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) const {
   const ir::Node& mm = g_.nodes[i];
   if (!plain(mm, "MatMul") || mm.inputs.size() != 2 || mm.outputs.size() != 1) return std::nullopt;
-  auto j = only_consumer(mm.outputs[0]);
-  if (!j) return std::nullopt;
-  const ir::Node& add = g_.nodes[*j];
-  if (!plain(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1 || add.outputs[0].empty())
-    return std::nullopt;
-  const std::string& bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
-  const ValueFacts *a = facts(mm.inputs[0]), *b = facts(mm.inputs[1]), *c = facts(bias);
-  if (!a || !b || !c || !c->constant || !dtype_is_float(a->dtype) || b->dtype != a->dtype || c->dtype != a->dtype)
-    return std::nullopt;
-  // The bias must be one row of the product: [N] with leading 1s, never widening the output.
-  if (a->shape.size() < 2 || b->shape.size() != 2 || c->shape.empty() || c->shape.size() > a->shape.size() ||
-      c->shape.back() != b->shape[1] || shape_numel(c->shape) != b->shape[1])
-    return std::nullopt;
   FusedGroup f;
-  f.node.name = mm.name + "+" + add.name;
-  f.node.op_type = "MatMulAdd";
+  f.node.name = mm.name;
+  f.node.op_type = "MatMul";
   f.node.domain = webgpu::kFusedDomain;
-  f.node.inputs = {mm.inputs[0], mm.inputs[1], bias};
-  f.node.outputs = {add.outputs[0]};
-  f.members = {*j};
-  // A residual Add after it (x + MatMul(.) + b): a tensor of the output's shape, already computed.
-  if (auto k = only_consumer(add.outputs[0])) {
-    const ir::Node& res = g_.nodes[*k];
-    if (plain(res, "Add") && res.inputs.size() == 2 && res.outputs.size() == 1 && !res.outputs[0].empty()) {
-      const std::string& other = res.inputs[0] == add.outputs[0] ? res.inputs[1] : res.inputs[0];
-      const ValueFacts* r = other == add.outputs[0] ? nullptr : facts(other);
-      Shape out(a->shape.begin(), a->shape.end() - 1);
-      out.push_back(b->shape[1]);
-      if (r && r->dtype == a->dtype && r->shape == out) {
-        f.node.name += "+" + res.name;
-        f.node.inputs.push_back(other);
-        f.node.outputs = {res.outputs[0]};
-        f.members.push_back(*k);
+  f.node.inputs = mm.inputs;
+  f.node.outputs = mm.outputs;
+  // The operands as the product sees them: a folded Transpose's input, permuted.
+  Shape shape[2];
+  DType dtype[2];
+  for (size_t q = 0; q < 2; ++q) {
+    auto t = transposed_.find({i, q});
+    const std::string& name = t == transposed_.end() ? mm.inputs[q] : g_.nodes[t->second].inputs[0];
+    const ValueFacts* v = facts(name);
+    if (!v) return std::nullopt;
+    dtype[q] = v->dtype;
+    shape[q] = v->shape;
+    if (t == transposed_.end()) continue;
+    std::vector<int64_t> perm = transpose_perm(g_.nodes[t->second], v->shape.size());
+    if (perm.empty()) return std::nullopt;
+    Shape p;
+    for (int64_t d : perm) p.push_back(v->shape[size_t(d)]);
+    shape[q] = p;
+    f.node.inputs[q] = name;
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::Ints;
+    a.ints = perm;
+    f.node.attrs[q == 0 ? "perm_a" : "perm_b"] = a;
+    f.members.push_back(t->second);
+  }
+  if (!dtype_is_float(dtype[0]) || dtype[1] != dtype[0]) return std::nullopt;
+  // The bias must be one row of the product ([N] with leading 1s, never widening the output); then a
+  // residual Add of the output's shape, computed before the MatMul.
+  auto j = only_consumer(mm.outputs[0]);
+  const ir::Node* add = j ? &g_.nodes[*j] : nullptr;
+  if (add && plain(*add, "Add") && add->inputs.size() == 2 && add->outputs.size() == 1 && !add->outputs[0].empty() &&
+      shape[0].size() >= 2 && shape[1].size() == 2) {
+    const std::string& bias = add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0];
+    const ValueFacts* c = facts(bias);
+    int64_t n = shape[1][1];
+    if (c && c->constant && c->dtype == dtype[0] && !c->shape.empty() && c->shape.size() <= shape[0].size() &&
+        c->shape.back() == n && shape_numel(c->shape) == n) {
+      f.node.name += "+" + add->name;
+      f.node.inputs.push_back(bias);
+      f.node.outputs = add->outputs;
+      f.members.push_back(*j);
+      if (auto k = only_consumer(add->outputs[0])) {
+        const ir::Node& res = g_.nodes[*k];
+        if (plain(res, "Add") && res.inputs.size() == 2 && res.outputs.size() == 1 && !res.outputs[0].empty()) {
+          const std::string& other = res.inputs[0] == add->outputs[0] ? res.inputs[1] : res.inputs[0];
+          const ValueFacts* r = other == add->outputs[0] ? nullptr : facts(other);
+          Shape out(shape[0].begin(), shape[0].end() - 1);
+          out.push_back(n);
+          if (r && r->dtype == dtype[0] && r->shape == out) {
+            f.node.name += "+" + res.name;
+            f.node.inputs.push_back(other);
+            f.node.outputs = res.outputs;
+            f.members.push_back(*k);
+          }
+        }
       }
     }
   }
+  if (f.members.empty()) return std::nullopt;  // a plain MatMul
+  std::sort(f.members.begin(), f.members.end());
   return f;
 }
 

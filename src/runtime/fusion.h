@@ -1,8 +1,9 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
 // dispatches and keeps no intermediate buffer. Two kinds of group:
-//   MatMulAdd   MatMul -> Add(bias) [-> Add(residual)]: the bias (a constant row) and a residual of
-//               the output's shape, computed before the MatMul, are added in the product's epilogue.
-//               The group is placed at the MatMul; the Adds are skipped.
+//   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)]]: a Transpose that only the
+//               MatMul reads is read in place through strides (deferred to the MatMul); the bias (a
+//               constant row) and a residual of the output's shape, computed before the MatMul, are
+//               added in the product's epilogue (the Adds are skipped). Placed at the MatMul.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -11,6 +12,7 @@
 // time, and when one cannot run, the planner runs the members one by one as usual.
 #pragma once
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -55,7 +57,8 @@ class Fusion {
  private:
   std::optional<size_t> only_consumer(const std::string& value) const;
   bool scalar_constant(const std::string& value) const;
-  std::optional<FusedGroup> matmul_add(size_t i, const Lookup& facts) const;
+  std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts) const;
+  static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
 
   const ir::Graph& g_;
@@ -64,7 +67,8 @@ class Fusion {
   std::set<std::string> graph_outputs_;
   std::set<size_t> bias_adds_;                        // Adds kept for a MatMulAdd (bias, residual)
   std::unordered_map<size_t, std::vector<size_t>> groups_;  // root -> members (ascending)
-  std::unordered_map<size_t, size_t> root_of_;             // member -> root
+  std::unordered_map<size_t, size_t> root_of_;             // member -> root (elementwise, Transposes)
+  std::map<std::pair<size_t, size_t>, size_t> transposed_;  // (MatMul, operand) -> folded Transpose
 };
 
 }  // namespace onnxgpu::runtime

@@ -37,8 +37,8 @@ SessionOptions cpu() {
 #define SKIP_WITHOUT_GPU() \
   if (std::getenv("ONNXGPU_SKIP_GPU_TESTS")) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS is set"
 
-void expect_same(const Tensor& a, const Tensor& b) {
-  auto c = runtime::compare_tensors(a, b, {1e-5, 1e-6});
+void expect_same(const Tensor& a, const Tensor& b, double rtol = 1e-5) {
+  auto c = runtime::compare_tensors(a, b, {rtol, 1e-6});
   EXPECT_TRUE(c.passed) << c.message;
 }
 
@@ -358,13 +358,14 @@ TEST(RuntimeProfile, TimesEveryNodeWithoutChangingTheResults) {
 }
 
 // Runs `g` twice (record, replay) and compares every output with the CPU reference of `model`.
+// (rtol: float sums in another order, e.g. split-K over a long K, differ in the last bits.)
 void recorded_and_replayed_match_cpu(Session& g, const std::string& model,
-                                     const std::unordered_map<std::string, Tensor>& feeds) {
+                                     const std::unordered_map<std::string, Tensor>& feeds, double rtol = 1e-5) {
   auto want = Session::from_bytes(model, cpu()).run(feeds);
   for (int run = 0; run < 2; ++run) {
     auto got = g.run(feeds);
     ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k]);
+    for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k], rtol);
   }
 }
 
@@ -521,4 +522,41 @@ TEST(RuntimeFusion, ValuesReadOnlyForTheirShapeAreNotComputed) {
   Session g = Session::from_bytes(b.bytes(), gpu());
   recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
   EXPECT_EQ(g.last_plan().dispatches, 1);
+}
+
+// Attention's layout: q = Transpose(x, 0213), k^T = Transpose(y, 0231), v = Transpose(z, 0213) read in
+// place by the products (no Transpose dispatch), also with split-K (long K) and a 2-D transposed B.
+TEST(RuntimeFusion, TransposesFoldIntoTheProductsThatReadThem) {
+  SKIP_WITHOUT_GPU();
+  auto perm_attr = [](onnx::NodeProto& n, std::vector<int64_t> perm) {
+    auto* a = n.add_attribute();
+    a->set_name("perm");
+    a->set_type(onnx::AttributeProto_AttributeType_INTS);
+    for (int64_t d : perm) a->add_ints(d);
+  };
+  for (int64_t d : {8, 600}) {
+    ModelBuilder b;
+    b.input("q", DType::Float32, {1, 5, 3, d}).input("k", DType::Float32, {1, 5, 3, d});
+    b.input("v", DType::Float32, {1, 5, 3, 4}).output("o", DType::Float32).output("w", DType::Float32);
+    perm_attr(b.node("Transpose", {"q"}, {"qt"}), {0, 2, 1, 3});
+    perm_attr(b.node("Transpose", {"k"}, {"kt"}), {0, 2, 3, 1});
+    perm_attr(b.node("Transpose", {"v"}, {"vt"}), {0, 2, 1, 3});
+    b.node("MatMul", {"qt", "kt"}, {"s"});  // [1, 3, 5, 5]
+    b.node("MatMul", {"s", "vt"}, {"o"});   // [1, 3, 5, 4]
+    b.initializer("m", Tensor::from_vector<float>({3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+    perm_attr(b.node("Transpose", {"m"}, {"mt"}), {1, 0});
+    b.node("MatMul", {"o", "mt"}, {"w"});   // B a transposed constant
+    auto fill = [](Shape s, float step) {
+      std::vector<float> v(size_t(shape_numel(s)));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = step * float(int(i % 23) - 11);
+      return Tensor::from_vector<float>(s, v);
+    };
+    std::unordered_map<std::string, Tensor> feeds{
+        {"q", fill({1, 5, 3, d}, 0.05f)}, {"k", fill({1, 5, 3, d}, 0.03f)}, {"v", fill({1, 5, 3, 4}, 0.5f)}};
+    Session g = Session::from_bytes(b.bytes(), gpu());
+    recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 1e-4);
+    // All four Transposes (the constant's too: read in place instead of folded) and the three products.
+    EXPECT_EQ(g.last_plan().fused_nodes, 7) << d;
+    EXPECT_EQ(g.last_plan().dispatches, d == 8 ? 3 : 4) << d;  // split-K adds a sum pass to the long product
+  }
 }

@@ -145,7 +145,7 @@ void register_generators(GpuKernelRegistry&);     // Range, ConstantOfShape, Tri
 void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum
 void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(GpuKernelRegistry&);           // TopK
-void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; fused MatMulAdd
+void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; the fused MatMul
 void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
 void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool

@@ -27,12 +27,21 @@ namespace {
 const DTypeSet kMatMulTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16,
                             DType::Int32,   DType::Int64,   DType::UInt32,  DType::UInt64};
 
+// An operand read through strides instead of as a contiguous row-major tensor: a Transpose that the
+// fusion pass folded into the product (A[.., m, k] = X[perm]).
+struct Layout {
+  bool strided = false;
+  uint32_t s_row = 0, s_col = 0;  // strides of the matrix axes (A: m, k; B: k, n)
+  std::vector<uint32_t> s_batch;  // per dim of the broadcast batch (0 where the operand broadcasts)
+};
+
 // The product to compute: batch x [M, K] @ [K, N], with A's and B's batch dims broadcast to `batch`.
 struct Product {
   uint32_t M = 1, K = 1, N = 1;
   Shape a_batch, b_batch, batch;  // batch dims of A, of B, and their broadcast
   Shape out;
   bool trans_a = false, trans_b = false;
+  Layout la, lb;
 };
 
 uint32_t u32_dim(GpuKernelContext& ctx, int64_t v, const char* what) {
@@ -42,7 +51,7 @@ uint32_t u32_dim(GpuKernelContext& ctx, int64_t v, const char* what) {
 
 // numpy matmul shapes: 1-D operands are promoted (a 1 prepended to A / appended to B, then removed
 // from the output) and the batch dims broadcast.
-Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b) {
+Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b, bool fold_batch = true) {
   if (a.empty() || b.empty())
     ctx.fail("MatMul inputs must have rank >= 1, got A " + shape_str(a) + " and B " + shape_str(b));
   Shape a2 = a, b2 = b;
@@ -64,7 +73,7 @@ Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b) {
   if (a.size() != 1) p.out.push_back(p.M);
   if (b.size() != 1) p.out.push_back(p.N);
   // B without a batch: A's batch rows are just more rows of one product (same output layout).
-  if (shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch)) {
+  if (fold_batch && shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch)) {
     uint64_t rows = uint64_t(shape_numel(p.batch)) * p.M;
     if (rows <= 0xffffffffu) {
       p.M = uint32_t(rows);
@@ -99,9 +108,24 @@ void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const 
   p.uniform("M", pr.M);
   p.uniform("N", pr.N);
   p.uniform("K", pr.K);
-  // Matrix index of batch element z in A and B.
+  // Matrix index of batch element z in A and B; for a strided operand, the offset of its matrix z.
   p.broadcast_index("a_mat", pr.a_batch, pr.batch);
   p.broadcast_index("b_mat", pr.b_batch, pr.batch);
+  if (pr.la.strided || pr.lb.strided) {
+    for (size_t j = 0; j < pr.batch.size(); ++j) p.uniform("bd" + std::to_string(j), uint32_t(pr.batch[j]));
+    for (const auto& [x, l] : {std::pair<std::string, const Layout&>{"a", pr.la}, {"b", pr.lb}}) {
+      if (!l.strided) continue;
+      p.uniform(x + "_sr", l.s_row);
+      p.uniform(x + "_sc", l.s_col);
+      std::string f = "fn " + x + "_boff(z: u32) -> u32 {\n  var t = z;\n  var r = 0u;\n";
+      for (size_t j = pr.batch.size(); j-- > 0;) {
+        p.uniform(x + "_bs" + std::to_string(j), l.s_batch[j]);
+        f += "  r = r + (t % bd" + std::to_string(j) + "()) * " + x + "_bs" + std::to_string(j) + "();\n  t = t / bd" +
+             std::to_string(j) + "();\n";
+      }
+      p.declare(f + "  return r;\n}\n");
+    }
+  }
   if (with_c) {
     p.uniform("c_sm", ep.c_sm);
     p.uniform("c_sn", ep.c_sn);
@@ -212,7 +236,11 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   bool split = splits > 1;
   bool with_c = ep.has_c && !split, with_r = ep.has_r && !split;
 
-  std::string name = std::string("tiled") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") +
+  // Which axis of each operand the tile loads read along (consecutive invocations, consecutive addresses).
+  bool a_cols = pr.la.strided ? pr.la.s_col != 1 : pr.trans_a;  // A read along m rather than k
+  bool b_cols = pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b;  // B read along k rather than n
+  std::string name = std::string("tiled") + (pr.la.strided ? "_sa" : "") + (pr.lb.strided ? "_sb" : "") +
+                     (a_cols ? "_ta" : "") + (b_cols ? "_tb" : "") +
                      (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
   auto p = ctx.program(name, tl.threads());
   Shape part_shape{int64_t(mn * batch * splits)};
@@ -230,18 +258,20 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   // Element (m, k) of A and (k, n) of B, 0 outside the matrix (branch-free: the loads issue back to back).
   decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
           "  let inside = m < M() && k < K();\n"
-          "  return select(0.0, a_load(select(0u, base + " + std::string(pr.trans_a ? "k * M() + m" : "m * K() + k") +
+          "  return select(0.0, a_load(select(0u, base + " +
+          std::string(pr.la.strided ? "m * a_sr() + k * a_sc()" : pr.trans_a ? "k * M() + m" : "m * K() + k") +
           ", inside)), inside);\n}\n";
   decl += "fn load_b(base: u32, k: u32, n: u32) -> f32 {\n"
           "  let inside = k < K() && n < N();\n"
-          "  return select(0.0, b_load(select(0u, base + " + std::string(pr.trans_b ? "n * K() + k" : "k * N() + n") +
+          "  return select(0.0, b_load(select(0u, base + " +
+          std::string(pr.lb.strided ? "k * b_sr() + n * b_sc()" : pr.trans_b ? "n * K() + k" : "k * N() + n") +
           ", inside)), inside);\n}\n";
   // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
   // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
   // k-quad g / TM (consecutive invocations read consecutive m); likewise for B with (k, n-quad).
-  decl += pr.trans_a ? "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TM, g / TM); }\n"
+  decl += a_cols ? "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TM, g / TM); }\n"
                      : "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TK / 4u), g % (TK / 4u)); }\n";
-  decl += pr.trans_b ? "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TK, g / TK); }\n"
+  decl += b_cols ? "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TK, g / TK); }\n"
                      : "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TN / 4u), g % (TN / 4u)); }\n";
   decl += "fn load_a4(base: u32, m: u32, k: u32) -> vec4<f32> {\n"
           "  return vec4<f32>(load_a(base, m, k), load_a(base, m, k + 1u), load_a(base, m, k + 2u), load_a(base, m, k + 3u));\n}\n";
@@ -293,8 +323,8 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       "  let bz = wid.z / splits();\n"
       "  let k_begin = (wid.z % splits()) * kchunk();\n"
       "  let k_end = min(K(), k_begin + kchunk());\n"
-      "  let a_base = a_mat(bz) * M() * K();\n"
-      "  let b_base = b_mat(bz) * K() * N();\n" + regs +
+      "  let a_base = " + std::string(pr.la.strided ? "a_boff(bz)" : "a_mat(bz) * M() * K()") + ";\n"
+      "  let b_base = " + std::string(pr.lb.strided ? "b_boff(bz)" : "b_mat(bz) * K() * N()") + ";\n" + regs +
       "  var k1 = k_begin;\n"
       "  if (k1 < k_end) {\n" + load_next + "  }\n"
       "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
@@ -347,7 +377,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
 // One invocation per output element, exact in the operands' integer family.
 void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
   auto p = ctx.program(std::string("int") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") + (ep.has_c ? "_c" : ""));
-  if (ep.has_r) ctx.unsupported("a fused residual on an integer product");
+  if (ep.has_r || pr.la.strided || pr.lb.strided) ctx.unsupported("a fused integer product");
   declare_operands(ctx, p, t, pr, ep, ep.has_c, false, t, pr.out);
   p.set_threads(uint64_t(shape_numel(pr.batch)) * pr.M * pr.N);
   std::string a_at = pr.trans_a ? "k * M() + m" : "m * K() + k";
@@ -386,20 +416,51 @@ void matmul(GpuKernelContext& ctx) {
   run_product(ctx, t, pr, Epilogue{});
 }
 
-// Fused MatMul + Add [+ Add] (the runtime's fusion pass): inputs A, B, a bias over the output's last
-// axis, and optionally a residual of the output's shape, added in the product's epilogue instead of
-// by dispatches of their own.
-void matmul_add(GpuKernelContext& ctx) {
+// The layout of X[perm] read in place: strides of its last two axes and of each broadcast batch dim.
+Layout strided_layout(GpuKernelContext& ctx, const Shape& x, const std::vector<int64_t>& perm, const Shape& op_batch,
+                      const Shape& batch) {
+  size_t r = x.size();
+  std::vector<uint64_t> xs(r, 1), ls(r);
+  for (size_t d = r - 1; d-- > 0;) xs[d] = xs[d + 1] * uint64_t(x[d + 1]);
+  for (size_t j = 0; j < r; ++j) ls[j] = xs[size_t(perm[j])];
+  auto u32 = [&](uint64_t v) { return u32_dim(ctx, int64_t(v), "a stride"); };
+  Layout l;
+  l.strided = true;
+  l.s_row = u32(ls[r - 2]);
+  l.s_col = u32(ls[r - 1]);
+  size_t lead = batch.size() - op_batch.size();
+  for (size_t j = 0; j < batch.size(); ++j)
+    l.s_batch.push_back(j < lead || op_batch[j - lead] == 1 ? 0u : u32(ls[j - lead]));
+  return l;
+}
+
+// The fused MatMul (the runtime's fusion pass): A and B, each possibly a Transpose folded in (attributes
+// perm_a / perm_b: the operand is input[perm], read through strides), then optionally a bias over the
+// output's last axis (input 2) and a residual of the output's shape (input 3), added in the epilogue.
+void fused_matmul(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
-  if (ctx.dtype(1) != t || ctx.dtype(2) != t) ctx.fail("A, B and the bias must have the same type");
-  if (!kMatMulTypes.has(t)) ctx.fail("MatMul does not support element type " + std::string(dtype_name(t)));
-  Product pr = plan_matmul(ctx, ctx.shape(0), ctx.shape(1));
-  if (shape_numel(ctx.shape(2)) != int64_t(pr.N) || pr.out.empty() || pr.out.back() != int64_t(pr.N))
-    ctx.fail("the bias " + shape_str(ctx.shape(2)) + " is not a row of the product " + shape_str(pr.out));
+  if (!dtype_is_float(t)) ctx.unsupported("the fused MatMul is for float products");
+  if (ctx.dtype(1) != t) ctx.fail("A and B must have the same type");
+  std::vector<int64_t> pa = ctx.node.attr_ints("perm_a"), pb = ctx.node.attr_ints("perm_b");
+  auto permuted = [&](const Shape& s, const std::vector<int64_t>& perm) {
+    if (perm.empty()) return s;
+    if (perm.size() != s.size() || s.size() < 2) ctx.unsupported("a folded Transpose of rank < 2");
+    Shape out;
+    for (int64_t d : perm) out.push_back(s.at(size_t(d)));
+    return out;
+  };
+  Product pr = plan_matmul(ctx, permuted(ctx.shape(0), pa), permuted(ctx.shape(1), pb), pa.empty());
+  if (!pa.empty()) pr.la = strided_layout(ctx, ctx.shape(0), pa, pr.a_batch, pr.batch);
+  if (!pb.empty()) pr.lb = strided_layout(ctx, ctx.shape(1), pb, pr.b_batch, pr.batch);
   Epilogue ep;
-  ep.has_c = true;
-  ep.c_sm = 0;
-  ep.c_sn = 1;
+  if (ctx.has_input(2)) {
+    if (ctx.dtype(2) != t) ctx.fail("the bias must have A's type");
+    if (shape_numel(ctx.shape(2)) != int64_t(pr.N) || pr.out.empty() || pr.out.back() != int64_t(pr.N))
+      ctx.fail("the bias " + shape_str(ctx.shape(2)) + " is not a row of the product " + shape_str(pr.out));
+    ep.has_c = true;
+    ep.c_sm = 0;
+    ep.c_sn = 1;
+  }
   if (ctx.has_input(3)) {
     if (ctx.dtype(3) != t || ctx.shape(3) != pr.out)
       ctx.fail("the residual " + std::string(dtype_name(ctx.dtype(3))) + shape_str(ctx.shape(3)) + " is not of the product's " +
@@ -455,7 +516,7 @@ void gemm(GpuKernelContext& ctx) {
 void register_matmul(GpuKernelRegistry& r) {
   r.add("MatMul", matmul);
   r.add("Gemm", gemm);
-  r.add_fused("MatMulAdd", matmul_add);
+  r.add_fused("MatMul", fused_matmul);
 }
 
 }  // namespace onnxgpu::webgpu
