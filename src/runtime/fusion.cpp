@@ -242,6 +242,21 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
   // residual Add of the output's shape, computed before the MatMul.
   auto j = only_consumer(mm.outputs[0]);
   const ir::Node* add = j ? &g_.nodes[*j] : nullptr;
+  // Or a Transpose of the product (attention's heads back in place): written where it puts them.
+  if (add && plain(*add, "Transpose") && add->outputs.size() == 1 && !add->outputs[0].empty() &&
+      shape[0].size() >= 2 && shape[1].size() >= 2) {
+    std::vector<int64_t> perm = transpose_perm(*add, std::max(shape[0].size(), shape[1].size()));
+    if (!perm.empty()) {
+      ir::Attribute a;
+      a.kind = ir::Attribute::Kind::Ints;
+      a.ints = perm;
+      f.node.attrs["perm_y"] = a;
+      f.node.name += "+" + add->name;
+      f.node.outputs = add->outputs;
+      f.members.push_back(*j);
+    }
+    add = nullptr;
+  }
   if (add && plain(*add, "Add") && add->inputs.size() == 2 && add->outputs.size() == 1 && !add->outputs[0].empty() &&
       shape[0].size() >= 2 && shape[1].size() == 2) {
     const std::string& bias = add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0];

@@ -1,9 +1,11 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
 // dispatches and keeps no intermediate buffer. Two kinds of group:
-//   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)]]: a Transpose that only the
-//               MatMul reads is read in place through strides (deferred to the MatMul); the bias (a
-//               constant row) and a residual of the output's shape, computed before the MatMul, are
-//               added in the product's epilogue (the Adds are skipped). Placed at the MatMul.
+//   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Transpose]: a Transpose
+//               that only the MatMul reads is read in place through strides (deferred to the MatMul);
+//               the bias (a constant row) and a residual of the output's shape, computed before the
+//               MatMul, are added in the product's epilogue; a Transpose that is the product's only
+//               reader is done by writing the product through strides. Placed at the MatMul; the
+//               Adds and the output Transpose are skipped.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed

@@ -560,3 +560,29 @@ TEST(RuntimeFusion, TransposesFoldIntoTheProductsThatReadThem) {
     EXPECT_EQ(g.last_plan().dispatches, d == 8 ? 3 : 4) << d;  // split-K adds a sum pass to the long product
   }
 }
+
+// The product written transposed (attention's heads back to [batch, seq, heads, d]), with and
+// without split-K.
+TEST(RuntimeFusion, AnOutputTransposeIsWrittenInPlace) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t k : {8, 900}) {
+    ModelBuilder b;
+    b.input("a", DType::Float32, {1, 3, 5, k}).input("b", DType::Float32, {1, 3, k, 4}).output("y", DType::Float32);
+    b.node("MatMul", {"a", "b"}, {"p"});
+    auto& t = b.node("Transpose", {"p"}, {"y"});
+    auto* perm = t.add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto_AttributeType_INTS);
+    for (int64_t d : {0, 2, 1, 3}) perm->add_ints(d);
+    auto fill = [](Shape s, float step) {
+      std::vector<float> v(size_t(shape_numel(s)));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = step * float(int(i % 19) - 9);
+      return Tensor::from_vector<float>(s, v);
+    };
+    std::unordered_map<std::string, Tensor> feeds{{"a", fill({1, 3, 5, k}, 0.1f)}, {"b", fill({1, 3, k, 4}, 0.07f)}};
+    Session g = Session::from_bytes(b.bytes(), gpu());
+    recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 1e-4);
+    EXPECT_EQ(g.last_plan().fused_nodes, 2) << k;
+    EXPECT_EQ(g.run(feeds)[0].shape(), (Shape{1, 5, 3, 4}));
+  }
+}

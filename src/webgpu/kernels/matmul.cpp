@@ -42,6 +42,8 @@ struct Product {
   Shape out;
   bool trans_a = false, trans_b = false;
   Layout la, lb;
+  Layout ly;      // the output written through strides (a Transpose of the product folded in)
+  Shape stored;   // the output as stored: `out`, or `out` transposed
 };
 
 uint32_t u32_dim(GpuKernelContext& ctx, int64_t v, const char* what) {
@@ -94,10 +96,32 @@ struct Epilogue {
   uint32_t c_sm = 0, c_sn = 0;  // strides of C over m and n (0 where broadcast)
 };
 
+// Declares bd<j> (the broadcast batch dims) and, for each strided operand x, x_sr and x_sc (the strides
+// of its matrix axes) and x_boff(z), the offset of its matrix z.
+void declare_strides(shader::Program& p, const Shape& batch,
+                     std::initializer_list<std::pair<std::string, const Layout*>> layouts) {
+  bool any = false;
+  for (const auto& [x, l] : layouts) any |= l && l->strided;
+  if (!any) return;
+  for (size_t j = 0; j < batch.size(); ++j) p.uniform("bd" + std::to_string(j), uint32_t(batch[j]));
+  for (const auto& [x, l] : layouts) {
+    if (!l || !l->strided) continue;
+    p.uniform(x + "_sr", l->s_row);
+    p.uniform(x + "_sc", l->s_col);
+    std::string f = "fn " + x + "_boff(z: u32) -> u32 {\n  var t = z;\n  var r = 0u;\n";
+    for (size_t j = batch.size(); j-- > 0;) {
+      p.uniform(x + "_bs" + std::to_string(j), l->s_batch[j]);
+      f += "  r = r + (t % bd" + std::to_string(j) + "()) * " + x + "_bs" + std::to_string(j) + "();\n  t = t / bd" +
+           std::to_string(j) + "();\n";
+    }
+    p.declare(f + "  return r;\n}\n");
+  }
+}
+
 // Declares the operands a, b (and c), the output y (the product, or the split-K partial sums) and the
 // uniforms.
 void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
-                      bool with_c, bool with_r, DType out_dtype, const Shape& out_shape) {
+                      bool with_c, bool with_r, bool out_strided, DType out_dtype, const Shape& out_shape) {
   // The kernels index the operands linearly: declared flat, the WGSL text depends on no operand's rank.
   auto flat = [](const Shape& s) { return Shape{shape_numel(s)}; };
   p.input("a", t, flat(ctx.shape(0)));
@@ -111,21 +135,7 @@ void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const 
   // Matrix index of batch element z in A and B; for a strided operand, the offset of its matrix z.
   p.broadcast_index("a_mat", pr.a_batch, pr.batch);
   p.broadcast_index("b_mat", pr.b_batch, pr.batch);
-  if (pr.la.strided || pr.lb.strided) {
-    for (size_t j = 0; j < pr.batch.size(); ++j) p.uniform("bd" + std::to_string(j), uint32_t(pr.batch[j]));
-    for (const auto& [x, l] : {std::pair<std::string, const Layout&>{"a", pr.la}, {"b", pr.lb}}) {
-      if (!l.strided) continue;
-      p.uniform(x + "_sr", l.s_row);
-      p.uniform(x + "_sc", l.s_col);
-      std::string f = "fn " + x + "_boff(z: u32) -> u32 {\n  var t = z;\n  var r = 0u;\n";
-      for (size_t j = pr.batch.size(); j-- > 0;) {
-        p.uniform(x + "_bs" + std::to_string(j), l.s_batch[j]);
-        f += "  r = r + (t % bd" + std::to_string(j) + "()) * " + x + "_bs" + std::to_string(j) + "();\n  t = t / bd" +
-             std::to_string(j) + "();\n";
-      }
-      p.declare(f + "  return r;\n}\n");
-    }
-  }
+  declare_strides(p, pr.batch, {{"a", &pr.la}, {"b", &pr.lb}, {"y", out_strided ? &pr.ly : nullptr}});
   if (with_c) {
     p.uniform("c_sm", ep.c_sm);
     p.uniform("c_sn", ep.c_sn);
@@ -240,11 +250,13 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   bool a_cols = pr.la.strided ? pr.la.s_col != 1 : pr.trans_a;  // A read along m rather than k
   bool b_cols = pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b;  // B read along k rather than n
   std::string name = std::string("tiled") + (pr.la.strided ? "_sa" : "") + (pr.lb.strided ? "_sb" : "") +
+                     (pr.ly.strided ? "_sy" : "") +
                      (a_cols ? "_ta" : "") + (b_cols ? "_tb" : "") +
                      (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
   auto p = ctx.program(name, tl.threads());
   Shape part_shape{int64_t(mn * batch * splits)};
-  declare_operands(ctx, p, t, pr, ep, with_c, with_r, split ? DType::Float32 : t, split ? part_shape : pr.out);
+  declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
+                   split ? part_shape : pr.stored);
   p.uniform("splits", splits);
   p.uniform("kchunk", kchunk);
   uint32_t la = tl.tm * tl.tk / tl.threads(), lb = tl.tk * tl.tn / tl.threads();
@@ -310,8 +322,9 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       for (uint32_t c = 0; c < 4; ++c) {
         std::string v = "acc" + n_(i) + "_" + n_(j) + "[" + n_(c) + "]";
         std::string col = "n0 + (tx + " + u(j * tl.tx()) + ") * 4u + " + u(c);
-        stores += "    if (" + col + " < N()) { let n = " + col + "; y_store(y_base + m * N() + n, " +
-                  (split ? v : "epilogue(" + v + ", m, n, y_base + m * N() + n)") + "); }\n";
+        std::string at = pr.ly.strided && !split ? "y_boff(bz) + m * y_sr() + n * y_sc()" : "y_base + m * N() + n";
+        stores += "    if (" + col + " < N()) { let n = " + col + "; y_store(" + at + ", " +
+                  (split ? v : "epilogue(" + v + ", m, n, " + at + ")") + "); }\n";
       }
     stores += "  }\n";
   }
@@ -349,6 +362,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   if (ep.has_c) r.input("c", t, Shape{shape_numel(ctx.shape(2))});
   if (ep.has_r) r.input("r", t, Shape{shape_numel(ctx.shape(3))});
   r.output("y", t, Shape{shape_numel(pr.out)});
+  declare_strides(r, pr.batch, {{"y", &pr.ly}});
   r.uniform("M", pr.M);
   r.uniform("N", pr.N);
   r.uniform("splits", splits);
@@ -366,7 +380,8 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       "  let e = gi % mn;\n"
       "  var s = 0.0;\n"
       "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
-      "  y_store(gi, epilogue(s, e / N(), e % N(), gi));\n");
+      "  let at = " + std::string(pr.ly.strided ? "y_boff(z) + (e / N()) * y_sr() + (e % N()) * y_sc()" : "gi") + ";\n"
+      "  y_store(at, epilogue(s, e / N(), e % N(), at));\n");
   std::vector<ValueRef> binds{part};
   if (ep.has_c) binds.push_back(ctx.in(2));
   if (ep.has_r) binds.push_back(ctx.in(3));
@@ -377,8 +392,8 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
 // One invocation per output element, exact in the operands' integer family.
 void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
   auto p = ctx.program(std::string("int") + (pr.trans_a ? "_ta" : "") + (pr.trans_b ? "_tb" : "") + (ep.has_c ? "_c" : ""));
-  if (ep.has_r || pr.la.strided || pr.lb.strided) ctx.unsupported("a fused integer product");
-  declare_operands(ctx, p, t, pr, ep, ep.has_c, false, t, pr.out);
+  if (ep.has_r || pr.la.strided || pr.lb.strided || pr.ly.strided) ctx.unsupported("a fused integer product");
+  declare_operands(ctx, p, t, pr, ep, ep.has_c, false, false, t, pr.out);
   p.set_threads(uint64_t(shape_numel(pr.batch)) * pr.M * pr.N);
   std::string a_at = pr.trans_a ? "k * M() + m" : "m * K() + k";
   std::string b_at = pr.trans_b ? "n * K() + k" : "k * N() + n";
@@ -399,8 +414,9 @@ void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   ctx.dispatch(p, operand_bindings(ctx, ep.has_c, false, ctx.out(0)));
 }
 
-void run_product(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
-  ctx.set_output(0, t, pr.out);
+void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep) {
+  if (!pr.ly.strided) pr.stored = pr.out;
+  ctx.set_output(0, t, pr.stored);
   if (shape_numel(pr.out) == 0) return;
   if (dtype_is_float(t)) tiled_float(ctx, t, pr, ep);
   else simple_integer(ctx, t, pr, ep);
@@ -449,9 +465,21 @@ void fused_matmul(GpuKernelContext& ctx) {
     for (int64_t d : perm) out.push_back(s.at(size_t(d)));
     return out;
   };
-  Product pr = plan_matmul(ctx, permuted(ctx.shape(0), pa), permuted(ctx.shape(1), pb), pa.empty());
+  std::vector<int64_t> py_fold = ctx.node.attr_ints("perm_y");
+  Product pr = plan_matmul(ctx, permuted(ctx.shape(0), pa), permuted(ctx.shape(1), pb), pa.empty() && py_fold.empty());
   if (!pa.empty()) pr.la = strided_layout(ctx, ctx.shape(0), pa, pr.a_batch, pr.batch);
   if (!pb.empty()) pr.lb = strided_layout(ctx, ctx.shape(1), pb, pr.b_batch, pr.batch);
+  // The product transposed as it is stored (perm_y): element (.., m, n) of the product goes where the
+  // Transpose puts it.
+  std::vector<int64_t> py = ctx.node.attr_ints("perm_y");
+  if (!py.empty()) {
+    if (py.size() != pr.out.size() || pr.out.size() < 2 || pr.out.size() != pr.batch.size() + 2)
+      ctx.unsupported("a folded output Transpose of this rank");
+    pr.stored = permuted(pr.out, py);
+    std::vector<int64_t> inv(py.size());
+    for (size_t j = 0; j < py.size(); ++j) inv[size_t(py[j])] = int64_t(j);
+    pr.ly = strided_layout(ctx, pr.stored, inv, pr.batch, pr.batch);
+  }
   Epilogue ep;
   if (ctx.has_input(2)) {
     if (ctx.dtype(2) != t) ctx.fail("the bias must have A's type");
