@@ -310,13 +310,23 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
       kept.push_back(st);
     }
   };
+  std::vector<Tensor> direct(plan.outputs.size());  // outputs read straight into their host tensors
   if (final) {
     for (size_t k = 0; k < plan.outputs.size() && !device_outputs; ++k) {
       const OutputSource& o = plan.outputs[k];
       if (o.slot < 0) continue;
-      out_bytes[k].resize(gpu_bytes(o.dtype, o.shape, policy));
-      if (!out_bytes[k].empty())
-        reads.push_back({plan.slots[size_t(o.slot)].buffer->get(), 0, out_bytes[k].size(), out_bytes[k].data()});
+      size_t bytes = gpu_bytes(o.dtype, o.shape, policy);
+      void* dst = nullptr;
+      if (same_bytes_on_host(o.dtype, policy)) {
+        direct[k] = Tensor(o.dtype, o.shape);
+        if (direct[k].nbytes() == bytes) dst = direct[k].raw();
+        else direct[k] = Tensor();
+      }
+      if (!dst) {
+        out_bytes[k].resize(bytes);
+        dst = out_bytes[k].data();
+      }
+      if (bytes) reads.push_back({plan.slots[size_t(o.slot)].buffer->get(), 0, bytes, dst});
     }
     reads.push_back({plan.status->get(), 0, status.size() * 4, status.data()});
   }
@@ -378,6 +388,7 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const OutputSource& o = plan.outputs[k];
     if (o.constant) outputs->push_back(o.constant->clone());
+    else if (direct[k].defined()) outputs->push_back(std::move(direct[k]));
     else outputs->push_back(from_gpu(out_bytes[k].data(), o.dtype, o.shape, policy));
   }
 }

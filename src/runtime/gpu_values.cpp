@@ -39,6 +39,8 @@ GpuUpload to_gpu(const Tensor& t, const Int64Policy& policy, const std::string& 
   return u;
 }
 
+bool same_bytes_on_host(DType dtype, const Int64Policy& policy) { return !narrowed(dtype, policy); }
+
 Tensor from_gpu(const void* data, DType dtype, const Shape& shape, const Int64Policy& policy) {
   Tensor t(dtype, shape);
   if (!narrowed(dtype, policy)) {

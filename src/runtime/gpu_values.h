@@ -24,4 +24,8 @@ GpuUpload to_gpu(const Tensor& t, const Int64Policy& policy, const std::string& 
 // A host tensor from the bytes read back from the GPU.
 Tensor from_gpu(const void* data, DType dtype, const Shape& shape, const Int64Policy& policy);
 
+// Whether a value's GPU bytes are its host bytes (every dtype but INT64 under cast_to_i32): then a
+// readback can land in the host tensor itself.
+bool same_bytes_on_host(DType dtype, const Int64Policy& policy);
+
 }  // namespace onnxgpu::runtime
