@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -725,6 +726,11 @@ bool Planner::try_fused(size_t index) {
   };
   std::optional<FusedGroup> group = fusion_.group_at(index, facts);
   if (!group || !wg::gpu_registry().find(group->node.op_type, group->node.domain)) return false;
+  // Constants only: the nodes fold at plan time one by one instead.
+  if (std::all_of(group->node.inputs.begin(), group->node.inputs.end(), [&](const std::string& in) {
+        return in.empty() || (values_.count(in) && values_.at(in).constant);
+      }))
+    return false;
   fused_nodes_.push_back(std::move(group->node));  // dispatches and errors refer to it: kept alive
   std::string reason;
   bool ok = false;

@@ -586,3 +586,25 @@ TEST(RuntimeFusion, AnOutputTransposeIsWrittenInPlace) {
     EXPECT_EQ(g.run(feeds)[0].shape(), (Shape{1, 5, 3, 4}));
   }
 }
+
+// A group whose inputs are all constants folds at plan time: no dispatch.
+TEST(RuntimeFusion, ConstantGroupsFoldInstead) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {2, 2}).output("y", DType::Float32);
+  b.initializer("w", Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4}));
+  b.initializer("u", Tensor::from_vector<float>({2, 2}, {0.5f, -1, 2, 0.25f}));
+  auto& t = b.node("Transpose", {"w"}, {"wt"});
+  auto* perm = t.add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto_AttributeType_INTS);
+  perm->add_ints(1);
+  perm->add_ints(0);
+  b.node("MatMul", {"wt", "u"}, {"c"});  // constants only: folded
+  b.node("Add", {"x", "c"}, {"y"});
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 2}, {1, 1, 1, 1})}};
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
+  EXPECT_EQ(g.last_plan().folded_nodes, 2);
+  EXPECT_EQ(g.last_plan().dispatches, 1);
+}
