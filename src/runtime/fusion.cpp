@@ -243,7 +243,8 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
   auto j = only_consumer(mm.outputs[0]);
   const ir::Node* add = j ? &g_.nodes[*j] : nullptr;
   // Or a Transpose of the product (attention's heads back in place): written where it puts them.
-  if (add && plain(*add, "Transpose") && add->outputs.size() == 1 && !add->outputs[0].empty() &&
+  // (Not one that the next product reads in place: that one is deferred to it.)
+  if (add && plain(*add, "Transpose") && !root_of_.count(*j) && add->outputs.size() == 1 && !add->outputs[0].empty() &&
       shape[0].size() >= 2 && shape[1].size() >= 2) {
     std::vector<int64_t> perm = transpose_perm(*add, std::max(shape[0].size(), shape[1].size()));
     if (!perm.empty()) {

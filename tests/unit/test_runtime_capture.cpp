@@ -608,3 +608,28 @@ TEST(RuntimeFusion, ConstantGroupsFoldInstead) {
   EXPECT_EQ(g.last_plan().folded_nodes, 2);
   EXPECT_EQ(g.last_plan().dispatches, 1);
 }
+
+// MatMul -> Transpose -> MatMul: the Transpose is read in place by the second product (not also
+// written by the first), and the results match.
+TEST(RuntimeFusion, ATransposeBetweenTwoProductsIsFoldedOnce) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("a", DType::Float32, {2, 3, 4}).input("b", DType::Float32, {2, 4, 3}).output("y", DType::Float32);
+  b.node("MatMul", {"a", "b"}, {"p"});  // [2, 3, 3]
+  auto& t = b.node("Transpose", {"p"}, {"pt"});
+  auto* perm = t.add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto_AttributeType_INTS);
+  for (int64_t d : {0, 2, 1}) perm->add_ints(d);
+  b.node("MatMul", {"pt", "a"}, {"y"});  // [2, 3, 4]
+  std::vector<float> av(24), bv(24);
+  for (size_t i = 0; i < 24; ++i) {
+    av[i] = 0.5f * float(int(i % 7) - 3);
+    bv[i] = 0.25f * float(int(i % 5) - 2);
+  }
+  std::unordered_map<std::string, Tensor> feeds{{"a", Tensor::from_vector<float>({2, 3, 4}, av)},
+                                                {"b", Tensor::from_vector<float>({2, 4, 3}, bv)}};
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
+  EXPECT_EQ(g.last_plan().dispatches, 2);
+}
