@@ -120,26 +120,6 @@ double peak_rss_mb() {
   return double(u.ru_maxrss) / 1024.0;
 }
 
-nlohmann::json plan_json(const PlanReport& p) {
-  nlohmann::json fallbacks = nlohmann::json::array();
-  for (const auto& f : p.fallbacks) fallbacks.push_back({{"node", f.node}, {"op", f.op}, {"reason", f.reason}, {"dtypes", f.dtypes}});
-  return {{"ep", p.ep},
-          {"signature", p.signature},
-          {"nodes", p.nodes},
-          {"gpu_nodes", p.gpu_nodes},
-          {"cpu_nodes", p.cpu_nodes},
-          {"folded_nodes", p.folded_nodes},
-          {"fused_nodes", p.fused_nodes},
-          {"segments", p.segments},
-          {"dispatches", p.dispatches},
-          {"captured", p.captured},
-          {"replayed", p.replayed},
-          {"whole_graph_fallback", p.whole_graph_fallback},
-          {"fallbacks", fallbacks},
-          {"int64", {{"strategy", p.int64_strategy}, {"tensors", p.int64_tensors}, {"on_gpu", p.int64_on_gpu}}},
-          {"gpu_buffer_bytes", p.gpu_buffer_bytes}};
-}
-
 // Median time to read every output back on its own: one copy into a staging buffer per output, one
 // submit, one map, on the session's device (the same path as the read at the end of a run). Run
 // minus this is the run's device-side part (plus upload and host work).
