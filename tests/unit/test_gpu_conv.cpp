@@ -18,95 +18,12 @@
 #include "loader/tensor_proto.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "one_node.h"
 
 namespace onnxgpu {
 namespace {
 
-struct Operand {
-  std::string name;
-  Tensor value;  // undefined: an omitted optional input ("")
-  bool initializer = false;
-};
-
-using Attrs = std::function<void(onnx::NodeProto&)>;
-
-std::string one_node_model(const std::string& op, const std::vector<Operand>& inputs,
-                           const std::vector<std::string>& outputs, int opset, const Attrs& attrs = {}) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* imp = m.add_opset_import();
-  imp->set_domain("");
-  imp->set_version(opset);
-  auto* g = m.mutable_graph();
-  g->set_name("test");
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_0");
-  for (const auto& in : inputs) {
-    n->add_input(in.value.defined() ? in.name : "");
-    if (!in.value.defined()) continue;
-    if (in.initializer) {
-      loader::tensor_to_proto(in.value, in.name, *g->add_initializer());
-      continue;
-    }
-    auto* vi = g->add_input();
-    vi->set_name(in.name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(int(in.value.dtype()));
-    auto* sh = tt->mutable_shape();
-    for (int64_t d : in.value.shape()) sh->add_dim()->set_dim_value(d);
-  }
-  for (const auto& o : outputs) {
-    n->add_output(o);
-    if (!o.empty()) g->add_output()->set_name(o);
-  }
-  if (attrs) attrs(*n);
-  return m.SerializeAsString();
-}
-
-void set_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void set_float(onnx::NodeProto& n, const std::string& name, float v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-void set_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void set_floats(onnx::NodeProto& n, const std::string& name, const std::vector<float>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOATS);
-  for (float x : v) a->add_floats(x);
-}
-void set_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
-bool skip_gpu() {
-  const char* s = std::getenv("ONNXGPU_SKIP_GPU_TESTS");
-  return s && std::string(s) == "1";
-}
-
-Tensor random_float(DType t, const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  Tensor f(DType::Float32, shape);
-  for (auto& v : f.span<float>()) v = d(rng);
-  return t == DType::Float32 ? f : f.cast(t);
-}
+using namespace onnxgpu::testing;
 
 // Integers of dtype t; int64 values lie beyond 2^32 (distinct, so every gather is visible).
 Tensor random_int(DType t, const Shape& shape, uint32_t seed) {
@@ -128,32 +45,9 @@ SessionOptions options(const std::string& ep) {
   return o;
 }
 
-// Runs the model on the GPU (3 runs, replayed) and on the CPU and compares every output (integers
-// exactly). With no_fallback, any CPU fallback fails the test.
+// (Integers compare exactly whatever the tolerance.)
 void check_gpu_vs_cpu(const std::string& model, const std::vector<Operand>& inputs, double tol = 1e-4) {
-  std::unordered_map<std::string, Tensor> feeds;
-  for (const auto& in : inputs)
-    if (in.value.defined() && !in.initializer) feeds[in.name] = in.value;
-  Session cpu = Session::from_bytes(model, options("cpu"));
-  std::vector<Tensor> want = cpu.run(feeds);
-  std::unique_ptr<Session> gpu;
-  try {
-    gpu = std::make_unique<Session>(Session::from_bytes(model, options("webgpu")));
-  } catch (const std::exception& e) {
-    if (skip_gpu()) GTEST_SKIP() << "no WebGPU device: " << e.what();
-    throw;
-  }
-  for (int run = 0; run < 3; ++run) {
-    std::vector<Tensor> got = gpu->run(feeds);
-    const PlanReport& plan = gpu->last_plan();
-    ASSERT_TRUE(plan.fallbacks.empty()) << "node fell back to the CPU: " << plan.fallbacks[0].reason;
-    ASSERT_EQ(plan.cpu_nodes, 0);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k) {
-      auto c = runtime::compare_tensors(got[k], want[k], {tol, tol});
-      ASSERT_TRUE(c.passed) << "run " << run << " output " << k << ": " << c.message;
-    }
-  }
+  testing::expect_gpu_matches_cpu(model, inputs, tol, tol);
 }
 
 // The GPU plan of a model falls back to the CPU (with a reason containing `why`) and still matches it.

@@ -16,79 +16,12 @@
 #include "loader/tensor_proto.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "one_node.h"
 
 namespace onnxgpu {
 namespace {
 
-struct Operand {
-  std::string name;
-  Tensor value;        // undefined: an omitted optional input ("")
-  bool initializer = false;
-};
-
-// A one-node model: inputs (feeds or initializers), `outputs` names ("" = omitted), attributes set by `attrs`.
-std::string one_node_model(const std::string& op, const std::vector<Operand>& inputs,
-                           const std::vector<std::string>& outputs, int opset,
-                           const std::function<void(onnx::NodeProto&)>& attrs = {}) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* imp = m.add_opset_import();
-  imp->set_domain("");
-  imp->set_version(opset);
-  auto* g = m.mutable_graph();
-  g->set_name("test");
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_0");
-  for (const auto& in : inputs) {
-    n->add_input(in.value.defined() ? in.name : "");
-    if (!in.value.defined()) continue;
-    if (in.initializer) {
-      loader::tensor_to_proto(in.value, in.name, *g->add_initializer());
-      continue;
-    }
-    auto* vi = g->add_input();
-    vi->set_name(in.name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(int(in.value.dtype()));
-    auto* sh = tt->mutable_shape();
-    for (int64_t d : in.value.shape()) sh->add_dim()->set_dim_value(d);
-  }
-  for (const auto& o : outputs) {
-    n->add_output(o);
-    if (o.empty()) continue;
-    g->add_output()->set_name(o);
-  }
-  if (attrs) attrs(*n);
-  return m.SerializeAsString();
-}
-
-void set_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void set_float(onnx::NodeProto& n, const std::string& name, float v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
-bool skip_gpu() {
-  const char* s = std::getenv("ONNXGPU_SKIP_GPU_TESTS");
-  return s && std::string(s) == "1";
-}
-
-// Random floats in [-1, 1] of the given float dtype.
-Tensor random_float(DType t, const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  Tensor f(DType::Float32, shape);
-  for (auto& v : f.span<float>()) v = d(rng);
-  return t == DType::Float32 ? f : f.cast(t);
-}
+using namespace onnxgpu::testing;
 
 // Keeps one WebGPU session alive while the suite runs, so that sessions share one device and its
 // pipeline cache (compiling a tiled kernel takes seconds on SwiftShader). Released when the tests end:
@@ -100,33 +33,12 @@ class KeepDeviceEnvironment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new KeepDeviceEnvironment);
 
-// Runs the model on the GPU (3 runs, replayed) and on the CPU and compares every output.
+// check_gpu_vs_cpu, keeping the first GPU session alive for the whole suite.
 void check_gpu_vs_cpu(const std::string& model, const std::vector<Operand>& inputs, double rtol = 1e-4,
                       double atol = 1e-4) {
-  std::unordered_map<std::string, Tensor> feeds;
-  for (const auto& in : inputs)
-    if (in.value.defined() && !in.initializer) feeds[in.name] = in.value;
-  Session cpu = Session::from_bytes(model, SessionOptions{.ep = "cpu"});
-  std::vector<Tensor> want = cpu.run(feeds);
-  std::unique_ptr<Session> gpu;
-  try {
-    gpu = std::make_unique<Session>(Session::from_bytes(model, SessionOptions{.ep = "webgpu", .capture = true}));
-    if (!g_keepalive) g_keepalive = std::make_unique<Session>(Session::from_bytes(model, SessionOptions{.ep = "webgpu"}));
-  } catch (const std::exception& e) {
-    if (skip_gpu()) GTEST_SKIP() << "no WebGPU device: " << e.what();
-    throw;
-  }
-  for (int run = 0; run < 3; ++run) {
-    std::vector<Tensor> got = gpu->run(feeds);
-    const PlanReport& plan = gpu->last_plan();
-    ASSERT_TRUE(plan.fallbacks.empty()) << "node fell back to the CPU: " << plan.fallbacks[0].reason;
-    ASSERT_EQ(plan.cpu_nodes, 0);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k) {
-      auto c = runtime::compare_tensors(got[k], want[k], {rtol, atol});
-      ASSERT_TRUE(c.passed) << "run " << run << " output " << k << ": " << c.message;
-    }
-  }
+  testing::expect_gpu_matches_cpu(model, inputs, rtol, atol, [](const std::string& m) {
+    if (!g_keepalive) g_keepalive = std::make_unique<Session>(Session::from_bytes(m, SessionOptions{.ep = "webgpu"}));
+  });
 }
 
 // ---------------------------------------------------------------------------------------------- MatMul

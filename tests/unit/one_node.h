@@ -1,0 +1,134 @@
+// One-node ONNX models for the GPU kernel tests, and the check every such test makes: the model on
+// the GPU (recorded, then replayed) against the CPU reference, output by output.
+#pragma once
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loader/tensor_proto.h"
+#include "onnxgpu/session.h"
+#include "runtime/compare.h"
+
+namespace onnxgpu::testing {
+
+struct Operand {
+  std::string name;
+  Tensor value;  // undefined: an omitted optional input ("")
+  bool initializer = false;
+};
+
+using Attrs = std::function<void(onnx::NodeProto&)>;
+
+// A one-node model: inputs (feeds or initializers), `outputs` names ("" = omitted), attributes set by `attrs`.
+inline std::string one_node_model(const std::string& op, const std::vector<Operand>& inputs,
+                                  const std::vector<std::string>& outputs, int opset, const Attrs& attrs = {}) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* imp = m.add_opset_import();
+  imp->set_domain("");
+  imp->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("test");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_0");
+  for (const auto& in : inputs) {
+    n->add_input(in.value.defined() ? in.name : "");
+    if (!in.value.defined()) continue;
+    if (in.initializer) {
+      loader::tensor_to_proto(in.value, in.name, *g->add_initializer());
+      continue;
+    }
+    auto* vi = g->add_input();
+    vi->set_name(in.name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(int(in.value.dtype()));
+    auto* sh = tt->mutable_shape();
+    for (int64_t d : in.value.shape()) sh->add_dim()->set_dim_value(d);
+  }
+  for (const auto& o : outputs) {
+    n->add_output(o);
+    if (!o.empty()) g->add_output()->set_name(o);
+  }
+  if (attrs) attrs(*n);
+  return m.SerializeAsString();
+}
+
+inline onnx::AttributeProto* new_attr(onnx::NodeProto& n, const std::string& name, onnx::AttributeProto::AttributeType t) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(t);
+  return a;
+}
+inline void set_int(onnx::NodeProto& n, const std::string& name, int64_t v) { new_attr(n, name, onnx::AttributeProto::INT)->set_i(v); }
+inline void set_float(onnx::NodeProto& n, const std::string& name, float v) { new_attr(n, name, onnx::AttributeProto::FLOAT)->set_f(v); }
+inline void set_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  new_attr(n, name, onnx::AttributeProto::STRING)->set_s(v);
+}
+inline void set_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = new_attr(n, name, onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+inline void set_floats(onnx::NodeProto& n, const std::string& name, const std::vector<float>& v) {
+  auto* a = new_attr(n, name, onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+
+// ONNXGPU_SKIP_GPU_TESTS=1: a missing WebGPU device skips the GPU tests instead of failing them.
+inline bool skip_gpu() {
+  const char* s = std::getenv("ONNXGPU_SKIP_GPU_TESTS");
+  return s && std::string(s) == "1";
+}
+
+// Random floats in [-1, 1] of the given float dtype.
+inline Tensor random_float(DType t, const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  Tensor f(DType::Float32, shape);
+  for (auto& v : f.span<float>()) v = d(rng);
+  return t == DType::Float32 ? f : f.cast(t);
+}
+
+inline std::unordered_map<std::string, Tensor> feeds_of(const std::vector<Operand>& inputs) {
+  std::unordered_map<std::string, Tensor> feeds;
+  for (const auto& in : inputs)
+    if (in.value.defined() && !in.initializer) feeds[in.name] = in.value;
+  return feeds;
+}
+
+// Runs the model on the GPU (3 runs: recorded, then replayed) and on the CPU and compares every output;
+// any CPU fallback fails the test. `made` (if set) sees the GPU session once it exists.
+inline void expect_gpu_matches_cpu(const std::string& model, const std::vector<Operand>& inputs, double rtol = 1e-4,
+                             double atol = 1e-4, const std::function<void(const std::string&)>& made = {}) {
+  auto feeds = feeds_of(inputs);
+  Session cpu = Session::from_bytes(model, SessionOptions{.ep = "cpu"});
+  std::vector<Tensor> want = cpu.run(feeds);
+  std::unique_ptr<Session> gpu;
+  try {
+    gpu = std::make_unique<Session>(Session::from_bytes(model, SessionOptions{.ep = "webgpu", .capture = true}));
+    if (made) made(model);
+  } catch (const std::exception& e) {
+    if (skip_gpu()) GTEST_SKIP() << "no WebGPU device: " << e.what();
+    throw;
+  }
+  for (int run = 0; run < 3; ++run) {
+    std::vector<Tensor> got = gpu->run(feeds);
+    const PlanReport& plan = gpu->last_plan();
+    ASSERT_TRUE(plan.fallbacks.empty()) << "node fell back to the CPU: " << plan.fallbacks[0].reason;
+    ASSERT_EQ(plan.cpu_nodes, 0);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      auto c = runtime::compare_tensors(got[k], want[k], {rtol, atol});
+      ASSERT_TRUE(c.passed) << "run " << run << " output " << k << ": " << c.message;
+    }
+  }
+}
+
+}  // namespace onnxgpu::testing
