@@ -6,6 +6,7 @@
 #include "cpu/broadcast.h"
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/slice.h"
 
 namespace onnxgpu::cpu {
 
@@ -144,67 +145,34 @@ std::vector<Tensor> split(KernelContext& ctx) {
   return outs;
 }
 
-int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
-
 std::vector<Tensor> slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  int64_t r = x.rank();
-  std::vector<int64_t> starts, ends, axes, steps;
-  bool have_axes = false;
+  ops::SliceParams p;
   if (ctx.opset < 10) {
     if (!ctx.node.has_attr("starts") || !ctx.node.has_attr("ends"))
       ctx.fail("attributes 'starts' and 'ends' are required before opset 10");
-    starts = ctx.node.attr_ints("starts");
-    ends = ctx.node.attr_ints("ends");
-    have_axes = ctx.node.has_attr("axes");
-    axes = ctx.node.attr_ints("axes");
+    p.starts = ctx.node.attr_ints("starts");
+    p.ends = ctx.node.attr_ints("ends");
+    p.have_axes = ctx.node.has_attr("axes");
+    p.axes = ctx.node.attr_ints("axes");
   } else {
-    starts = int64_input(ctx, 1, "starts");
-    ends = int64_input(ctx, 2, "ends");
+    p.starts = int64_input(ctx, 1, "starts");
+    p.ends = int64_input(ctx, 2, "ends");
     if (ctx.has_input(3)) {
-      have_axes = true;
-      axes = int64_input(ctx, 3, "axes");
+      p.have_axes = true;
+      p.axes = int64_input(ctx, 3, "axes");
     }
-    if (ctx.has_input(4)) steps = int64_input(ctx, 4, "steps");
+    if (ctx.has_input(4)) p.steps = int64_input(ctx, 4, "steps");
   }
-  size_t n = starts.size();
-  if (ends.size() != n)
-    ctx.fail("starts " + ints_str(starts) + " and ends " + ints_str(ends) + " differ in length");
-  if (!have_axes) {
-    if (int64_t(n) > r) ctx.fail("starts has " + std::to_string(n) + " entries for input " + x.describe());
-    axes.resize(n);
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (axes.size() != n) ctx.fail("axes " + ints_str(axes) + " and starts " + ints_str(starts) + " differ in length");
-  if (steps.empty()) steps.assign(n, 1);
-  if (steps.size() != n) ctx.fail("steps " + ints_str(steps) + " and starts " + ints_str(starts) + " differ in length");
-  axes = normalize_axes(ctx, axes, r);
-
   Shape out = x.shape();
   std::vector<int64_t> in_strides = shape_strides(x.shape());
   std::vector<int64_t> strides = in_strides;
   int64_t base = 0;
-  for (size_t i = 0; i < n; ++i) {
-    size_t a = size_t(axes[i]);
-    int64_t d = x.dim(int64_t(a)), step = steps[i];
-    if (step == 0) ctx.fail("steps " + ints_str(steps) + " has a 0 step");
-    int64_t start = starts[i], end = ends[i];
-    if (start < 0) start += d;  // INT64_MIN + d cannot overflow: d >= 0
-    if (end < 0) end += d;
-    int64_t count;
-    if (step > 0) {
-      start = clamp64(start, 0, d);
-      end = clamp64(end, 0, d);
-      count = end > start ? int64_t((__int128(end) - start - 1) / step + 1) : 0;
-    } else {
-      start = clamp64(start, 0, d - 1);
-      end = clamp64(end, -1, d - 1);
-      count = start > end ? int64_t((__int128(start) - end - 1) / -__int128(step) + 1) : 0;
-    }
-    out[a] = count;
-    if (count > 0) {
-      base += start * in_strides[a];
-      strides[a] = in_strides[a] * (count > 1 ? step : 1);  // step only matters when count > 1
+  for (const ops::SlicedAxis& s : ops::plan_slice(x.shape(), p, [&](const std::string& m) { ctx.fail(m); })) {
+    out[s.axis] = s.count;
+    if (s.count > 0) {
+      base += s.start * in_strides[s.axis];
+      strides[s.axis] = in_strides[s.axis] * (s.count > 1 ? s.step : 1);  // step only matters when count > 1
     }
   }
   return {strided_copy(x, out, strides, base)};

@@ -13,8 +13,8 @@
 #include <numeric>
 
 #include "cpu/broadcast.h"
+#include "ops/slice.h"
 #include "webgpu/kernels/kernel.h"
-#include "webgpu/kernels/layout_util.h"
 
 namespace onnxgpu::webgpu {
 
@@ -421,47 +421,30 @@ void split(GpuKernelContext& ctx) {
 void slice(GpuKernelContext& ctx) {
   const Shape& x = ctx.shape(0);
   data_dtype(ctx, 0);
-  int64_t r = int64_t(x.size());
-  std::vector<int64_t> starts, ends, axes, steps;
-  bool have_axes = false;
+  ops::SliceParams p;
   if (ctx.opset < 10) {
     if (!ctx.node.has_attr("starts") || !ctx.node.has_attr("ends"))
       ctx.fail("attributes 'starts' and 'ends' are required before opset 10");
-    starts = ctx.node.attr_ints("starts");
-    ends = ctx.node.attr_ints("ends");
-    have_axes = ctx.node.has_attr("axes");
-    axes = ctx.node.attr_ints("axes");
+    p.starts = ctx.node.attr_ints("starts");
+    p.ends = ctx.node.attr_ints("ends");
+    p.have_axes = ctx.node.has_attr("axes");
+    p.axes = ctx.node.attr_ints("axes");
   } else {
-    starts = int_list(ctx, 1, "starts");
-    ends = int_list(ctx, 2, "ends");
+    p.starts = int_list(ctx, 1, "starts");
+    p.ends = int_list(ctx, 2, "ends");
     if (ctx.has_input(3)) {
-      have_axes = true;
-      axes = int_list(ctx, 3, "axes");
+      p.have_axes = true;
+      p.axes = int_list(ctx, 3, "axes");
     }
-    if (ctx.has_input(4)) steps = int_list(ctx, 4, "steps");
+    if (ctx.has_input(4)) p.steps = int_list(ctx, 4, "steps");
   }
-  size_t n = starts.size();
-  if (ends.size() != n) ctx.fail("starts " + ints_str(starts) + " and ends " + ints_str(ends) + " differ in length");
-  if (!have_axes) {
-    if (int64_t(n) > r) ctx.fail("starts has " + std::to_string(n) + " entries for input " + shape_str(x));
-    axes.resize(n);
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (axes.size() != n) ctx.fail("axes " + ints_str(axes) + " and starts " + ints_str(starts) + " differ in length");
-  if (steps.empty()) steps.assign(n, 1);
-  if (steps.size() != n) ctx.fail("steps " + ints_str(steps) + " and starts " + ints_str(starts) + " differ in length");
-  axes = normalize_axes(ctx, axes, r);
-
   std::vector<int64_t> in_strides = shape_strides(x);
   StridedCopy c{x, in_strides, {}, 0, 0};
-  for (size_t i = 0; i < n; ++i) {
-    size_t a = size_t(axes[i]);
-    if (steps[i] == 0) ctx.fail("steps " + ints_str(steps) + " has a 0 step");
-    SliceRange s = slice_range(x[a], starts[i], ends[i], steps[i]);
-    c.dims[a] = s.count;
+  for (const ops::SlicedAxis& s : ops::plan_slice(x, p, [&](const std::string& m) { ctx.fail(m); })) {
+    c.dims[s.axis] = s.count;
     if (s.count > 0) {
-      c.src_base += s.start * in_strides[a];
-      c.src_strides[a] = in_strides[a] * (s.count > 1 ? steps[i] : 1);  // the step matters only when count > 1
+      c.src_base += s.start * in_strides[s.axis];
+      c.src_strides[s.axis] = in_strides[s.axis] * (s.count > 1 ? s.step : 1);  // the step matters only when count > 1
     }
   }
   c.dst_strides = shape_strides(c.dims);
