@@ -19,6 +19,10 @@ struct SessionOptions {
   // runs in a compute pass of its own and each segment waits for its timestamps, so runs are
   // slower. Read the result with Session::profile(). Config entry "onnxgpu.profile".
   bool profile = false;
+  // Fusion: groups of nodes computed by one GPU kernel (MatMul + bias + residual, folded Transposes,
+  // elementwise chains; src/runtime/fusion.h). Config entry "onnxgpu.fusion"; Python turns it off for
+  // GraphOptimizationLevel.ORT_DISABLE_ALL.
+  bool fusion = true;
   // ONNX Runtime-style config entries, e.g. {"gpu_graph_capture", "1"}, {"onnxgpu.int64.strategy", "cast_to_i32"}.
   // Applied on top of the fields above when the session is created.
   std::map<std::string, std::string> config;

@@ -91,8 +91,9 @@ def _check_int(name, value, lo=None, hi=None):
 
 class SessionOptions:
     """onnxruntime.SessionOptions. Config entries ('gpu_graph_capture', 'onnxgpu.int64.strategy',
-    'onnxgpu.int64.fail_loud', 'onnxgpu.int64.fallback_per_op', 'onnxgpu.ep') are applied by the engine
-    on top of int64_policy; other keys (ORT's 'session.*' ...) are accepted and ignored by the engine.
+    'onnxgpu.int64.fail_loud', 'onnxgpu.int64.fallback_per_op', 'onnxgpu.ep', 'onnxgpu.fusion',
+    'onnxgpu.profile') are applied by the engine on top of int64_policy; other keys (ORT's 'session.*' ...)
+    are accepted and ignored by the engine. graph_optimization_level ORT_DISABLE_ALL turns fusion off.
     Threading, logging, profiling and memory attributes are accepted and stored only."""
 
     def __init__(self):
@@ -126,7 +127,11 @@ class SessionOptions:
         return self._config[key]
 
     def _config_entries(self):
-        return dict(self._config)
+        config = dict(self._config)
+        # ORT_DISABLE_ALL: no graph rewrites, so no fused kernels either (unless set explicitly).
+        if self._graph_optimization_level == GraphOptimizationLevel.ORT_DISABLE_ALL:
+            config.setdefault("onnxgpu.fusion", "0")
+        return config
 
     # -- stored-only attributes, validated like ORT's pybind layer
     @property

@@ -413,7 +413,7 @@ class Planner {
         plan_(plan),
         weights_(weights),
         profile_(profile),
-        fusion_(model.graph) {}
+        fusion_(model.graph, options.fusion) {}
 
   void build(const std::unordered_map<std::string, Tensor>& feeds,
              const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,

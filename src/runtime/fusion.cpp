@@ -37,7 +37,7 @@ void subgraph_reads(const ir::Graph& g, std::vector<std::string>& out) {
 
 }  // namespace
 
-Fusion::Fusion(const ir::Graph& graph) : g_(graph) {
+Fusion::Fusion(const ir::Graph& graph, bool enabled) : g_(graph), enabled_(enabled) {
   for (const auto& o : graph.outputs) graph_outputs_.insert(o.name);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = graph.nodes[i];
@@ -51,6 +51,7 @@ Fusion::Fusion(const ir::Graph& graph) : g_(graph) {
     for (const auto& o : n.outputs)
       if (!o.empty()) producer_[o] = i;
   }
+  if (!enabled) return;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = graph.nodes[i];
     if (!plain(n, "MatMul") || n.outputs.size() != 1) continue;
@@ -170,6 +171,7 @@ void Fusion::find_elementwise_groups() {
 }
 
 std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const {
+  if (!enabled_) return std::nullopt;
   if (auto f = matmul_group(i, facts)) return f;
   auto it = groups_.find(i);
   if (it == groups_.end()) return std::nullopt;

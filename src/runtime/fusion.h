@@ -39,7 +39,8 @@ struct FusedGroup {
 
 class Fusion {
  public:
-  explicit Fusion(const ir::Graph& graph);
+  // `enabled` false: no groups (every node runs alone).
+  Fusion(const ir::Graph& graph, bool enabled);
   using Lookup = std::function<const ValueFacts*(const std::string&)>;  // null when unknown
 
   // A MatMulAdd group placed at node i (its members come after i), or the elementwise group whose
@@ -64,6 +65,7 @@ class Fusion {
   void find_elementwise_groups();
 
   const ir::Graph& g_;
+  bool enabled_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;  // every read, subgraphs included
   std::unordered_map<std::string, size_t> producer_;
   std::set<std::string> graph_outputs_;

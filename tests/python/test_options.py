@@ -60,3 +60,24 @@ def test_module_surface():
                  "Int64Policy", "NodeArg", "OrtValue", "IOBinding", "get_available_providers", "OnnxGpuError",
                  "InvalidArgument", "NotImplemented", "GpuError", "__version__"]:
         assert hasattr(onnxgpu, name), name
+
+
+def test_disable_all_turns_fusion_off():
+    from onnx import helper, TensorProto
+    nodes = [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = np.array([-1.0, 0.0, 2.0], dtype=np.float32)
+    plans = {}
+    for level in [onnxgpu.GraphOptimizationLevel.ORT_ENABLE_ALL, onnxgpu.GraphOptimizationLevel.ORT_DISABLE_ALL]:
+        so = onnxgpu.SessionOptions()
+        so.graph_optimization_level = level
+        sess = onnxgpu.InferenceSession(model.SerializeToString(), so, providers=["WebGpuExecutionProvider"])
+        (y,) = sess.run(None, {"x": x})
+        np.testing.assert_allclose(y, -np.tanh(x), rtol=1e-6)
+        plans[level] = sess.get_capture_plan()
+    assert plans[onnxgpu.GraphOptimizationLevel.ORT_ENABLE_ALL]["fused_nodes"] == 2
+    assert plans[onnxgpu.GraphOptimizationLevel.ORT_DISABLE_ALL]["fused_nodes"] == 0
+    assert plans[onnxgpu.GraphOptimizationLevel.ORT_DISABLE_ALL]["dispatches"] == 2

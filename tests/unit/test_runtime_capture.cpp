@@ -633,3 +633,27 @@ TEST(RuntimeFusion, ATransposeBetweenTwoProductsIsFoldedOnce) {
   recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
   EXPECT_EQ(g.last_plan().dispatches, 2);
 }
+
+// onnxgpu.fusion = 0 (Python: ORT_DISABLE_ALL) runs every node alone, with the same results.
+TEST(RuntimeFusion, CanBeTurnedOff) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {2, 3}).output("y", DType::Float32);
+  b.initializer("w", Tensor::from_vector<float>({3, 3}, {1, 0, 2, 0, 1, 0, -1, 0, 1}));
+  b.initializer("c", Tensor::from_vector<float>({3}, {0.5f, -0.5f, 1}));
+  b.node("MatMul", {"x", "w"}, {"h"});
+  b.node("Add", {"h", "c"}, {"a"});
+  b.node("Tanh", {"a"}, {"t"});
+  b.node("Neg", {"t"}, {"y"});
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3}, {1, -2, 3, 0.5f, 0, -1})}};
+  SessionOptions off = gpu();
+  off.add_config_entry("onnxgpu.fusion", "0");
+  Session g = Session::from_bytes(b.bytes(), off);
+  recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
+  EXPECT_EQ(g.last_plan().fused_nodes, 0);
+  EXPECT_EQ(g.last_plan().dispatches, 4);
+  Session on = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(on, b.bytes(), feeds);
+  EXPECT_EQ(on.last_plan().fused_nodes, 4);
+  EXPECT_EQ(on.last_plan().dispatches, 2);
+}
