@@ -218,8 +218,7 @@ def vm_hwm_mb(pid):
 
 
 def run_process(cmd, env, timeout):
-    """Runs cmd; returns (rc, stdout, stderr, wall_s, peak_rss_mb of the child (polled every 20 ms), CPU
-    seconds of the child (user + system, from wait4))."""
+    """Runs cmd; returns (rc, stdout, stderr, wall_s, peak_rss_mb of the child, polled every 20 ms)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
@@ -241,8 +240,7 @@ def run_process(cmd, env, timeout):
         wall = time.monotonic() - t0
         out.seek(0)
         err.seek(0)
-        cpu = (ru.ru_utime + ru.ru_stime) if ru else None
-        return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"), wall, hwm, cpu
+        return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"), wall, hwm
 
 
 def parse_json(text):
@@ -281,11 +279,11 @@ class Runner:
         self.raw.flush()
 
     def run(self, engine, model, config, rnd, cmd, extra=None):
-        rc, out, err, wall, rss, cpu = run_process(cmd, self.env, self.timeout())
+        rc, out, err, wall, rss = run_process(cmd, self.env, self.timeout())
         j = parse_json(out)
         ok = rc == 0 and j is not None and j.get("ok", True) is not False
         rec = dict(engine=engine, model=model, config=config, round=rnd, ok=ok, rc=rc, wall_s=round(wall, 3),
-                   peak_rss_mb=round(rss, 1), cpu_s=cpu, cmd=" ".join(cmd), result=j)
+                   peak_rss_mb=round(rss, 1), cmd=" ".join(cmd), result=j)
         if extra:
             rec.update(extra)
         if not ok:
@@ -357,7 +355,7 @@ def machine_description(onnxgpu, env):
                 d["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass
-    rc, out, err, _, _, _ = run_process([onnxgpu, "devices", "--json"], env, 120)
+    rc, out, err, _, _ = run_process([onnxgpu, "devices", "--json"], env, 120)
     j = parse_json(out) or {}
     chosen = [x for x in j.get("adapters", []) if x.get("chosen")]
     if chosen:

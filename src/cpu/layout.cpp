@@ -147,28 +147,15 @@ std::vector<Tensor> split(KernelContext& ctx) {
 
 std::vector<Tensor> slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  ops::SliceParams p;
-  if (ctx.opset < 10) {
-    if (!ctx.node.has_attr("starts") || !ctx.node.has_attr("ends"))
-      ctx.fail("attributes 'starts' and 'ends' are required before opset 10");
-    p.starts = ctx.node.attr_ints("starts");
-    p.ends = ctx.node.attr_ints("ends");
-    p.have_axes = ctx.node.has_attr("axes");
-    p.axes = ctx.node.attr_ints("axes");
-  } else {
-    p.starts = int64_input(ctx, 1, "starts");
-    p.ends = int64_input(ctx, 2, "ends");
-    if (ctx.has_input(3)) {
-      p.have_axes = true;
-      p.axes = int64_input(ctx, 3, "axes");
-    }
-    if (ctx.has_input(4)) p.steps = int64_input(ctx, 4, "steps");
-  }
+  auto fail = [&](const std::string& m) { ctx.fail(m); };
+  ops::SliceParams p = ops::slice_params(
+      ctx.node, ctx.opset, [&](size_t i) { return ctx.has_input(i); },
+      [&](size_t i, const char* what) { return int64_input(ctx, i, what); }, fail);
   Shape out = x.shape();
   std::vector<int64_t> in_strides = shape_strides(x.shape());
   std::vector<int64_t> strides = in_strides;
   int64_t base = 0;
-  for (const ops::SlicedAxis& s : ops::plan_slice(x.shape(), p, [&](const std::string& m) { ctx.fail(m); })) {
+  for (const ops::SlicedAxis& s : ops::plan_slice(x.shape(), p, fail)) {
     out[s.axis] = s.count;
     if (s.count > 0) {
       base += s.start * in_strides[s.axis];

@@ -1,5 +1,7 @@
 #include "ir/graph.h"
 
+#include <set>
+
 namespace onnxgpu::ir {
 
 const Attribute* Node::attr(const std::string& n) const {
@@ -71,6 +73,31 @@ const Graph* Node::attr_graph(const std::string& n) const {
 }
 
 std::string Node::describe() const { return "node '" + name + "' (" + op_type + ")"; }
+
+namespace {
+// Names a subgraph reads from enclosing scopes.
+void free_names(const Graph& g, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& v : g.inputs) defined.insert(v.name);
+  for (const auto& [n, t] : g.initializers) defined.insert(n);
+  for (const auto& n : g.nodes) {
+    for (const auto& i : n.inputs)
+      if (!i.empty() && !defined.count(i)) out.insert(i);
+    for (const auto& i : n.implicit_inputs())
+      if (!defined.count(i)) out.insert(i);
+    for (const auto& o : n.outputs) defined.insert(o);
+  }
+}
+}  // namespace
+
+std::vector<std::string> Node::implicit_inputs() const {
+  std::set<std::string> names;
+  for (const auto& [k, a] : attrs) {
+    if (a.g) free_names(*a.g, names);
+    for (const auto& sg : a.graphs) free_names(*sg, names);
+  }
+  return {names.begin(), names.end()};
+}
 
 std::string ValueInfo::shape_str() const {
   if (!has_shape) return "?";

@@ -50,6 +50,8 @@ struct Node {
 
   // "node 'name' (OpType)" for error messages.
   std::string describe() const;
+  // The values this node's subgraphs (If/Loop/Scan bodies) read from enclosing scopes, sorted.
+  std::vector<std::string> implicit_inputs() const;
 };
 
 // A symbolic or concrete dimension of a declared graph input/output.

@@ -25,7 +25,31 @@ SlicedAxis slice_range(int64_t dim, int64_t start, int64_t end, int64_t step) {
   return r;
 }
 
-std::vector<SlicedAxis> plan_slice(const Shape& x, SliceParams p, const std::function<void(const std::string&)>& fail) {
+SliceParams slice_params(const ir::Node& node, int64_t opset, const std::function<bool(size_t)>& given,
+                         const std::function<std::vector<int64_t>(size_t, const char*)>& ints, const Fail& fail) {
+  SliceParams p;
+  if (opset < 10) {
+    if (!node.has_attr("starts") || !node.has_attr("ends")) {
+      fail("attributes 'starts' and 'ends' are required before opset 10");
+      throw InvalidArgument("Slice: attributes 'starts' and 'ends' are required before opset 10");
+    }
+    p.starts = node.attr_ints("starts");
+    p.ends = node.attr_ints("ends");
+    p.have_axes = node.has_attr("axes");
+    p.axes = node.attr_ints("axes");
+    return p;
+  }
+  p.starts = ints(1, "starts");
+  p.ends = ints(2, "ends");
+  if (given(3)) {
+    p.have_axes = true;
+    p.axes = ints(3, "axes");
+  }
+  if (given(4)) p.steps = ints(4, "steps");
+  return p;
+}
+
+std::vector<SlicedAxis> plan_slice(const Shape& x, SliceParams p, const Fail& fail) {
   auto error = [&](const std::string& m) {
     fail(m);
     throw InvalidArgument(m);  // (fail throws; this only keeps the compiler sure of it)

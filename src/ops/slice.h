@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"
 #include "onnxgpu/tensor.h"
 
 namespace onnxgpu::ops {
@@ -16,6 +17,13 @@ struct SliceParams {
   std::vector<int64_t> starts, ends, axes, steps;  // steps empty: all 1
   bool have_axes = false;                          // axes empty without it: 0, 1, ...
 };
+
+using Fail = std::function<void(const std::string&)>;  // must throw (the kernel context's fail)
+
+// A Slice node's parameters: attributes before opset 10, inputs 1-4 (starts, ends, axes, steps) after;
+// `given(i)` tells whether input i is there and `ints(i, name)` reads it as integers.
+SliceParams slice_params(const ir::Node& node, int64_t opset, const std::function<bool(size_t)>& given,
+                         const std::function<std::vector<int64_t>(size_t, const char*)>& ints, const Fail& fail);
 
 // One sliced axis: the first element taken, how many, and the step between them.
 struct SlicedAxis {
@@ -29,6 +37,6 @@ SlicedAxis slice_range(int64_t dim, int64_t start, int64_t end, int64_t step);
 
 // Checks the parameters against the input shape `x` (lengths, axes in range and not repeated, no zero
 // step) and returns the sliced axes. `fail` receives the message of the first problem (it must throw).
-std::vector<SlicedAxis> plan_slice(const Shape& x, SliceParams p, const std::function<void(const std::string&)>& fail);
+std::vector<SlicedAxis> plan_slice(const Shape& x, SliceParams p, const Fail& fail);
 
 }  // namespace onnxgpu::ops

@@ -163,34 +163,6 @@ void upload(Plan& plan, int slot, const Tensor& t, const Int64Policy& policy, co
   if (u.bytes) plan.device->write(plan.slots[size_t(slot)].buffer->get(), u.data, u.bytes);
 }
 
-// Names a subgraph reads from enclosing scopes.
-void free_names(const ir::Graph& g, std::set<std::string>& out) {
-  std::set<std::string> defined;
-  for (const auto& v : g.inputs) defined.insert(v.name);
-  for (const auto& [n, t] : g.initializers) defined.insert(n);
-  for (const auto& n : g.nodes) {
-    for (const auto& i : n.inputs)
-      if (!i.empty() && !defined.count(i)) out.insert(i);
-    for (const auto& [k, a] : n.attrs) {
-      std::set<std::string> inner;
-      if (a.g) free_names(*a.g, inner);
-      for (const auto& sg : a.graphs) free_names(*sg, inner);
-      for (const auto& i : inner)
-        if (!defined.count(i)) out.insert(i);
-    }
-    for (const auto& o : n.outputs) defined.insert(o);
-  }
-}
-
-std::vector<std::string> implicit_inputs(const ir::Node& node) {
-  std::set<std::string> names;
-  for (const auto& [k, a] : node.attrs) {
-    if (a.g) free_names(*a.g, names);
-    for (const auto& sg : a.graphs) free_names(*sg, names);
-  }
-  return {names.begin(), names.end()};
-}
-
 // Runs one CPU step: reads its inputs (from the GPU or plan-time constants), runs the reference
 // kernel, and returns the outputs.
 std::vector<Tensor> run_cpu_step(const Step& s, Plan& plan, const ir::Model& model, const Int64Policy& policy) {
@@ -436,7 +408,6 @@ class Planner {
   bool try_gpu(size_t index, const ir::Node& node, std::string& reason);
   bool try_fused(size_t index);
   void place(size_t i, size_t at);
-  std::vector<size_t> deferred_members(size_t root) const;
   void run_on_cpu(size_t index, const ir::Node& node);
   void close_segment();
   void finish_values_of(size_t index, const ir::Node& node);
@@ -707,13 +678,6 @@ void Planner::place(size_t i, size_t at) {
   finish_values_of(at, node);
 }
 
-std::vector<size_t> Planner::deferred_members(size_t root) const {
-  std::vector<size_t> m;
-  for (size_t j = 0; j < root; ++j)
-    if (fusion_.deferred(j) && fusion_.placed_at(j) == root) m.push_back(j);
-  return m;
-}
-
 // The fused group placed at node `index` (a MatMulAdd starting there, or the elementwise group whose
 // root it is), as one GPU kernel. False (and nothing recorded) when no group is placed here or its
 // kernel cannot run: the nodes then run alone.
@@ -773,7 +737,7 @@ void Planner::run_on_cpu(size_t index, const ir::Node& node) {
   };
   for (const auto& in : node.inputs) add_input(in);
   step.explicit_inputs = step.inputs.size();
-  for (const auto& name : implicit_inputs(node))
+  for (const auto& name : node.implicit_inputs())
     if (values_.count(name)) add_input(name);
   // Run everything recorded so far, then this node, to learn its outputs' shapes.
   execute(plan_, model_, policy_, executed_, plan_.steps.size(), false, nullptr, nullptr, profile_);
@@ -798,7 +762,7 @@ void Planner::run_on_cpu(size_t index, const ir::Node& node) {
 
 void Planner::finish_values_of(size_t index, const ir::Node& node) {
   std::vector<std::string> used = node.inputs;
-  for (const auto& in : implicit_inputs(node)) used.push_back(in);
+  for (const auto& in : node.implicit_inputs()) used.push_back(in);
   for (const auto& in : used) {
     if (in.empty() || !values_.count(in)) continue;
     auto it = last_use_.find(in);
@@ -820,7 +784,7 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     size_t at = fusion_.placed_at(i);  // a deferred node reads its inputs when its group runs
     for (const auto& in : g_.nodes[i].inputs) last_use_[in] = std::max(last_use_[in], at);
-    for (const auto& in : implicit_inputs(g_.nodes[i])) last_use_[in] = std::max(last_use_[in], at);
+    for (const auto& in : g_.nodes[i].implicit_inputs()) last_use_[in] = std::max(last_use_[in], at);
   }
   plan_.status = std::make_shared<wg::Buffer>(dev.create_buffer(4 * (g_.nodes.size() + 1), wg::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
@@ -840,7 +804,7 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     if (fused_away_.count(i) || fusion_.deferred(i)) continue;  // computed by another node's kernel
     if (try_fused(i)) continue;
-    for (size_t m : deferred_members(i)) place(m, i);  // a group whose kernel could not run: one by one
+    for (size_t m : fusion_.deferred_to(i)) place(m, i);  // a group whose kernel could not run: one by one
     place(i, i);
   }
   close_segment();

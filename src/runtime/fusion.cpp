@@ -24,28 +24,14 @@ bool elementwise_op(const ir::Node& n) {
 constexpr size_t kMaxMembers = 24;   // nodes of one elementwise group
 constexpr size_t kMaxExternal = 5;   // distinct tensors it reads (storage bindings per dispatch)
 
-// Names a node's subgraphs read (a value read inside a Loop body counts as a read by the Loop).
-void subgraph_reads(const ir::Graph& g, std::vector<std::string>& out) {
-  for (const auto& n : g.nodes) {
-    for (const auto& i : n.inputs) out.push_back(i);
-    for (const auto& [k, a] : n.attrs) {
-      if (a.g) subgraph_reads(*a.g, out);
-      for (const auto& sg : a.graphs) subgraph_reads(*sg, out);
-    }
-  }
-}
-
 }  // namespace
 
 Fusion::Fusion(const ir::Graph& graph, bool enabled) : g_(graph), enabled_(enabled) {
   for (const auto& o : graph.outputs) graph_outputs_.insert(o.name);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = graph.nodes[i];
-    std::vector<std::string> reads = n.inputs;
-    for (const auto& [k, a] : n.attrs) {
-      if (a.g) subgraph_reads(*a.g, reads);
-      for (const auto& sg : a.graphs) subgraph_reads(*sg, reads);
-    }
+    std::vector<std::string> reads = n.inputs;  // a value read inside a Loop body counts as read by the Loop
+    for (auto& r : n.implicit_inputs()) reads.push_back(std::move(r));
     for (const auto& r : reads)
       if (!r.empty()) consumers_[r].push_back(i);
     for (const auto& o : n.outputs)
@@ -71,7 +57,7 @@ Fusion::Fusion(const ir::Graph& graph, bool enabled) : g_(graph), enabled_(enabl
       auto only = only_consumer(n.inputs[q]);
       if (!only || *only != i || graph.nodes[p->second].inputs.empty()) continue;
       transposed_[{i, q}] = p->second;
-      root_of_[p->second] = i;
+      defer(p->second, i);
     }
   }
   find_elementwise_groups();
@@ -118,6 +104,17 @@ bool Fusion::scalar_constant(const std::string& value) const {
   return c.has_attr("value_float") || c.has_attr("value_int");
 }
 
+void Fusion::defer(size_t member, size_t root) {
+  root_of_[member] = root;
+  auto& m = deferred_[root];
+  m.insert(std::upper_bound(m.begin(), m.end(), member), member);
+}
+
+std::vector<size_t> Fusion::deferred_to(size_t root) const {
+  auto it = deferred_.find(root);
+  return it == deferred_.end() ? std::vector<size_t>{} : it->second;
+}
+
 std::optional<size_t> Fusion::only_consumer(const std::string& value) const {
   if (value.empty() || graph_outputs_.count(value)) return std::nullopt;
   auto it = consumers_.find(value);
@@ -158,27 +155,24 @@ void Fusion::find_elementwise_groups() {
       for (const auto& in : g_.nodes[m].inputs)
         if (!produced.count(in) && !scalar_constant(in)) external.insert(in);  // scalars go into the WGSL
     if (external.size() > kMaxExternal) continue;
-    std::vector<size_t> members;
     for (size_t m : group)
       if (m != r) {
-        members.push_back(m);
-        root_of_[m] = r;
+        defer(m, r);
         taken.insert(m);
       }
     taken.insert(r);
-    groups_[r] = members;
+    elementwise_roots_.insert(r);
   }
 }
 
 std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const {
   if (!enabled_) return std::nullopt;
   if (auto f = matmul_group(i, facts)) return f;
-  auto it = groups_.find(i);
-  if (it == groups_.end()) return std::nullopt;
+  if (!elementwise_roots_.count(i)) return std::nullopt;
   // The fused node reads the group's external values; attribute "steps" lists the members in graph
   // order as "Op operand operand" with operands "x<k>" (external k) or "t<m>" (step m's result).
   FusedGroup f;
-  f.members = it->second;
+  f.members = deferred_to(i);
   std::vector<size_t> order = f.members;
   order.push_back(i);
   std::unordered_map<std::string, std::string> ref;

@@ -46,8 +46,10 @@ class Fusion {
   // A MatMulAdd group placed at node i (its members come after i), or the elementwise group whose
   // root is i (its members come before i and were deferred).
   std::optional<FusedGroup> group_at(size_t i, const Lookup& facts) const;
-  // Node i belongs to an elementwise group and waits for the group's root.
+  // Node i belongs to a group placed at a later node (its root) and waits for it.
   bool deferred(size_t i) const { return root_of_.count(i) != 0; }
+  // The nodes deferred to `root`, ascending (to run one by one when the root's group cannot run).
+  std::vector<size_t> deferred_to(size_t root) const;
   // Every output of the node is read only by Shape or Size (which fold from the known shape): its
   // kernel need not run, only describe its outputs.
   bool read_for_shape_only(const ir::Node& node) const;
@@ -70,8 +72,10 @@ class Fusion {
   std::unordered_map<std::string, size_t> producer_;
   std::set<std::string> graph_outputs_;
   std::set<size_t> bias_adds_;                        // Adds kept for a MatMulAdd (bias, residual)
-  std::unordered_map<size_t, std::vector<size_t>> groups_;  // root -> members (ascending)
-  std::unordered_map<size_t, size_t> root_of_;             // member -> root (elementwise, Transposes)
+  std::set<size_t> elementwise_roots_;
+  void defer(size_t member, size_t root);
+  std::unordered_map<size_t, size_t> root_of_;                 // member -> root (elementwise, Transposes)
+  std::unordered_map<size_t, std::vector<size_t>> deferred_;  // root -> members, ascending
   std::map<std::pair<size_t, size_t>, size_t> transposed_;  // (MatMul, operand) -> folded Transpose
 };
 

@@ -418,12 +418,13 @@ void fused_elementwise(GpuKernelContext& ctx) {
       ctx.unsupported("a Where condition computed inside the group");
     // Pow by a small constant integer is a product (exact for negative bases too).
     if (st.op == "Pow" && st.args[1][0] == 'x') {
-      const std::string& lit = literal[size_t(std::stoul(st.args[1].substr(1)))];
-      const Tensor* c = ctx.input(size_t(std::stoul(st.args[1].substr(1)))).constant;
-      double v = lit.empty() || !c ? 0.5 : c->double_at(0);
-      if (!lit.empty() && v == 1.0) e = "a";
-      else if (!lit.empty() && v == 2.0) e = "a * a";
-      else if (!lit.empty() && v == 3.0) e = "a * a * a";
+      size_t k = size_t(std::stoul(st.args[1].substr(1)));
+      if (!literal[k].empty()) {  // a constant scalar exponent
+        double v = ctx.input(k).constant->double_at(0);
+        if (v == 1.0) e = "a";
+        else if (v == 2.0) e = "a * a";
+        else if (v == 3.0) e = "a * a * a";
+      }
     }
     body += "  var t" + std::to_string(m) + ": f32;\n  {\n";
     if (st.op == "Where")

@@ -421,26 +421,13 @@ void split(GpuKernelContext& ctx) {
 void slice(GpuKernelContext& ctx) {
   const Shape& x = ctx.shape(0);
   data_dtype(ctx, 0);
-  ops::SliceParams p;
-  if (ctx.opset < 10) {
-    if (!ctx.node.has_attr("starts") || !ctx.node.has_attr("ends"))
-      ctx.fail("attributes 'starts' and 'ends' are required before opset 10");
-    p.starts = ctx.node.attr_ints("starts");
-    p.ends = ctx.node.attr_ints("ends");
-    p.have_axes = ctx.node.has_attr("axes");
-    p.axes = ctx.node.attr_ints("axes");
-  } else {
-    p.starts = int_list(ctx, 1, "starts");
-    p.ends = int_list(ctx, 2, "ends");
-    if (ctx.has_input(3)) {
-      p.have_axes = true;
-      p.axes = int_list(ctx, 3, "axes");
-    }
-    if (ctx.has_input(4)) p.steps = int_list(ctx, 4, "steps");
-  }
+  auto fail = [&](const std::string& m) { ctx.fail(m); };
+  ops::SliceParams p = ops::slice_params(
+      ctx.node, ctx.opset, [&](size_t i) { return ctx.has_input(i); },
+      [&](size_t i, const char* what) { return int_list(ctx, i, what); }, fail);
   std::vector<int64_t> in_strides = shape_strides(x);
   StridedCopy c{x, in_strides, {}, 0, 0};
-  for (const ops::SlicedAxis& s : ops::plan_slice(x, p, [&](const std::string& m) { ctx.fail(m); })) {
+  for (const ops::SlicedAxis& s : ops::plan_slice(x, p, fail)) {
     c.dims[s.axis] = s.count;
     if (s.count > 0) {
       c.src_base += s.start * in_strides[s.axis];

@@ -465,13 +465,12 @@ void fused_matmul(GpuKernelContext& ctx) {
     for (int64_t d : perm) out.push_back(s.at(size_t(d)));
     return out;
   };
-  std::vector<int64_t> py_fold = ctx.node.attr_ints("perm_y");
-  Product pr = plan_matmul(ctx, permuted(ctx.shape(0), pa), permuted(ctx.shape(1), pb), pa.empty() && py_fold.empty());
+  std::vector<int64_t> py = ctx.node.attr_ints("perm_y");
+  Product pr = plan_matmul(ctx, permuted(ctx.shape(0), pa), permuted(ctx.shape(1), pb), pa.empty() && py.empty());
   if (!pa.empty()) pr.la = strided_layout(ctx, ctx.shape(0), pa, pr.a_batch, pr.batch);
   if (!pb.empty()) pr.lb = strided_layout(ctx, ctx.shape(1), pb, pr.b_batch, pr.batch);
   // The product transposed as it is stored (perm_y): element (.., m, n) of the product goes where the
   // Transpose puts it.
-  std::vector<int64_t> py = ctx.node.attr_ints("perm_y");
   if (!py.empty()) {
     if (py.size() != pr.out.size() || pr.out.size() < 2 || pr.out.size() != pr.batch.size() + 2)
       ctx.unsupported("a folded output Transpose of this rank");
