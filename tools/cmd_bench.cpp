@@ -41,13 +41,17 @@ struct Counters {
   uint64_t buffers_created = 0;
   uint64_t buffer_bytes_created = 0;
   double wait_ms = 0;  // host time blocked in wgpuInstanceWaitAny
+  double submit_ms = 0;  // host time in wgpuQueueSubmit
+  double write_ms = 0;   // host time in wgpuQueueWriteBuffer
 };
 Counters g_count;
 webgpu::Dawn g_real;  // the original entries
 
 void hooked_submit(WGPUQueue q, size_t n, const WGPUCommandBuffer* cmds) {
   g_count.submits++;
+  auto t0 = Clock::now();
   g_real.QueueSubmit(q, n, cmds);
+  g_count.submit_ms += ms_since(t0);
 }
 void hooked_dispatch(WGPUComputePassEncoder pass, uint32_t x, uint32_t y, uint32_t z) {
   g_count.dispatches++;
@@ -56,7 +60,9 @@ void hooked_dispatch(WGPUComputePassEncoder pass, uint32_t x, uint32_t y, uint32
 void hooked_write(WGPUQueue q, WGPUBuffer b, uint64_t offset, const void* data, size_t size) {
   g_count.writes++;
   g_count.write_bytes += size;
+  auto t0 = Clock::now();
   g_real.QueueWriteBuffer(q, b, offset, data, size);
+  g_count.write_ms += ms_since(t0);
 }
 WGPUWaitStatus hooked_wait(WGPUInstance inst, size_t n, WGPUFutureWaitInfo* infos, uint64_t timeout) {
   auto t0 = Clock::now();
@@ -154,12 +160,13 @@ struct BenchFlags {
   double time_limit_s = 0;  // 0: none
   bool json = false;
   int profile_runs = 0;  // > 0: a second session times every dispatch (GPU timestamps)
+  int profile_nodes = 15;  // the slowest nodes listed
   double rtol = 1e-3, atol = 1e-5;
 };
 
 // GPU time per op type and the slowest nodes, from a session with SessionOptions::profile.
 nlohmann::json profile_json(const std::string& model, SessionOptions options,
-                            const std::unordered_map<std::string, Tensor>& feeds, int runs) {
+                            const std::unordered_map<std::string, Tensor>& feeds, int runs, size_t top) {
   options.profile = true;
   Session session(model, options);
   session.run(feeds);  // plans and records; not counted
@@ -184,7 +191,7 @@ nlohmann::json profile_json(const std::string& model, SessionOptions options,
   std::vector<NodeTiming> nodes = p.nodes;
   std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
   j["top_nodes"] = nlohmann::json::array();
-  for (size_t i = 0; i < nodes.size() && i < 15; ++i)
+  for (size_t i = 0; i < nodes.size() && i < top; ++i)
     j["top_nodes"].push_back({{"node", nodes[i].node}, {"op", nodes[i].op}, {"gpu_ms", nodes[i].gpu_ms},
                               {"dispatches", nodes[i].dispatches}});
   return j;
@@ -211,7 +218,7 @@ void bench_command(const BenchFlags& f) {
   int warmup_done = 0;
   for (; warmup_done < f.warmup && !over_time(); ++warmup_done) outs = session.run(feeds);
 
-  std::vector<double> ms, wait_ms, host_ms, submits, dispatches, write_bytes;
+  std::vector<double> ms, wait_ms, host_ms, submit_ms, write_ms, submits, dispatches, write_bytes;
   bool time_limited = warmup_done < f.warmup;
   for (int i = 0; i < std::max(1, f.runs); ++i) {
     if (i > 0 && over_time()) {
@@ -226,6 +233,8 @@ void bench_command(const BenchFlags& f) {
     double w = g_count.wait_ms - before.wait_ms;
     wait_ms.push_back(w);
     host_ms.push_back(run_ms - w);
+    submit_ms.push_back(g_count.submit_ms - before.submit_ms);
+    write_ms.push_back(g_count.write_ms - before.write_ms);
     submits.push_back(double(g_count.submits - before.submits));
     dispatches.push_back(double(g_count.dispatches - before.dispatches));
     write_bytes.push_back(double(g_count.write_bytes - before.write_bytes));
@@ -269,6 +278,8 @@ void bench_command(const BenchFlags& f) {
         {"upload_bytes_per_run", quantile(write_bytes, 0.5)},
         {"wait_ms", stats(wait_ms)},
         {"host_ms", stats(host_ms)},
+        {"submit_ms", stats(submit_ms)},
+        {"write_ms", stats(write_ms)},
         {"buffers_created", g_count.buffers_created},
         {"buffer_bytes_created", g_count.buffer_bytes_created},
     };
@@ -298,7 +309,7 @@ void bench_command(const BenchFlags& f) {
 
   if (gpu && f.profile_runs > 0) {
     try {
-      j["profile"] = profile_json(f.model, options, feeds, f.profile_runs);
+      j["profile"] = profile_json(f.model, options, feeds, f.profile_runs, size_t(f.profile_nodes));
     } catch (const Error& e) {
       j["profile"] = {{"skipped", e.what()}};
     }
@@ -354,6 +365,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", f->json, "JSON output");
   cmd->add_option("--profile", f->profile_runs,
                   "then time every GPU dispatch over N runs of a second session (GPU timestamps): time per op type")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--profile-nodes", f->profile_nodes, "how many of the slowest nodes the profile lists (default 15)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([f] { bench_command(*f); });
 }

@@ -385,7 +385,7 @@ class Planner {
         plan_(plan),
         weights_(weights),
         profile_(profile),
-        fusion_(model.graph, options.fusion) {}
+        fusion_(model.graph, options.fusion, model.opset("")) {}
 
   void build(const std::unordered_map<std::string, Tensor>& feeds,
              const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
@@ -686,7 +686,7 @@ bool Planner::try_fused(size_t index) {
   auto facts = [&](const std::string& name) -> const ValueFacts* {
     auto it = values_.find(name);
     if (it == values_.end()) return nullptr;
-    return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant != nullptr});
+    return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant != nullptr, it->second.constant});
   };
   std::optional<FusedGroup> group = fusion_.group_at(index, facts);
   if (!group || !wg::gpu_registry().find(group->node.op_type, group->node.domain)) return false;

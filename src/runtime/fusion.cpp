@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/split.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::runtime {
@@ -26,7 +27,8 @@ constexpr size_t kMaxExternal = 5;   // distinct tensors it reads (storage bindi
 
 }  // namespace
 
-Fusion::Fusion(const ir::Graph& graph, bool enabled) : g_(graph), enabled_(enabled) {
+Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset)
+    : g_(graph), enabled_(enabled), opset_(onnx_opset) {
   for (const auto& o : graph.outputs) graph_outputs_.insert(o.name);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = graph.nodes[i];
@@ -265,13 +267,15 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
       f.node.inputs.push_back(bias);
       f.node.outputs = add->outputs;
       f.members.push_back(*j);
-      if (auto k = only_consumer(add->outputs[0])) {
+      Shape out(shape[0].begin(), shape[0].end() - 1);
+      out.push_back(n);
+      if (auto k = only_consumer(add->outputs[0]); k && split_into_parts(f, *k, out, facts)) {
+        // written into the Split's parts: no residual
+      } else if (k) {
         const ir::Node& res = g_.nodes[*k];
         if (plain(res, "Add") && res.inputs.size() == 2 && res.outputs.size() == 1 && !res.outputs[0].empty()) {
           const std::string& other = res.inputs[0] == add->outputs[0] ? res.inputs[1] : res.inputs[0];
           const ValueFacts* r = other == add->outputs[0] ? nullptr : facts(other);
-          Shape out(shape[0].begin(), shape[0].end() - 1);
-          out.push_back(n);
           if (r && r->dtype == dtype[0] && r->shape == out) {
             f.node.name += "+" + res.name;
             f.node.inputs.push_back(other);
@@ -282,9 +286,52 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
       }
     }
   }
+  if (add && plain(*add, "Split") && shape[0].size() >= 2 && shape[1].size() == 2) {  // no bias
+    Shape out(shape[0].begin(), shape[0].end() - 1);
+    out.push_back(shape[1][1]);
+    split_into_parts(f, *j, out, facts);
+  }
   if (f.members.empty()) return std::nullopt;  // a plain MatMul
   std::sort(f.members.begin(), f.members.end());
   return f;
+}
+
+// Node `split` reads the product (of shape `out`) alone: when it splits the last axis, the product
+// writes each column into its part (attribute "split": the parts' widths; outputs: the parts).
+bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const {
+  const ir::Node& s = g_.nodes[split];
+  if (!plain(s, "Split") || s.inputs.empty() || s.inputs[0] != f.node.outputs[0] || out.empty()) return false;
+  if (std::any_of(s.outputs.begin(), s.outputs.end(), [](const std::string& o) { return o.empty(); })) return false;
+  int64_t r = int64_t(out.size()), axis = s.attr_int("axis", 0);
+  if (axis < 0) axis += r;
+  if (axis != r - 1) return false;
+  bool has_input = s.inputs.size() > 1 && !s.inputs[1].empty();
+  // The sizes: a constant the plan knows, or a Constant node later in the graph than the product.
+  const Tensor* sizes_in = nullptr;
+  if (has_input) {
+    const ValueFacts* v = facts(s.inputs[1]);
+    sizes_in = v ? v->value : nullptr;
+    auto p = producer_.find(s.inputs[1]);
+    if (!sizes_in && p != producer_.end() && plain(g_.nodes[p->second], "Constant"))
+      sizes_in = g_.nodes[p->second].attr_tensor("value");
+    if (!sizes_in || !dtype_is_integer(sizes_in->dtype())) return false;
+  }
+  std::vector<int64_t> sizes;
+  try {
+    sizes = ops::split_sizes(
+        s, opset_, axis, out.back(), shape_str(out), s.outputs.size(), has_input,
+        [&] { return sizes_in->to_int64_vector(); }, [](const std::string& m) { throw InvalidArgument(m); });
+  } catch (const Error&) {
+    return false;  // the Split alone reports it
+  }
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::Ints;
+  a.ints = sizes;
+  f.node.attrs["split"] = a;
+  f.node.name += "+" + s.name;
+  f.node.outputs = s.outputs;
+  f.members.push_back(split);
+  return true;
 }
 
 }  // namespace onnxgpu::runtime

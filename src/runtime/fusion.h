@@ -4,8 +4,10 @@
 //               that only the MatMul reads is read in place through strides (deferred to the MatMul);
 //               the bias (a constant row) and a residual of the output's shape, computed before the
 //               MatMul, are added in the product's epilogue; a Transpose that is the product's only
-//               reader is done by writing the product through strides. Placed at the MatMul; the
-//               Adds and the output Transpose are skipped.
+//               reader is done by writing the product through strides; a Split of the product's
+//               last axis (attention's q, k, v from one QKV product) is done by writing each column
+//               into its part. Placed at the MatMul; the Adds, the output Transpose and the Split
+//               are skipped.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -30,6 +32,7 @@ struct ValueFacts {
   DType dtype = DType::Undefined;
   Shape shape;
   bool constant = false;
+  const Tensor* value = nullptr;  // a constant's value
 };
 
 struct FusedGroup {
@@ -40,7 +43,8 @@ struct FusedGroup {
 class Fusion {
  public:
   // `enabled` false: no groups (every node runs alone).
-  Fusion(const ir::Graph& graph, bool enabled);
+  // `onnx_opset`: the model's ai.onnx opset (how Split reads its sizes).
+  Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset);
   using Lookup = std::function<const ValueFacts*(const std::string&)>;  // null when unknown
 
   // A MatMulAdd group placed at node i (its members come after i), or the elementwise group whose
@@ -66,8 +70,11 @@ class Fusion {
   static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
 
+  bool split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const;
+
   const ir::Graph& g_;
   bool enabled_;
+  int64_t opset_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;  // every read, subgraphs included
   std::unordered_map<std::string, size_t> producer_;
   std::set<std::string> graph_outputs_;

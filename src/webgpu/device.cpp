@@ -546,11 +546,22 @@ Device::Device(const DeviceOptions& options)
 
   // Dawn rounds timestamps to a coarse grain by default (against timing attacks in browsers): a
   // native engine's profile wants them exact.
-  static const char* const kDisabledToggles[] = {"timestamp_quantization"};
+  std::vector<std::string> on, off{"timestamp_quantization"};
+  // $ONNXGPU_DAWN_TOGGLES="+name,-name,...": more Dawn device toggles turned on (+) or off (-).
+  if (const char* env = std::getenv("ONNXGPU_DAWN_TOGGLES"); env && *env) {
+    std::istringstream in(env);
+    for (std::string t; std::getline(in, t, ',');)
+      if (t.size() > 1 && (t[0] == '+' || t[0] == '-')) (t[0] == '+' ? on : off).push_back(t.substr(1));
+  }
+  std::vector<const char*> on_c, off_c;
+  for (const auto& t : on) on_c.push_back(t.c_str());
+  for (const auto& t : off) off_c.push_back(t.c_str());
   WGPUDawnTogglesDescriptor toggles{};
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
-  toggles.disabledToggleCount = 1;
-  toggles.disabledToggles = kDisabledToggles;
+  toggles.enabledToggleCount = on_c.size();
+  toggles.enabledToggles = on_c.data();
+  toggles.disabledToggleCount = off_c.size();
+  toggles.disabledToggles = off_c.data();
 
   WGPUDeviceDescriptor desc{};
   desc.nextInChain = &toggles.chain;

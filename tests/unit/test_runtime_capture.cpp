@@ -657,3 +657,48 @@ TEST(RuntimeFusion, CanBeTurnedOff) {
   EXPECT_EQ(on.last_plan().fused_nodes, 4);
   EXPECT_EQ(on.last_plan().dispatches, 2);
 }
+
+// MatMul [+ bias] -> Split of the last axis (GPT-2's q, k, v from one product): the product writes
+// each column into its part; no Split dispatch. With and without split-K, sizes from the input or
+// equal parts. A Split of another axis stays a node of its own.
+TEST(RuntimeFusion, ASplitOfTheProductIsWrittenInParts) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t k;
+    bool bias, sizes_input;
+    int64_t axis;
+    int fused, dispatches;
+  };
+  for (const Case& c : {Case{8, true, true, 2, 3, 1}, Case{900, true, true, -1, 3, 2}, Case{8, false, false, 2, 2, 1},
+                        Case{900, false, true, 2, 2, 2}, Case{8, true, true, 1, 2, 4}}) {
+    ModelBuilder b;
+    b.input("x", DType::Float32, {-1, 3, c.k});
+    for (const char* o : {"q", "k", "v"}) b.output(o, DType::Float32);
+    std::vector<float> w(size_t(c.k) * 12), bias(12);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * float(int(i % 13) - 6);
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * float(i) - 1.0f;
+    b.initializer("w", Tensor::from_vector<float>({c.k, 12}, w));
+    b.initializer("c", Tensor::from_vector<float>({12}, bias));
+    b.initializer("sizes", Tensor::from_vector<int64_t>({3}, c.axis == 1 ? std::vector<int64_t>{1, 1, 1}
+                                                                           : std::vector<int64_t>{5, 4, 3}));
+    b.node("MatMul", {"x", "w"}, {"h"});
+    if (c.bias) b.node("Add", {"c", "h"}, {"hb"});
+    auto& s = b.node("Split", c.sizes_input ? std::vector<std::string>{c.bias ? "hb" : "h", "sizes"}
+                                            : std::vector<std::string>{c.bias ? "hb" : "h"},
+                     {"q", "k", "v"});
+    auto* axis = s.add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto_AttributeType_INT);
+    axis->set_i(c.axis);
+    std::vector<float> xs(size_t(2 * 3 * c.k));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * float(int(i % 17) - 8);
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, c.k}, xs)}};
+    Session g = Session::from_bytes(b.bytes(), gpu());
+    recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 1e-4);
+    std::string what = "k " + std::to_string(c.k) + " axis " + std::to_string(c.axis) + (c.bias ? " bias" : "");
+    EXPECT_EQ(g.last_plan().fused_nodes, c.fused) << what;
+    EXPECT_EQ(g.last_plan().dispatches, c.dispatches) << what;
+    auto out = g.run(feeds);
+    EXPECT_EQ(out[0].shape(), c.axis == 1 ? (Shape{2, 1, 12}) : (Shape{2, 3, c.sizes_input ? 5 : 4})) << what;
+  }
+}

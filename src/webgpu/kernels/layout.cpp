@@ -14,6 +14,7 @@
 
 #include "cpu/broadcast.h"
 #include "ops/slice.h"
+#include "ops/split.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::webgpu {
@@ -367,44 +368,9 @@ void split(GpuKernelContext& ctx) {
   if (r == 0) ctx.fail("cannot split a scalar");
   int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 0), r);
   int64_t dim = x[size_t(axis)];
-  int64_t n = int64_t(ctx.num_outputs());
-  if (n == 0) ctx.fail("has no outputs");
-  std::vector<int64_t> sizes;
-  bool given = false;
-  if (ctx.opset < 13 && ctx.node.has_attr("split")) {
-    sizes = ctx.node.attr_ints("split");
-    given = true;
-  } else if ((ctx.opset < 2 || ctx.opset >= 13) && ctx.has_input(1)) {
-    sizes = int_list(ctx, 1, "split");
-    given = !sizes.empty();  // an empty 'split' input means equal parts, as when omitted
-  }
-  if (given) {
-    if (int64_t(sizes.size()) != n)
-      ctx.fail("split " + ints_str(sizes) + " has " + std::to_string(sizes.size()) + " entries for " +
-               std::to_string(n) + " outputs");
-    int64_t sum = 0;
-    for (int64_t s : sizes) {
-      if (s < 0) ctx.fail("split " + ints_str(sizes) + " has a negative size");
-      sum += s;
-    }
-    if (sum != dim)
-      ctx.fail("split " + ints_str(sizes) + " sums to " + std::to_string(sum) + " but axis " + std::to_string(axis) +
-               " of input " + shape_str(x) + " has size " + std::to_string(dim));
-  } else if (ctx.opset >= 18 && ctx.node.has_attr("num_outputs")) {
-    int64_t k = ctx.node.attr_int("num_outputs", n);
-    if (k != n) ctx.fail("num_outputs is " + std::to_string(k) + " but the node has " + std::to_string(n) + " outputs");
-    int64_t chunk = (dim + n - 1) / n;
-    if (chunk * (n - 1) > dim)
-      ctx.fail("cannot split size " + std::to_string(dim) + " into " + std::to_string(n) + " chunks of " +
-               std::to_string(chunk));
-    sizes.assign(size_t(n), chunk);
-    sizes.back() = dim - chunk * (n - 1);
-  } else {
-    if (dim % n != 0)
-      ctx.fail("axis " + std::to_string(axis) + " of input " + shape_str(x) + " (size " + std::to_string(dim) +
-               ") cannot be split into " + std::to_string(n) + " equal parts");
-    sizes.assign(size_t(n), dim / n);
-  }
+  std::vector<int64_t> sizes = ops::split_sizes(
+      ctx.node, ctx.opset, axis, dim, shape_str(x), ctx.num_outputs(), ctx.has_input(1),
+      [&] { return int_list(ctx, 1, "split"); }, [&](const std::string& m) { ctx.fail(m); });
   // One dispatch per output: its rows, from the input's rows at its offset.
   int64_t outer = prod(x, 0, size_t(axis)), inner = prod(x, size_t(axis) + 1, x.size());
   int64_t offset = 0;

@@ -44,6 +44,7 @@ struct Product {
   Layout la, lb;
   Layout ly;      // the output written through strides (a Transpose of the product folded in)
   Shape stored;   // the output as stored: `out`, or `out` transposed
+  std::vector<uint32_t> parts;  // the output split along N into outputs this wide (a Split folded in)
 };
 
 uint32_t u32_dim(GpuKernelContext& ctx, int64_t v, const char* what) {
@@ -121,14 +122,22 @@ void declare_strides(shader::Program& p, const Shape& batch,
 // Declares the operands a, b (and c), the output y (the product, or the split-K partial sums) and the
 // uniforms.
 void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
-                      bool with_c, bool with_r, bool out_strided, DType out_dtype, const Shape& out_shape) {
+                      bool with_c, bool with_r, bool out_strided, DType out_dtype, const Shape& out_shape,
+                      bool in_parts = false) {
   // The kernels index the operands linearly: declared flat, the WGSL text depends on no operand's rank.
   auto flat = [](const Shape& s) { return Shape{shape_numel(s)}; };
   p.input("a", t, flat(ctx.shape(0)));
   p.input("b", t, flat(ctx.shape(1)));
   if (with_c) p.input("c", t, flat(ctx.shape(2)));
   if (with_r) p.input("r", t, flat(ctx.shape(3)));
-  p.output("y", out_dtype, flat(out_shape));
+  if (!in_parts) {
+    p.output("y", out_dtype, flat(out_shape));
+  } else {
+    for (size_t k = 0; k < pr.parts.size(); ++k) {
+      p.output("y" + std::to_string(k), t, flat(ctx.outputs.at(k).shape));
+      p.uniform("w" + std::to_string(k), pr.parts[k]);
+    }
+  }
   p.uniform("M", pr.M);
   p.uniform("N", pr.N);
   p.uniform("K", pr.K);
@@ -144,12 +153,33 @@ void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const 
   p.uniform_f32("beta", ep.beta);
 }
 
-std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, bool with_c, bool with_r, ValueRef out) {
+// The operands, then the output: `out`, or every output when the product is written in parts.
+std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, bool with_c, bool with_r, ValueRef out,
+                                       size_t parts = 0) {
   std::vector<ValueRef> b{ctx.in(0), ctx.in(1)};
   if (with_c) b.push_back(ctx.in(2));
   if (with_r) b.push_back(ctx.in(3));
-  b.push_back(out);
+  if (parts == 0) b.push_back(out);
+  for (size_t k = 0; k < parts; ++k) b.push_back(ctx.out(k));
   return b;
+}
+
+// put(z, m, n, v): stores element (m, n) of product z, the epilogue applied: at its place in the
+// output, through the output's strides, or in the part of the output that column n falls in.
+std::string put_decl(const Product& pr) {
+  std::string f = "fn put(z: u32, m: u32, n: u32, v: f32) {\n  let i = (z * M() + m) * N() + n;\n";
+  if (pr.ly.strided) return f + "  y_store(y_boff(z) + m * y_sr() + n * y_sc(), epilogue(v, m, n, i));\n}\n";
+  if (pr.parts.empty()) return f + "  y_store(i, epilogue(v, m, n, i));\n}\n";
+  f += "  let e = epilogue(v, m, n, i);\n  var c = n;\n";
+  for (size_t k = 0; k < pr.parts.size(); ++k) {
+    std::string w = "w" + std::to_string(k) + "()", y = "y" + std::to_string(k);
+    if (k + 1 == pr.parts.size()) {
+      f += "  " + y + "_store((z * M() + m) * " + w + " + c, e);\n";
+    } else {
+      f += "  if (c < " + w + ") { " + y + "_store((z * M() + m) * " + w + " + c, e); return; }\n  c = c - " + w + ";\n";
+    }
+  }
+  return f + "}\n";
 }
 
 // The epilogue as WGSL: y[i] = alpha * v + beta * C[m, n] + R[i].
@@ -201,7 +231,7 @@ std::optional<Tile> tile_from_env() {
 
 // Picks the tile: 64 x 64 with K-slices of 16 and 4 x 4 per invocation; 32 x 64 when M is small (a
 // single row, a short sequence), which wastes less of the A tile; smaller tiles where the device's
-// limits demand it. Measured on an H200 with bench/matmul_tiles.py (GPT-2 and BERT, sequence 16 and
+// limits demand it. Measured on an H200 with bench/variants.py (GPT-2 and BERT, sequence 16 and
 // 128): larger register tiles (8 x 8 per invocation, 128-wide tiles) were 10-50% slower there.
 Tile choose_tile(const Limits& limits, const Product& pr) {
   std::vector<Tile> order;
@@ -217,9 +247,12 @@ Tile choose_tile(const Limits& limits, const Product& pr) {
 // separate workgroups (partial sums in a temporary buffer, then summed by a second pass).
 uint32_t choose_splits(const Product& pr, const Tile& tl) {
   uint64_t wgs = tiles_of(pr, tl.tm, tl.tn);
+  // $ONNXGPU_MATMUL_SPLIT = "WGS/KT/MAX" (experiments): split until WGS workgroups, each part keeping
+  // at least KT K-tiles, at most MAX parts.
+  uint32_t target = 512, min_kt = 8, max_splits = 16;
+  if (const char* e = std::getenv("ONNXGPU_MATMUL_SPLIT"); e && *e) std::sscanf(e, "%u/%u/%u", &target, &min_kt, &max_splits);
   uint32_t splits = 1;
-  // Each part keeps at least 8 K-tiles.
-  while (wgs * splits < 512 && pr.K / (splits * 2) >= 8 * tl.tk && splits < 16) splits *= 2;
+  while (wgs * splits < target && pr.K / (splits * 2) >= min_kt * tl.tk && splits < max_splits) splits *= 2;
   return splits;
 }
 
@@ -250,13 +283,13 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   bool a_cols = pr.la.strided ? pr.la.s_col != 1 : pr.trans_a;  // A read along m rather than k
   bool b_cols = pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b;  // B read along k rather than n
   std::string name = std::string("tiled") + (pr.la.strided ? "_sa" : "") + (pr.lb.strided ? "_sb" : "") +
-                     (pr.ly.strided ? "_sy" : "") +
+                     (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())) +
                      (a_cols ? "_ta" : "") + (b_cols ? "_tb" : "") +
                      (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
   auto p = ctx.program(name, tl.threads());
   Shape part_shape{int64_t(mn * batch * splits)};
   declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
-                   split ? part_shape : pr.stored);
+                   split ? part_shape : pr.stored, !split && !pr.parts.empty());
   p.uniform("splits", splits);
   p.uniform("kchunk", kchunk);
   uint32_t la = tl.tm * tl.tk / tl.threads(), lb = tl.tk * tl.tn / tl.threads();
@@ -289,7 +322,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
           "  return vec4<f32>(load_a(base, m, k), load_a(base, m, k + 1u), load_a(base, m, k + 2u), load_a(base, m, k + 3u));\n}\n";
   decl += "fn load_b4(base: u32, k: u32, n: u32) -> vec4<f32> {\n"
           "  return vec4<f32>(load_b(base, k, n), load_b(base, k, n + 1u), load_b(base, k, n + 2u), load_b(base, k, n + 3u));\n}\n";
-  if (!split) decl += epilogue_decl(ep);
+  if (!split) decl += epilogue_decl(ep) + put_decl(pr);
   // The prefetch loops index register arrays with constant trip counts (unrolled by the compiler); the
   // micro-tile's rows and columns are unrolled here, in the text, so the accumulators stay in registers.
   auto n_ = [](uint32_t v) { return std::to_string(v); };
@@ -322,9 +355,8 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       for (uint32_t c = 0; c < 4; ++c) {
         std::string v = "acc" + n_(i) + "_" + n_(j) + "[" + n_(c) + "]";
         std::string col = "n0 + (tx + " + u(j * tl.tx()) + ") * 4u + " + u(c);
-        std::string at = pr.ly.strided && !split ? "y_boff(bz) + m * y_sr() + n * y_sc()" : "y_base + m * N() + n";
-        stores += "    if (" + col + " < N()) { let n = " + col + "; y_store(" + at + ", " +
-                  (split ? v : "epilogue(" + v + ", m, n, " + at + ")") + "); }\n";
+        stores += "    if (" + col + " < N()) { let n = " + col + "; " +
+                  (split ? "y_store(y_base + m * N() + n, " + v + ");" : "put(bz, m, n, " + v + ");") + " }\n";
       }
     stores += "  }\n";
   }
@@ -351,17 +383,23 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       "  }\n"
       "  let y_base = wid.z * M() * N();\n" + stores);
   if (!split) {
-    ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0)), uint32_t(gx), uint32_t(gy), uint32_t(batch));
+    ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size()), uint32_t(gx), uint32_t(gy),
+                 uint32_t(batch));
     return;
   }
   ValueRef part = ctx.temp(DType::Float32, part_shape);
   ctx.dispatch(p, operand_bindings(ctx, false, false, part), uint32_t(gx), uint32_t(gy), uint32_t(batch * splits));
   // The sum of the parts, then the epilogue.
-  auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : ""));
+  auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : "") +
+                       (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())));
   r.input("part", DType::Float32, part_shape);
   if (ep.has_c) r.input("c", t, Shape{shape_numel(ctx.shape(2))});
   if (ep.has_r) r.input("r", t, Shape{shape_numel(ctx.shape(3))});
-  r.output("y", t, Shape{shape_numel(pr.out)});
+  if (pr.parts.empty()) r.output("y", t, Shape{shape_numel(pr.out)});
+  for (size_t k = 0; k < pr.parts.size(); ++k) {
+    r.output("y" + std::to_string(k), t, Shape{shape_numel(ctx.outputs.at(k).shape)});
+    r.uniform("w" + std::to_string(k), pr.parts[k]);
+  }
   declare_strides(r, pr.batch, {{"y", &pr.ly}});
   r.uniform("M", pr.M);
   r.uniform("N", pr.N);
@@ -372,7 +410,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   }
   r.uniform_f32("alpha", ep.alpha);
   r.uniform_f32("beta", ep.beta);
-  r.declare(epilogue_decl(ep));
+  r.declare(epilogue_decl(ep) + put_decl(pr));
   r.set_threads(mn * batch);
   r.body(
       "  let mn = M() * N();\n"
@@ -380,12 +418,12 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
       "  let e = gi % mn;\n"
       "  var s = 0.0;\n"
       "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
-      "  let at = " + std::string(pr.ly.strided ? "y_boff(z) + (e / N()) * y_sr() + (e % N()) * y_sc()" : "gi") + ";\n"
-      "  y_store(at, epilogue(s, e / N(), e % N(), at));\n");
+      "  put(z, e / N(), e % N(), s);\n");
   std::vector<ValueRef> binds{part};
   if (ep.has_c) binds.push_back(ctx.in(2));
   if (ep.has_r) binds.push_back(ctx.in(3));
-  binds.push_back(ctx.out(0));
+  if (pr.parts.empty()) binds.push_back(ctx.out(0));
+  for (size_t k = 0; k < pr.parts.size(); ++k) binds.push_back(ctx.out(k));
   ctx.dispatch(r, binds);
 }
 
@@ -416,7 +454,12 @@ void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
 
 void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep) {
   if (!pr.ly.strided) pr.stored = pr.out;
-  ctx.set_output(0, t, pr.stored);
+  if (pr.parts.empty()) ctx.set_output(0, t, pr.stored);
+  for (size_t k = 0; k < pr.parts.size(); ++k) {
+    Shape part = pr.out;
+    part.back() = pr.parts[k];
+    ctx.set_output(k, t, part);
+  }
   if (shape_numel(pr.out) == 0) return;
   if (dtype_is_float(t)) tiled_float(ctx, t, pr, ep);
   else simple_integer(ctx, t, pr, ep);
@@ -493,6 +536,19 @@ void fused_matmul(GpuKernelContext& ctx) {
       ctx.fail("the residual " + std::string(dtype_name(ctx.dtype(3))) + shape_str(ctx.shape(3)) + " is not of the product's " +
                std::string(dtype_name(t)) + shape_str(pr.out));
     ep.has_r = true;
+  }
+  // A Split of the product's last axis folded in (attribute "split": the parts' widths, one output each).
+  if (ctx.node.has_attr("split")) {
+    std::vector<int64_t> w = ctx.node.attr_ints("split");
+    int64_t sum = 0;
+    for (int64_t x : w) sum += x;
+    if (w.size() != ctx.num_outputs() || w.empty() || sum != int64_t(pr.N) || pr.out.empty() ||
+        pr.out.back() != int64_t(pr.N) || pr.ly.strided || ep.has_r)
+      ctx.fail("split " + shape_str(w) + " does not divide the product " + shape_str(pr.out) + " into its outputs");
+    // Storage bindings: A, B, the bias, the parts and the engine's status word.
+    uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+    if (w.size() + (ep.has_c ? 4 : 3) > most) ctx.unsupported("more parts than the device has storage bindings for");
+    for (int64_t x : w) pr.parts.push_back(uint32_t(x));
   }
   run_product(ctx, t, pr, ep);
 }
