@@ -70,7 +70,8 @@ def main():
         for case in a.cases.split(","):
             for name, settings in variants:
                 e = dict(env)
-                for k in ("ONNXGPU_MATMUL_TILE", "ONNXGPU_MATMUL_SPLIT", "ONNXGPU_DAWN_TOGGLES"):
+                for k in ("ONNXGPU_MATMUL_TILE", "ONNXGPU_MATMUL_TILE_SMALL", "ONNXGPU_MATMUL_SPLIT", "ONNXGPU_DAWN_TOGGLES",
+                          "ONNXGPU_CHUNKED_SUBMITS"):
                     e.pop(k, None)
                 e.update(settings)
                 model = os.path.join(make_models.DEFAULT_ROOT, a.size, make_models.case_model(case) + ".onnx")

@@ -2,8 +2,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "onnxgpu/dtype.h"
@@ -13,6 +15,28 @@ namespace onnxgpu {
 
 using Shape = std::vector<int64_t>;
 
+namespace detail {
+// Leaves the bytes of a resized vector uninitialized (Tensor::uninitialized); zeros are asked for explicitly.
+template <class T>
+struct NoInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  NoInitAllocator() = default;
+  template <class U>
+  NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+}  // namespace detail
+
 int64_t shape_numel(const Shape& s);           // product of dims (1 for a scalar)
 std::string shape_str(const Shape& s);          // "[2,3]"
 std::vector<int64_t> shape_strides(const Shape& s);  // row-major element strides
@@ -21,6 +45,9 @@ class Tensor {
  public:
   Tensor() = default;  // an "empty" tensor: dtype Undefined, no storage (used for missing optionals)
   Tensor(DType dtype, Shape shape);  // zero-filled
+  // Storage left uninitialized, for a caller that overwrites every byte at once (a GPU readback of
+  // tens of MB, where zero-filling first would cost as much as the copy). Not for strings.
+  static Tensor uninitialized(DType dtype, Shape shape);
   // For DType::String.
   static Tensor strings(Shape shape, std::vector<std::string> values);
 
@@ -88,7 +115,9 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   Shape shape_;
   int64_t numel_ = 0;
-  std::shared_ptr<std::vector<std::byte>> bytes_;
+  using Bytes = std::vector<std::byte, detail::NoInitAllocator<std::byte>>;
+  std::shared_ptr<Bytes> bytes_;
+  Tensor(DType dtype, Shape shape, bool zero);
   std::shared_ptr<std::vector<std::string>> strings_;
 };
 

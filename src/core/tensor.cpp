@@ -25,7 +25,14 @@ std::vector<int64_t> shape_strides(const Shape& s) {
   return st;
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  if (dtype == DType::String) return Tensor(dtype, std::move(shape));
+  return Tensor(dtype, std::move(shape), false);
+}
+
+Tensor::Tensor(DType dtype, Shape shape, bool zero) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = shape_numel(shape_);
   if (dtype_ == DType::String) {
     strings_ = std::make_shared<std::vector<std::string>>(size_t(numel_));
@@ -35,7 +42,8 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   constexpr int64_t kMaxBytes = int64_t(1) << 40;
   if (numel_ > kMaxBytes / int64_t(dtype_size(dtype_)))
     throw InvalidArgument("tensor of shape " + shape_str(shape_) + " is too large");
-  bytes_ = std::make_shared<std::vector<std::byte>>(size_t(numel_) * dtype_size(dtype_));
+  size_t n = size_t(numel_) * dtype_size(dtype_);
+  bytes_ = zero ? std::make_shared<Bytes>(n, std::byte{0}) : std::make_shared<Bytes>(n);
 }
 
 Tensor Tensor::strings(Shape shape, std::vector<std::string> values) {
@@ -70,7 +78,7 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Tensor Tensor::clone() const {
   Tensor t = *this;
-  if (bytes_) t.bytes_ = std::make_shared<std::vector<std::byte>>(*bytes_);
+  if (bytes_) t.bytes_ = std::make_shared<Bytes>(*bytes_);
   if (strings_) t.strings_ = std::make_shared<std::vector<std::string>>(*strings_);
   return t;
 }

@@ -225,6 +225,16 @@ static void write_inputs(Plan& plan, const Int64Policy& policy, const std::unord
 // status words in the same submit as the last segment.
 // With `device_outputs`, the outputs are copied into new GPU buffers instead of being read back.
 static constexpr uint32_t kTimedChunk = 1024;  // dispatches timed per submit when profiling
+static constexpr size_t kFirstChunk = 8;        // dispatches of a segment's first submit
+
+// $ONNXGPU_CHUNKED_SUBMITS=0 submits each segment at once (for measuring what chunking buys).
+static bool chunked_submits() {
+  static const bool on = [] {
+    const char* e = std::getenv("ONNXGPU_CHUNKED_SUBMITS");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
 
 // Runs a step's dispatches, each in a pass of its own between two timestamps, waits for them and adds
 // their GPU times to `profile`.
@@ -291,7 +301,7 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
       size_t bytes = gpu_bytes(o.dtype, o.shape, policy);
       void* dst = nullptr;
       if (same_bytes_on_host(o.dtype, policy)) {
-        direct[k] = Tensor(o.dtype, o.shape);
+        direct[k] = Tensor::uninitialized(o.dtype, o.shape);  // every byte comes from the GPU
         if (direct[k].nbytes() == bytes) dst = direct[k].raw();
         else direct[k] = Tensor();
       }
@@ -318,8 +328,19 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
         }
         continue;
       }
+      // A long segment goes to the GPU in growing chunks (8, 16, 32, ... dispatches, a few submits in
+      // all): the GPU starts on the first while the host still encodes the rest.
       wg::CommandBatch batch = dev.batch();
-      for (const auto& d : s.dispatches) batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
+      size_t chunk = kFirstChunk, next_submit = kFirstChunk;
+      for (size_t k = 0; k < s.dispatches.size(); ++k) {
+        const RecordedDispatch& d = s.dispatches[k];
+        batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
+        if (k + 1 == next_submit && k + 1 < s.dispatches.size() && chunked_submits()) {
+          dev.submit(batch);
+          chunk *= 2;
+          next_submit += chunk;
+        }
+      }
       if (last) {
         if (device_outputs) keep_outputs(batch);
         dev.submit_and_read(batch, reads);
@@ -377,15 +398,17 @@ struct WholeGraphFallback : Error {
 class Planner {
  public:
   Planner(const ir::Model& model, const SessionOptions& options, Plan& plan,
-          std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights, ProfileSums* profile)
+          std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights, std::map<std::string, Tensor>& derived,
+          ProfileSums* profile)
       : model_(model),
         g_(model.graph),
         options_(options),
         policy_(options.int64),
         plan_(plan),
         weights_(weights),
+        derived_(derived),
         profile_(profile),
-        fusion_(model.graph, options.fusion, model.opset("")) {}
+        fusion_(model.graph, options.fusion, model.opset(""), &derived) {}
 
   void build(const std::unordered_map<std::string, Tensor>& feeds,
              const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
@@ -418,6 +441,7 @@ class Planner {
   const Int64Policy& policy_;
   Plan& plan_;
   std::unordered_map<std::string, std::shared_ptr<wg::Buffer>>& weights_;
+  std::map<std::string, Tensor>& derived_;  // constants the fusion pass made (the session's)
   ProfileSums* profile_;  // null unless SessionOptions::profile
   Fusion fusion_;
   std::set<size_t> fused_away_;  // nodes computed by an earlier node's fused kernel
@@ -469,7 +493,8 @@ int Planner::slot_of(const std::string& name) {
   if (v.slot >= 0) return v.slot;
   // A constant the GPU needs: weights are uploaded once per session, folded values once per plan.
   auto w = g_.initializers.find(name);
-  if (w != g_.initializers.end() && &w->second == v.constant) {
+  auto dv = derived_.find(name);
+  if ((w != g_.initializers.end() && &w->second == v.constant) || (dv != derived_.end() && &dv->second == v.constant)) {
     auto& buf = weights_[name];
     if (!buf) {
       GpuUpload u = to_gpu(*v.constant, policy_, name);
@@ -690,6 +715,9 @@ bool Planner::try_fused(size_t index) {
   };
   std::optional<FusedGroup> group = fusion_.group_at(index, facts);
   if (!group || !wg::gpu_registry().find(group->node.op_type, group->node.domain)) return false;
+  for (const auto& in : group->node.inputs)  // constants the group made (sibling weights side by side)
+    if (auto d = derived_.find(in); d != derived_.end() && !values_.count(in))
+      values_[in] = Value{d->second.dtype(), d->second.shape(), &d->second, -1};
   // Constants only: the nodes fold at plan time one by one instead.
   if (std::all_of(group->node.inputs.begin(), group->node.inputs.end(), [&](const std::string& in) {
         return in.empty() || (values_.count(in) && values_.at(in).constant);
@@ -826,6 +854,7 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
 
 struct GpuExecutor::Weights {
   std::unordered_map<std::string, std::shared_ptr<wg::Buffer>> buffers;
+  std::map<std::string, Tensor> derived;  // host copies of the constants fusion made, by name
 };
 
 GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
@@ -924,7 +953,7 @@ void GpuExecutor::run_impl(const std::unordered_map<std::string, Tensor>& feeds,
   auto plan = std::make_shared<Plan>();
   plan->device = device_;
   try {
-    Planner planner(model_, options_, *plan, weights_->buffers, options_.profile ? &profile_ : nullptr);
+    Planner planner(model_, options_, *plan, weights_->buffers, weights_->derived, options_.profile ? &profile_ : nullptr);
     planner.build(feeds, device_feeds, outputs, device_outputs);
     if (options_.profile) profile_.runs++;
   } catch (const WholeGraphFallback& e) {

@@ -1,6 +1,7 @@
 #include "runtime/fusion.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ops/split.h"
 #include "webgpu/kernels/kernel.h"
@@ -27,8 +28,8 @@ constexpr size_t kMaxExternal = 5;   // distinct tensors it reads (storage bindi
 
 }  // namespace
 
-Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset)
-    : g_(graph), enabled_(enabled), opset_(onnx_opset) {
+Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::map<std::string, Tensor>* derived)
+    : g_(graph), enabled_(enabled), opset_(onnx_opset), derived_(derived) {
   for (const auto& o : graph.outputs) graph_outputs_.insert(o.name);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = graph.nodes[i];
@@ -63,6 +64,121 @@ Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset)
     }
   }
   find_elementwise_groups();
+  if (derived_) find_siblings();
+}
+
+// The constant bias of the MatMul's only reader, an Add of an initializer of one row ([N], [1, N], ...).
+const Tensor* Fusion::constant_bias(size_t matmul, std::string* name) const {
+  const ir::Node& mm = g_.nodes[matmul];
+  auto j = only_consumer(mm.outputs[0]);
+  if (!j || !plain(g_.nodes[*j], "Add") || g_.nodes[*j].inputs.size() != 2 || g_.nodes[*j].outputs.size() != 1 ||
+      g_.nodes[*j].outputs[0].empty())
+    return nullptr;
+  const ir::Node& add = g_.nodes[*j];
+  const std::string& c = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
+  auto w = g_.initializers.find(c);
+  if (w == g_.initializers.end() || w->second.rank() < 1) return nullptr;
+  const Tensor& b = w->second;
+  if (b.numel() != b.shape().back()) return nullptr;
+  if (name) *name = c;
+  return &b;
+}
+
+// Sibling products: MatMuls reading one A, each B a 2-D initializer of the same dtype and K, either
+// all with a bias Add (of their N) or none.
+void Fusion::find_siblings() {
+  std::map<std::string, std::vector<size_t>> by_a;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const ir::Node& n = g_.nodes[i];
+    if (!plain(n, "MatMul") || n.inputs.size() != 2 || n.outputs.size() != 1 || n.outputs[0].empty() ||
+        graph_outputs_.count(n.outputs[0]) || root_of_.count(i))
+      continue;
+    auto w = g_.initializers.find(n.inputs[1]);
+    if (w == g_.initializers.end() || w->second.rank() != 2 || !dtype_is_float(w->second.dtype())) continue;
+    if (g_.initializers.count(n.inputs[0])) continue;
+    by_a[n.inputs[0]].push_back(i);
+  }
+  constexpr size_t kMaxSiblings = 4;
+  for (auto& [a, mms] : by_a) {
+    if (mms.size() < 2) continue;
+    const Tensor& w0 = g_.initializers.at(g_.nodes[mms[0]].inputs[1]);
+    std::vector<size_t> group;
+    for (size_t m : mms) {
+      const Tensor& w = g_.initializers.at(g_.nodes[m].inputs[1]);
+      const Tensor* b = constant_bias(m);
+      const Tensor* b0 = constant_bias(mms[0]);
+      if (w.dtype() != w0.dtype() || w.dim(0) != w0.dim(0) || (b == nullptr) != (b0 == nullptr) ||
+          (b && (b->dtype() != w.dtype() || b->numel() != w.dim(1))))
+        continue;
+      if (group.size() < kMaxSiblings) group.push_back(m);
+    }
+    if (group.size() >= 2 && group[0] == mms[0]) siblings_[group[0]] = group;
+  }
+}
+
+std::optional<FusedGroup> Fusion::sibling_group(size_t i) const {
+  auto it = siblings_.find(i);
+  if (it == siblings_.end()) return std::nullopt;
+  const std::vector<size_t>& mms = it->second;
+  FusedGroup f;
+  std::vector<const Tensor*> ws, bs;
+  std::string wname = "onnxgpu.siblings(", bname = "onnxgpu.sibling_biases(";
+  ir::Attribute parts;
+  parts.kind = ir::Attribute::Kind::Ints;
+  for (size_t k = 0; k < mms.size(); ++k) {
+    const ir::Node& mm = g_.nodes[mms[k]];
+    std::string bias;
+    const Tensor* b = constant_bias(mms[k], &bias);
+    ws.push_back(&g_.initializers.at(mm.inputs[1]));
+    if (b) bs.push_back(b);
+    wname += (k ? "," : "") + mm.inputs[1];
+    bname += (k ? "," : "") + bias;
+    parts.ints.push_back(ws.back()->dim(1));
+    f.node.name += (k ? "+" : "") + mm.name;
+    if (b) {
+      size_t add = *only_consumer(mm.outputs[0]);
+      f.node.name += "+" + g_.nodes[add].name;
+      f.node.outputs.push_back(g_.nodes[add].outputs[0]);
+      f.members.push_back(add);
+    } else {
+      f.node.outputs.push_back(mm.outputs[0]);
+    }
+    if (k) f.members.push_back(mms[k]);
+  }
+  wname += ")";
+  bname += ")";
+  // The Bs side by side ([K, sum N]) and the biases one after another, made once per session.
+  int64_t K = ws[0]->dim(0), N = 0;
+  for (const Tensor* w : ws) N += w->dim(1);
+  if (!derived_->count(wname)) {
+    Tensor cat(ws[0]->dtype(), {K, N});
+    size_t es = dtype_size(cat.dtype());
+    auto* dst = static_cast<std::byte*>(cat.raw());
+    for (int64_t r = 0; r < K; ++r) {
+      for (const Tensor* w : ws) {
+        size_t row = size_t(w->dim(1)) * es;
+        std::memcpy(dst, static_cast<const std::byte*>(w->raw()) + size_t(r) * row, row);
+        dst += row;
+      }
+    }
+    (*derived_)[wname] = std::move(cat);
+    if (!bs.empty()) {
+      Tensor bcat(bs[0]->dtype(), {N});
+      auto* bd = static_cast<std::byte*>(bcat.raw());
+      for (const Tensor* b : bs) {
+        std::memcpy(bd, b->raw(), b->nbytes());
+        bd += b->nbytes();
+      }
+      (*derived_)[bname] = std::move(bcat);
+    }
+  }
+  f.node.op_type = "MatMul";
+  f.node.domain = webgpu::kFusedDomain;
+  f.node.inputs = {g_.nodes[mms[0]].inputs[0], wname};
+  if (!bs.empty()) f.node.inputs.push_back(bname);
+  f.node.attrs["split"] = parts;
+  std::sort(f.members.begin(), f.members.end());
+  return f;
 }
 
 // The permutation of a Transpose node for an input of rank r (reversed when absent); empty when invalid.
@@ -169,6 +285,7 @@ void Fusion::find_elementwise_groups() {
 
 std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const {
   if (!enabled_) return std::nullopt;
+  if (auto f = sibling_group(i)) return f;
   if (auto f = matmul_group(i, facts)) return f;
   if (!elementwise_roots_.count(i)) return std::nullopt;
   // The fused node reads the group's external values; attribute "steps" lists the members in graph

@@ -8,6 +8,10 @@
 //               last axis (attention's q, k, v from one QKV product) is done by writing each column
 //               into its part. Placed at the MatMul; the Adds, the output Transpose and the Split
 //               are skipped.
+//   Siblings    MatMuls that read the same A with constant 2-D Bs of the same K (attention's q, k, v
+//               projections), each with its constant bias Add or none: one product with the Bs (and
+//               biases) side by side, written into the siblings' outputs as parts. Placed at the
+//               first sibling; the concatenated constants are made once per session (`derived`).
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -43,8 +47,9 @@ struct FusedGroup {
 class Fusion {
  public:
   // `enabled` false: no groups (every node runs alone).
-  // `onnx_opset`: the model's ai.onnx opset (how Split reads its sizes).
-  Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset);
+  // `onnx_opset`: the model's ai.onnx opset (how Split reads its sizes). `derived`: where constants
+  // made by fusing live (the session's; null: no sibling groups).
+  Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::map<std::string, Tensor>* derived = nullptr);
   using Lookup = std::function<const ValueFacts*(const std::string&)>;  // null when unknown
 
   // A MatMulAdd group placed at node i (its members come after i), or the elementwise group whose
@@ -71,10 +76,15 @@ class Fusion {
   void find_elementwise_groups();
 
   bool split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const;
+  void find_siblings();
+  std::optional<FusedGroup> sibling_group(size_t i) const;
+  const Tensor* constant_bias(size_t matmul, std::string* name = nullptr) const;
 
   const ir::Graph& g_;
   bool enabled_;
   int64_t opset_;
+  std::map<std::string, Tensor>* derived_;
+  std::unordered_map<size_t, std::vector<size_t>> siblings_;  // first sibling -> the siblings, ascending
   std::unordered_map<std::string, std::vector<size_t>> consumers_;  // every read, subgraphs included
   std::unordered_map<std::string, size_t> producer_;
   std::set<std::string> graph_outputs_;

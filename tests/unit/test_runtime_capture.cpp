@@ -702,3 +702,43 @@ TEST(RuntimeFusion, ASplitOfTheProductIsWrittenInParts) {
     EXPECT_EQ(out[0].shape(), c.axis == 1 ? (Shape{2, 1, 12}) : (Shape{2, 3, c.sizes_input ? 5 : 4})) << what;
   }
 }
+
+// Products that read one A with constant Bs of the same K (BERT's q, k, v projections) run as one
+// product with the Bs side by side, each sibling's bias added and its columns written to its output;
+// a sibling with another K, or without the bias the first one has, stays alone.
+TEST(RuntimeFusion, SiblingProductsRunAsOne) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    bool third_bias;
+    int64_t third_k;
+    int dispatches;
+  };
+  for (const Case& c : {Case{true, 6, 1}, Case{false, 6, 2}, Case{true, 4, 2}}) {
+    ModelBuilder b;
+    b.input("x", DType::Float32, {-1, 6}).input("x4", DType::Float32, {-1, 4});
+    for (const char* o : {"q", "k", "v"}) b.output(o, DType::Float32);
+    const int64_t n[3] = {5, 3, 7};
+    for (int s = 0; s < 3; ++s) {
+      int64_t k = s == 2 ? c.third_k : 6;
+      std::vector<float> w(size_t(k * n[s])), bias(size_t(n[s]));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * float(int((i * (s + 2)) % 9) - 4);
+      for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.5f * float(i) - float(s);
+      std::string id = std::to_string(s);
+      b.initializer("w" + id, Tensor::from_vector<float>({k, n[s]}, w));
+      b.initializer("b" + id, Tensor::from_vector<float>({n[s]}, bias));
+      bool with_bias = s < 2 || c.third_bias;
+      b.node("MatMul", {k == 6 ? "x" : "x4", "w" + id}, {with_bias ? "p" + id : std::string(s == 0 ? "q" : s == 1 ? "k" : "v")});
+      if (with_bias) b.node("Add", {"p" + id, "b" + id}, {s == 0 ? "q" : s == 1 ? "k" : "v"});
+    }
+    std::vector<float> xs(18), x4(12);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.3f * float(int(i % 7) - 3);
+    for (size_t i = 0; i < x4.size(); ++i) x4[i] = 0.2f * float(int(i % 5) - 2);
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3, 6}, xs)},
+                                                  {"x4", Tensor::from_vector<float>({3, 4}, x4)}};
+    Session g = Session::from_bytes(b.bytes(), gpu());
+    recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 1e-5);
+    EXPECT_EQ(g.last_plan().dispatches, c.dispatches) << c.third_bias << " " << c.third_k;
+    auto out = g.run(feeds);
+    EXPECT_EQ(out[2].shape(), (Shape{3, 7}));
+  }
+}

@@ -217,10 +217,11 @@ uint64_t tiles_of(const Product& pr, uint32_t tm, uint32_t tn) {
   return uint64_t((pr.M + tm - 1) / tm) * ((pr.N + tn - 1) / tn) * uint64_t(shape_numel(pr.batch));
 }
 
-// $ONNXGPU_MATMUL_TILE = "TMxTNxTK/RMxCN" (e.g. 128x64x16/8x1) picks the large-M tile, for measuring
-// tile shapes on a device; unset, the table below decides.
-std::optional<Tile> tile_from_env() {
-  const char* e = std::getenv("ONNXGPU_MATMUL_TILE");
+// $ONNXGPU_MATMUL_TILE = "TMxTNxTK/RMxCN" (e.g. 128x64x16/8x1) picks the tile for M > 32, and
+// $ONNXGPU_MATMUL_TILE_SMALL the one for M <= 32, for measuring tile shapes on a device (bench/variants.py);
+// unset, the table below decides.
+std::optional<Tile> tile_from_env(const char* name) {
+  const char* e = std::getenv(name);
   if (!e || !*e) return std::nullopt;
   Tile t{};
   if (std::sscanf(e, "%ux%ux%u/%ux%u", &t.tm, &t.tn, &t.tk, &t.rm, &t.cn) != 5 || !t.tm || !t.tn || !t.tk ||
@@ -235,8 +236,8 @@ std::optional<Tile> tile_from_env() {
 // 128): larger register tiles (8 x 8 per invocation, 128-wide tiles) were 10-50% slower there.
 Tile choose_tile(const Limits& limits, const Product& pr) {
   std::vector<Tile> order;
+  if (auto t = tile_from_env(pr.M <= 32 ? "ONNXGPU_MATMUL_TILE_SMALL" : "ONNXGPU_MATMUL_TILE")) order.push_back(*t);
   if (pr.M <= 32) order.push_back({32, 64, 16, 4, 1});
-  if (auto t = tile_from_env(); t && pr.M > 32) order.push_back(*t);
   order.insert(order.end(), {{64, 64, 16, 4, 1}, {32, 64, 16, 4, 1}, {32, 32, 16, 4, 1}, {16, 16, 16, 4, 1}});
   for (const Tile& t : order)
     if (t.fits(limits)) return t;
