@@ -250,7 +250,10 @@ uint32_t choose_splits(const Product& pr, const Tile& tl) {
   uint64_t wgs = tiles_of(pr, tl.tm, tl.tn);
   // $ONNXGPU_MATMUL_SPLIT = "WGS/KT/MAX" (experiments): split until WGS workgroups, each part keeping
   // at least KT K-tiles, at most MAX parts.
-  uint32_t target = 512, min_kt = 8, max_splits = 16;
+  // Short products (a single row, a short sequence) gain from more, shorter parts; at M = 128 the
+  // partial sums' traffic outweighs it (measured on the H200 with bench/variants.py).
+  bool short_m = pr.M <= 32;
+  uint32_t target = short_m ? 2048 : 512, min_kt = short_m ? 4 : 8, max_splits = 16;
   if (const char* e = std::getenv("ONNXGPU_MATMUL_SPLIT"); e && *e) std::sscanf(e, "%u/%u/%u", &target, &min_kt, &max_splits);
   uint32_t splits = 1;
   while (wgs * splits < target && pr.K / (splits * 2) >= min_kt * tl.tk && splits < max_splits) splits *= 2;
