@@ -71,7 +71,7 @@ def main():
             for name, settings in variants:
                 e = dict(env)
                 for k in ("ONNXGPU_MATMUL_TILE", "ONNXGPU_MATMUL_TILE_SMALL", "ONNXGPU_MATMUL_SPLIT", "ONNXGPU_DAWN_TOGGLES",
-                          "ONNXGPU_CHUNKED_SUBMITS"):
+                          "ONNXGPU_CHUNKED_SUBMITS", "ONNXGPU_EPILOGUE_ACTIVATION"):
                     e.pop(k, None)
                 e.update(settings)
                 model = os.path.join(make_models.DEFAULT_ROOT, a.size, make_models.case_model(case) + ".onnx")

@@ -1,6 +1,7 @@
 #include "runtime/fusion.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "ops/split.h"
@@ -222,6 +223,21 @@ bool Fusion::scalar_constant(const std::string& value) const {
   return c.has_attr("value_float") || c.has_attr("value_int");
 }
 
+// The value of a one-element float initializer or Constant node, as float32.
+std::optional<float> Fusion::scalar_value(const std::string& value) const {
+  if (!scalar_constant(value)) return std::nullopt;
+  const Tensor* t = nullptr;
+  if (auto w = g_.initializers.find(value); w != g_.initializers.end()) t = &w->second;
+  else {
+    const ir::Node& c = g_.nodes[producer_.at(value)];
+    t = c.attr_tensor("value");
+    if (!t && c.has_attr("value_float")) return c.attr_float("value_float", 0.0f);
+    if (!t && c.has_attr("value_int")) return float(c.attr_int("value_int", 0));
+  }
+  if (!t || !dtype_is_float(t->dtype()) ) return std::nullopt;
+  return float(t->double_at(0));
+}
+
 void Fusion::defer(size_t member, size_t root) {
   root_of_[member] = root;
   auto& m = deferred_[root];
@@ -408,6 +424,12 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
     out.push_back(shape[1][1]);
     split_into_parts(f, *j, out, facts);
   }
+  // ($ONNXGPU_EPILOGUE_ACTIVATION=0 keeps activations out of the epilogue, for measuring what it buys.)
+  static const bool activations = [] {
+    const char* e = std::getenv("ONNXGPU_EPILOGUE_ACTIVATION");
+    return !(e && std::string(e) == "0");
+  }();
+  if (activations && f.node.outputs.size() == 1 && !f.node.attrs.count("perm_y")) absorb_activation(f);
   if (f.members.empty()) return std::nullopt;  // a plain MatMul
   std::sort(f.members.begin(), f.members.end());
   return f;
@@ -415,6 +437,52 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
 
 // Node `split` reads the product (of shape `out`) alone: when it splits the last axis, the product
 // writes each column into its part (attribute "split": the parts' widths; outputs: the parts).
+// The elementwise group that alone reads the product's (epilogue's) result joins the epilogue when
+// its other inputs are constant scalars (a GELU after the bias): attribute "steps" as the fused
+// elementwise node has them, the result as operand p and each scalar as f<its float32 bits>.
+bool Fusion::absorb_activation(FusedGroup& f) const {
+  const std::string value = f.node.outputs[0];
+  auto readers = consumers_.find(value);
+  if (value.empty() || graph_outputs_.count(value) || readers == consumers_.end() || readers->second.empty()) return false;
+  auto root_of = [&](size_t n) -> std::optional<size_t> {
+    if (elementwise_roots_.count(n)) return n;
+    auto r = root_of_.find(n);
+    if (r != root_of_.end() && elementwise_roots_.count(r->second)) return r->second;
+    return std::nullopt;
+  };
+  auto root = root_of(readers->second[0]);
+  if (!root) return false;
+  for (size_t c : readers->second)
+    if (root_of(c) != root) return false;
+  std::vector<size_t> order = deferred_to(*root);
+  order.push_back(*root);
+  std::unordered_map<std::string, std::string> ref{{value, "p"}};
+  ir::Attribute steps;
+  steps.kind = ir::Attribute::Kind::Strings;
+  for (size_t s = 0; s < order.size(); ++s) {
+    const ir::Node& n = g_.nodes[order[s]];
+    if (n.op_type == "Where") return false;
+    std::string step = n.op_type;
+    for (const auto& in : n.inputs) {
+      if (!ref.count(in)) {
+        auto v = scalar_value(in);
+        if (!v) return false;  // another tensor: not an epilogue
+        uint32_t bits;
+        std::memcpy(&bits, &*v, 4);
+        ref[in] = "f" + std::to_string(bits);
+      }
+      step += " " + ref[in];
+    }
+    ref[n.outputs[0]] = "t" + std::to_string(s);
+    steps.strings.push_back(step);
+  }
+  f.node.attrs["steps"] = steps;
+  f.node.name += "+" + g_.nodes[*root].name + " (+" + std::to_string(order.size() - 1) + ")";
+  f.node.outputs = g_.nodes[*root].outputs;
+  f.members.insert(f.members.end(), order.begin(), order.end());
+  return true;
+}
+
 bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const {
   const ir::Node& s = g_.nodes[split];
   if (!plain(s, "Split") || s.inputs.empty() || s.inputs[0] != f.node.outputs[0] || out.empty()) return false;

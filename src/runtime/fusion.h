@@ -6,8 +6,9 @@
 //               MatMul, are added in the product's epilogue; a Transpose that is the product's only
 //               reader is done by writing the product through strides; a Split of the product's
 //               last axis (attention's q, k, v from one QKV product) is done by writing each column
-//               into its part. Placed at the MatMul; the Adds, the output Transpose and the Split
-//               are skipped.
+//               into its part; an elementwise group that alone reads the result and otherwise only
+//               constant scalars (GELU after the bias) is applied in the epilogue. Placed at the
+//               MatMul; the Adds, the output Transpose, the Split and the group are skipped.
 //   Siblings    MatMuls that read the same A with constant 2-D Bs of the same K (attention's q, k, v
 //               projections), each with its constant bias Add or none: one product with the Bs (and
 //               biases) side by side, written into the siblings' outputs as parts. Placed at the
@@ -71,11 +72,13 @@ class Fusion {
  private:
   std::optional<size_t> only_consumer(const std::string& value) const;
   bool scalar_constant(const std::string& value) const;
+  std::optional<float> scalar_value(const std::string& value) const;
   std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts) const;
   static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
 
   bool split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const;
+  bool absorb_activation(FusedGroup& f) const;
   void find_siblings();
   std::optional<FusedGroup> sibling_group(size_t i) const;
   const Tensor* constant_bias(size_t matmul, std::string* name = nullptr) const;

@@ -655,7 +655,7 @@ TEST(RuntimeFusion, CanBeTurnedOff) {
   Session on = Session::from_bytes(b.bytes(), gpu());
   recorded_and_replayed_match_cpu(on, b.bytes(), feeds);
   EXPECT_EQ(on.last_plan().fused_nodes, 4);
-  EXPECT_EQ(on.last_plan().dispatches, 2);
+  EXPECT_EQ(on.last_plan().dispatches, 1);  // Tanh and Neg in the product's epilogue
 }
 
 // MatMul [+ bias] -> Split of the last axis (GPT-2's q, k, v from one product): the product writes
@@ -741,4 +741,58 @@ TEST(RuntimeFusion, SiblingProductsRunAsOne) {
     auto out = g.run(feeds);
     EXPECT_EQ(out[2].shape(), (Shape{3, 7}));
   }
+}
+
+// An elementwise group that alone reads a product's result and otherwise only constant scalars (GPT-2's
+// tanh GELU after the bias, its constants as Constant nodes placed after the product) is applied in the
+// product's epilogue, with and without split-K; a group that also reads another tensor stays a kernel
+// of its own.
+TEST(RuntimeFusion, AnActivationJoinsTheProductsEpilogue) {
+  SKIP_WITHOUT_GPU();
+  auto constant = [](ModelBuilder& b, const std::string& name, float v) {
+    auto& c = b.node("Constant", {}, {name});
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    loader::tensor_to_proto(Tensor::scalar<float>(v), name, *a->mutable_t());
+  };
+  for (int64_t k : {8, 900})
+    for (bool other_tensor : {false, true}) {
+      ModelBuilder b;
+      b.input("x", DType::Float32, {-1, k}).input("g", DType::Float32, {-1, 5}).output("y", DType::Float32);
+      std::vector<float> w(size_t(k) * 5), c(5);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * float(int(i % 11) - 5);
+      for (size_t i = 0; i < c.size(); ++i) c[i] = 0.3f * float(i) - 0.6f;
+      b.initializer("w", Tensor::from_vector<float>({k, 5}, w));
+      b.initializer("c", Tensor::from_vector<float>({5}, c));
+      b.node("MatMul", {"x", "w"}, {"h"});
+      b.node("Add", {"c", "h"}, {"hb"});
+      constant(b, "half", 0.5f);
+      constant(b, "three", 3.0f);
+      constant(b, "k", 0.044715f);
+      constant(b, "s", 0.7978845608f);
+      constant(b, "one", 1.0f);
+      b.node("Mul", {"hb", "half"}, {"a"});
+      b.node("Pow", {"hb", "three"}, {"p"});
+      b.node("Mul", {"p", "k"}, {"pk"});
+      b.node("Add", {"hb", "pk"}, {"d"});
+      b.node("Mul", {"d", "s"}, {"e"});
+      b.node("Tanh", {"e"}, {"f"});
+      b.node("Add", {"f", "one"}, {"gg"});
+      if (other_tensor) {
+        b.node("Mul", {"a", "gg"}, {"m"});
+        b.node("Mul", {"m", "g"}, {"y"});  // reads another tensor: not an epilogue
+      } else {
+        b.node("Mul", {"a", "gg"}, {"y"});
+      }
+      std::vector<float> xs(size_t(3 * k)), gs(15);
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * float(int(i % 23) - 11);
+      for (size_t i = 0; i < gs.size(); ++i) gs[i] = 0.5f + 0.1f * float(i);
+      std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3, k}, xs)},
+                                                    {"g", Tensor::from_vector<float>({3, 5}, gs)}};
+      Session s = Session::from_bytes(b.bytes(), gpu());
+      recorded_and_replayed_match_cpu(s, b.bytes(), feeds, 1e-5);
+      int product = k == 8 ? 1 : 2;  // split-K adds a sum pass
+      EXPECT_EQ(s.last_plan().dispatches, other_tensor ? product + 1 : product) << k << " " << other_tensor;
+    }
 }

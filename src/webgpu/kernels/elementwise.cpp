@@ -3,6 +3,8 @@
 // Every op is written once against the shader layer's family helpers (add_$a, lt_$a, ...), so it runs
 // for each dtype its ONNX schema admits; the family of an INT64 tensor decides its arithmetic.
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
@@ -12,13 +14,6 @@ namespace onnxgpu::webgpu {
 
 namespace {
 
-// A float as an exact WGSL expression (inf and NaN included).
-std::string f32_lit(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  if ((bits & 0x7f800000u) == 0x7f800000u) return (bits & 0x007fffffu) ? "f32_nan()" : (bits >> 31 ? "-f32_inf()" : "f32_inf()");
-  return "bitcast<f32>(" + std::to_string(bits) + "u)";
-}
 
 // y = expr(v) for every element; `expr` sees `v` (x's value) and `$x` (x's family).
 void unary(GpuKernelContext& ctx, const std::string& name, const std::string& expr, DType out_dtype,
@@ -336,6 +331,52 @@ std::string fused_expression(const std::string& op, bool& uses_erf, bool& uses_p
   return "";
 }
 
+}  // namespace
+
+std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::string>& steps,
+                             const std::function<std::optional<double>(const std::string&)>& scalar,
+                             const std::function<bool(const std::string&)>& condition, std::string& decls) {
+  bool uses_erf = false, uses_pow = false;
+  std::string body;
+  for (size_t m = 0; m < steps.size(); ++m) {
+    std::string op;
+    std::vector<std::string> args;
+    for (size_t pos = 0; pos < steps[m].size();) {
+      size_t sp = steps[m].find(' ', pos);
+      std::string word = steps[m].substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
+      if (op.empty()) op = word;
+      else args.push_back(word);
+      pos = sp == std::string::npos ? steps[m].size() : sp + 1;
+    }
+    std::string e = fused_expression(op, uses_erf, uses_pow);
+    bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow";
+    size_t arity = op == "Where" ? 3 : binary ? 2 : 1;
+    if (e.empty() || args.size() != arity) ctx.unsupported("step '" + steps[m] + "'");
+    if (op == "Where" && !condition(args[0])) ctx.unsupported("a Where condition computed inside the group");
+    // Pow by a small constant integer is a product (exact for negative bases too).
+    if (op == "Pow") {
+      if (auto v = scalar(args[1])) {
+        if (*v == 1.0) e = "a";
+        else if (*v == 2.0) e = "a * a";
+        else if (*v == 3.0) e = "a * a * a";
+      }
+    }
+    body += "  var t" + std::to_string(m) + ": f32;\n  {\n";
+    if (op == "Where")
+      body += "    let c = " + args[0] + ";\n    let a = " + args[1] + ";\n    let b = " + args[2] + ";\n";
+    else if (binary)
+      body += "    let a = " + args[0] + ";\n    let b = " + args[1] + ";\n";
+    else
+      body += "    let a = " + args[0] + ";\n    let v = a;\n";
+    body += "    t" + std::to_string(m) + " = " + e + ";\n  }\n";
+  }
+  if (uses_erf) decls += kErf;
+  if (uses_pow) decls += kPow;
+  return body;
+}
+
+namespace {
+
 // Several elementwise nodes in one kernel (runtime/fusion.h). Attribute "steps" lists them in graph
 // order as "Op operand [operand]", an operand being x<k> (input k) or t<m> (step m's value); the
 // last step is the output. Every value is float32 but Where's conditions (bool inputs); a constant
@@ -343,34 +384,28 @@ std::string fused_expression(const std::string& op, bool& uses_erf, bool& uses_p
 void fused_elementwise(GpuKernelContext& ctx) {
   const ir::Attribute* attr = ctx.node.attr("steps");
   if (!attr || attr->strings.empty()) ctx.fail("a fused elementwise node needs its steps");
-  struct Step {
-    std::string op;
-    std::vector<std::string> args;
-  };
-  std::vector<Step> steps;
-  for (const auto& text : attr->strings) {
-    Step st;
-    size_t pos = 0;
-    while (pos < text.size()) {
-      size_t sp = text.find(' ', pos);
-      std::string word = text.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
-      if (st.op.empty()) st.op = word;
-      else st.args.push_back(word);
-      pos = sp == std::string::npos ? text.size() : sp + 1;
-    }
-    steps.push_back(st);
-  }
   size_t n = ctx.num_inputs();
+  auto input_of = [&](const std::string& operand) -> std::optional<size_t> {
+    if (operand.size() < 2 || operand[0] != 'x') return std::nullopt;
+    size_t k = size_t(std::stoul(operand.substr(1)));
+    if (k >= n) ctx.fail("step operand " + operand + " names no input");
+    return k;
+  };
   std::vector<Shape> shapes;
   // Inputs read only as Pow's exponent (any number type) or Where's condition (bool).
   std::vector<bool> exponent_only(n, true), condition_only(n, true);
-  for (const auto& st : steps)
-    for (size_t q = 0; q < st.args.size(); ++q) {
-      if (st.args[q][0] != 'x') continue;
-      size_t k = size_t(std::stoul(st.args[q].substr(1)));
-      if (!(st.op == "Pow" && q == 1)) exponent_only[k] = false;
-      if (!(st.op == "Where" && q == 0)) condition_only[k] = false;
+  for (const auto& text : attr->strings) {
+    std::string op = text.substr(0, text.find(' '));
+    size_t q = 0;
+    for (size_t pos = text.find(' '); pos != std::string::npos; ++q) {
+      size_t sp = text.find(' ', pos + 1);
+      auto k = input_of(text.substr(pos + 1, sp == std::string::npos ? std::string::npos : sp - pos - 1));
+      pos = sp;
+      if (!k) continue;
+      if (!(op == "Pow" && q == 1)) exponent_only[*k] = false;
+      if (!(op == "Where" && q == 0)) condition_only[*k] = false;
     }
+  }
   // Inputs: float32 tensors, bool conditions, or constant scalars (written into the WGSL).
   std::vector<std::string> literal(n);
   for (size_t k = 0; k < n; ++k) {
@@ -407,38 +442,20 @@ void fused_elementwise(GpuKernelContext& ctx) {
   binds.push_back(ctx.out(0));
   if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
     ctx.unsupported("more tensors than the device binds per dispatch");
-  bool uses_erf = false, uses_pow = false;
-  for (size_t m = 0; m < steps.size(); ++m) {
-    const Step& st = steps[m];
-    std::string e = fused_expression(st.op, uses_erf, uses_pow);
-    bool binary = st.op == "Add" || st.op == "Sub" || st.op == "Mul" || st.op == "Div" || st.op == "Pow";
-    size_t arity = st.op == "Where" ? 3 : binary ? 2 : 1;
-    if (e.empty() || st.args.size() != arity) ctx.unsupported("step '" + attr->strings[m] + "'");
-    if (st.op == "Where" && (st.args[0][0] != 'x' || !condition_only[size_t(std::stoul(st.args[0].substr(1)))]))
-      ctx.unsupported("a Where condition computed inside the group");
-    // Pow by a small constant integer is a product (exact for negative bases too).
-    if (st.op == "Pow" && st.args[1][0] == 'x') {
-      size_t k = size_t(std::stoul(st.args[1].substr(1)));
-      if (!literal[k].empty()) {  // a constant scalar exponent
-        double v = ctx.input(k).constant->double_at(0);
-        if (v == 1.0) e = "a";
-        else if (v == 2.0) e = "a * a";
-        else if (v == 3.0) e = "a * a * a";
-      }
-    }
-    body += "  var t" + std::to_string(m) + ": f32;\n  {\n";
-    if (st.op == "Where")
-      body += "    let c = " + st.args[0] + ";\n    let a = " + st.args[1] + ";\n    let b = " + st.args[2] + ";\n";
-    else if (binary)
-      body += "    let a = " + st.args[0] + ";\n    let b = " + st.args[1] + ";\n";
-    else
-      body += "    let a = " + st.args[0] + ";\n    let v = a;\n";
-    body += "    t" + std::to_string(m) + " = " + e + ";\n  }\n";
-  }
-  body += "  y_store(gi, t" + std::to_string(steps.size() - 1) + ");";
   std::string decls;
-  if (uses_erf) decls += kErf;
-  if (uses_pow) decls += kPow;
+  body += fused_steps_wgsl(
+      ctx, attr->strings,
+      [&](const std::string& operand) -> std::optional<double> {
+        auto k = input_of(operand);
+        if (!k || literal[*k].empty()) return std::nullopt;
+        return ctx.input(*k).constant->double_at(0);
+      },
+      [&](const std::string& operand) {
+        auto k = input_of(operand);
+        return k && condition_only[*k];
+      },
+      decls);
+  body += "  y_store(gi, t" + std::to_string(attr->strings.size() - 1) + ");";
   if (!decls.empty()) p.declare(decls);
   p.set_threads(uint64_t(shape_numel(out)));
   p.body(body);

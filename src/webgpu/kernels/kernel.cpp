@@ -1,5 +1,7 @@
 #include "webgpu/kernels/kernel.h"
 
+#include <cstring>
+
 #include "webgpu/device.h"
 
 namespace onnxgpu::webgpu {
@@ -119,6 +121,13 @@ const GpuKernelRegistry& gpu_registry() {
     return r;
   }();
   return reg;
+}
+
+std::string f32_lit(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return (bits & 0x007fffffu) ? "f32_nan()" : (bits >> 31 ? "-f32_inf()" : "f32_inf()");
+  return "bitcast<f32>(" + std::to_string(bits) + "u)";
 }
 
 }  // namespace onnxgpu::webgpu

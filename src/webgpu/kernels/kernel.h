@@ -123,6 +123,20 @@ using GpuKernel = std::function<void(GpuKernelContext&)>;
 // computed by one kernel. They exist only inside a GPU plan, never in a model or on the CPU.
 inline constexpr const char* kFusedDomain = "onnxgpu.fused";
 
+// The steps of a fused elementwise expression (runtime/fusion.h, attribute "steps": "Op operand
+// [operand]" in order, operands written into the WGSL as they are, t<m> being step m's value) as WGSL
+// statements defining t0, t1, ... (the last is the result). `scalar(operand)` gives a constant
+// operand's value (Pow by 2 or 3 becomes a product), `condition(operand)` tells whether an operand
+// may be a Where condition; helper functions the steps need are appended to `decls`. Steps the fused
+// kernels cannot evaluate are unsupported. (webgpu/kernels/elementwise.cpp; used by the fused
+// elementwise kernel and the fused MatMul's activation epilogue.)
+std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::string>& steps,
+                             const std::function<std::optional<double>(const std::string&)>& scalar,
+                             const std::function<bool(const std::string&)>& condition, std::string& decls);
+
+// A float as an exact WGSL expression (inf and NaN included).
+std::string f32_lit(float v);
+
 class GpuKernelRegistry {
  public:
   void add(const std::string& op_type, GpuKernel k);

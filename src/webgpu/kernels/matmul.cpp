@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <set>
 
 #include "cpu/broadcast.h"
 #include "webgpu/device.h"
@@ -95,6 +97,7 @@ struct Epilogue {
   bool has_r = false;  // input 3
   float alpha = 1.0f, beta = 1.0f;
   uint32_t c_sm = 0, c_sn = 0;  // strides of C over m and n (0 where broadcast)
+  std::string act, act_decls;   // an activation after all that: WGSL statements over p, returning the value
 };
 
 // Declares bd<j> (the broadcast batch dims) and, for each strided operand x, x_sr and x_sc (the strides
@@ -187,7 +190,8 @@ std::string epilogue_decl(const Epilogue& ep) {
   std::string e = "alpha() * v";
   if (ep.has_c) e += " + beta() * c_load(m * c_sm() + n * c_sn())";
   if (ep.has_r) e += " + r_load(i)";
-  return "fn epilogue(v: f32, m: u32, n: u32, i: u32) -> f32 { return " + e + "; }\n";
+  if (ep.act.empty()) return "fn epilogue(v: f32, m: u32, n: u32, i: u32) -> f32 { return " + e + "; }\n";
+  return ep.act_decls + "fn epilogue(v: f32, m: u32, n: u32, i: u32) -> f32 {\n  let p = " + e + ";\n" + ep.act + "}\n";
 }
 
 // A tile shape of the float kernel: TM x TN outputs per workgroup, K-slices of TK; each invocation
@@ -540,6 +544,28 @@ void fused_matmul(GpuKernelContext& ctx) {
       ctx.fail("the residual " + std::string(dtype_name(ctx.dtype(3))) + shape_str(ctx.shape(3)) + " is not of the product's " +
                std::string(dtype_name(t)) + shape_str(pr.out));
     ep.has_r = true;
+  }
+  // An elementwise group applied to each result (attribute "steps": operand p, the result; f<bits>, a
+  // float32 constant).
+  if (const ir::Attribute* st = ctx.node.attr("steps")) {
+    std::set<std::string> used;
+    auto scalar = [&](const std::string& o) -> std::optional<double> {
+      if (o.size() < 2 || o[0] != 'f') return std::nullopt;
+      uint32_t bits = uint32_t(std::stoul(o.substr(1)));
+      float v;
+      std::memcpy(&v, &bits, 4);
+      used.insert(o);
+      return v;
+    };
+    for (const auto& text : st->strings)
+      for (size_t pos = text.find(' '); pos != std::string::npos;) {
+        size_t sp = text.find(' ', pos + 1);
+        scalar(text.substr(pos + 1, sp == std::string::npos ? std::string::npos : sp - pos - 1));
+        pos = sp;
+      }
+    for (const auto& o : used) ep.act += "  let " + o + " = " + f32_lit(float(*scalar(o))) + ";\n";
+    ep.act += fused_steps_wgsl(ctx, st->strings, scalar, [](const std::string&) { return false; }, ep.act_decls);
+    ep.act += "  return t" + std::to_string(st->strings.size() - 1) + ";\n";
   }
   // A Split of the product's last axis folded in (attribute "split": the parts' widths, one output each).
   if (ctx.node.has_attr("split")) {

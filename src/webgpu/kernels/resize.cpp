@@ -138,12 +138,6 @@ bool axis_table(const ResizeParams& p, size_t a, int64_t in, uint32_t& taps, std
   return !identity;
 }
 
-std::string f32_lit(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  if ((bits & 0x7f800000u) == 0x7f800000u) return (bits & 0x007fffffu) ? "f32_nan()" : (bits >> 31 ? "-f32_inf()" : "f32_inf()");
-  return "bitcast<f32>(" + std::to_string(bits) + "u)";
-}
 
 // The extrapolation value as the output dtype rounds it (cpu::nn::from_double), as an f32 the shader
 // converts exactly with from_f32.
