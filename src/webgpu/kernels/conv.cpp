@@ -4,6 +4,7 @@
 // The spatial rank shapes the WGSL; every size, stride, dilation and pad is a uniform.
 #include "webgpu/device.h"
 #include "webgpu/kernels/conv_util.h"
+#include "ops/conv_transpose.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::webgpu {
@@ -326,42 +327,9 @@ void conv_transpose(GpuKernelContext& ctx) {
   size_t r = xs.size() - 2;
   Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
   check_kernel_shape_attr(ctx, k_sp);
-  auto get = [&](const char* name, size_t count, int64_t def) {
-    std::vector<int64_t> v = node.attr_ints(name, {});
-    if (v.empty()) v.assign(count, def);
-    if (v.size() != count)
-      ctx.fail(std::string("attribute '") + name + "' has " + std::to_string(v.size()) + " values, expected " +
-               std::to_string(count));
-    return v;
-  };
-  std::vector<int64_t> strides = get("strides", r, 1), dil = get("dilations", r, 1), opad = get("output_padding", r, 0);
-  std::vector<int64_t> pads = get("pads", 2 * r, 0);
-  std::vector<int64_t> out_attr = node.attr_ints("output_shape", {});
-  if (out_attr.size() == r + 2) out_attr.erase(out_attr.begin(), out_attr.begin() + 2);
-  if (!out_attr.empty() && out_attr.size() != r)
-    ctx.fail("output_shape " + shape_str(out_attr) + " must have one value per spatial dim (" + std::to_string(r) + ")");
-  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
-    ctx.fail("unknown auto_pad '" + auto_pad + "'");
-  std::vector<int64_t> pb(r), out_sp(r);
-  for (size_t i = 0; i < r; ++i) {
-    if (strides[i] <= 0 || dil[i] <= 0) ctx.fail("strides and dilations must be positive");
-    int64_t full = strides[i] * (in_sp[i] - 1) + opad[i] + (k_sp[i] - 1) * dil[i] + 1;
-    bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
-    if (!out_attr.empty() || same) {
-      int64_t o = !out_attr.empty() ? out_attr[i] : in_sp[i] * strides[i];
-      int64_t total = full - o;
-      pb[i] = auto_pad == "SAME_UPPER" ? cpu::nn::floor_div(total, 2) : total - cpu::nn::floor_div(total, 2);
-      out_sp[i] = o;
-    } else if (auto_pad == "VALID") {
-      pb[i] = 0;
-      out_sp[i] = full;
-    } else {
-      pb[i] = pads[i];
-      out_sp[i] = full - pads[i] - pads[i + r];
-    }
-    if (out_sp[i] < 0) ctx.fail("the output would have a negative size along spatial dim " + std::to_string(i));
-  }
+  ops::ConvTransposeGeometry geo = ops::conv_transpose_geometry(node, in_sp, k_sp, [&](const std::string& m) { ctx.fail(m); });
+  const std::vector<int64_t>&strides = geo.strides, &dil = geo.dilations, &pb = geo.pad_begin;
+  const Shape& out_sp = geo.out;
   Shape out{N, M};
   out.insert(out.end(), out_sp.begin(), out_sp.end());
   ctx.set_output(0, t, out);

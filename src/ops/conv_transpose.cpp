@@ -1,0 +1,58 @@
+#include "ops/conv_transpose.h"
+
+#include <string>
+
+#include "cpu/nn_util.h"
+
+namespace onnxgpu::ops {
+
+ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape& in, const Shape& kernel,
+                                              const Fail& fail) {
+  auto error = [&](const std::string& m) {
+    fail(m);
+    throw InvalidArgument(m);  // (fail throws; this only keeps the compiler sure of it)
+  };
+  size_t r = in.size();
+  auto get = [&](const char* name, size_t count, int64_t def) {
+    std::vector<int64_t> v = node.attr_ints(name, {});
+    if (v.empty()) v.assign(count, def);
+    if (v.size() != count)
+      error(std::string("attribute '") + name + "' has " + std::to_string(v.size()) + " values, expected " +
+            std::to_string(count));
+    return v;
+  };
+  ConvTransposeGeometry g;
+  g.strides = get("strides", r, 1);
+  g.dilations = get("dilations", r, 1);
+  std::vector<int64_t> opad = get("output_padding", r, 0), pads = get("pads", 2 * r, 0);
+  std::vector<int64_t> out_attr = node.attr_ints("output_shape", {});
+  if (out_attr.size() == r + 2) out_attr.erase(out_attr.begin(), out_attr.begin() + 2);
+  if (!out_attr.empty() && out_attr.size() != r)
+    error("output_shape " + shape_str(out_attr) + " must have one value per spatial dim (" + std::to_string(r) + ")");
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+    error("unknown auto_pad '" + auto_pad + "'");
+  g.pad_begin.resize(r);
+  g.out.resize(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (g.strides[i] <= 0 || g.dilations[i] <= 0) error("strides and dilations must be positive");
+    int64_t full = g.strides[i] * (in[i] - 1) + opad[i] + (kernel[i] - 1) * g.dilations[i] + 1;
+    bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    if (!out_attr.empty() || same) {
+      int64_t o = !out_attr.empty() ? out_attr[i] : in[i] * g.strides[i];
+      int64_t total = full - o;
+      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? cpu::nn::floor_div(total, 2) : total - cpu::nn::floor_div(total, 2);
+      g.out[i] = o;
+    } else if (auto_pad == "VALID") {
+      g.pad_begin[i] = 0;
+      g.out[i] = full;
+    } else {
+      g.pad_begin[i] = pads[i];
+      g.out[i] = full - pads[i] - pads[i + r];
+    }
+    if (g.out[i] < 0) error("the output would have a negative size along spatial dim " + std::to_string(i));
+  }
+  return g;
+}
+
+}  // namespace onnxgpu::ops

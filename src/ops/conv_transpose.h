@@ -1,0 +1,25 @@
+// ONNX ConvTranspose, the part both kernel sets share: the geometry of the spatial dims (strides,
+// dilations, output_padding, pads / auto_pad / output_shape) checked and resolved into the leading
+// pad of each dim and the output's spatial shape. Used by the CPU reference (src/cpu/conv.cpp) and
+// the GPU kernel (src/webgpu/kernels/conv.cpp).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ops/slice.h"  // Fail
+
+namespace onnxgpu::ops {
+
+struct ConvTransposeGeometry {
+  std::vector<int64_t> strides, dilations;
+  std::vector<int64_t> pad_begin;  // per spatial dim: output position q receives x[i] * w[k] where
+                                   // i * stride + k * dilation - pad_begin = q
+  Shape out;                       // the output's spatial dims
+};
+
+// `in` and `kernel`: the spatial dims of X and W.
+ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape& in, const Shape& kernel,
+                                              const Fail& fail);
+
+}  // namespace onnxgpu::ops
