@@ -10,6 +10,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/reduce_util.h"
+#include "ops/reduce.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -49,44 +50,11 @@ ReducePlan plan_reduce(const Shape& in, const std::vector<bool>& reduced, bool k
   return p;
 }
 
-// Checks axes against the rank; returns the mask of reduced dimensions.
-std::vector<bool> axes_mask(const KernelContext& ctx, const std::vector<int64_t>& axes, int64_t rank,
-                            const std::string& what) {
-  std::vector<bool> mask(size_t(rank), false);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank)
-      ctx.fail(what + ": axis " + std::to_string(a) + " is out of range for input rank " + std::to_string(rank));
-    int64_t n = a < 0 ? a + rank : a;
-    if (mask[size_t(n)]) ctx.fail(what + ": axis " + std::to_string(a) + " appears more than once");
-    mask[size_t(n)] = true;
-  }
-  return mask;
-}
-
-// The reduced dimensions of a Reduce* node. `input_since`: the opset from which axes is input 1
-// (13 for ReduceSum, 18 for the others) and noop_with_empty_axes exists.
+// The reduced dimensions of a Reduce* node (src/ops/reduce).
 std::vector<bool> reduced_dims(const KernelContext& ctx, int64_t rank, int64_t input_since) {
-  bool from_input = ctx.opset >= input_since;
-  std::vector<int64_t> axes;
-  std::string what;
-  if (from_input) {
-    what = "input 1 ('axes')";
-    if (ctx.has_input(1)) {
-      const Tensor& a = ctx.input(1);
-      if (a.dtype() != DType::Int64) ctx.fail(what + " must be int64, got " + a.describe());
-      if (a.rank() > 1) ctx.fail(what + " must be 1-D, got " + a.describe());
-      axes = a.to_int64_vector();
-    }
-  } else {
-    what = "attribute 'axes'";
-    axes = ctx.node.attr_ints("axes");
-  }
-  if (axes.empty()) {
-    bool noop = from_input && ctx.node.attr_int("noop_with_empty_axes", 0) != 0;
-    // noop: reduce over no axis at all (each element is its own group).
-    return std::vector<bool>(size_t(rank), !noop);
-  }
-  return axes_mask(ctx, axes, rank, what);
+  return ops::reduced_dims(
+      ctx.node, ctx.opset, rank, input_since, [&]() -> const Tensor* { return ctx.has_input(1) ? &ctx.input(1) : nullptr; },
+      [&](const std::string& m) { ctx.fail(m); });
 }
 
 // Integer accumulator: uint64 arithmetic is two's-complement arithmetic mod 2^64.

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/reduce.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/reduce_util.h"
 
@@ -35,37 +36,12 @@ enum class ReduceKind { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, Su
 
 std::string u32s(uint64_t v) { return std::to_string(v) + "u"; }
 
-// The reduced dimensions of a Reduce* node (as the CPU kernel: axes from the attribute before
-// `input_since`, from input 1 after; empty axes reduce everything unless noop_with_empty_axes).
+// The reduced dimensions of a Reduce* node (src/ops/reduce).
 std::vector<bool> reduced_dims(GpuKernelContext& ctx, int64_t rank, int64_t input_since) {
-  bool from_input = ctx.opset >= input_since;
-  std::vector<int64_t> axes;
-  std::string what;
-  if (from_input) {
-    what = "input 1 ('axes')";
-    if (ctx.has_input(1)) {
-      const Tensor& a = ctx.constant(1, "axes");
-      if (a.dtype() != DType::Int64) ctx.fail(what + " must be int64, got " + a.describe());
-      if (a.rank() > 1) ctx.fail(what + " must be 1-D, got " + a.describe());
-      axes = a.to_int64_vector();
-    }
-  } else {
-    what = "attribute 'axes'";
-    axes = ctx.node.attr_ints("axes");
-  }
-  if (axes.empty()) {
-    bool noop = from_input && ctx.node.attr_int("noop_with_empty_axes", 0) != 0;
-    return std::vector<bool>(size_t(rank), !noop);
-  }
-  std::vector<bool> mask(size_t(rank), false);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank)
-      ctx.fail(what + ": axis " + std::to_string(a) + " is out of range for input rank " + std::to_string(rank));
-    int64_t n = a < 0 ? a + rank : a;
-    if (mask[size_t(n)]) ctx.fail(what + ": axis " + std::to_string(a) + " appears more than once");
-    mask[size_t(n)] = true;
-  }
-  return mask;
+  return ops::reduced_dims(
+      ctx.node, ctx.opset, rank, input_since,
+      [&]() -> const Tensor* { return ctx.has_input(1) ? &ctx.constant(1, "axes") : nullptr; },
+      [&](const std::string& m) { ctx.fail(m); });
 }
 
 // The WGSL of one reduction kind, over the input's family `$x`:
