@@ -6,6 +6,7 @@
 #include "cpu/broadcast.h"
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/pad.h"
 #include "ops/slice.h"
 #include "ops/split.h"
 
@@ -157,13 +158,7 @@ std::vector<Tensor> tile(KernelContext& ctx) {
   } else {
     repeats = int64_input(ctx, 1, "repeats");
   }
-  if (int64_t(repeats.size()) != r)
-    ctx.fail("repeats " + ints_str(repeats) + " must have one entry per dimension of input " + x.describe());
-  Shape out(static_cast<size_t>(r));
-  for (int64_t i = 0; i < r; ++i) {
-    if (repeats[size_t(i)] < 0) ctx.fail("repeats " + ints_str(repeats) + " has a negative entry");
-    out[size_t(i)] = x.dim(i) * repeats[size_t(i)];
-  }
+  Shape out = ops::tile_shape(x.shape(), repeats, [&](const std::string& m) { ctx.fail(m); });
   std::vector<int64_t> in_strides = shape_strides(x.shape());
   Tensor y(x.dtype(), out);
   ElementCopier copy(x, y);
@@ -180,8 +175,6 @@ std::vector<Tensor> pad(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   int64_t r = x.rank();
   std::string mode = ctx.node.attr_string("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-    ctx.fail("mode '" + mode + "' is not one of constant, reflect, edge, wrap");
   std::vector<int64_t> pads, axes;
   Tensor value(x.dtype(), {});  // the constant, zero (or "") by default
   if (ctx.opset < 11) {
@@ -201,28 +194,10 @@ std::vector<Tensor> pad(KernelContext& ctx) {
     }
     if (ctx.opset >= 18 && ctx.has_input(3)) axes = normalize_axes(ctx, int64_input(ctx, 3, "axes"), r);
   }
-  if (axes.empty() && !(ctx.opset >= 18 && ctx.has_input(3))) {
-    axes.resize(size_t(r));
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  size_t na = axes.size();
-  if (pads.size() != 2 * na)
-    ctx.fail("pads " + ints_str(pads) + " must have " + std::to_string(2 * na) + " entries for input " + x.describe());
-  std::vector<int64_t> begin(static_cast<size_t>(r), 0), finish(static_cast<size_t>(r), 0);
-  for (size_t i = 0; i < na; ++i) {
-    begin[size_t(axes[i])] = pads[i];
-    finish[size_t(axes[i])] = pads[na + i];
-  }
-  Shape out(static_cast<size_t>(r));
-  for (int64_t i = 0; i < r; ++i) {
-    size_t k = size_t(i);
-    out[k] = x.dim(i) + begin[k] + finish[k];
-    if (out[k] < 0)
-      ctx.fail("pads " + ints_str(pads) + " crop more than the size of axis " + std::to_string(i) + " of input " +
-               x.describe());
-    if (mode != "constant" && x.dim(i) == 0 && out[k] > 0)
-      ctx.fail("cannot pad the empty axis " + std::to_string(i) + " of input " + x.describe() + " in mode " + mode);
-  }
+  ops::PadGeometry geo = ops::pad_geometry(x.shape(), mode, pads, axes, ctx.opset >= 18 && ctx.has_input(3),
+                                           [&](const std::string& m) { ctx.fail(m); });
+  const std::vector<int64_t>& begin = geo.begin;
+  const Shape& out = geo.out;
   std::vector<int64_t> in_strides = shape_strides(x.shape());
   Tensor y(x.dtype(), out);
   ElementCopier copy(x, y), fill(value, y);

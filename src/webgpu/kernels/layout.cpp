@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "cpu/broadcast.h"
+#include "ops/pad.h"
 #include "ops/slice.h"
 #include "ops/split.h"
 #include "webgpu/kernels/kernel.h"
@@ -432,13 +433,7 @@ void tile(GpuKernelContext& ctx) {
   } else {
     repeats = int_list(ctx, 1, "repeats");
   }
-  if (int64_t(repeats.size()) != r)
-    ctx.fail("repeats " + ints_str(repeats) + " must have one entry per dimension of input " + shape_str(x));
-  Shape out(static_cast<size_t>(r));
-  for (size_t i = 0; i < size_t(r); ++i) {
-    if (repeats[i] < 0) ctx.fail("repeats " + ints_str(repeats) + " has a negative entry");
-    out[i] = x[i] * repeats[i];
-  }
+  Shape out = ops::tile_shape(x, repeats, [&](const std::string& m) { ctx.fail(m); });
   // Tiling is padding at the end in wrap mode.
   padded_copy(ctx, "wrap", out, std::vector<int64_t>(size_t(r), 0), Fill{});
 }
@@ -448,8 +443,6 @@ void pad(GpuKernelContext& ctx) {
   DType t = data_dtype(ctx, 0);
   int64_t r = int64_t(x.size());
   std::string mode = ctx.node.attr_string("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-    ctx.fail("mode '" + mode + "' is not one of constant, reflect, edge, wrap");
   std::vector<int64_t> pads, axes;
   Fill fill;
   bool axes_given = false;
@@ -473,28 +466,8 @@ void pad(GpuKernelContext& ctx) {
       axes_given = true;
     }
   }
-  if (!axes_given) {
-    axes.resize(size_t(r));
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  size_t na = axes.size();
-  if (pads.size() != 2 * na)
-    ctx.fail("pads " + ints_str(pads) + " must have " + std::to_string(2 * na) + " entries for input " + shape_str(x));
-  std::vector<int64_t> begin(static_cast<size_t>(r), 0), finish(static_cast<size_t>(r), 0);
-  for (size_t i = 0; i < na; ++i) {
-    begin[size_t(axes[i])] = pads[i];
-    finish[size_t(axes[i])] = pads[na + i];
-  }
-  Shape out(static_cast<size_t>(r));
-  for (size_t i = 0; i < size_t(r); ++i) {
-    out[i] = x[i] + begin[i] + finish[i];
-    if (out[i] < 0)
-      ctx.fail("pads " + ints_str(pads) + " crop more than the size of axis " + std::to_string(i) + " of input " +
-               shape_str(x));
-    if (mode != "constant" && x[i] == 0 && out[i] > 0)
-      ctx.fail("cannot pad the empty axis " + std::to_string(i) + " of input " + shape_str(x) + " in mode " + mode);
-  }
-  padded_copy(ctx, mode, out, begin, fill);
+  ops::PadGeometry geo = ops::pad_geometry(x, mode, pads, axes, axes_given, [&](const std::string& m) { ctx.fail(m); });
+  padded_copy(ctx, mode, geo.out, geo.begin, fill);
 }
 
 void check_rank4(GpuKernelContext& ctx) {
