@@ -1,7 +1,7 @@
 // Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond). Computed in double.
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
-#include "ops/conv_transpose.h"
+#include "ops/conv.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -9,15 +9,11 @@ namespace {
 inline constexpr DTypeSet kConvTypes{DType::Float16, DType::Float32, DType::Float64};
 
 int64_t get_group(const KernelContext& ctx) {
-  int64_t g = ctx.node.attr_int("group", 1);
-  if (g <= 0) ctx.fail("group must be positive, got " + std::to_string(g));
-  return g;
+  return ops::conv_group(ctx.node, [&](const std::string& m) { ctx.fail(m); });
 }
 
 void check_kernel_shape_attr(const KernelContext& ctx, const Shape& from_weights) {
-  std::vector<int64_t> ks = ctx.node.attr_ints("kernel_shape", {});
-  if (!ks.empty() && Shape(ks) != from_weights)
-    ctx.fail("kernel_shape " + shape_str(ks) + " does not match the weights' spatial dims " + shape_str(from_weights));
+  ops::check_kernel_shape(ctx.node, from_weights, [&](const std::string& m) { ctx.fail(m); });
 }
 
 // Y = conv(X, W) + B over doubles. X [N, C, D...], W [M, C/group, k...], bias empty or M values.

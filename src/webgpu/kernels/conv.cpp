@@ -2,9 +2,9 @@
 // convolution, one invocation per output element, accumulating in f32 over the input channels of its
 // group and the kernel window. Output shapes are computed exactly as the CPU reference (src/cpu/conv.cpp).
 // The spatial rank shapes the WGSL; every size, stride, dilation and pad is a uniform.
+#include "ops/conv.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/conv_util.h"
-#include "ops/conv_transpose.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::webgpu {
@@ -14,15 +14,11 @@ namespace {
 bool conv_type(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
 
 int64_t get_group(const GpuKernelContext& ctx) {
-  int64_t g = ctx.node.attr_int("group", 1);
-  if (g <= 0) ctx.fail("group must be positive, got " + std::to_string(g));
-  return g;
+  return ops::conv_group(ctx.node, [&](const std::string& m) { ctx.fail(m); });
 }
 
 void check_kernel_shape_attr(const GpuKernelContext& ctx, const Shape& from_weights) {
-  std::vector<int64_t> ks = ctx.node.attr_ints("kernel_shape", {});
-  if (!ks.empty() && Shape(ks) != from_weights)
-    ctx.fail("kernel_shape " + shape_str(ks) + " does not match the weights' spatial dims " + shape_str(from_weights));
+  ops::check_kernel_shape(ctx.node, from_weights, [&](const std::string& m) { ctx.fail(m); });
 }
 
 // Common checks of X, W and B (dtype, ranks). Returns whether there is a bias.

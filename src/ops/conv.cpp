@@ -1,10 +1,25 @@
-#include "ops/conv_transpose.h"
+#include "ops/conv.h"
 
 #include <string>
 
 #include "cpu/nn_util.h"
 
 namespace onnxgpu::ops {
+
+int64_t conv_group(const ir::Node& node, const Fail& fail) {
+  int64_t g = node.attr_int("group", 1);
+  if (g <= 0) {
+    fail("group must be positive, got " + std::to_string(g));
+    throw InvalidArgument("group must be positive");
+  }
+  return g;
+}
+
+void check_kernel_shape(const ir::Node& node, const Shape& from_weights, const Fail& fail) {
+  std::vector<int64_t> ks = node.attr_ints("kernel_shape", {});
+  if (!ks.empty() && Shape(ks) != from_weights)
+    fail("kernel_shape " + shape_str(ks) + " does not match the weights' spatial dims " + shape_str(from_weights));
+}
 
 ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape& in, const Shape& kernel,
                                               const Fail& fail) {

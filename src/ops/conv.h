@@ -1,7 +1,8 @@
-// ONNX ConvTranspose, the part both kernel sets share: the geometry of the spatial dims (strides,
-// dilations, output_padding, pads / auto_pad / output_shape) checked and resolved into the leading
-// pad of each dim and the output's spatial shape. Used by the CPU reference (src/cpu/conv.cpp) and
-// the GPU kernel (src/webgpu/kernels/conv.cpp).
+// ONNX Conv and ConvTranspose, the attribute logic both kernel sets share: group, kernel_shape, and
+// ConvTranspose's spatial geometry (strides, dilations, output_padding, pads / auto_pad / output_shape)
+// resolved into the leading pad of each dim and the output's spatial shape. (Conv's window is
+// cpu::nn::make_window, shared with the pools.) Used by the CPU reference (src/cpu/conv.cpp) and the
+// GPU kernel (src/webgpu/kernels/conv.cpp).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -10,6 +11,11 @@
 #include "ops/slice.h"  // Fail
 
 namespace onnxgpu::ops {
+
+// Attribute 'group' (> 0).
+int64_t conv_group(const ir::Node& node, const Fail& fail);
+// Attribute 'kernel_shape', when given, must be the weights' spatial dims.
+void check_kernel_shape(const ir::Node& node, const Shape& from_weights, const Fail& fail);
 
 struct ConvTransposeGeometry {
   std::vector<int64_t> strides, dilations;
