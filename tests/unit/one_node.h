@@ -26,9 +26,16 @@ struct Operand {
 
 using Attrs = std::function<void(onnx::NodeProto&)>;
 
+struct ModelOptions {
+  std::string node_name;                    // "" = "<op>_0"
+  DType output_dtype = DType::Undefined;    // declared on every output when set
+  bool input_shapes = true;                 // declare the graph inputs' shapes (else: dtype only, any shape)
+};
+
 // A one-node model: inputs (feeds or initializers), `outputs` names ("" = omitted), attributes set by `attrs`.
 inline std::string one_node_model(const std::string& op, const std::vector<Operand>& inputs,
-                                  const std::vector<std::string>& outputs, int opset, const Attrs& attrs = {}) {
+                                  const std::vector<std::string>& outputs, int opset, const Attrs& attrs = {},
+                                  const ModelOptions& options = {}) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   auto* imp = m.add_opset_import();
@@ -38,7 +45,7 @@ inline std::string one_node_model(const std::string& op, const std::vector<Opera
   g->set_name("test");
   auto* n = g->add_node();
   n->set_op_type(op);
-  n->set_name(op + "_0");
+  n->set_name(options.node_name.empty() ? op + "_0" : options.node_name);
   for (const auto& in : inputs) {
     n->add_input(in.value.defined() ? in.name : "");
     if (!in.value.defined()) continue;
@@ -50,12 +57,17 @@ inline std::string one_node_model(const std::string& op, const std::vector<Opera
     vi->set_name(in.name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(int(in.value.dtype()));
+    if (!options.input_shapes) continue;
     auto* sh = tt->mutable_shape();
     for (int64_t d : in.value.shape()) sh->add_dim()->set_dim_value(d);
   }
   for (const auto& o : outputs) {
     n->add_output(o);
-    if (!o.empty()) g->add_output()->set_name(o);
+    if (o.empty()) continue;
+    auto* vo = g->add_output();
+    vo->set_name(o);
+    if (options.output_dtype != DType::Undefined)
+      vo->mutable_type()->mutable_tensor_type()->set_elem_type(int32_t(options.output_dtype));
   }
   if (attrs) attrs(*n);
   return m.SerializeAsString();

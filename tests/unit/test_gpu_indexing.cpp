@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cpu/graph_runner.h"
+#include "one_node.h"
 #include "loader/tensor_proto.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
@@ -59,58 +60,15 @@ class Keeper : public ::testing::Environment {
 
 // ---- Models ---------------------------------------------------------------------------------------
 
-struct In {
-  std::string name;
-  Tensor value;
-  bool initializer = false;  // else a graph input, fed at run time
-};
-
-using Attrs = std::function<void(onnx::NodeProto&)>;
-
-void set_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void set_str(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
+using In = testing::Operand;  // an undefined value: an omitted optional input
+using testing::feeds_of;
+using testing::Attrs;
+using testing::set_int;
+using testing::set_string;
 
 // A model of the single node `op` named "node", with output y of dtype `out`.
 std::string model(const std::string& op, int64_t opset, const std::vector<In>& ins, DType out, const Attrs& attrs = {}) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* imp = m.add_opset_import();
-  imp->set_domain("");
-  imp->set_version(opset);
-  auto* g = m.mutable_graph();
-  g->set_name("g");
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name("node");
-  for (const auto& in : ins) {
-    n->add_input(in.name);
-    if (in.name.empty()) continue;
-    if (in.initializer) {
-      loader::tensor_to_proto(in.value, in.name, *g->add_initializer());
-    } else {
-      auto* v = g->add_input();
-      v->set_name(in.name);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(int32_t(in.value.dtype()));
-    }
-  }
-  n->add_output("y");
-  auto* v = g->add_output();
-  v->set_name("y");
-  v->mutable_type()->mutable_tensor_type()->set_elem_type(int32_t(out));
-  if (attrs) attrs(*n);
-  std::string bytes;
-  if (!m.SerializeToString(&bytes)) throw Error("cannot serialize the test model");
-  return bytes;
+  return testing::one_node_model(op, ins, {"y"}, int(opset), attrs, {"node", out, false});
 }
 
 // ---- Values ---------------------------------------------------------------------------------------
@@ -173,13 +131,6 @@ void expect_same(const Tensor& got, const Tensor& want, const std::string& what)
   ASSERT_EQ(got.shape(), want.shape()) << what << ": GPU " << got.describe() << ", CPU " << want.describe();
   EXPECT_TRUE(got.nbytes() == 0 || std::memcmp(got.raw(), want.raw(), got.nbytes()) == 0)
       << what << ": " << want.describe() << " differs from the CPU reference";
-}
-
-std::unordered_map<std::string, Tensor> feeds_of(const std::vector<In>& ins) {
-  std::unordered_map<std::string, Tensor> feeds;
-  for (const auto& in : ins)
-    if (!in.name.empty() && !in.initializer) feeds[in.name] = in.value;
-  return feeds;
 }
 
 // Creates the suite's keeper session once (see Keeper).
@@ -385,7 +336,7 @@ TEST(GpuIndexing, ScatterElements) {
                             {"u", none ? random_bits(t, {3, 6, 2}, 3) : small_values(t, {3, 6, 2}, 3)}};
         auto attrs = [red](onnx::NodeProto& n) {
           set_int(n, "axis", 1);
-          set_str(n, "reduction", red);
+          set_string(n, "reduction", red);
         };
         check("axis 1", model("ScatterElements", 18, ins, t, attrs), ins);
       }
@@ -409,7 +360,7 @@ TEST(GpuIndexing, ScatterElements) {
                         {"u", u}};
     for (int64_t i = 0; i < 120; ++i) ins[1].value.data<int64_t>()[i] = int64_t(rng() % 2) - 1;
     check(std::string("float ") + red,
-          model("ScatterElements", 16, ins, DType::Float32, [red](auto& n) { set_str(n, "reduction", red); }), ins);
+          model("ScatterElements", 16, ins, DType::Float32, [red](auto& n) { set_string(n, "reduction", red); }), ins);
   }
 }
 
@@ -423,7 +374,7 @@ TEST(GpuIndexing, ScatterND) {
       SCOPED_TRACE(red);
       bool none = std::string(red) == "none";
       auto values = [&](const Shape& s, uint64_t seed) { return none ? random_bits(t, s, seed) : small_values(t, s, seed); };
-      auto attrs = [red](onnx::NodeProto& n) { set_str(n, "reduction", red); };
+      auto attrs = [red](onnx::NodeProto& n) { set_string(n, "reduction", red); };
       std::vector<In> a{{"x", values({3, 4}, 1)}, {"i", elems}, {"u", values({6}, 2)}};
       check("elements", model("ScatterND", 18, a, t, attrs), a);
       std::vector<In> b{{"x", values({3, 4, 5}, 3)}, {"i", rows}, {"u", values({2, 2, 4, 5}, 4)}};
@@ -437,7 +388,7 @@ TEST(GpuIndexing, ScatterND) {
   std::vector<In> cast{{"x", small_values(DType::Int64, {4, 3}, 1).cast(DType::Int32).cast(DType::Int64)},
                        {"i", i64({3, 1}, {-1, 2, -1})},
                        {"u", small_values(DType::Int32, {3, 3}, 2).cast(DType::Int64)}};
-  check("int64 narrowed, add", model("ScatterND", 16, cast, DType::Int64, [](auto& n) { set_str(n, "reduction", "add"); }),
+  check("int64 narrowed, add", model("ScatterND", 16, cast, DType::Int64, [](auto& n) { set_string(n, "reduction", "add"); }),
         cast, Int64Policy::Strategy::CastToI32);
   // Many tuples with duplicates and rounding float sums: the CPU's order, bit for bit.
   std::mt19937_64 rng(3);
@@ -447,7 +398,7 @@ TEST(GpuIndexing, ScatterND) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (auto& v : u.span<float>()) v = dist(rng);
   std::vector<In> sums{{"x", random_bits(DType::Int32, {5, 7}, 4).cast(DType::Float32)}, {"i", idx}, {"u", u}};
-  check("float sums", model("ScatterND", 16, sums, DType::Float32, [](auto& n) { set_str(n, "reduction", "add"); }), sums);
+  check("float sums", model("ScatterND", 16, sums, DType::Float32, [](auto& n) { set_string(n, "reduction", "add"); }), sums);
   check("last wins", model("ScatterND", 16, sums, DType::Float32), sums);
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "loader/tensor_proto.h"
+#include "one_node.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
 
@@ -30,75 +31,16 @@ constexpr DType kAllTypes[] = {DType::Float32, DType::Float64, DType::Float16, D
 
 // ---- Models ---------------------------------------------------------------------------------------
 
-struct In {
-  std::string name;
-  Tensor value;
-  bool initializer = false;  // else a graph input, fed at run time
-};
-
-using Attrs = std::function<void(onnx::NodeProto&)>;
-
-void attr_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void attr_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void attr_str(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-void attr_float(onnx::NodeProto& n, const std::string& name, float v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
+using In = testing::Operand;  // an undefined value: an omitted optional input
+using testing::Attrs;
 
 // A model of one node `op` (opset `opset`) with inputs `ins` ("" names an omitted optional input) and
 // `outputs` outputs y0, y1, ... of dtype `out_dtype`.
 std::string one_node_model(const std::string& op, int64_t opset, const std::vector<In>& ins, int outputs,
                            DType out_dtype, const Attrs& attrs = {}) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* imp = m.add_opset_import();
-  imp->set_domain("");
-  imp->set_version(opset);
-  auto* g = m.mutable_graph();
-  g->set_name("g");
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name("node");
-  for (const auto& in : ins) {
-    n->add_input(in.name);
-    if (in.name.empty()) continue;
-    if (in.initializer) {
-      loader::tensor_to_proto(in.value, in.name, *g->add_initializer());
-    } else {
-      auto* v = g->add_input();
-      v->set_name(in.name);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(int32_t(in.value.dtype()));
-    }
-  }
-  for (int k = 0; k < outputs; ++k) {
-    std::string name = "y" + std::to_string(k);
-    n->add_output(name);
-    auto* v = g->add_output();
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(int32_t(out_dtype));
-  }
-  if (attrs) attrs(*n);
-  std::string bytes;
-  if (!m.SerializeToString(&bytes)) throw Error("cannot serialize the test model");
-  return bytes;
+  std::vector<std::string> names;
+  for (int k = 0; k < outputs; ++k) names.push_back("y" + std::to_string(k));
+  return testing::one_node_model(op, ins, names, int(opset), attrs, {"node", out_dtype, false});
 }
 
 // ---- Values ---------------------------------------------------------------------------------------
@@ -206,10 +148,10 @@ TEST_F(GpuLayout, Transpose) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> ins{{"x", random_tensor(t, {3, 4, 5}, 1)}};
-    check("perm [2,0,1]", one_node_model("Transpose", 13, ins, 1, t, [](auto& n) { attr_ints(n, "perm", {2, 0, 1}); }), ins);
+    check("perm [2,0,1]", one_node_model("Transpose", 13, ins, 1, t, [](auto& n) { testing::set_ints(n, "perm", {2, 0, 1}); }), ins);
     std::vector<In> ins4{{"x", random_tensor(t, {2, 3, 5, 7}, 2)}};
     check("default perm", one_node_model("Transpose", 13, ins4, 1, t), ins4);
-    check("negative perm", one_node_model("Transpose", 13, ins4, 1, t, [](auto& n) { attr_ints(n, "perm", {0, -1, 1, 2}); }), ins4);
+    check("negative perm", one_node_model("Transpose", 13, ins4, 1, t, [](auto& n) { testing::set_ints(n, "perm", {0, -1, 1, 2}); }), ins4);
   }
   std::vector<In> scalar{{"x", random_tensor(DType::Int64, {}, 3)}};
   check("scalar", one_node_model("Transpose", 13, scalar, 1, DType::Int64), scalar);
@@ -223,8 +165,8 @@ TEST_F(GpuLayout, Concat) {
     // Odd rows, so 8- and 16-bit elements of neighbouring inputs share output words.
     std::vector<In> ins{{"a", random_tensor(t, {2, 3, 3}, 1)}, {"b", random_tensor(t, {2, 1, 3}, 2)},
                         {"c", random_tensor(t, {2, 5, 3}, 3), true}};
-    check("axis 1", one_node_model("Concat", 13, ins, 1, t, [](auto& n) { attr_int(n, "axis", 1); }), ins);
-    check("axis -2", one_node_model("Concat", 13, ins, 1, t, [](auto& n) { attr_int(n, "axis", -2); }), ins);
+    check("axis 1", one_node_model("Concat", 13, ins, 1, t, [](auto& n) { testing::set_int(n, "axis", 1); }), ins);
+    check("axis -2", one_node_model("Concat", 13, ins, 1, t, [](auto& n) { testing::set_int(n, "axis", -2); }), ins);
   }
   // More inputs than a dispatch could bind (one dispatch per input), one of them empty.
   for (DType t : {DType::Int64, DType::UInt8, DType::Float16}) {
@@ -232,25 +174,25 @@ TEST_F(GpuLayout, Concat) {
     std::vector<In> ins;
     for (int i = 0; i < 11; ++i)
       ins.push_back({"x" + std::to_string(i), random_tensor(t, {i == 4 ? 0 : i % 3 + 1, 3}, uint64_t(10 + i)), i % 4 == 0});
-    check("11 inputs", one_node_model("Concat", 13, ins, 1, t, [](auto& n) { attr_int(n, "axis", 0); }), ins);
+    check("11 inputs", one_node_model("Concat", 13, ins, 1, t, [](auto& n) { testing::set_int(n, "axis", 0); }), ins);
     std::vector<In> two{{"a", random_tensor(t, {3, 1}, 1)}, {"b", random_tensor(t, {3, 2}, 2)}};
-    check("last axis, odd rows", one_node_model("Concat", 13, two, 1, t, [](auto& n) { attr_int(n, "axis", 1); }), two);
+    check("last axis, odd rows", one_node_model("Concat", 13, two, 1, t, [](auto& n) { testing::set_int(n, "axis", 1); }), two);
   }
   std::vector<In> one{{"a", random_tensor(DType::Int64, {2, 3}, 1)}};
-  check("single input", one_node_model("Concat", 13, one, 1, DType::Int64, [](auto& n) { attr_int(n, "axis", 1); }), one);
+  check("single input", one_node_model("Concat", 13, one, 1, DType::Int64, [](auto& n) { testing::set_int(n, "axis", 1); }), one);
 }
 
 TEST_F(GpuLayout, Split) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> ins{{"x", random_tensor(t, {3, 6, 5}, 1)}, {"split", i64({1, 3, 0, 2}), true}};
-    check("split input", one_node_model("Split", 13, ins, 4, t, [](auto& n) { attr_int(n, "axis", 1); }), ins);
+    check("split input", one_node_model("Split", 13, ins, 4, t, [](auto& n) { testing::set_int(n, "axis", 1); }), ins);
     std::vector<In> x{{"x", random_tensor(t, {3, 6, 5}, 2)}};
-    check("equal parts", one_node_model("Split", 13, x, 3, t, [](auto& n) { attr_int(n, "axis", -2); }), x);
+    check("equal parts", one_node_model("Split", 13, x, 3, t, [](auto& n) { testing::set_int(n, "axis", -2); }), x);
     check("split attribute",
-          one_node_model("Split", 11, x, 2, t, [](auto& n) { attr_int(n, "axis", 0); attr_ints(n, "split", {2, 1}); }), x);
+          one_node_model("Split", 11, x, 2, t, [](auto& n) { testing::set_int(n, "axis", 0); testing::set_ints(n, "split", {2, 1}); }), x);
     std::vector<In> x7{{"x", random_tensor(t, {7, 3}, 3)}};
-    check("num_outputs", one_node_model("Split", 18, x7, 3, t, [](auto& n) { attr_int(n, "num_outputs", 3); }), x7);
+    check("num_outputs", one_node_model("Split", 18, x7, 3, t, [](auto& n) { testing::set_int(n, "num_outputs", 3); }), x7);
   }
 }
 
@@ -284,9 +226,9 @@ TEST_F(GpuLayout, Slice) {
     // Slice-1: attributes.
     std::vector<In> x{{"x", random_tensor(t, {4, 7, 6}, 3)}};
     check("slice-1", one_node_model("Slice", 1, x, 1, t, [&](auto& n) {
-            attr_ints(n, "starts", {1, -4});
-            attr_ints(n, "ends", {kMax, -1});
-            attr_ints(n, "axes", {2, 0});
+            testing::set_ints(n, "starts", {1, -4});
+            testing::set_ints(n, "ends", {kMax, -1});
+            testing::set_ints(n, "axes", {2, 0});
           }), x);
   }
 }
@@ -325,7 +267,7 @@ TEST_F(GpuLayout, Pad) {
     for (const char* mode : {"constant", "edge", "reflect", "wrap"}) {
       SCOPED_TRACE(mode);
       std::vector<In> ins{{"x", random_tensor(t, shape, 1)}, {"pads", i64(pads), true}};
-      auto m = [&](auto& n) { attr_str(n, "mode", mode); };
+      auto m = [&](auto& n) { testing::set_string(n, "mode", mode); };
       check("pads", one_node_model("Pad", 13, ins, 1, t, m), ins);
       // Pads larger than the axis (reflect and wrap repeat) and negative pads (crops).
       std::vector<In> big{{"x", random_tensor(t, shape, 2)}, {"pads", i64({-1, 7, 5, 1, -2, 9}), true}};
@@ -346,8 +288,8 @@ TEST_F(GpuLayout, Pad) {
     SCOPED_TRACE(name_of(t));
     std::vector<In> x{{"x", random_tensor(t, {3, 2}, 8)}};
     check("pad-2 value", one_node_model("Pad", 2, x, 1, t, [&](auto& n) {
-            attr_ints(n, "pads", {1, 2, 0, 1});
-            attr_float(n, "value", 1.5f);
+            testing::set_ints(n, "pads", {1, 2, 0, 1});
+            testing::set_float(n, "value", 1.5f);
           }), x);
   }
   // An empty input padded with constants.
@@ -362,11 +304,11 @@ TEST_F(GpuLayout, DepthToSpaceSpaceToDepth) {
     std::vector<In> ins{{"x", random_tensor(t, {2, 12, 3, 5}, 1)}};
     for (const char* mode : {"DCR", "CRD"})
       check(std::string("DepthToSpace ") + mode, one_node_model("DepthToSpace", 13, ins, 1, t, [&](auto& n) {
-              attr_int(n, "blocksize", 2);
-              attr_str(n, "mode", mode);
+              testing::set_int(n, "blocksize", 2);
+              testing::set_string(n, "mode", mode);
             }), ins);
     std::vector<In> s2d{{"x", random_tensor(t, {2, 3, 6, 9}, 2)}};
-    check("SpaceToDepth", one_node_model("SpaceToDepth", 13, s2d, 1, t, [](auto& n) { attr_int(n, "blocksize", 3); }), s2d);
+    check("SpaceToDepth", one_node_model("SpaceToDepth", 13, s2d, 1, t, [](auto& n) { testing::set_int(n, "blocksize", 3); }), s2d);
   }
 }
 
@@ -376,7 +318,7 @@ TEST_F(GpuLayout, Int64CastStrategy) {
   std::vector<In> t{{"x", small_int64({3, 4, 5}, 1)}};
   check("Transpose", one_node_model("Transpose", 13, t, 1, DType::Int64), t, cast);
   std::vector<In> c{{"a", small_int64({2, 3}, 2)}, {"b", small_int64({2, 1}, 3)}};
-  check("Concat", one_node_model("Concat", 13, c, 1, DType::Int64, [](auto& n) { attr_int(n, "axis", 1); }), c, cast);
+  check("Concat", one_node_model("Concat", 13, c, 1, DType::Int64, [](auto& n) { testing::set_int(n, "axis", 1); }), c, cast);
   std::vector<In> p{{"x", small_int64({3, 4}, 4)}, {"pads", i64({1, 2, 2, 1}), true}, {"value", small_int64({}, 5)}};
   check("Pad", one_node_model("Pad", 13, p, 1, DType::Int64), p, cast);
   std::vector<In> s{{"x", small_int64({5, 4}, 6)}, {"starts", i64({-1}), true}, {"ends", i64({std::numeric_limits<int64_t>::min()}), true},
@@ -434,12 +376,12 @@ TEST_F(GpuLayout, InvalidModels) {
                     {"axes", i64({0}), true}, {"steps", i64({0}), true}};
   expect_error("Slice step 0", one_node_model("Slice", 13, s, 1, DType::Float32), s, "0 step");
   std::vector<In> c{{"a", random_tensor(DType::Float32, {2, 3}, 1)}, {"b", random_tensor(DType::Float32, {3, 3}, 2)}};
-  expect_error("Concat mismatch", one_node_model("Concat", 13, c, 1, DType::Float32, [](auto& n) { attr_int(n, "axis", 1); }), c,
+  expect_error("Concat mismatch", one_node_model("Concat", 13, c, 1, DType::Float32, [](auto& n) { testing::set_int(n, "axis", 1); }), c,
                "does not match");
   std::vector<In> p{{"x", random_tensor(DType::Float32, {2, 3}, 1)}, {"pads", i64({0, -3, 0, -1}), true}};
   expect_error("Pad crops too much", one_node_model("Pad", 13, p, 1, DType::Float32), p, "crop");
   std::vector<In> t{{"x", random_tensor(DType::Float32, {2, 3}, 1)}};
-  expect_error("Transpose bad perm", one_node_model("Transpose", 13, t, 1, DType::Float32, [](auto& n) { attr_ints(n, "perm", {0, 0}); }),
+  expect_error("Transpose bad perm", one_node_model("Transpose", 13, t, 1, DType::Float32, [](auto& n) { testing::set_ints(n, "perm", {0, 0}); }),
                t, "permutation");
 }
 

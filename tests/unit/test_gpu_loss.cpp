@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loader/tensor_proto.h"
+#include "one_node.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
 
@@ -37,11 +38,8 @@ class Keeper : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new Keeper);
 
-struct In {
-  std::string name;
-  Tensor value;
-  bool initializer = false;
-};
+using In = testing::Operand;  // an undefined value: an omitted optional input
+using testing::feeds_of;
 
 struct Opts {
   std::string reduction = "mean";
@@ -51,48 +49,13 @@ struct Opts {
 };
 
 std::string model(const std::string& op, const std::vector<In>& ins, DType out, const Opts& o) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* imp = m.add_opset_import();
-  imp->set_domain("");
-  imp->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("g");
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name("node");
-  for (const auto& in : ins) {
-    n->add_input(in.name);
-    if (in.name.empty()) continue;
-    if (in.initializer) {
-      loader::tensor_to_proto(in.value, in.name, *g->add_initializer());
-    } else {
-      auto* v = g->add_input();
-      v->set_name(in.name);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(int32_t(in.value.dtype()));
-    }
-  }
   std::vector<std::string> outs{"y"};
   if (o.log_prob) outs.push_back("lp");
-  for (const auto& name : outs) {
-    n->add_output(name);
-    auto* v = g->add_output();
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(int32_t(out));
-  }
-  auto* a = n->add_attribute();
-  a->set_name("reduction");
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(o.reduction);
-  if (o.has_ignore) {
-    auto* b = n->add_attribute();
-    b->set_name("ignore_index");
-    b->set_type(onnx::AttributeProto::INT);
-    b->set_i(o.ignore);
-  }
-  std::string bytes;
-  if (!m.SerializeToString(&bytes)) throw Error("cannot serialize the test model");
-  return bytes;
+  auto attrs = [&](onnx::NodeProto& n) {
+    testing::set_string(n, "reduction", o.reduction);
+    if (o.has_ignore) testing::set_int(n, "ignore_index", o.ignore);
+  };
+  return testing::one_node_model(op, ins, outs, 13, attrs, {"node", out, false});
 }
 
 Tensor random_floats(DType t, const Shape& shape, uint64_t seed, double lo, double hi) {
@@ -109,13 +72,6 @@ Tensor random_targets(DType t, const Shape& shape, int64_t c, uint64_t seed, con
   Tensor x(DType::Int64, shape);
   for (auto& v : x.span<int64_t>()) v = (ignore && rng() % 4 == 0) ? *ignore : int64_t(rng() % uint64_t(c));
   return x.cast(t);
-}
-
-std::unordered_map<std::string, Tensor> feeds_of(const std::vector<In>& ins) {
-  std::unordered_map<std::string, Tensor> feeds;
-  for (const auto& in : ins)
-    if (!in.name.empty() && !in.initializer) feeds[in.name] = in.value;
-  return feeds;
 }
 
 void keep_device() {
