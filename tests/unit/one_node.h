@@ -115,32 +115,72 @@ inline std::unordered_map<std::string, Tensor> feeds_of(const std::vector<Operan
   return feeds;
 }
 
-// Runs the model on the GPU (3 runs: recorded, then replayed) and on the CPU and compares every output;
-// any CPU fallback fails the test. `made` (if set) sees the GPU session once it exists.
-inline void expect_gpu_matches_cpu(const std::string& model, const std::vector<Operand>& inputs, double rtol = 1e-4,
-                             double atol = 1e-4, const std::function<void(const std::string&)>& made = {}) {
+// Options for the WebGPU EP (graph capture as `capture` says).
+inline SessionOptions webgpu_options(bool capture = true) {
+  SessionOptions o;
+  o.ep = "webgpu";
+  o.capture = capture;
+  return o;
+}
+
+// Compares one GPU output with the CPU reference's (`what` names it in failures).
+using CompareFn = std::function<void(const Tensor& got, const Tensor& want, const std::string& what)>;
+
+// Runs `model` on the CPU reference and on the GPU with `gpu_options` (3 runs: recorded, then
+// replayed) and compares every output with `compare`. The GPU plan must keep every node on the GPU
+// (no fallback; exactly `gpu_nodes` GPU nodes when >= 0) and replay after the first run. Without a
+// device the test fails, or skips where ONNXGPU_SKIP_GPU_TESTS=1. `made` (if set) runs once the GPU
+// session exists.
+inline void check_against_cpu(const std::string& what, const std::string& model, const std::vector<Operand>& inputs,
+                              const SessionOptions& gpu_options, const CompareFn& compare, int gpu_nodes = -1,
+                              const std::function<void()>& made = {}) {
   auto feeds = feeds_of(inputs);
-  Session cpu = Session::from_bytes(model, SessionOptions{.ep = "cpu"});
-  std::vector<Tensor> want = cpu.run(feeds);
+  std::vector<Tensor> want;
+  SessionOptions cpu;
+  cpu.ep = "cpu";
+  try {
+    want = Session::from_bytes(model, cpu).run(feeds);
+  } catch (const std::exception& e) {
+    FAIL() << what << ": the CPU reference failed: " << e.what();
+  }
   std::unique_ptr<Session> gpu;
   try {
-    gpu = std::make_unique<Session>(Session::from_bytes(model, SessionOptions{.ep = "webgpu", .capture = true}));
-    if (made) made(model);
+    gpu = std::make_unique<Session>(Session::from_bytes(model, gpu_options));
   } catch (const std::exception& e) {
-    if (skip_gpu()) GTEST_SKIP() << "no WebGPU device: " << e.what();
-    throw;
+    if (skip_gpu()) GTEST_SKIP() << "no WebGPU session: " << e.what();
+    FAIL() << what << ": cannot create a WebGPU session: " << e.what();
   }
+  if (made) made();
   for (int run = 0; run < 3; ++run) {
-    std::vector<Tensor> got = gpu->run(feeds);
-    const PlanReport& plan = gpu->last_plan();
-    ASSERT_TRUE(plan.fallbacks.empty()) << "node fell back to the CPU: " << plan.fallbacks[0].reason;
-    ASSERT_EQ(plan.cpu_nodes, 0);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k) {
-      auto c = runtime::compare_tensors(got[k], want[k], {rtol, atol});
-      ASSERT_TRUE(c.passed) << "run " << run << " output " << k << ": " << c.message;
+    std::vector<Tensor> got;
+    try {
+      got = gpu->run(feeds);
+    } catch (const std::exception& e) {
+      FAIL() << what << " (run " << run + 1 << "): " << e.what();
     }
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t k = 0; k < got.size(); ++k)
+      compare(got[k], want[k], what + " output " + std::to_string(k) + " (run " + std::to_string(run + 1) + ")");
+    const PlanReport& plan = gpu->last_plan();
+    EXPECT_TRUE(plan.fallbacks.empty()) << what << ": " << (plan.fallbacks.empty() ? "" : plan.fallbacks[0].reason);
+    EXPECT_EQ(plan.cpu_nodes, 0) << what;
+    if (gpu_nodes >= 0) {
+      EXPECT_EQ(plan.gpu_nodes, gpu_nodes) << what;
+    }
+    EXPECT_EQ(plan.replayed, run > 0) << what;
   }
+}
+
+// check_against_cpu with graph capture and a tolerance (runtime::compare_tensors).
+inline void expect_gpu_matches_cpu(const std::string& model, const std::vector<Operand>& inputs, double rtol = 1e-4,
+                                   double atol = 1e-4, const std::function<void(const std::string&)>& made = {}) {
+  check_against_cpu(
+      "model", model, inputs, webgpu_options(),
+      [&](const Tensor& got, const Tensor& want, const std::string& what) {
+        auto c = runtime::compare_tensors(got, want, {rtol, atol});
+        ASSERT_TRUE(c.passed) << what << ": " << c.message;
+      },
+      -1, made ? std::function<void()>([&] { made(model); }) : std::function<void()>{});
 }
 
 }  // namespace onnxgpu::testing

@@ -155,37 +155,13 @@ SessionOptions gpu_options(Int64Policy::Strategy strategy) {
 // Runs `m` on the CPU and on the GPU (capture, 3 runs, fail_loud) and compares the output bit for bit.
 void check(const std::string& what, const std::string& m, const std::vector<In>& ins,
            Int64Policy::Strategy strategy = Int64Policy::Strategy::BitcastToI32) {
-  auto feeds = feeds_of(ins);
-  SessionOptions cpu_opts;
-  cpu_opts.ep = "cpu";
-  std::vector<Tensor> want;
-  try {
-    want = Session::from_bytes(m, cpu_opts).run(feeds);
-  } catch (const std::exception& e) {
-    FAIL() << what << ": the CPU reference failed: " << e.what();
-  }
-  std::unique_ptr<Session> gpu;
   try {
     keep_device();
-    gpu = std::make_unique<Session>(Session::from_bytes(m, gpu_options(strategy)));
   } catch (const std::exception& e) {
-    if (skip_gpu_tests()) GTEST_SKIP() << "no WebGPU session: " << e.what();
+    if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU session: " << e.what();
     FAIL() << what << ": cannot create a WebGPU session: " << e.what();
   }
-  for (int run = 0; run < 3; ++run) {
-    std::vector<Tensor> got;
-    try {
-      got = gpu->run(feeds);
-    } catch (const std::exception& e) {
-      FAIL() << what << " (run " << run + 1 << "): " << e.what();
-    }
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k], what + " (run " + std::to_string(run + 1) + ")");
-    const PlanReport& plan = gpu->last_plan();
-    EXPECT_EQ(plan.cpu_nodes, 0) << what;
-    EXPECT_EQ(plan.gpu_nodes, 1) << what;
-    EXPECT_EQ(plan.replayed, run > 0) << what;
-  }
+  testing::check_against_cpu(what, m, ins, gpu_options(strategy), expect_same, 1);
 }
 
 // The GPU run must fail (every run, replays included) with an out-of-range error naming the node.

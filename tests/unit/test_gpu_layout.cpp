@@ -86,39 +86,12 @@ bool skip_gpu_tests() {
 // Runs `model` on the CPU and on the GPU (capture, 3 runs, fail_loud) and compares every output.
 void check(const std::string& what, const std::string& model, const std::vector<In>& ins,
            Int64Policy::Strategy strategy = Int64Policy::Strategy::BitcastToI32) {
-  std::unordered_map<std::string, Tensor> feeds;
-  for (const auto& in : ins)
-    if (!in.name.empty() && !in.initializer) feeds[in.name] = in.value;
-  SessionOptions cpu_opts;
-  cpu_opts.ep = "cpu";
-  std::vector<Tensor> want = Session::from_bytes(model, cpu_opts).run(feeds);
-  SessionOptions gpu_opts;
-  gpu_opts.ep = "webgpu";
-  gpu_opts.capture = true;
-  gpu_opts.int64.strategy = strategy;
-  gpu_opts.int64.fail_loud = true;
-  std::unique_ptr<Session> gpu;
-  try {
-    gpu = std::make_unique<Session>(Session::from_bytes(model, gpu_opts));
-  } catch (const std::exception& e) {
-    if (skip_gpu_tests()) GTEST_SKIP() << "no WebGPU session: " << e.what();
-    FAIL() << what << ": cannot create a WebGPU session: " << e.what();
-  }
-  for (int run = 0; run < 3; ++run) {
-    std::vector<Tensor> got;
-    try {
-      got = gpu->run(feeds);
-    } catch (const std::exception& e) {
-      FAIL() << what << " (run " << run + 1 << "): " << e.what();
-    }
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t k = 0; k < got.size(); ++k)
-      expect_same(got[k], want[k], what + " output " + std::to_string(k) + " (run " + std::to_string(run + 1) + ")");
-    const PlanReport& plan = gpu->last_plan();
-    EXPECT_TRUE(plan.fallbacks.empty()) << what;
-    EXPECT_EQ(plan.cpu_nodes, 0) << what;
-    EXPECT_EQ(plan.replayed, run > 0) << what;
-  }
+  SessionOptions o;
+  o.ep = "webgpu";
+  o.capture = true;
+  o.int64.strategy = strategy;
+  o.int64.fail_loud = true;
+  testing::check_against_cpu(what, model, ins, o, expect_same);
 }
 
 std::string name_of(DType t) { return std::string(dtype_name(t)); }

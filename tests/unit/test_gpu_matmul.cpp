@@ -37,7 +37,7 @@ class KeepDeviceEnvironment : public ::testing::Environment {
 void check_gpu_vs_cpu(const std::string& model, const std::vector<Operand>& inputs, double rtol = 1e-4,
                       double atol = 1e-4) {
   testing::expect_gpu_matches_cpu(model, inputs, rtol, atol, [](const std::string& m) {
-    if (!g_keepalive) g_keepalive = std::make_unique<Session>(Session::from_bytes(m, SessionOptions{.ep = "webgpu"}));
+    if (!g_keepalive) g_keepalive = std::make_unique<Session>(Session::from_bytes(m, testing::webgpu_options()));
   });
 }
 
@@ -125,7 +125,7 @@ TEST(GpuMatMul, Int64ValuesBeyond32Bits) {
   std::vector<Operand> ins{{"A", a}, {"B", b}};
   std::string model = one_node_model("MatMul", ins, {"Y"}, 13);
   check_gpu_vs_cpu(model, ins, 0, 0);
-  Session gpu = Session::from_bytes(model, SessionOptions{.ep = "webgpu"});
+  Session gpu = Session::from_bytes(model, testing::webgpu_options());
   Tensor y = gpu.run({{"A", a}, {"B", b}})[0];
   int64_t e00 = ((int64_t(1) << 40) + 3) * 3 + (-(int64_t(1) << 35)) * 1 + 7 * -5;
   int64_t e11 = int64_t(5000000000) * -2 + -1 * 4 + (int64_t(1) << 50) * 6;
