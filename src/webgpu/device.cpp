@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "webgpu/dawn.h"
@@ -98,7 +99,13 @@ void copy_out(void* dst, const void* src, size_t n) {
     if (at < n) std::memcpy(static_cast<std::byte*>(dst) + at, static_cast<const std::byte*>(src) + at, std::min(chunk, n - at));
   };
   std::vector<std::thread> helpers;
-  for (size_t p = 1; p < parts; ++p) helpers.emplace_back(part, p);
+  for (size_t p = 1; p < parts; ++p) {
+    try {
+      helpers.emplace_back(part, p);
+    } catch (const std::system_error&) {
+      part(p);  // no thread to be had: this one copies that part too
+    }
+  }
   part(0);
   for (auto& t : helpers) t.join();
 }
