@@ -108,8 +108,9 @@ void Fusion::find_siblings() {
       const Tensor& w = g_.initializers.at(g_.nodes[m].inputs[1]);
       const Tensor* b = constant_bias(m);
       const Tensor* b0 = constant_bias(mms[0]);
+      // (A 1-D bias: one of higher rank could widen the Add's output beyond the product's rank.)
       if (w.dtype() != w0.dtype() || w.dim(0) != w0.dim(0) || (b == nullptr) != (b0 == nullptr) ||
-          (b && (b->dtype() != w.dtype() || b->numel() != w.dim(1))))
+          (b && (b->dtype() != w.dtype() || b->numel() != w.dim(1) || b->rank() != 1)))
         continue;
       if (group.size() < kMaxSiblings) group.push_back(m);
     }
@@ -223,8 +224,9 @@ bool Fusion::scalar_constant(const std::string& value) const {
   return c.has_attr("value_float") || c.has_attr("value_int");
 }
 
-// The value of a one-element float initializer or Constant node, as float32.
-std::optional<float> Fusion::scalar_value(const std::string& value) const {
+// The value of a one-element float initializer or Constant node of rank <= `max_rank` (a higher
+// rank would widen what it is combined with), as float32.
+std::optional<float> Fusion::scalar_value(const std::string& value, size_t max_rank) const {
   if (!scalar_constant(value)) return std::nullopt;
   const Tensor* t = nullptr;
   if (auto w = g_.initializers.find(value); w != g_.initializers.end()) t = &w->second;
@@ -234,7 +236,7 @@ std::optional<float> Fusion::scalar_value(const std::string& value) const {
     if (!t && c.has_attr("value_float")) return c.attr_float("value_float", 0.0f);
     if (!t && c.has_attr("value_int")) return float(c.attr_int("value_int", 0));
   }
-  if (!t || !dtype_is_float(t->dtype()) ) return std::nullopt;
+  if (!t || !dtype_is_float(t->dtype()) || size_t(t->rank()) > max_rank) return std::nullopt;
   return float(t->double_at(0));
 }
 
@@ -429,7 +431,11 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
     const char* e = std::getenv("ONNXGPU_EPILOGUE_ACTIVATION");
     return !(e && std::string(e) == "0");
   }();
-  if (activations && f.node.outputs.size() == 1 && !f.node.attrs.count("perm_y")) absorb_activation(f);
+  if (activations && f.node.outputs.size() == 1 && !f.node.attrs.count("perm_y")) {
+    size_t ra = shape[0].size(), rb = shape[1].size();  // the product's rank (numpy matmul)
+    size_t rank = std::max(ra >= 2 ? ra - 2 : 0, rb >= 2 ? rb - 2 : 0) + (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0);
+    absorb_activation(f, rank);
+  }
   if (f.members.empty()) return std::nullopt;  // a plain MatMul
   std::sort(f.members.begin(), f.members.end());
   return f;
@@ -440,7 +446,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
 // The elementwise group that alone reads the product's (epilogue's) result joins the epilogue when
 // its other inputs are constant scalars (a GELU after the bias): attribute "steps" as the fused
 // elementwise node has them, the result as operand p and each scalar as f<its float32 bits>.
-bool Fusion::absorb_activation(FusedGroup& f) const {
+bool Fusion::absorb_activation(FusedGroup& f, size_t rank) const {
   const std::string value = f.node.outputs[0];
   auto readers = consumers_.find(value);
   if (value.empty() || graph_outputs_.count(value) || readers == consumers_.end() || readers->second.empty()) return false;
@@ -465,7 +471,7 @@ bool Fusion::absorb_activation(FusedGroup& f) const {
     std::string step = n.op_type;
     for (const auto& in : n.inputs) {
       if (!ref.count(in)) {
-        auto v = scalar_value(in);
+        auto v = scalar_value(in, rank);
         if (!v) return false;  // another tensor: not an epilogue
         uint32_t bits;
         std::memcpy(&bits, &*v, 4);

@@ -72,13 +72,13 @@ class Fusion {
  private:
   std::optional<size_t> only_consumer(const std::string& value) const;
   bool scalar_constant(const std::string& value) const;
-  std::optional<float> scalar_value(const std::string& value) const;
+  std::optional<float> scalar_value(const std::string& value, size_t max_rank) const;
   std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts) const;
   static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
 
   bool split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const;
-  bool absorb_activation(FusedGroup& f) const;
+  bool absorb_activation(FusedGroup& f, size_t rank) const;
   void find_siblings();
   std::optional<FusedGroup> sibling_group(size_t i) const;
   const Tensor* constant_bias(size_t matmul, std::string* name = nullptr) const;

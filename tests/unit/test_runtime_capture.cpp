@@ -705,15 +705,17 @@ TEST(RuntimeFusion, ASplitOfTheProductIsWrittenInParts) {
 
 // Products that read one A with constant Bs of the same K (BERT's q, k, v projections) run as one
 // product with the Bs side by side, each sibling's bias added and its columns written to its output;
-// a sibling with another K, or without the bias the first one has, stays alone.
+// a sibling with another K, without the bias the first one has, or with a bias that widens its output
+// ([1, 1, N]: the Add's output has rank 3) stays alone.
 TEST(RuntimeFusion, SiblingProductsRunAsOne) {
   SKIP_WITHOUT_GPU();
   struct Case {
     bool third_bias;
     int64_t third_k;
     int dispatches;
+    bool wide_bias = false;
   };
-  for (const Case& c : {Case{true, 6, 1}, Case{false, 6, 2}, Case{true, 4, 2}}) {
+  for (const Case& c : {Case{true, 6, 1}, Case{false, 6, 2}, Case{true, 4, 2}, Case{true, 6, 3, true}}) {
     ModelBuilder b;
     b.input("x", DType::Float32, {-1, 6}).input("x4", DType::Float32, {-1, 4});
     for (const char* o : {"q", "k", "v"}) b.output(o, DType::Float32);
@@ -725,7 +727,7 @@ TEST(RuntimeFusion, SiblingProductsRunAsOne) {
       for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.5f * float(i) - float(s);
       std::string id = std::to_string(s);
       b.initializer("w" + id, Tensor::from_vector<float>({k, n[s]}, w));
-      b.initializer("b" + id, Tensor::from_vector<float>({n[s]}, bias));
+      b.initializer("b" + id, Tensor::from_vector<float>(s == 2 && c.wide_bias ? Shape{1, 1, n[s]} : Shape{n[s]}, bias));
       bool with_bias = s < 2 || c.third_bias;
       b.node("MatMul", {k == 6 ? "x" : "x4", "w" + id}, {with_bias ? "p" + id : std::string(s == 0 ? "q" : s == 1 ? "k" : "v")});
       if (with_bias) b.node("Add", {"p" + id, "b" + id}, {s == 0 ? "q" : s == 1 ? "k" : "v"});
@@ -739,7 +741,7 @@ TEST(RuntimeFusion, SiblingProductsRunAsOne) {
     recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 1e-5);
     EXPECT_EQ(g.last_plan().dispatches, c.dispatches) << c.third_bias << " " << c.third_k;
     auto out = g.run(feeds);
-    EXPECT_EQ(out[2].shape(), (Shape{3, 7}));
+    EXPECT_EQ(out[2].shape(), c.wide_bias ? (Shape{1, 3, 7}) : (Shape{3, 7}));
   }
 }
 
@@ -795,4 +797,27 @@ TEST(RuntimeFusion, AnActivationJoinsTheProductsEpilogue) {
       int product = k == 8 ? 1 : 2;  // split-K adds a sum pass
       EXPECT_EQ(s.last_plan().dispatches, other_tensor ? product + 1 : product) << k << " " << other_tensor;
     }
+}
+
+// A scalar of higher rank than the product ([1, 1, 1] against [3, 5]) widens the activation's output:
+// that group stays out of the epilogue, and the result keeps its rank.
+TEST(RuntimeFusion, AWideningScalarKeepsTheActivationOut) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {3, 8}).output("y", DType::Float32);
+  std::vector<float> w(40);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * float(int(i % 9) - 4);
+  b.initializer("w", Tensor::from_vector<float>({8, 5}, w));
+  b.initializer("c", Tensor::from_vector<float>({1, 1, 1}, {2.0f}));
+  b.initializer("one", Tensor::scalar<float>(1.0f));
+  b.node("MatMul", {"x", "w"}, {"h"});
+  b.node("Mul", {"h", "c"}, {"m"});
+  b.node("Add", {"m", "one"}, {"y"});
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.2f * float(int(i % 7) - 3);
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3, 8}, xs)}};
+  Session s = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(s, b.bytes(), feeds, 1e-5);
+  EXPECT_EQ(s.last_plan().dispatches, 2);
+  EXPECT_EQ(s.run(feeds)[0].shape(), (Shape{1, 3, 5}));
 }
