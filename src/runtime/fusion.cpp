@@ -431,7 +431,8 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
     const char* e = std::getenv("ONNXGPU_EPILOGUE_ACTIVATION");
     return !(e && std::string(e) == "0");
   }();
-  if (activations && f.node.outputs.size() == 1 && !f.node.attrs.count("perm_y")) {
+  // (float32 only: the fused elementwise kernel, which the group would otherwise be, is float32 too.)
+  if (activations && dtype[0] == DType::Float32 && f.node.outputs.size() == 1 && !f.node.attrs.count("perm_y")) {
     size_t ra = shape[0].size(), rb = shape[1].size();  // the product's rank (numpy matmul)
     size_t rank = std::max(ra >= 2 ? ra - 2 : 0, rb >= 2 ? rb - 2 : 0) + (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0);
     absorb_activation(f, rank);
@@ -515,6 +516,7 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
   } catch (const Error&) {
     return false;  // the Split alone reports it
   }
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return false;  // an empty part: the Split runs
   ir::Attribute a;
   a.kind = ir::Attribute::Kind::Ints;
   a.ints = sizes;
