@@ -37,6 +37,24 @@ bool check_inputs(const GpuKernelContext& ctx) {
   return true;
 }
 
+// A program over x, w (and the bias b) of X's float type writing y of shape `out`; `binds` gets the
+// bindings in that order.
+shader::Program float_program(GpuKernelContext& ctx, const std::string& name, bool has_bias, const Shape& out,
+                              std::vector<ValueRef>& binds) {
+  DType t = ctx.dtype(0);
+  auto p = ctx.program(name + (has_bias ? "_bias" : ""));
+  p.input("x", t, ctx.shape(0));
+  p.input("w", t, ctx.shape(1));
+  binds = {ctx.in(0), ctx.in(1)};
+  if (has_bias) {
+    p.input("b", t, ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  p.output("y", t, out);
+  binds.push_back(ctx.out(0));
+  return p;
+}
+
 // Splits the spatial linear index `sp` of the output into per-dim positions, into `var <name>: array<i32, R>`
 // holding pos * mul(d) + add(d) for the given uniform arrays (WGSL).
 std::string split_spatial(size_t r, const std::string& name, const std::string& expr) {
@@ -65,20 +83,11 @@ bool use_tiled(const GpuKernelContext& ctx, int64_t Mg, int64_t group) {
 void conv_tiled(GpuKernelContext& ctx, const cpu::nn::Window& win, int64_t group, bool has_bias, const Shape& out) {
   const Shape& xs = ctx.shape(0);
   const Shape& ws = ctx.shape(1);
-  DType t = ctx.dtype(0);
   size_t r = xs.size() - 2;
   int64_t Mg = ws[0] / group, K = ws[1] * shape_numel(Shape(ws.begin() + 2, ws.end()));
   int64_t cols = xs[0] * shape_numel(win.out);
-  auto p = ctx.program("conv_tiled" + std::to_string(r) + "d" + (has_bias ? "_bias" : ""));
-  p.input("x", t, xs);
-  p.input("w", t, ws);
-  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
-  if (has_bias) {
-    p.input("b", t, ctx.shape(2));
-    binds.push_back(ctx.in(2));
-  }
-  p.output("y", t, out);
-  binds.push_back(ctx.out(0));
+  std::vector<ValueRef> binds;
+  auto p = float_program(ctx, "conv_tiled" + std::to_string(r) + "d", has_bias, out, binds);
   p.uniform("mg_n", uint32_t(Mg));
   p.uniform("k_len", uint32_t(K));
   p.uniform("cols", uint32_t(cols));
@@ -335,16 +344,8 @@ void conv_transpose(GpuKernelContext& ctx) {
   convutil::check_i32(ctx, dil, "dilation");
   convutil::check_i32(ctx, pb, "pad");
 
-  auto p = ctx.program("convtranspose" + std::to_string(r) + "d" + (has_bias ? "_bias" : ""));
-  p.input("x", t, xs);
-  p.input("w", t, ws);
-  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
-  if (has_bias) {
-    p.input("b", t, ctx.shape(2));
-    binds.push_back(ctx.in(2));
-  }
-  p.output("y", t, out);
-  binds.push_back(ctx.out(0));
+  std::vector<ValueRef> binds;
+  auto p = float_program(ctx, "convtranspose" + std::to_string(r) + "d", has_bias, out, binds);
   p.uniform("groups", uint32_t(group));
   p.uniform("in_sz", uint32_t(shape_numel(in_sp)));
   p.uniform("k_sz", uint32_t(shape_numel(k_sp)));
