@@ -749,7 +749,10 @@ capture,no-capture,cpu] [--runs N] [--warmup N] [--rounds N] [--time-limit S] [-
 [--doc F] [--chart F]` runs the matrix and writes this page; `--report-only RAW` rewrites it from a raw file;
 `--make-bundle` packs bench/.carry for the device machine. Generated files stay out of git: bench/models,
 bench/.peer (the peer built from /work/shared/peer with its build.sh, library cached in bench/.peer/.cache),
-bench/.carry, bench/results (raw JSON lines).
+bench/.carry, bench/results (raw JSON lines). `bench/variants.py --bundle .carry --cases bert,gpt2
+--variants 'base;NAME=ENV=VALUE|ENV=VALUE'` runs engine variants (MatMul tiles, split-K, Dawn toggles, the
+chunked submits, see docs/webgpu.md) alternating in one call, with each one's latency, host time and GPU
+profile: how the choices in docs/performance.md were measured.
 """
 
 H200_SECTION = """## How to run on the H200
