@@ -711,7 +711,7 @@ bool Planner::try_fused(size_t index) {
   auto facts = [&](const std::string& name) -> const ValueFacts* {
     auto it = values_.find(name);
     if (it == values_.end()) return nullptr;
-    return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant != nullptr, it->second.constant});
+    return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant});
   };
   std::optional<FusedGroup> group = fusion_.group_at(index, facts);
   if (!group || !wg::gpu_registry().find(group->node.op_type, group->node.domain)) return false;

@@ -103,11 +103,11 @@ void Fusion::find_siblings() {
   for (auto& [a, mms] : by_a) {
     if (mms.size() < 2) continue;
     const Tensor& w0 = g_.initializers.at(g_.nodes[mms[0]].inputs[1]);
+    const Tensor* b0 = constant_bias(mms[0]);
     std::vector<size_t> group;
     for (size_t m : mms) {
       const Tensor& w = g_.initializers.at(g_.nodes[m].inputs[1]);
       const Tensor* b = constant_bias(m);
-      const Tensor* b0 = constant_bias(mms[0]);
       // (A 1-D bias: one of higher rank could widen the Add's output beyond the product's rank.)
       if (w.dtype() != w0.dtype() || w.dim(0) != w0.dim(0) || (b == nullptr) != (b0 == nullptr) ||
           (b && (b->dtype() != w.dtype() || b->numel() != w.dim(1) || b->rank() != 1)))
@@ -213,15 +213,20 @@ bool Fusion::read_for_shape_only(const ir::Node& node) const {
   return any;
 }
 
+// The Constant node that produces `value`, if one does (wherever it stands in the graph).
+const ir::Node* Fusion::constant_node(const std::string& value) const {
+  auto p = producer_.find(value);
+  return p != producer_.end() && plain(g_.nodes[p->second], "Constant") ? &g_.nodes[p->second] : nullptr;
+}
+
 // A one-element initializer or Constant: the fused kernel writes it into its WGSL, binding nothing.
 bool Fusion::scalar_constant(const std::string& value) const {
   auto w = g_.initializers.find(value);
   if (w != g_.initializers.end()) return shape_numel(w->second.shape()) == 1;
-  auto p = producer_.find(value);
-  if (p == producer_.end() || !plain(g_.nodes[p->second], "Constant")) return false;
-  const ir::Node& c = g_.nodes[p->second];
-  if (const Tensor* t = c.attr_tensor("value")) return shape_numel(t->shape()) == 1;
-  return c.has_attr("value_float") || c.has_attr("value_int");
+  const ir::Node* c = constant_node(value);
+  if (!c) return false;
+  if (const Tensor* t = c->attr_tensor("value")) return shape_numel(t->shape()) == 1;
+  return c->has_attr("value_float") || c->has_attr("value_int");
 }
 
 // The value of a one-element float initializer or Constant node of rank <= `max_rank` (a higher
@@ -229,12 +234,13 @@ bool Fusion::scalar_constant(const std::string& value) const {
 std::optional<float> Fusion::scalar_value(const std::string& value, size_t max_rank) const {
   if (!scalar_constant(value)) return std::nullopt;
   const Tensor* t = nullptr;
-  if (auto w = g_.initializers.find(value); w != g_.initializers.end()) t = &w->second;
-  else {
-    const ir::Node& c = g_.nodes[producer_.at(value)];
-    t = c.attr_tensor("value");
-    if (!t && c.has_attr("value_float")) return c.attr_float("value_float", 0.0f);
-    if (!t && c.has_attr("value_int")) return float(c.attr_int("value_int", 0));
+  if (auto w = g_.initializers.find(value); w != g_.initializers.end()) {
+    t = &w->second;
+  } else {
+    const ir::Node* c = constant_node(value);
+    t = c->attr_tensor("value");
+    if (!t && c->has_attr("value_float")) return c->attr_float("value_float", 0.0f);
+    if (!t && c->has_attr("value_int")) return float(c->attr_int("value_int", 0));
   }
   if (!t || !dtype_is_float(t->dtype()) || size_t(t->rank()) > max_rank) return std::nullopt;
   return float(t->double_at(0));
@@ -396,7 +402,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
     const std::string& bias = add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0];
     const ValueFacts* c = facts(bias);
     int64_t n = shape[1][1];
-    if (c && c->constant && c->dtype == dtype[0] && !c->shape.empty() && c->shape.size() <= shape[0].size() &&
+    if (c && c->value && c->dtype == dtype[0] && !c->shape.empty() && c->shape.size() <= shape[0].size() &&
         c->shape.back() == n && shape_numel(c->shape) == n) {
       f.node.name += "+" + add->name;
       f.node.inputs.push_back(bias);
@@ -503,9 +509,7 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
   if (has_input) {
     const ValueFacts* v = facts(s.inputs[1]);
     sizes_in = v ? v->value : nullptr;
-    auto p = producer_.find(s.inputs[1]);
-    if (!sizes_in && p != producer_.end() && plain(g_.nodes[p->second], "Constant"))
-      sizes_in = g_.nodes[p->second].attr_tensor("value");
+    if (const ir::Node* c = sizes_in ? nullptr : constant_node(s.inputs[1])) sizes_in = c->attr_tensor("value");
     if (!sizes_in || !dtype_is_integer(sizes_in->dtype())) return false;
   }
   std::vector<int64_t> sizes;

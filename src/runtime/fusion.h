@@ -36,8 +36,7 @@ namespace onnxgpu::runtime {
 struct ValueFacts {
   DType dtype = DType::Undefined;
   Shape shape;
-  bool constant = false;
-  const Tensor* value = nullptr;  // a constant's value
+  const Tensor* value = nullptr;  // a constant's value (null: computed at run time)
 };
 
 struct FusedGroup {
@@ -71,6 +70,7 @@ class Fusion {
 
  private:
   std::optional<size_t> only_consumer(const std::string& value) const;
+  const ir::Node* constant_node(const std::string& value) const;
   bool scalar_constant(const std::string& value) const;
   std::optional<float> scalar_value(const std::string& value, size_t max_rank) const;
   std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts) const;

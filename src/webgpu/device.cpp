@@ -93,7 +93,7 @@ void copy_out(void* dst, const void* src, size_t n) {
     std::memcpy(dst, src, n);
     return;
   }
-  size_t chunk = (n / parts + 63) / 64 * 64;
+  size_t chunk = ((n + parts - 1) / parts + 63) / 64 * 64;  // parts * chunk >= n
   auto part = [=](size_t p) {
     size_t at = p * chunk;
     if (at < n) std::memcpy(static_cast<std::byte*>(dst) + at, static_cast<const std::byte*>(src) + at, std::min(chunk, n - at));

@@ -333,21 +333,25 @@ std::string fused_expression(const std::string& op, bool& uses_erf, bool& uses_p
 
 }  // namespace
 
+FusedStep parse_fused_step(const std::string& text) {
+  FusedStep st;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t sp = text.find(' ', pos);
+    std::string word = text.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
+    if (st.op.empty()) st.op = word;
+    else st.args.push_back(word);
+    pos = sp == std::string::npos ? text.size() : sp + 1;
+  }
+  return st;
+}
+
 std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::string>& steps,
                              const std::function<std::optional<double>(const std::string&)>& scalar,
                              const std::function<bool(const std::string&)>& condition, std::string& decls) {
   bool uses_erf = false, uses_pow = false;
   std::string body;
   for (size_t m = 0; m < steps.size(); ++m) {
-    std::string op;
-    std::vector<std::string> args;
-    for (size_t pos = 0; pos < steps[m].size();) {
-      size_t sp = steps[m].find(' ', pos);
-      std::string word = steps[m].substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
-      if (op.empty()) op = word;
-      else args.push_back(word);
-      pos = sp == std::string::npos ? steps[m].size() : sp + 1;
-    }
+    auto [op, args] = parse_fused_step(steps[m]);
     std::string e = fused_expression(op, uses_erf, uses_pow);
     bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow";
     size_t arity = op == "Where" ? 3 : binary ? 2 : 1;
@@ -395,15 +399,12 @@ void fused_elementwise(GpuKernelContext& ctx) {
   // Inputs read only as Pow's exponent (any number type) or Where's condition (bool).
   std::vector<bool> exponent_only(n, true), condition_only(n, true);
   for (const auto& text : attr->strings) {
-    std::string op = text.substr(0, text.find(' '));
-    size_t q = 0;
-    for (size_t pos = text.find(' '); pos != std::string::npos; ++q) {
-      size_t sp = text.find(' ', pos + 1);
-      auto k = input_of(text.substr(pos + 1, sp == std::string::npos ? std::string::npos : sp - pos - 1));
-      pos = sp;
+    FusedStep st = parse_fused_step(text);
+    for (size_t q = 0; q < st.args.size(); ++q) {
+      auto k = input_of(st.args[q]);
       if (!k) continue;
-      if (!(op == "Pow" && q == 1)) exponent_only[*k] = false;
-      if (!(op == "Where" && q == 0)) condition_only[*k] = false;
+      if (!(st.op == "Pow" && q == 1)) exponent_only[*k] = false;
+      if (!(st.op == "Where" && q == 0)) condition_only[*k] = false;
     }
   }
   // Inputs: float32 tensors, bool conditions, or constant scalars (written into the WGSL).

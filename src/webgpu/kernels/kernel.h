@@ -123,6 +123,13 @@ using GpuKernel = std::function<void(GpuKernelContext&)>;
 // computed by one kernel. They exist only inside a GPU plan, never in a model or on the CPU.
 inline constexpr const char* kFusedDomain = "onnxgpu.fused";
 
+// One step of a fused elementwise expression: "Op operand [operand ...]".
+struct FusedStep {
+  std::string op;
+  std::vector<std::string> args;
+};
+FusedStep parse_fused_step(const std::string& text);
+
 // The steps of a fused elementwise expression (runtime/fusion.h, attribute "steps": "Op operand
 // [operand]" in order, operands written into the WGSL as they are, t<m> being step m's value) as WGSL
 // statements defining t0, t1, ... (the last is the result). `scalar(operand)` gives a constant

@@ -558,11 +558,7 @@ void fused_matmul(GpuKernelContext& ctx) {
       return v;
     };
     for (const auto& text : st->strings)
-      for (size_t pos = text.find(' '); pos != std::string::npos;) {
-        size_t sp = text.find(' ', pos + 1);
-        scalar(text.substr(pos + 1, sp == std::string::npos ? std::string::npos : sp - pos - 1));
-        pos = sp;
-      }
+      for (const auto& operand : parse_fused_step(text).args) scalar(operand);
     for (const auto& o : used) ep.act += "  let " + o + " = " + f32_lit(float(*scalar(o))) + ";\n";
     ep.act += fused_steps_wgsl(ctx, st->strings, scalar, [](const std::string&) { return false; }, ep.act_decls);
     ep.act += "  return t" + std::to_string(st->strings.size() - 1) + ";\n";
