@@ -8,10 +8,7 @@ namespace onnxgpu::ops {
 
 int64_t conv_group(const ir::Node& node, const Fail& fail) {
   int64_t g = node.attr_int("group", 1);
-  if (g <= 0) {
-    fail("group must be positive, got " + std::to_string(g));
-    throw InvalidArgument("group must be positive");
-  }
+  if (g <= 0) raise(fail, "group must be positive, got " + std::to_string(g));
   return g;
 }
 
@@ -23,16 +20,12 @@ void check_kernel_shape(const ir::Node& node, const Shape& from_weights, const F
 
 ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape& in, const Shape& kernel,
                                               const Fail& fail) {
-  auto error = [&](const std::string& m) {
-    fail(m);
-    throw InvalidArgument(m);  // (fail throws; this only keeps the compiler sure of it)
-  };
   size_t r = in.size();
   auto get = [&](const char* name, size_t count, int64_t def) {
     std::vector<int64_t> v = node.attr_ints(name, {});
     if (v.empty()) v.assign(count, def);
     if (v.size() != count)
-      error(std::string("attribute '") + name + "' has " + std::to_string(v.size()) + " values, expected " +
+      raise(fail, std::string("attribute '") + name + "' has " + std::to_string(v.size()) + " values, expected " +
             std::to_string(count));
     return v;
   };
@@ -43,14 +36,14 @@ ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape&
   std::vector<int64_t> out_attr = node.attr_ints("output_shape", {});
   if (out_attr.size() == r + 2) out_attr.erase(out_attr.begin(), out_attr.begin() + 2);
   if (!out_attr.empty() && out_attr.size() != r)
-    error("output_shape " + shape_str(out_attr) + " must have one value per spatial dim (" + std::to_string(r) + ")");
+    raise(fail, "output_shape " + shape_str(out_attr) + " must have one value per spatial dim (" + std::to_string(r) + ")");
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
-    error("unknown auto_pad '" + auto_pad + "'");
+    raise(fail, "unknown auto_pad '" + auto_pad + "'");
   g.pad_begin.resize(r);
   g.out.resize(r);
   for (size_t i = 0; i < r; ++i) {
-    if (g.strides[i] <= 0 || g.dilations[i] <= 0) error("strides and dilations must be positive");
+    if (g.strides[i] <= 0 || g.dilations[i] <= 0) raise(fail, "strides and dilations must be positive");
     int64_t full = g.strides[i] * (in[i] - 1) + opad[i] + (kernel[i] - 1) * g.dilations[i] + 1;
     bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
     if (!out_attr.empty() || same) {
@@ -65,7 +58,7 @@ ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape&
       g.pad_begin[i] = pads[i];
       g.out[i] = full - pads[i] - pads[i + r];
     }
-    if (g.out[i] < 0) error("the output would have a negative size along spatial dim " + std::to_string(i));
+    if (g.out[i] < 0) raise(fail, "the output would have a negative size along spatial dim " + std::to_string(i));
   }
   return g;
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "onnxgpu/tensor.h"
-#include "ops/slice.h"  // Fail
+#include "ops/fail.h"
 
 namespace onnxgpu::ops {
 

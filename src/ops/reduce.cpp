@@ -6,18 +6,14 @@ namespace onnxgpu::ops {
 
 std::vector<bool> reduced_dims(const ir::Node& node, int64_t opset, int64_t rank, int64_t input_since,
                                const std::function<const Tensor*()>& axes_input, const Fail& fail) {
-  auto error = [&](const std::string& m) {
-    fail(m);
-    throw InvalidArgument(m);  // (fail throws; this only keeps the compiler sure of it)
-  };
   bool from_input = opset >= input_since;
   std::vector<int64_t> axes;
   std::string what;
   if (from_input) {
     what = "input 1 ('axes')";
     if (const Tensor* a = axes_input()) {
-      if (a->dtype() != DType::Int64) error(what + " must be int64, got " + a->describe());
-      if (a->rank() > 1) error(what + " must be 1-D, got " + a->describe());
+      if (a->dtype() != DType::Int64) raise(fail, what + " must be int64, got " + a->describe());
+      if (a->rank() > 1) raise(fail, what + " must be 1-D, got " + a->describe());
       axes = a->to_int64_vector();
     }
   } else {
@@ -32,9 +28,9 @@ std::vector<bool> reduced_dims(const ir::Node& node, int64_t opset, int64_t rank
   std::vector<bool> mask(size_t(rank), false);
   for (int64_t a : axes) {
     if (a < -rank || a >= rank)
-      error(what + ": axis " + std::to_string(a) + " is out of range for input rank " + std::to_string(rank));
+      raise(fail, what + ": axis " + std::to_string(a) + " is out of range for input rank " + std::to_string(rank));
     int64_t n = a < 0 ? a + rank : a;
-    if (mask[size_t(n)]) error(what + ": axis " + std::to_string(a) + " appears more than once");
+    if (mask[size_t(n)]) raise(fail, what + ": axis " + std::to_string(a) + " appears more than once");
     mask[size_t(n)] = true;
   }
   return mask;

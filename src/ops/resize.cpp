@@ -50,20 +50,15 @@ double cubic_kernel(double x, double A) {
   return 0;
 }
 
-[[noreturn]] void error(const Fail& fail, const std::string& m) {
-  fail(m);
-  throw InvalidArgument(m);  // (fail throws; this only keeps the compiler sure of it)
-}
-
 void check_mode(const ResizeParams& p, const Fail& fail) {
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") error(fail, "unknown mode '" + p.mode + "'");
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") raise(fail, "unknown mode '" + p.mode + "'");
   static const char* coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
                                  "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
   if (std::find(std::begin(coords), std::end(coords), p.coord) == std::end(coords))
-    error(fail, "unknown coordinate_transformation_mode '" + p.coord + "'");
+    raise(fail, "unknown coordinate_transformation_mode '" + p.coord + "'");
   static const char* nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   if (std::find(std::begin(nearest), std::end(nearest), p.nearest_mode) == std::end(nearest))
-    error(fail, "unknown nearest_mode '" + p.nearest_mode + "'");
+    raise(fail, "unknown nearest_mode '" + p.nearest_mode + "'");
 }
 
 ResizeParams defaults(const ir::Node& node, const Shape& x) {
@@ -88,10 +83,10 @@ std::vector<int64_t> all_axes(size_t r) {
 void apply_scales(ResizeParams& p, const Shape& x, const std::vector<double>& scales, const std::vector<int64_t>& axes,
                   const Fail& fail) {
   if (scales.size() != axes.size())
-    error(fail, "scales has " + std::to_string(scales.size()) + " values but " + std::to_string(axes.size()) +
+    raise(fail, "scales has " + std::to_string(scales.size()) + " values but " + std::to_string(axes.size()) +
                     " are expected (one per resized axis of X " + shape_str(x) + ")");
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (!(scales[i] > 0)) error(fail, "scales must be positive, got " + std::to_string(scales[i]));
+    if (!(scales[i] > 0)) raise(fail, "scales must be positive, got " + std::to_string(scales[i]));
     size_t a = size_t(axes[i]);
     p.scales[a] = scales[i];
     p.out[a] = int64_t(std::floor(double(x[a]) * scales[i]));
@@ -101,9 +96,9 @@ void apply_scales(ResizeParams& p, const Shape& x, const std::vector<double>& sc
 // The output shape against the input's.
 ResizeParams& checked(ResizeParams& p, const Shape& x, const Fail& fail) {
   for (size_t a = 0; a < x.size(); ++a) {
-    if (p.out[a] < 0) error(fail, "output shape " + shape_str(p.out) + " has a negative dim");
+    if (p.out[a] < 0) raise(fail, "output shape " + shape_str(p.out) + " has a negative dim");
     if (x[a] == 0 && p.out[a] > 0)
-      error(fail, "cannot resize the empty axis " + std::to_string(a) + " of X " + shape_str(x) + " to " +
+      raise(fail, "cannot resize the empty axis " + std::to_string(a) + " of X " + shape_str(x) + " to " +
                       std::to_string(p.out[a]));
   }
   return p;
@@ -119,7 +114,7 @@ ResizeParams resize_params(const ir::Node& node, int64_t opset, const Shape& x, 
     p.coord = "asymmetric";
     p.nearest_mode = "floor";
     check_mode(p, fail);
-    if (p.mode == "cubic") error(fail, "mode 'cubic' needs opset 11");
+    if (p.mode == "cubic") raise(fail, "mode 'cubic' needs opset 11");
     apply_scales(p, x, cpu::nn::to_doubles(input(1, "scales")), all_axes(r), fail);
     return checked(p, x, fail);
   }
@@ -134,9 +129,9 @@ ResizeParams resize_params(const ir::Node& node, int64_t opset, const Shape& x, 
   if (opset >= 18 && node.has_attr("axes")) {
     for (int64_t a : node.attr_ints("axes")) {
       if (a < -int64_t(r) || a >= int64_t(r))
-        error(fail, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+        raise(fail, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
       if (a < 0) a += int64_t(r);
-      if (std::find(axes.begin(), axes.end(), a) != axes.end()) error(fail, "attribute 'axes' repeats an axis");
+      if (std::find(axes.begin(), axes.end(), a) != axes.end()) raise(fail, "attribute 'axes' repeats an axis");
       axes.push_back(a);
     }
   } else {
@@ -145,28 +140,28 @@ ResizeParams resize_params(const ir::Node& node, int64_t opset, const Shape& x, 
   if (p.coord == "tf_crop_and_resize" && given(1)) {
     std::vector<double> roi = cpu::nn::to_doubles(input(1, "roi"));
     if (roi.size() != 2 * axes.size())
-      error(fail, "roi has " + std::to_string(roi.size()) + " values, expected " + std::to_string(2 * axes.size()));
+      raise(fail, "roi has " + std::to_string(roi.size()) + " values, expected " + std::to_string(2 * axes.size()));
     for (size_t i = 0; i < axes.size(); ++i) {
       p.roi[size_t(axes[i])] = roi[i];
       p.roi[size_t(axes[i]) + r] = roi[i + axes.size()];
     }
   }
   bool has_scales = given(2), has_sizes = given(3);
-  if (has_scales == has_sizes) error(fail, "exactly one of 'scales' and 'sizes' must be given");
+  if (has_scales == has_sizes) raise(fail, "exactly one of 'scales' and 'sizes' must be given");
   if (has_scales) {
     apply_scales(p, x, cpu::nn::to_doubles(input(2, "scales")), axes, fail);
   } else {
     const Tensor& st = input(3, "sizes");
-    if (st.dtype() != DType::Int64) error(fail, "sizes must be int64, got " + st.describe());
+    if (st.dtype() != DType::Int64) raise(fail, "sizes must be int64, got " + st.describe());
     std::vector<int64_t> sizes = st.to_int64_vector();
     if (sizes.size() != axes.size())
-      error(fail, "sizes has " + std::to_string(sizes.size()) + " values but " + std::to_string(axes.size()) +
+      raise(fail, "sizes has " + std::to_string(sizes.size()) + " values but " + std::to_string(axes.size()) +
                       " are expected (one per resized axis of X " + shape_str(x) + ")");
     std::string policy = opset >= 18 ? node.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
     if (policy == "stretch") {
       for (size_t i = 0; i < axes.size(); ++i) {
         size_t a = size_t(axes[i]);
-        if (sizes[i] < 0) error(fail, "sizes must be non-negative, got " + shape_str(sizes));
+        if (sizes[i] < 0) raise(fail, "sizes must be non-negative, got " + shape_str(sizes));
         p.out[a] = sizes[i];
         p.from_sizes[a] = true;
         p.scales[a] = x[a] == 0 ? 1.0 : double(sizes[i]) / double(x[a]);
@@ -183,11 +178,11 @@ ResizeParams resize_params(const ir::Node& node, int64_t opset, const Shape& x, 
         p.out[a] = int64_t(std::floor(s * double(x[a]) + 0.5));
       }
     } else {
-      error(fail, "unknown keep_aspect_ratio_policy '" + policy + "'");
+      raise(fail, "unknown keep_aspect_ratio_policy '" + policy + "'");
     }
   }
   for (double s : p.scales)
-    if (!(s > 0) || !std::isfinite(s)) error(fail, "resize scales must be positive and finite");
+    if (!(s > 0) || !std::isfinite(s)) raise(fail, "resize scales must be positive and finite");
   return checked(p, x, fail);
 }
 
@@ -196,7 +191,7 @@ ResizeParams upsample_params(const ir::Node& node, int64_t opset, const Shape& x
   size_t r = x.size();
   ResizeParams p = defaults(node, x);
   if (p.mode == "bilinear") p.mode = "linear";
-  if (p.mode != "nearest" && p.mode != "linear") error(fail, "unknown mode '" + p.mode + "'");
+  if (p.mode != "nearest" && p.mode != "linear") raise(fail, "unknown mode '" + p.mode + "'");
   p.coord = "asymmetric";
   p.nearest_mode = "floor";
   std::vector<double> scales;
@@ -205,7 +200,7 @@ ResizeParams upsample_params(const ir::Node& node, int64_t opset, const Shape& x
   } else if (node.has_attr("scales")) {
     for (float f : node.attr_floats("scales")) scales.push_back(f);
   } else {  // Upsample-1: height_scale, width_scale on NCHW
-    if (r != 4) error(fail, "Upsample-1 needs a 4-D input, got " + shape_str(x));
+    if (r != 4) raise(fail, "Upsample-1 needs a 4-D input, got " + shape_str(x));
     scales = {1.0, 1.0, node.attr_float("height_scale", 1.0f), node.attr_float("width_scale", 1.0f)};
   }
   apply_scales(p, x, scales, all_axes(r), fail);

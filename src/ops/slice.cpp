@@ -30,8 +30,7 @@ SliceParams slice_params(const ir::Node& node, int64_t opset, const std::functio
   SliceParams p;
   if (opset < 10) {
     if (!node.has_attr("starts") || !node.has_attr("ends")) {
-      fail("attributes 'starts' and 'ends' are required before opset 10");
-      throw InvalidArgument("Slice: attributes 'starts' and 'ends' are required before opset 10");
+      raise(fail, "attributes 'starts' and 'ends' are required before opset 10");
     }
     p.starts = node.attr_ints("starts");
     p.ends = node.attr_ints("ends");
@@ -50,31 +49,27 @@ SliceParams slice_params(const ir::Node& node, int64_t opset, const std::functio
 }
 
 std::vector<SlicedAxis> plan_slice(const Shape& x, SliceParams p, const Fail& fail) {
-  auto error = [&](const std::string& m) {
-    fail(m);
-    throw InvalidArgument(m);  // (fail throws; this only keeps the compiler sure of it)
-  };
   const int64_t r = int64_t(x.size());
   const size_t n = p.starts.size();
-  if (p.ends.size() != n) error("starts " + shape_str(p.starts) + " and ends " + shape_str(p.ends) + " differ in length");
+  if (p.ends.size() != n) raise(fail, "starts " + shape_str(p.starts) + " and ends " + shape_str(p.ends) + " differ in length");
   if (!p.have_axes) {
-    if (int64_t(n) > r) error("starts has " + std::to_string(n) + " entries for input " + shape_str(x));
+    if (int64_t(n) > r) raise(fail, "starts has " + std::to_string(n) + " entries for input " + shape_str(x));
     p.axes.resize(n);
     std::iota(p.axes.begin(), p.axes.end(), 0);
   }
-  if (p.axes.size() != n) error("axes " + shape_str(p.axes) + " and starts " + shape_str(p.starts) + " differ in length");
+  if (p.axes.size() != n) raise(fail, "axes " + shape_str(p.axes) + " and starts " + shape_str(p.starts) + " differ in length");
   if (p.steps.empty()) p.steps.assign(n, 1);
-  if (p.steps.size() != n) error("steps " + shape_str(p.steps) + " and starts " + shape_str(p.starts) + " differ in length");
+  if (p.steps.size() != n) raise(fail, "steps " + shape_str(p.steps) + " and starts " + shape_str(p.starts) + " differ in length");
   std::vector<bool> seen(size_t(r), false);
   std::vector<SlicedAxis> out;
   for (size_t i = 0; i < n; ++i) {
     int64_t a = p.axes[i];
-    if (r == 0) error("axis " + std::to_string(a) + " given for a rank-0 tensor");
-    if (a < -r || a >= r) error("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+    if (r == 0) raise(fail, "axis " + std::to_string(a) + " given for a rank-0 tensor");
+    if (a < -r || a >= r) raise(fail, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
     if (a < 0) a += r;
-    if (seen[size_t(a)]) error("axis " + std::to_string(p.axes[i]) + " is repeated");
+    if (seen[size_t(a)]) raise(fail, "axis " + std::to_string(p.axes[i]) + " is repeated");
     seen[size_t(a)] = true;
-    if (p.steps[i] == 0) error("steps " + shape_str(p.steps) + " has a 0 step");
+    if (p.steps[i] == 0) raise(fail, "steps " + shape_str(p.steps) + " has a 0 step");
     SlicedAxis s = slice_range(x[size_t(a)], p.starts[i], p.ends[i], p.steps[i]);
     s.axis = size_t(a);
     out.push_back(s);

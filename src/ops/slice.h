@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/fail.h"
 #include "onnxgpu/tensor.h"
 
 namespace onnxgpu::ops {
@@ -17,8 +18,6 @@ struct SliceParams {
   std::vector<int64_t> starts, ends, axes, steps;  // steps empty: all 1
   bool have_axes = false;                          // axes empty without it: 0, 1, ...
 };
-
-using Fail = std::function<void(const std::string&)>;  // must throw (the kernel context's fail)
 
 // A Slice node's parameters: attributes before opset 10, inputs 1-4 (starts, ends, axes, steps) after;
 // `given(i)` tells whether input i is there and `ints(i, name)` reads it as integers.

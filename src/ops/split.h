@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ops/slice.h"  // Fail
+#include "ops/fail.h"
 
 namespace onnxgpu::ops {
 
