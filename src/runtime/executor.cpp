@@ -429,7 +429,8 @@ class Planner {
   int slot_of(const std::string& name);  // uploads a constant on first GPU use
   bool fold(size_t index, const ir::Node& node);
   bool try_gpu(size_t index, const ir::Node& node, std::string& reason);
-  bool try_fused(size_t index);
+  bool try_fused(size_t index, size_t at, bool attention = false);
+  void run_group_or_nodes(size_t index, size_t at);
   void place(size_t i, size_t at);
   void run_on_cpu(size_t index, const ir::Node& node);
   void close_segment();
@@ -704,16 +705,17 @@ void Planner::place(size_t i, size_t at) {
 }
 
 // The fused group placed at node `index` (a MatMulAdd starting there, or the elementwise group whose
-// root it is), as one GPU kernel. False (and nothing recorded) when no group is placed here or its
-// kernel cannot run: the nodes then run alone.
-bool Planner::try_fused(size_t index) {
+// root it is; with `attention`, the attention group placed there), as one GPU kernel, its reads
+// finished at `at` (where the plan is). False (and nothing recorded) when no group is placed here or
+// its kernel cannot run: the nodes then run alone.
+bool Planner::try_fused(size_t index, size_t at, bool attention) {
   std::unordered_map<std::string, ValueFacts> known;
   auto facts = [&](const std::string& name) -> const ValueFacts* {
     auto it = values_.find(name);
     if (it == values_.end()) return nullptr;
     return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant});
   };
-  std::optional<FusedGroup> group = fusion_.group_at(index, facts);
+  std::optional<FusedGroup> group = attention ? fusion_.attention_group(index, facts) : fusion_.group_at(index, facts);
   if (!group || !wg::gpu_registry().find(group->node.op_type, group->node.domain)) return false;
   for (const auto& in : group->node.inputs)  // constants the group made (sibling weights side by side)
     if (auto d = derived_.find(in); d != derived_.end() && !values_.count(in))
@@ -738,12 +740,20 @@ bool Planner::try_fused(size_t index) {
   if (profile_) profile_->fused[index] = fused_nodes_.back().op_type + " (fused)";
   for (size_t j : group->members) {
     if (j > index) fused_away_.insert(j);
-    finish_values_of(index, g_.nodes[j]);
+    finish_values_of(at, g_.nodes[j]);
   }
-  finish_values_of(index, g_.nodes[index]);
+  finish_values_of(at, g_.nodes[index]);
   plan_.report.gpu_nodes += int(group->members.size());
   plan_.report.fused_nodes += int(group->members.size()) + 1;
   return true;
+}
+
+// Node `index` with the group placed there, or, when there is none or its kernel cannot run, the
+// nodes deferred to it one by one and then itself. Reads finish at `at`.
+void Planner::run_group_or_nodes(size_t index, size_t at) {
+  if (fused_away_.count(index) || try_fused(index, at)) return;
+  for (size_t m : fusion_.deferred_to(index)) place(m, at);
+  place(index, at);
 }
 
 void Planner::run_on_cpu(size_t index, const ir::Node& node) {
@@ -831,9 +841,11 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
 
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     if (fused_away_.count(i) || fusion_.deferred(i)) continue;  // computed by another node's kernel
-    if (try_fused(i)) continue;
-    for (size_t m : fusion_.deferred_to(i)) place(m, i);  // a group whose kernel could not run: one by one
-    place(i, i);
+    if (!fusion_.attention_parts(i).empty()) {
+      if (try_fused(i, i, true)) continue;
+      for (size_t m : fusion_.attention_parts(i)) run_group_or_nodes(m, i);  // the attention kernel could not run
+    }
+    run_group_or_nodes(i, i);
   }
   close_segment();
   for (const auto& o : g_.outputs) {

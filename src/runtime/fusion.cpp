@@ -65,7 +65,154 @@ Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::ma
     }
   }
   find_elementwise_groups();
+  find_attention();
   if (derived_) find_siblings();
+}
+
+// The elementwise nodes of a chain whose last node is `head`: its group's members and root, or the
+// lone node. Graph order.
+std::vector<size_t> Fusion::chain_nodes(size_t head) const {
+  std::vector<size_t> nodes;
+  if (elementwise_roots_.count(head)) nodes = deferred_to(head);
+  nodes.push_back(head);
+  return nodes;
+}
+
+// Softmax(e(MatMul(Q, K))) read only by MatMul(., V), e an elementwise group or node (or nothing)
+// that alone reads the score product. ($ONNXGPU_ATTENTION=0: none, for measuring what it buys.)
+void Fusion::find_attention() {
+  if (const char* e = std::getenv("ONNXGPU_ATTENTION"); e && std::string(e) == "0") return;
+  auto product = [&](size_t n) {
+    const ir::Node& m = g_.nodes[n];
+    return plain(m, "MatMul") && m.inputs.size() == 2 && m.outputs.size() == 1 && !m.outputs[0].empty() &&
+           !root_of_.count(n);
+  };
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (!product(i)) continue;
+    auto sp = producer_.find(g_.nodes[i].inputs[0]);
+    if (sp == producer_.end() || root_of_.count(sp->second)) continue;
+    size_t s = sp->second;
+    const ir::Node& sm = g_.nodes[s];
+    if (!plain(sm, "Softmax") || sm.inputs.size() != 1 || sm.outputs.size() != 1 || only_consumer(sm.outputs[0]) != i)
+      continue;
+    auto ep = producer_.find(sm.inputs[0]);
+    if (ep == producer_.end() || only_consumer(sm.inputs[0]) != s) continue;
+    Attention a{0, s, std::nullopt};
+    size_t e = ep->second;
+    if (product(e)) {
+      a.scores = e;
+    } else {
+      bool lone = elementwise_op(g_.nodes[e]) && !root_of_.count(e) && !elementwise_roots_.count(e);
+      if (!lone && (!elementwise_roots_.count(e) || root_of_.count(e))) continue;
+      // The score product: the one MatMul the chain reads whose value only the chain reads.
+      std::vector<size_t> chain = chain_nodes(e);
+      std::set<size_t> in_chain(chain.begin(), chain.end());
+      std::set<size_t> products;
+      for (size_t c : chain)
+        for (const auto& in : g_.nodes[c].inputs) {
+          auto p = producer_.find(in);
+          if (p == producer_.end() || in_chain.count(p->second) || !product(p->second) || graph_outputs_.count(in)) continue;
+          const auto& readers = consumers_.at(in);
+          if (std::all_of(readers.begin(), readers.end(), [&](size_t r) { return in_chain.count(r) != 0; }))
+            products.insert(p->second);
+        }
+      if (products.size() != 1) continue;
+      a.scores = *products.begin();
+      a.chain = e;
+    }
+    if (a.scores == i || attention_.count(a.scores)) continue;
+    attention_[i] = a;
+    for (size_t m : attention_parts(i)) root_of_[m] = i;  // deferred, but run as their own groups
+  }
+}
+
+std::vector<size_t> Fusion::attention_parts(size_t i) const {
+  auto it = attention_.find(i);
+  if (it == attention_.end()) return {};
+  std::vector<size_t> parts{it->second.scores, it->second.softmax};
+  if (it->second.chain) parts.push_back(*it->second.chain);
+  std::sort(parts.begin(), parts.end());
+  return parts;
+}
+
+std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts) const {
+  auto it = attention_.find(i);
+  if (!enabled_ || it == attention_.end()) return std::nullopt;
+  const Attention& a = it->second;
+  const ir::Node& pv = g_.nodes[i];
+  const ir::Node& qk = g_.nodes[a.scores];
+  FusedGroup f;
+  f.node.op_type = "Attention";
+  f.node.domain = webgpu::kFusedDomain;
+  f.node.outputs = pv.outputs;
+  // Q, K and V as the products read them: a folded Transpose's input, and its perm.
+  size_t rank = 0;
+  auto operand = [&](size_t mm, size_t q, const char* perm_attr) -> bool {
+    auto t = transposed_.find({mm, q});
+    const std::string& name = t == transposed_.end() ? g_.nodes[mm].inputs[q] : g_.nodes[t->second].inputs[0];
+    const ValueFacts* v = facts(name);
+    if (!v) return false;
+    f.node.inputs.push_back(name);
+    rank = std::max(rank, v->shape.size());
+    if (t == transposed_.end()) return true;
+    std::vector<int64_t> perm = transpose_perm(g_.nodes[t->second], v->shape.size());
+    if (perm.empty()) return false;
+    ir::Attribute at;
+    at.kind = ir::Attribute::Kind::Ints;
+    at.ints = perm;
+    f.node.attrs[perm_attr] = at;
+    f.members.push_back(t->second);
+    return true;
+  };
+  if (!operand(a.scores, 0, "perm_q") || !operand(a.scores, 1, "perm_k") || !operand(i, 1, "perm_v")) return std::nullopt;
+  f.members.push_back(a.scores);
+  // The expression between the scores and the Softmax: p the score, x<k> input 3 + k, t<m> step m.
+  if (a.chain) {
+    std::vector<size_t> chain = chain_nodes(*a.chain);
+    std::unordered_map<std::string, std::string> ref{{qk.outputs[0], "p"}};
+    ir::Attribute steps;
+    steps.kind = ir::Attribute::Kind::Strings;
+    for (size_t m = 0; m < chain.size(); ++m) {
+      const ir::Node& n = g_.nodes[chain[m]];
+      std::string step = n.op_type;
+      for (const auto& in : n.inputs) {
+        if (!ref.count(in)) {
+          if (!facts(in)) return std::nullopt;
+          ref[in] = "x" + std::to_string(f.node.inputs.size() - 3);
+          f.node.inputs.push_back(in);
+        }
+        step += " " + ref[in];
+      }
+      ref[n.outputs[0]] = "t" + std::to_string(m);
+      steps.strings.push_back(step);
+      f.members.push_back(chain[m]);
+    }
+    f.node.attrs["steps"] = steps;
+  }
+  const ir::Node& sm = g_.nodes[a.softmax];
+  ir::Attribute axis;
+  axis.kind = ir::Attribute::Kind::Int;
+  axis.i = sm.attr_int("axis", opset_ < 13 ? 1 : -1);
+  f.node.attrs["axis"] = axis;
+  f.members.push_back(a.softmax);
+  // The heads put back in place by a Transpose of the result: written where it puts them.
+  if (auto j = only_consumer(pv.outputs[0]); j && plain(g_.nodes[*j], "Transpose") && !root_of_.count(*j) &&
+                                                 g_.nodes[*j].outputs.size() == 1 && !g_.nodes[*j].outputs[0].empty()) {
+    std::vector<int64_t> perm = transpose_perm(g_.nodes[*j], rank);
+    if (!perm.empty()) {
+      ir::Attribute at;
+      at.kind = ir::Attribute::Kind::Ints;
+      at.ints = perm;
+      f.node.attrs["perm_y"] = at;
+      f.node.outputs = g_.nodes[*j].outputs;
+      f.members.push_back(*j);
+    }
+  }
+  for (size_t t : deferred_to(i)) f.members.push_back(t);  // V's folded Transpose
+  std::sort(f.members.begin(), f.members.end());
+  f.members.erase(std::unique(f.members.begin(), f.members.end()), f.members.end());
+  f.node.name = pv.name + " (attention, +" + std::to_string(f.members.size()) + " fused)";
+  return f;
 }
 
 // The constant bias of the MatMul's only reader, an Add of an initializer of one row ([N], [1, N], ...).

@@ -13,6 +13,11 @@
 //               projections), each with its constant bias Add or none: one product with the Bs (and
 //               biases) side by side, written into the siblings' outputs as parts. Placed at the
 //               first sibling; the concatenated constants are made once per session (`derived`).
+//   Attention   MatMul(Q, K) [-> an elementwise expression of the scores (scale, mask)] -> Softmax over
+//               the last axis -> MatMul(., V) [-> Transpose]: one kernel, the scores never stored.
+//               Placed at the second MatMul; the first, the expression and the Softmax are deferred
+//               to it (their own groups, the score product's folded Transposes and the elementwise
+//               group, run when the attention kernel cannot).
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -55,6 +60,11 @@ class Fusion {
   // A MatMulAdd group placed at node i (its members come after i), or the elementwise group whose
   // root is i (its members come before i and were deferred).
   std::optional<FusedGroup> group_at(size_t i, const Lookup& facts) const;
+  // The attention group placed at node i (a product of softmaxed scores with V), if one is.
+  std::optional<FusedGroup> attention_group(size_t i, const Lookup& facts) const;
+  // What the attention group at i defers to it (the score product, the expression's root or node,
+  // the Softmax), ascending: each runs as its own group or node when the attention kernel cannot.
+  std::vector<size_t> attention_parts(size_t i) const;
   // Node i belongs to a group placed at a later node (its root) and waits for it.
   bool deferred(size_t i) const { return root_of_.count(i) != 0; }
   // The nodes deferred to `root`, ascending (to run one by one when the root's group cannot run).
@@ -62,10 +72,11 @@ class Fusion {
   // Every output of the node is read only by Shape or Size (which fold from the known shape): its
   // kernel need not run, only describe its outputs.
   bool read_for_shape_only(const ir::Node& node) const;
-  // Where node i's reads happen: its group's root when deferred, else i.
+  // Where node i's reads happen: its group's root when deferred (that root's when deferred in turn),
+  // else i.
   size_t placed_at(size_t i) const {
-    auto it = root_of_.find(i);
-    return it == root_of_.end() ? i : it->second;
+    for (auto it = root_of_.find(i); it != root_of_.end(); it = root_of_.find(i)) i = it->second;
+    return i;
   }
 
  private:
@@ -76,6 +87,8 @@ class Fusion {
   std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts) const;
   static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
+  void find_attention();
+  std::vector<size_t> chain_nodes(size_t head) const;
 
   bool split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const;
   bool absorb_activation(FusedGroup& f, size_t rank) const;
@@ -97,6 +110,11 @@ class Fusion {
   std::unordered_map<size_t, size_t> root_of_;                 // member -> root (elementwise, Transposes)
   std::unordered_map<size_t, std::vector<size_t>> deferred_;  // root -> members, ascending
   std::map<std::pair<size_t, size_t>, size_t> transposed_;  // (MatMul, operand) -> folded Transpose
+  struct Attention {
+    size_t scores, softmax;
+    std::optional<size_t> chain;  // the elementwise group's root, or a lone elementwise node
+  };
+  std::unordered_map<size_t, Attention> attention_;  // the product with V -> its parts
 };
 
 }  // namespace onnxgpu::runtime

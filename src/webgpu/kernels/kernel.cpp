@@ -113,6 +113,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_softmax(r);
     register_sort(r);
     register_matmul(r);
+    register_attention(r);
     register_normalization(r);
     register_conv(r);
     register_pool(r);

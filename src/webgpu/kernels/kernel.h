@@ -167,6 +167,7 @@ void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, Cu
 void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(GpuKernelRegistry&);           // TopK
 void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; the fused MatMul
+void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(steps(Q K)) V)
 void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
 void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool

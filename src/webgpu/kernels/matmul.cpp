@@ -21,6 +21,7 @@
 #include "cpu/broadcast.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
 
@@ -29,13 +30,8 @@ namespace {
 const DTypeSet kMatMulTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16,
                             DType::Int32,   DType::Int64,   DType::UInt32,  DType::UInt64};
 
-// An operand read through strides instead of as a contiguous row-major tensor: a Transpose that the
-// fusion pass folded into the product (A[.., m, k] = X[perm]).
-struct Layout {
-  bool strided = false;
-  uint32_t s_row = 0, s_col = 0;  // strides of the matrix axes (A: m, k; B: k, n)
-  std::vector<uint32_t> s_batch;  // per dim of the broadcast batch (0 where the operand broadcasts)
-};
+using strided::Layout;
+using strided::u32_dim;
 
 // The product to compute: batch x [M, K] @ [K, N], with A's and B's batch dims broadcast to `batch`.
 struct Product {
@@ -48,11 +44,6 @@ struct Product {
   Shape stored;   // the output as stored: `out`, or `out` transposed
   std::vector<uint32_t> parts;  // the output split along N into outputs this wide (a Split folded in)
 };
-
-uint32_t u32_dim(GpuKernelContext& ctx, int64_t v, const char* what) {
-  if (v < 0 || v > int64_t(0xffffffffu)) ctx.unsupported(std::string(what) + " does not fit 32-bit GPU indexing");
-  return uint32_t(v);
-}
 
 // numpy matmul shapes: 1-D operands are promoted (a 1 prepended to A / appended to B, then removed
 // from the output) and the batch dims broadcast.
@@ -100,28 +91,6 @@ struct Epilogue {
   std::string act, act_decls;   // an activation after all that: WGSL statements over p, returning the value
 };
 
-// Declares bd<j> (the broadcast batch dims) and, for each strided operand x, x_sr and x_sc (the strides
-// of its matrix axes) and x_boff(z), the offset of its matrix z.
-void declare_strides(shader::Program& p, const Shape& batch,
-                     std::initializer_list<std::pair<std::string, const Layout*>> layouts) {
-  bool any = false;
-  for (const auto& [x, l] : layouts) any |= l && l->strided;
-  if (!any) return;
-  for (size_t j = 0; j < batch.size(); ++j) p.uniform("bd" + std::to_string(j), uint32_t(batch[j]));
-  for (const auto& [x, l] : layouts) {
-    if (!l || !l->strided) continue;
-    p.uniform(x + "_sr", l->s_row);
-    p.uniform(x + "_sc", l->s_col);
-    std::string f = "fn " + x + "_boff(z: u32) -> u32 {\n  var t = z;\n  var r = 0u;\n";
-    for (size_t j = batch.size(); j-- > 0;) {
-      p.uniform(x + "_bs" + std::to_string(j), l->s_batch[j]);
-      f += "  r = r + (t % bd" + std::to_string(j) + "()) * " + x + "_bs" + std::to_string(j) + "();\n  t = t / bd" +
-           std::to_string(j) + "();\n";
-    }
-    p.declare(f + "  return r;\n}\n");
-  }
-}
-
 // Declares the operands a, b (and c), the output y (the product, or the split-K partial sums) and the
 // uniforms.
 void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
@@ -147,7 +116,7 @@ void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const 
   // Matrix index of batch element z in A and B; for a strided operand, the offset of its matrix z.
   p.broadcast_index("a_mat", pr.a_batch, pr.batch);
   p.broadcast_index("b_mat", pr.b_batch, pr.batch);
-  declare_strides(p, pr.batch, {{"a", &pr.la}, {"b", &pr.lb}, {"y", out_strided ? &pr.ly : nullptr}});
+  strided::declare(p, pr.batch, {{"a", &pr.la}, {"b", &pr.lb}, {"y", out_strided ? &pr.ly : nullptr}});
   if (with_c) {
     p.uniform("c_sm", ep.c_sm);
     p.uniform("c_sn", ep.c_sn);
@@ -408,7 +377,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
     r.output("y" + std::to_string(k), t, Shape{shape_numel(ctx.outputs.at(k).shape)});
     r.uniform("w" + std::to_string(k), pr.parts[k]);
   }
-  declare_strides(r, pr.batch, {{"y", &pr.ly}});
+  strided::declare(r, pr.batch, {{"y", &pr.ly}});
   r.uniform("M", pr.M);
   r.uniform("N", pr.N);
   r.uniform("splits", splits);
@@ -483,24 +452,6 @@ void matmul(GpuKernelContext& ctx) {
   run_product(ctx, t, pr, Epilogue{});
 }
 
-// The layout of X[perm] read in place: strides of its last two axes and of each broadcast batch dim.
-Layout strided_layout(GpuKernelContext& ctx, const Shape& x, const std::vector<int64_t>& perm, const Shape& op_batch,
-                      const Shape& batch) {
-  size_t r = x.size();
-  std::vector<uint64_t> xs(r, 1), ls(r);
-  for (size_t d = r - 1; d-- > 0;) xs[d] = xs[d + 1] * uint64_t(x[d + 1]);
-  for (size_t j = 0; j < r; ++j) ls[j] = xs[size_t(perm[j])];
-  auto u32 = [&](uint64_t v) { return u32_dim(ctx, int64_t(v), "a stride"); };
-  Layout l;
-  l.strided = true;
-  l.s_row = u32(ls[r - 2]);
-  l.s_col = u32(ls[r - 1]);
-  size_t lead = batch.size() - op_batch.size();
-  for (size_t j = 0; j < batch.size(); ++j)
-    l.s_batch.push_back(j < lead || op_batch[j - lead] == 1 ? 0u : u32(ls[j - lead]));
-  return l;
-}
-
 // The fused MatMul (the runtime's fusion pass): A and B, each possibly a Transpose folded in (attributes
 // perm_a / perm_b: the operand is input[perm], read through strides), then optionally a bias over the
 // output's last axis (input 2) and a residual of the output's shape (input 3), added in the epilogue.
@@ -518,8 +469,8 @@ void fused_matmul(GpuKernelContext& ctx) {
   };
   std::vector<int64_t> py = ctx.node.attr_ints("perm_y");
   Product pr = plan_matmul(ctx, permuted(ctx.shape(0), pa), permuted(ctx.shape(1), pb), pa.empty() && py.empty());
-  if (!pa.empty()) pr.la = strided_layout(ctx, ctx.shape(0), pa, pr.a_batch, pr.batch);
-  if (!pb.empty()) pr.lb = strided_layout(ctx, ctx.shape(1), pb, pr.b_batch, pr.batch);
+  if (!pa.empty()) pr.la = strided::permuted(ctx, ctx.shape(0), pa, pr.a_batch, pr.batch);
+  if (!pb.empty()) pr.lb = strided::permuted(ctx, ctx.shape(1), pb, pr.b_batch, pr.batch);
   // The product transposed as it is stored (perm_y): element (.., m, n) of the product goes where the
   // Transpose puts it.
   if (!py.empty()) {
@@ -528,7 +479,7 @@ void fused_matmul(GpuKernelContext& ctx) {
     pr.stored = permuted(pr.out, py);
     std::vector<int64_t> inv(py.size());
     for (size_t j = 0; j < py.size(); ++j) inv[size_t(py[j])] = int64_t(j);
-    pr.ly = strided_layout(ctx, pr.stored, inv, pr.batch, pr.batch);
+    pr.ly = strided::permuted(ctx, pr.stored, inv, pr.batch, pr.batch);
   }
   Epilogue ep;
   if (ctx.has_input(2)) {
