@@ -24,7 +24,8 @@ namespace {
 constexpr uint32_t kThreads = 128;  // 8 rows x 16 lanes
 constexpr uint32_t kRows = 8;       // RQ: query rows per workgroup
 constexpr uint32_t kKeys = 32;      // BK: keys per block (2 per lane)
-constexpr uint32_t kDepth = 32;     // DC: slice of D staged at a time
+// DC, the slice of D staged at a time: 64 where the device's workgroup memory allows (one stage per
+// key block for heads of up to 64), else 32.
 constexpr uint32_t kCols = 64;      // DV: output columns per workgroup (4 per lane)
 
 Shape permuted_shape(GpuKernelContext& ctx, const Shape& s, const std::vector<int64_t>& perm) {
@@ -93,8 +94,9 @@ void attention(GpuKernelContext& ctx) {
   uint32_t inv = lim.max_compute_invocations_per_workgroup ? lim.max_compute_invocations_per_workgroup : 256;
   uint32_t wx = lim.max_compute_workgroup_size_x ? lim.max_compute_workgroup_size_x : 256;
   uint32_t mem = lim.max_compute_workgroup_storage_size ? lim.max_compute_workgroup_storage_size : 16384;
-  uint32_t shared = 4 * (kRows * kDepth + kDepth * kKeys + kKeys * kCols + kRows * kKeys + kThreads);
-  if (kThreads > inv || kThreads > wx || shared > mem) ctx.unsupported("the device's workgroups are too small");
+  auto shared = [](uint32_t dc) { return 4 * (kRows * dc + dc * kKeys + kKeys * kCols + kRows * kKeys + kThreads); };
+  uint32_t kDepth = shared(64) <= mem ? 64 : 32;
+  if (kThreads > inv || kThreads > wx || shared(kDepth) > mem) ctx.unsupported("the device's workgroups are too small");
   uint64_t zs = uint64_t(shape_numel(batch));
   uint64_t gx = (uint64_t(Dv) + kCols - 1) / kCols, gy = (uint64_t(Lq) + kRows - 1) / kRows;
   uint64_t max_dim = lim.max_compute_workgroups_per_dimension ? lim.max_compute_workgroups_per_dimension : 65535;
@@ -169,18 +171,31 @@ void attention(GpuKernelContext& ctx) {
     if (literal[x].empty()) layouts.emplace_back("x" + std::to_string(x), &lx[x]);
   strided::declare(p, batch, layouts);
 
-  // The score of key j of this invocation's row: the steps applied, -inf past the last key.
-  std::string decls, bases, score = "fn score(p: f32, j: u32, ok: bool) -> f32 {\n";
+  // The score of this invocation's row and key: the steps applied (x<k>: the extras' values at that
+  // key), -inf past the last key. The extras are read a block ahead, with the next keys and values.
+  std::string decls, bases, xregs, xload, xnext, xargs0, xargs1;
+  std::string score = "fn score(p: f32, ok: bool";
+  std::string score_body;
   for (size_t x = 0; x < extras; ++x) {
     std::string n = "x" + std::to_string(x);
     if (!literal[x].empty()) {
-      score += "  let " + n + " = " + literal[x] + ";\n";
+      score_body += "  let " + n + " = " + literal[x] + ";\n";
       continue;
     }
-    decls += "var<private> " + n + "_row: u32;\n";
-    bases += "  " + n + "_row = " + n + "_boff(z) + min(i, Lq() - 1u) * " + n + "_sr();\n";
-    score += "  let " + n + " = " + n + "_in_load(select(0u, " + n + "_row + j * " + n + "_sc(), ok));\n";
+    std::string t = ctx.dtype(3 + x) == DType::Bool ? "u32" : "f32";
+    score += ", " + n + ": " + t;
+    bases += "  let " + n + "_row = " + n + "_boff(z) + min(i, Lq() - 1u) * " + n + "_sr();\n";
+    xregs += "  var " + n + "_a: " + t + ";\n  var " + n + "_b: " + t + ";\n  var " + n + "_na: " + t + ";\n  var " + n +
+             "_nb: " + t + ";\n";
+    auto at = [&](const std::string& key) {
+      return n + "_in_load(select(0u, " + n + "_row + (" + key + ") * " + n + "_sc(), (" + key + ") < Lk()))";
+    };
+    xload += "        " + n + "_na = " + at("nj0 + lane") + ";\n        " + n + "_nb = " + at("nj0 + lane + 16u") + ";\n";
+    xnext += "      " + n + "_a = " + n + "_na;\n      " + n + "_b = " + n + "_nb;\n";
+    xargs0 += ", " + n + "_a";
+    xargs1 += ", " + n + "_b";
   }
+  score += ") -> f32 {\n" + score_body;
   if (steps.empty()) {
     score += "  return select(-f32_inf(), p, ok);\n}\n";
   } else {
@@ -206,6 +221,7 @@ void attention(GpuKernelContext& ctx) {
   std::string d =
       "const RQ: u32 = " + u(kRows) + ";\nconst BK: u32 = " + u(kKeys) + ";\nconst DC: u32 = " + u(kDepth) +
       ";\nconst DV: u32 = " + u(kCols) + ";\nconst NT: u32 = " + u(kThreads) + ";\n"
+      "const QN: u32 = RQ * DC / NT;\nconst KN: u32 = DC * BK / NT;\nconst VN: u32 = BK * DV / NT;\n"
       "var<workgroup> Qs: array<f32, " + u(kRows * kDepth) + ">;  // [row][d]\n"
       "var<workgroup> Ks: array<f32, " + u(kDepth * kKeys) + ">;  // [d][key]\n"
       "var<workgroup> Vs: array<f32, " + u(kKeys * kCols) + ">;  // [key][col]\n"
@@ -225,6 +241,19 @@ void attention(GpuKernelContext& ctx) {
       "  let ok = j < Lk() && c < Dv();\n"
       "  return select(0.0, v_load(select(0u, base + j * v_sr() + c * v_sc(), ok)), ok);\n}\n";
   p.declare(d + reduce_util::kExpLog + decls + score);
+  // A stage is one DC-slice of D for one block of keys (a block's last stage also brings its values and
+  // mask). Each stage's loads are issued into registers while the stage before it computes.
+  std::string load_stage =
+      "    {\n"
+      "      let nj0 = (nst / nd) * BK;\n"
+      "      let nd0 = (nst % nd) * DC;\n"
+      "      for (var t = 0u; t < QN; t = t + 1u) { let s = q_slot(lid + t * NT); rq[t] = q_at(qb, i0 + s.x, nd0 + s.y); }\n"
+      "      for (var t = 0u; t < KN; t = t + 1u) { let s = k_slot(lid + t * NT); rk[t] = k_at(kb, nd0 + s.x, nj0 + s.y); }\n"
+      "      if (nst % nd == nd - 1u) {\n"
+      "        for (var t = 0u; t < VN; t = t + 1u) { let s = v_slot(lid + t * NT); rv[t] = v_at(vb, nj0 + s.x, c0 + s.y); }\n" +
+      xload +
+      "      }\n"
+      "    }\n";
   p.body(
       "  let r = lid / 16u;\n"
       "  let lane = lid % 16u;\n"
@@ -235,47 +264,64 @@ void attention(GpuKernelContext& ctx) {
       "  let qb = q_boff(z);\n"
       "  let kb = k_boff(z);\n"
       "  let vb = v_boff(z);\n" + bases +
+      "  let nd = max((D() + DC - 1u) / DC, 1u);\n"
+      "  let ns = ((Lk() + BK - 1u) / BK) * nd;\n"
+      "  var rq: array<f32, QN>;\n"
+      "  var rk: array<f32, KN>;\n"
+      "  var rv: array<f32, VN>;\n" + xregs +
       "  var m = -f32_inf();\n"
       "  var l = 0.0;\n"
       "  var acc = vec4<f32>(0.0);\n"
-      "  for (var j0 = 0u; j0 < Lk(); j0 = j0 + BK) {\n"
-      "    var s0 = 0.0;\n"
-      "    var s1 = 0.0;\n"
-      "    for (var d0 = 0u; d0 < D(); d0 = d0 + DC) {\n"
-      "      for (var t = 0u; t < RQ * DC / NT; t = t + 1u) { let s = q_slot(lid + t * NT); Qs[s.x * DC + s.y] = q_at(qb, i0 + s.x, d0 + s.y); }\n"
-      "      for (var t = 0u; t < DC * BK / NT; t = t + 1u) { let s = k_slot(lid + t * NT); Ks[s.x * BK + s.y] = k_at(kb, d0 + s.x, j0 + s.y); }\n"
-      "      workgroupBarrier();\n"
-      "      for (var c = 0u; c < DC; c = c + 1u) {\n"
-      "        let a = Qs[r * DC + c];\n"
-      "        s0 = fma(a, Ks[c * BK + lane], s0);\n"
-      "        s1 = fma(a, Ks[c * BK + lane + 16u], s1);\n"
-      "      }\n"
-      "      workgroupBarrier();\n"
+      "  var s0 = 0.0;\n"
+      "  var s1 = 0.0;\n"
+      "  var nst = 0u;\n" + load_stage +
+      "  for (var st = 0u; st < ns; st = st + 1u) {\n"
+      "    let j0 = (st / nd) * BK;\n"
+      "    let last = st % nd == nd - 1u;\n"
+      "    for (var t = 0u; t < QN; t = t + 1u) { let s = q_slot(lid + t * NT); Qs[s.x * DC + s.y] = rq[t]; }\n"
+      "    for (var t = 0u; t < KN; t = t + 1u) { let s = k_slot(lid + t * NT); Ks[s.x * BK + s.y] = rk[t]; }\n"
+      "    if (last) {\n"
+      "      for (var t = 0u; t < VN; t = t + 1u) { let s = v_slot(lid + t * NT); Vs[s.x * DV + s.y] = rv[t]; }\n" +
+      xnext +
       "    }\n"
-      "    let e0 = score(s0, j0 + lane, i < Lq() && j0 + lane < Lk());\n"
-      "    let e1 = score(s1, j0 + lane + 16u, i < Lq() && j0 + lane + 16u < Lk());\n"
-      "    red[lid] = fmax_nan(fmax_nan(-f32_inf(), e0), e1);\n"
-      "    for (var t = 0u; t < BK * DV / NT; t = t + 1u) { let s = v_slot(lid + t * NT); Vs[s.x * DV + s.y] = v_at(vb, j0 + s.x, c0 + s.y); }\n"
       "    workgroupBarrier();\n"
-      "    var bm = -f32_inf();\n"
-      "    for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r * 16u + t]); }\n"
-      "    let m_new = max(m, bm);\n"
-      "    let old_shift = select(m, 0.0, abs(m) == f32_inf());\n"
-      "    let shift = select(m_new, 0.0, abs(m_new) == f32_inf());\n"
-      "    // What was summed with the old shift, rescaled (nothing was when the maximum was -inf).\n"
-      "    let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
-      "    m = m_new;\n"
-      "    let p0 = exp_shifted(e0, shift);\n"
-      "    let p1 = exp_shifted(e1, shift);\n"
-      "    Ps[r * BK + lane] = p0;\n"
-      "    Ps[r * BK + lane + 16u] = p1;\n"
-      "    l = l * corr + p0 + p1;\n"
-      "    acc = acc * corr;\n"
-      "    workgroupBarrier();\n"
-      "    for (var j = 0u; j < BK; j = j + 1u) {\n"
-      "      let pj = Ps[r * BK + j];\n"
-      "      let at = j * DV + lane;\n"
-      "      acc = fma(vec4<f32>(pj), vec4<f32>(Vs[at], Vs[at + 16u], Vs[at + 32u], Vs[at + 48u]), acc);\n"
+      "    nst = st + 1u;\n"
+      "    if (nst < ns) {\n" + load_stage +
+      "    }\n"
+      "    if (st % nd == 0u) {\n"
+      "      s0 = 0.0;\n"
+      "      s1 = 0.0;\n"
+      "    }\n"
+      "    for (var c = 0u; c < DC; c = c + 1u) {\n"
+      "      let a = Qs[r * DC + c];\n"
+      "      s0 = fma(a, Ks[c * BK + lane], s0);\n"
+      "      s1 = fma(a, Ks[c * BK + lane + 16u], s1);\n"
+      "    }\n"
+      "    if (last) {\n"
+      "      let e0 = score(s0, i < Lq() && j0 + lane < Lk()" + xargs0 + ");\n"
+      "      let e1 = score(s1, i < Lq() && j0 + lane + 16u < Lk()" + xargs1 + ");\n"
+      "      red[lid] = fmax_nan(fmax_nan(-f32_inf(), e0), e1);\n"
+      "      workgroupBarrier();\n"
+      "      var bm = -f32_inf();\n"
+      "      for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r * 16u + t]); }\n"
+      "      let m_new = max(m, bm);\n"
+      "      let old_shift = select(m, 0.0, abs(m) == f32_inf());\n"
+      "      let shift = select(m_new, 0.0, abs(m_new) == f32_inf());\n"
+      "      // What was summed with the old shift, rescaled (nothing was while the maximum was -inf).\n"
+      "      let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
+      "      m = m_new;\n"
+      "      let p0 = exp_shifted(e0, shift);\n"
+      "      let p1 = exp_shifted(e1, shift);\n"
+      "      Ps[r * BK + lane] = p0;\n"
+      "      Ps[r * BK + lane + 16u] = p1;\n"
+      "      l = l * corr + p0 + p1;\n"
+      "      acc = acc * corr;\n"
+      "      workgroupBarrier();\n"
+      "      for (var j = 0u; j < BK; j = j + 1u) {\n"
+      "        let pj = Ps[r * BK + j];\n"
+      "        let at = j * DV + lane;\n"
+      "        acc = fma(vec4<f32>(pj), vec4<f32>(Vs[at], Vs[at + 16u], Vs[at + 32u], Vs[at + 48u]), acc);\n"
+      "      }\n"
       "    }\n"
       "    workgroupBarrier();\n"
       "  }\n"
