@@ -11,6 +11,7 @@
 // ignores NaN, a row whose maximum is infinite is not shifted (IEEE decides), NaN propagates.
 // The scores never reach memory, and four dispatches (product, steps, Softmax, product) become one.
 #include <algorithm>
+#include <cstdlib>
 
 #include "cpu/broadcast.h"
 #include "webgpu/kernels/kernel.h"
@@ -21,8 +22,6 @@ namespace onnxgpu::webgpu {
 
 namespace {
 
-constexpr uint32_t kThreads = 128;  // 8 rows x 16 lanes
-constexpr uint32_t kRows = 8;       // RQ: query rows per workgroup
 constexpr uint32_t kKeys = 32;      // BK: keys per block (2 per lane)
 // DC, the slice of D staged at a time: 64 where the device's workgroup memory allows (one stage per
 // key block for heads of up to 64), else 32.
@@ -94,7 +93,14 @@ void attention(GpuKernelContext& ctx) {
   uint32_t inv = lim.max_compute_invocations_per_workgroup ? lim.max_compute_invocations_per_workgroup : 256;
   uint32_t wx = lim.max_compute_workgroup_size_x ? lim.max_compute_workgroup_size_x : 256;
   uint32_t mem = lim.max_compute_workgroup_storage_size ? lim.max_compute_workgroup_storage_size : 16384;
-  auto shared = [](uint32_t dc) { return 4 * (kRows * dc + dc * kKeys + kKeys * kCols + kRows * kKeys + kThreads); };
+  // RQ, the query rows per workgroup (16 invocations each): 8 ($ONNXGPU_ATTENTION_ROWS=16 for measuring 16).
+  uint32_t kRows = 8;
+  if (const char* e = std::getenv("ONNXGPU_ATTENTION_ROWS"); e && std::string(e) == "16")
+    kRows = uint32_t(std::stoul(e));
+  uint32_t kThreads = 16 * kRows;
+  auto shared = [&](uint32_t dc) {
+    return 4 * (kRows * dc + dc * (kKeys + 1) + kKeys * kCols + kRows * kKeys + kThreads);
+  };
   uint32_t kDepth = shared(64) <= mem ? 64 : 32;
   if (kThreads > inv || kThreads > wx || shared(kDepth) > mem) ctx.unsupported("the device's workgroups are too small");
   uint64_t zs = uint64_t(shape_numel(batch));
@@ -221,9 +227,9 @@ void attention(GpuKernelContext& ctx) {
   std::string d =
       "const RQ: u32 = " + u(kRows) + ";\nconst BK: u32 = " + u(kKeys) + ";\nconst DC: u32 = " + u(kDepth) +
       ";\nconst DV: u32 = " + u(kCols) + ";\nconst NT: u32 = " + u(kThreads) + ";\n"
-      "const QN: u32 = RQ * DC / NT;\nconst KN: u32 = DC * BK / NT;\nconst VN: u32 = BK * DV / NT;\n"
       "var<workgroup> Qs: array<f32, " + u(kRows * kDepth) + ">;  // [row][d]\n"
-      "var<workgroup> Ks: array<f32, " + u(kDepth * kKeys) + ">;  // [d][key]\n"
+      "const KS: u32 = BK + 1u;  // Ks's row stride (padded: a column of Ks is written at once)\n"
+      "var<workgroup> Ks: array<f32, " + u(kDepth * (kKeys + 1)) + ">;  // [d][key]\n"
       "var<workgroup> Vs: array<f32, " + u(kKeys * kCols) + ">;  // [key][col]\n"
       "var<workgroup> Ps: array<f32, " + u(kRows * kKeys) + ">;  // [row][key]\n"
       "var<workgroup> red: array<f32, " + u(kThreads) + ">;\n"
@@ -241,16 +247,28 @@ void attention(GpuKernelContext& ctx) {
       "  let ok = j < Lk() && c < Dv();\n"
       "  return select(0.0, v_load(select(0u, base + j * v_sr() + c * v_sc(), ok)), ok);\n}\n";
   p.declare(d + reduce_util::kExpLog + decls + score);
+  // The register transfers, unrolled in the text (the values stay in registers): `stmt` once per k < n,
+  // `$` replaced with k.
+  uint32_t qn = kRows * kDepth / kThreads, kn = kDepth * kKeys / kThreads, vn = kKeys * kCols / kThreads;
+  auto unrolled = [](uint32_t n, const std::string& stmt) {
+    std::string out;
+    for (uint32_t k = 0; k < n; ++k) {
+      std::string line = stmt;
+      for (size_t at; (at = line.find('$')) != std::string::npos;) line.replace(at, 1, std::to_string(k));
+      out += "      " + line + "\n";
+    }
+    return out;
+  };
   // A stage is one DC-slice of D for one block of keys (a block's last stage also brings its values and
   // mask). Each stage's loads are issued into registers while the stage before it computes.
   std::string load_stage =
       "    {\n"
       "      let nj0 = (nst / nd) * BK;\n"
-      "      let nd0 = (nst % nd) * DC;\n"
-      "      for (var t = 0u; t < QN; t = t + 1u) { let s = q_slot(lid + t * NT); rq[t] = q_at(qb, i0 + s.x, nd0 + s.y); }\n"
-      "      for (var t = 0u; t < KN; t = t + 1u) { let s = k_slot(lid + t * NT); rk[t] = k_at(kb, nd0 + s.x, nj0 + s.y); }\n"
-      "      if (nst % nd == nd - 1u) {\n"
-      "        for (var t = 0u; t < VN; t = t + 1u) { let s = v_slot(lid + t * NT); rv[t] = v_at(vb, nj0 + s.x, c0 + s.y); }\n" +
+      "      let nd0 = (nst % nd) * DC;\n" +
+      unrolled(qn, "{ let s = q_slot(lid + $ * NT); rq$ = q_at(qb, i0 + s.x, nd0 + s.y); }") +
+      unrolled(kn, "{ let s = k_slot(lid + $ * NT); rk$ = k_at(kb, nd0 + s.x, nj0 + s.y); }") +
+      "      if (nst % nd == nd - 1u) {\n" +
+      unrolled(vn, "{ let s = v_slot(lid + $ * NT); rv$ = v_at(vb, nj0 + s.x, c0 + s.y); }") +
       xload +
       "      }\n"
       "    }\n";
@@ -265,10 +283,8 @@ void attention(GpuKernelContext& ctx) {
       "  let kb = k_boff(z);\n"
       "  let vb = v_boff(z);\n" + bases +
       "  let nd = max((D() + DC - 1u) / DC, 1u);\n"
-      "  let ns = ((Lk() + BK - 1u) / BK) * nd;\n"
-      "  var rq: array<f32, QN>;\n"
-      "  var rk: array<f32, KN>;\n"
-      "  var rv: array<f32, VN>;\n" + xregs +
+      "  let ns = ((Lk() + BK - 1u) / BK) * nd;\n" +
+      unrolled(qn, "var rq$: f32;") + unrolled(kn, "var rk$: f32;") + unrolled(vn, "var rv$: f32;") + xregs +
       "  var m = -f32_inf();\n"
       "  var l = 0.0;\n"
       "  var acc = vec4<f32>(0.0);\n"
@@ -277,11 +293,11 @@ void attention(GpuKernelContext& ctx) {
       "  var nst = 0u;\n" + load_stage +
       "  for (var st = 0u; st < ns; st = st + 1u) {\n"
       "    let j0 = (st / nd) * BK;\n"
-      "    let last = st % nd == nd - 1u;\n"
-      "    for (var t = 0u; t < QN; t = t + 1u) { let s = q_slot(lid + t * NT); Qs[s.x * DC + s.y] = rq[t]; }\n"
-      "    for (var t = 0u; t < KN; t = t + 1u) { let s = k_slot(lid + t * NT); Ks[s.x * BK + s.y] = rk[t]; }\n"
-      "    if (last) {\n"
-      "      for (var t = 0u; t < VN; t = t + 1u) { let s = v_slot(lid + t * NT); Vs[s.x * DV + s.y] = rv[t]; }\n" +
+      "    let last = st % nd == nd - 1u;\n" +
+      unrolled(qn, "{ let s = q_slot(lid + $ * NT); Qs[s.x * DC + s.y] = rq$; }") +
+      unrolled(kn, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y] = rk$; }") +
+      "    if (last) {\n" +
+      unrolled(vn, "{ let s = v_slot(lid + $ * NT); Vs[s.x * DV + s.y] = rv$; }") +
       xnext +
       "    }\n"
       "    workgroupBarrier();\n"
@@ -294,8 +310,8 @@ void attention(GpuKernelContext& ctx) {
       "    }\n"
       "    for (var c = 0u; c < DC; c = c + 1u) {\n"
       "      let a = Qs[r * DC + c];\n"
-      "      s0 = fma(a, Ks[c * BK + lane], s0);\n"
-      "      s1 = fma(a, Ks[c * BK + lane + 16u], s1);\n"
+      "      s0 = fma(a, Ks[c * KS + lane], s0);\n"
+      "      s1 = fma(a, Ks[c * KS + lane + 16u], s1);\n"
       "    }\n"
       "    if (last) {\n"
       "      let e0 = score(s0, i < Lq() && j0 + lane < Lk()" + xargs0 + ");\n"
