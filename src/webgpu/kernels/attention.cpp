@@ -22,7 +22,6 @@ namespace onnxgpu::webgpu {
 
 namespace {
 
-constexpr uint32_t kKeys = 32;      // BK: keys per block (2 per lane)
 // DC, the slice of D staged at a time: 64 where the device's workgroup memory allows (one stage per
 // key block for heads of up to 64), else 32.
 constexpr uint32_t kCols = 64;      // DV: output columns per workgroup (4 per lane)
@@ -94,10 +93,11 @@ void attention(GpuKernelContext& ctx) {
   uint32_t wx = lim.max_compute_workgroup_size_x ? lim.max_compute_workgroup_size_x : 256;
   uint32_t mem = lim.max_compute_workgroup_storage_size ? lim.max_compute_workgroup_storage_size : 16384;
   // RQ, the query rows per workgroup (16 invocations each): 8 ($ONNXGPU_ATTENTION_ROWS=16 for measuring 16).
-  uint32_t kRows = 8;
-  if (const char* e = std::getenv("ONNXGPU_ATTENTION_ROWS"); e && std::string(e) == "16")
-    kRows = uint32_t(std::stoul(e));
-  uint32_t kThreads = 16 * kRows;
+  uint32_t kRows = 8, kKeys = 32;
+  if (const char* e = std::getenv("ONNXGPU_ATTENTION_ROWS"); e && std::string(e) == "16") kRows = 16;
+  // BK, the keys per block (BK / 16 per invocation): 32 ($ONNXGPU_ATTENTION_KEYS=64 for measuring 64).
+  if (const char* e = std::getenv("ONNXGPU_ATTENTION_KEYS"); e && std::string(e) == "64") kKeys = 64;
+  uint32_t kThreads = 16 * kRows, sc = kKeys / 16;
   auto shared = [&](uint32_t dc) {
     return 4 * (kRows * dc + dc * (kKeys + 1) + kKeys * kCols + kRows * kKeys + kThreads);
   };
@@ -179,7 +179,7 @@ void attention(GpuKernelContext& ctx) {
 
   // The score of this invocation's row and key: the steps applied (x<k>: the extras' values at that
   // key), -inf past the last key. The extras are read a block ahead, with the next keys and values.
-  std::string decls, bases, xregs, xload, xnext, xargs0, xargs1;
+  std::string decls, bases, xregs, xload, xnext, xargs;
   std::string score = "fn score(p: f32, ok: bool";
   std::string score_body;
   for (size_t x = 0; x < extras; ++x) {
@@ -191,15 +191,13 @@ void attention(GpuKernelContext& ctx) {
     std::string t = ctx.dtype(3 + x) == DType::Bool ? "u32" : "f32";
     score += ", " + n + ": " + t;
     bases += "  let " + n + "_row = " + n + "_boff(z) + min(i, Lq() - 1u) * " + n + "_sr();\n";
-    xregs += "  var " + n + "_a: " + t + ";\n  var " + n + "_b: " + t + ";\n  var " + n + "_na: " + t + ";\n  var " + n +
-             "_nb: " + t + ";\n";
-    auto at = [&](const std::string& key) {
-      return n + "_in_load(select(0u, " + n + "_row + (" + key + ") * " + n + "_sc(), (" + key + ") < Lk()))";
-    };
-    xload += "        " + n + "_na = " + at("nj0 + lane") + ";\n        " + n + "_nb = " + at("nj0 + lane + 16u") + ";\n";
-    xnext += "      " + n + "_a = " + n + "_na;\n      " + n + "_b = " + n + "_nb;\n";
-    xargs0 += ", " + n + "_a";
-    xargs1 += ", " + n + "_b";
+    xregs += "  var " + n + "_a: array<" + t + ", SC>;\n  var " + n + "_n: array<" + t + ", SC>;\n";
+    xload += "        for (var q = 0u; q < SC; q = q + 1u) {\n"
+             "          let key = nj0 + lane + 16u * q;\n"
+             "          " + n + "_n[q] = " + n + "_in_load(select(0u, " + n + "_row + key * " + n + "_sc(), key < Lk()));\n"
+             "        }\n";
+    xnext += "      " + n + "_a = " + n + "_n;\n";
+    xargs += ", " + n + "_a[q]";
   }
   score += ") -> f32 {\n" + score_body;
   if (steps.empty()) {
@@ -226,7 +224,7 @@ void attention(GpuKernelContext& ctx) {
   };
   std::string d =
       "const RQ: u32 = " + u(kRows) + ";\nconst BK: u32 = " + u(kKeys) + ";\nconst DC: u32 = " + u(kDepth) +
-      ";\nconst DV: u32 = " + u(kCols) + ";\nconst NT: u32 = " + u(kThreads) + ";\n"
+      ";\nconst DV: u32 = " + u(kCols) + ";\nconst NT: u32 = " + u(kThreads) + ";\nconst SC: u32 = " + u(sc) + ";\n"
       "var<workgroup> Qs: array<f32, " + u(kRows * kDepth) + ">;  // [row][d]\n"
       "const KS: u32 = BK + 1u;  // Ks's row stride (padded: a column of Ks is written at once)\n"
       "var<workgroup> Ks: array<f32, " + u(kDepth * (kKeys + 1)) + ">;  // [d][key]\n"
@@ -247,28 +245,30 @@ void attention(GpuKernelContext& ctx) {
       "  let ok = j < Lk() && c < Dv();\n"
       "  return select(0.0, v_load(select(0u, base + j * v_sr() + c * v_sc(), ok)), ok);\n}\n";
   p.declare(d + reduce_util::kExpLog + decls + score);
-  // The register transfers, unrolled in the text (the values stay in registers): `stmt` once per k < n,
-  // `$` replaced with k.
+  // Values a stage moves per invocation; `stmt` in a loop over them (`$`, the loop index).
   uint32_t qn = kRows * kDepth / kThreads, kn = kDepth * kKeys / kThreads, vn = kKeys * kCols / kThreads;
-  auto unrolled = [](uint32_t n, const std::string& stmt) {
-    std::string out;
-    for (uint32_t k = 0; k < n; ++k) {
-      std::string line = stmt;
-      for (size_t at; (at = line.find('$')) != std::string::npos;) line.replace(at, 1, std::to_string(k));
-      out += "      " + line + "\n";
-    }
-    return out;
+  auto looped = [](uint32_t n, const std::string& stmt) {
+    std::string body = stmt;
+    for (size_t at; (at = body.find('$')) != std::string::npos;) body.replace(at, 1, "t");
+    return "      for (var t = 0u; t < " + u(n) + "; t = t + 1u) " + body + "\n";
   };
+  // This invocation's scores of the block (keys lane + 16 q), the steps applied, and their maximum.
+  std::string block_scores =
+      "      var bmax = -f32_inf();\n"
+      "      for (var q = 0u; q < SC; q = q + 1u) {\n"
+      "        e[q] = score(sa[q], i < Lq() && j0 + lane + 16u * q < Lk()" + xargs + ");\n"
+      "        bmax = fmax_nan(bmax, e[q]);\n"
+      "      }\n";
   // A stage is one DC-slice of D for one block of keys (a block's last stage also brings its values and
   // mask). Each stage's loads are issued into registers while the stage before it computes.
   std::string load_stage =
       "    {\n"
       "      let nj0 = (nst / nd) * BK;\n"
       "      let nd0 = (nst % nd) * DC;\n" +
-      unrolled(qn, "{ let s = q_slot(lid + $ * NT); rq$ = q_at(qb, i0 + s.x, nd0 + s.y); }") +
-      unrolled(kn, "{ let s = k_slot(lid + $ * NT); rk$ = k_at(kb, nd0 + s.x, nj0 + s.y); }") +
+      looped(qn, "{ let s = q_slot(lid + $ * NT); rq[$] = q_at(qb, i0 + s.x, nd0 + s.y); }") +
+      looped(kn, "{ let s = k_slot(lid + $ * NT); rk[$] = k_at(kb, nd0 + s.x, nj0 + s.y); }") +
       "      if (nst % nd == nd - 1u) {\n" +
-      unrolled(vn, "{ let s = v_slot(lid + $ * NT); rv$ = v_at(vb, nj0 + s.x, c0 + s.y); }") +
+      looped(vn, "{ let s = v_slot(lid + $ * NT); rv[$] = v_at(vb, nj0 + s.x, c0 + s.y); }") +
       xload +
       "      }\n"
       "    }\n";
@@ -284,39 +284,34 @@ void attention(GpuKernelContext& ctx) {
       "  let vb = v_boff(z);\n" + bases +
       "  let nd = max((D() + DC - 1u) / DC, 1u);\n"
       "  let ns = ((Lk() + BK - 1u) / BK) * nd;\n" +
-      unrolled(qn, "var rq$: f32;") + unrolled(kn, "var rk$: f32;") + unrolled(vn, "var rv$: f32;") + xregs +
+      "  var rq: array<f32, " + u(qn) + ">;\n  var rk: array<f32, " + u(kn) + ">;\n  var rv: array<f32, " + u(vn) + ">;\n" + xregs +
       "  var m = -f32_inf();\n"
       "  var l = 0.0;\n"
       "  var acc = vec4<f32>(0.0);\n"
-      "  var s0 = 0.0;\n"
-      "  var s1 = 0.0;\n"
+      "  var sa: array<f32, SC>;\n  var e: array<f32, SC>;\n" +
       "  var nst = 0u;\n" + load_stage +
       "  for (var st = 0u; st < ns; st = st + 1u) {\n"
       "    let j0 = (st / nd) * BK;\n"
       "    let last = st % nd == nd - 1u;\n" +
-      unrolled(qn, "{ let s = q_slot(lid + $ * NT); Qs[s.x * DC + s.y] = rq$; }") +
-      unrolled(kn, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y] = rk$; }") +
+      looped(qn, "{ let s = q_slot(lid + $ * NT); Qs[s.x * DC + s.y] = rq[$]; }") +
+      looped(kn, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y] = rk[$]; }") +
       "    if (last) {\n" +
-      unrolled(vn, "{ let s = v_slot(lid + $ * NT); Vs[s.x * DV + s.y] = rv$; }") +
+      looped(vn, "{ let s = v_slot(lid + $ * NT); Vs[s.x * DV + s.y] = rv[$]; }") +
       xnext +
       "    }\n"
       "    workgroupBarrier();\n"
       "    nst = st + 1u;\n"
       "    if (nst < ns) {\n" + load_stage +
       "    }\n"
-      "    if (st % nd == 0u) {\n"
-      "      s0 = 0.0;\n"
-      "      s1 = 0.0;\n"
+      "    if (st % nd == 0u) {\n" +
+      looped(sc, "{ sa[$] = 0.0; }") +
       "    }\n"
       "    for (var c = 0u; c < DC; c = c + 1u) {\n"
-      "      let a = Qs[r * DC + c];\n"
-      "      s0 = fma(a, Ks[c * KS + lane], s0);\n"
-      "      s1 = fma(a, Ks[c * KS + lane + 16u], s1);\n"
+      "      let a = Qs[r * DC + c];\n" +
+      looped(sc, "{ sa[$] = fma(a, Ks[c * KS + lane + 16u * $], sa[$]); }") +
       "    }\n"
-      "    if (last) {\n"
-      "      let e0 = score(s0, i < Lq() && j0 + lane < Lk()" + xargs0 + ");\n"
-      "      let e1 = score(s1, i < Lq() && j0 + lane + 16u < Lk()" + xargs1 + ");\n"
-      "      red[lid] = fmax_nan(fmax_nan(-f32_inf(), e0), e1);\n"
+      "    if (last) {\n" + block_scores +
+      "      red[lid] = bmax;\n"
       "      workgroupBarrier();\n"
       "      var bm = -f32_inf();\n"
       "      for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r * 16u + t]); }\n"
@@ -326,11 +321,9 @@ void attention(GpuKernelContext& ctx) {
       "      // What was summed with the old shift, rescaled (nothing was while the maximum was -inf).\n"
       "      let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
       "      m = m_new;\n"
-      "      let p0 = exp_shifted(e0, shift);\n"
-      "      let p1 = exp_shifted(e1, shift);\n"
-      "      Ps[r * BK + lane] = p0;\n"
-      "      Ps[r * BK + lane + 16u] = p1;\n"
-      "      l = l * corr + p0 + p1;\n"
+      "      var psum = 0.0;\n" +
+      looped(sc, "{ let p = exp_shifted(e[$], shift); Ps[r * BK + lane + 16u * $] = p; psum = psum + p; }") +
+      "      l = l * corr + psum;\n"
       "      acc = acc * corr;\n"
       "      workgroupBarrier();\n"
       "      for (var j = 0u; j < BK; j = j + 1u) {\n"
