@@ -22,8 +22,6 @@ namespace onnxgpu::webgpu {
 
 namespace {
 
-// DC, the slice of D staged at a time: 64 where the device's workgroup memory allows (one stage per
-// key block for heads of up to 64), else 32.
 constexpr uint32_t kCols = 64;      // DV: output columns per workgroup (4 per lane)
 
 Shape permuted_shape(GpuKernelContext& ctx, const Shape& s, const std::vector<int64_t>& perm) {
@@ -92,15 +90,20 @@ void attention(GpuKernelContext& ctx) {
   uint32_t inv = lim.max_compute_invocations_per_workgroup ? lim.max_compute_invocations_per_workgroup : 256;
   uint32_t wx = lim.max_compute_workgroup_size_x ? lim.max_compute_workgroup_size_x : 256;
   uint32_t mem = lim.max_compute_workgroup_storage_size ? lim.max_compute_workgroup_storage_size : 16384;
-  // RQ, the query rows per workgroup (16 invocations each): 8 ($ONNXGPU_ATTENTION_ROWS=16 for measuring 16).
-  uint32_t kRows = 8, kKeys = 32;
-  if (const char* e = std::getenv("ONNXGPU_ATTENTION_ROWS"); e && std::string(e) == "16") kRows = 16;
-  // BK, the keys per block (BK / 16 per invocation): 32 ($ONNXGPU_ATTENTION_KEYS=64 for measuring 64).
+  // RQ, the query rows per workgroup (16 invocations each): 16 where the device allows 256 invocations
+  // (K and V staged once for more rows: faster on the H200 than 8), else 8; $ONNXGPU_ATTENTION_ROWS=8
+  // for measuring 8. BK, the keys per block (BK / 16 scores per invocation): 32
+  // ($ONNXGPU_ATTENTION_KEYS=64 for measuring 64; equal or slower there).
+  uint32_t kRows = std::min(inv, wx) >= 256 ? 16 : 8, kKeys = 32;
+  if (const char* e = std::getenv("ONNXGPU_ATTENTION_ROWS"); e && std::string(e) == "8") kRows = 8;
   if (const char* e = std::getenv("ONNXGPU_ATTENTION_KEYS"); e && std::string(e) == "64") kKeys = 64;
-  uint32_t kThreads = 16 * kRows, sc = kKeys / 16;
   auto shared = [&](uint32_t dc) {
-    return 4 * (kRows * dc + dc * (kKeys + 1) + kKeys * kCols + kRows * kKeys + kThreads);
+    return 4 * (kRows * dc + dc * (kKeys + 1) + kKeys * kCols + kRows * kKeys + 16 * kRows);
   };
+  // DC, the slice of D staged at a time: 64 where workgroup memory allows (one stage per key block for
+  // heads of up to 64), else 32; with 8 rows when 16 do not fit.
+  if (shared(32) > mem) kRows = 8;
+  uint32_t kThreads = 16 * kRows, sc = kKeys / 16;
   uint32_t kDepth = shared(64) <= mem ? 64 : 32;
   if (kThreads > inv || kThreads > wx || shared(kDepth) > mem) ctx.unsupported("the device's workgroups are too small");
   uint64_t zs = uint64_t(shape_numel(batch));
