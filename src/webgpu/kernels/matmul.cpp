@@ -227,9 +227,13 @@ uint32_t choose_splits(const Product& pr, const Tile& tl) {
   // partial sums' traffic outweighs it (measured on the H200 with bench/variants.py).
   bool short_m = pr.M <= 32;
   uint32_t target = short_m ? 2048 : 512, min_kt = short_m ? 4 : 8, max_splits = 16;
-  if (const char* e = std::getenv("ONNXGPU_MATMUL_SPLIT"); e && *e) std::sscanf(e, "%u/%u/%u", &target, &min_kt, &max_splits);
+  const char* e = std::getenv("ONNXGPU_MATMUL_SPLIT");
+  if (e && *e) std::sscanf(e, "%u/%u/%u", &target, &min_kt, &max_splits);
   uint32_t splits = 1;
   while (wgs * splits < target && pr.K / (splits * 2) >= min_kt * tl.tk && splits < max_splits) splits *= 2;
+  // A grid still under half the target (an output of few tiles and a short K: attention's output
+  // projection at sequence 128 has 24 tiles of K = 768) splits on, down to parts of 4 K-tiles.
+  while (!(e && *e) && wgs * splits < target / 2 && pr.K / (splits * 2) >= 4 * tl.tk && splits < max_splits) splits *= 2;
   return splits;
 }
 
