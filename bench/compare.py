@@ -97,13 +97,50 @@ def vulkan_env(extra_lib_dirs=()):
     return env
 
 
+# The one measurement bench/compare adds to the peer's harness: the process's CPU time (all threads) over
+# its timed runs, per run, as `onnxgpu bench` reports it (`process_cpu_ms_per_run`). Anchored on the
+# harness's text: a harness that no longer has the anchors is an error, not a silently missing column.
+PEER_PATCHES = [
+    ("static double now_ms(void) {",
+     "static double cpu_ms(void) { /* bench/compare: process CPU time */\n"
+     "  struct timespec ts;\n  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);\n"
+     "  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;\n}\n"
+     "static double g_cpu_per_run = -1; /* bench/compare */\n"
+     "static double now_ms(void) {"),
+    ("    for (int k = 0; k < runs; k++) {\n      t0 = now_ms();\n      if (runner_step(&r)) fatal(\"timed run %d: %s\", k, g_err);\n"
+     "      lat[k] = now_ms() - t0;\n    }\n",
+     "    double cpu0 = cpu_ms(); /* bench/compare */\n"
+     "    for (int k = 0; k < runs; k++) {\n      t0 = now_ms();\n      if (runner_step(&r)) fatal(\"timed run %d: %s\", k, g_err);\n"
+     "      lat[k] = now_ms() - t0;\n    }\n"
+     "    if (runs > 0) g_cpu_per_run = (cpu_ms() - cpu0) / runs; /* bench/compare */\n"),
+    ("    jkey(\"readback_only_ms_median\");",
+     "    jkey(\"process_cpu_ms_per_run\"); if (g_cpu_per_run >= 0) jms(g_cpu_per_run); else jnull(); /* bench/compare */\n"
+     "    jkey(\"readback_only_ms_median\");"),
+]
+
+
+def patched_peer_source(text):
+    for anchor, replacement in PEER_PATCHES:
+        if text.count(anchor) != 1:
+            sys.exit(f"compare.py: the peer harness changed: anchor {anchor[:60]!r} found {text.count(anchor)} times")
+        text = text.replace(anchor, replacement)
+    return text
+
+
 def ensure_peer():
-    """Copies the peer's sources into bench/.peer and builds it there (library cached in bench/.peer/.cache)."""
+    """Copies the peer's sources into bench/.peer (ort_peer.c with PEER_PATCHES applied) and builds it there
+    (library cached in bench/.peer/.cache)."""
     os.makedirs(PEER_DIR, exist_ok=True)
     for f in ("ort_peer.c", "build.sh", "run_env.sh"):
         src, dst = os.path.join(PEER_SRC, f), os.path.join(PEER_DIR, f)
-        if os.path.exists(src) and (not os.path.exists(dst) or open(src, "rb").read() != open(dst, "rb").read()):
-            shutil.copyfile(src, dst)
+        if not os.path.exists(src):
+            continue
+        want = open(src, "rb").read()
+        if f == "ort_peer.c":
+            want = patched_peer_source(want.decode()).encode()
+        if not os.path.exists(dst) or open(dst, "rb").read() != want:
+            with open(dst, "wb") as out:
+                out.write(want)
             os.chmod(dst, 0o755)
     subprocess.run(["bash", os.path.join(PEER_DIR, "build.sh")], check=True, stdout=sys.stderr)
     return os.path.join(PEER_DIR, "ort_peer")
@@ -414,6 +451,7 @@ def aggregate(recs, engine, model, config):
     g["peak_rss_mb"] = max(x["peak_rss_mb"] for x in ok)
     rb = med([x.get("readback_only_ms_median") for x in res])
     g["readback_ms"] = rb
+    g["cpu_ms"] = med([x.get("process_cpu_ms_per_run") for x in res])
     g["device_ms"] = g["median"] - rb if rb is not None else None
     last = res[-1]
     if engine == "onnxgpu":
@@ -588,6 +626,22 @@ def build_report(meta, recs, doc_path, chart_path, command):
                      f"{fmt(A.get('device_ms'))} / {fmt(B.get('device_ms'))} | {fmt(A.get('host_ms'))} | "
                      f"{fmt(A.get('dispatches'), 0)} / {fmt(A.get('submits'), 0)} | {fmt_bytes(A.get('upload_bytes'))} | "
                      f"{plan_str(A.get('plan'))} | {placement_str(B)} |")
+    L.append("")
+
+    L.append("## Host time per run (capture)\n")
+    L.append("CPU time of the whole process (every thread: the engine's, Dawn's, the driver's) over the timed runs, "
+             "per run (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`; the peer's harness gets the same two calls around "
+             "its timed loop, see `PEER_PATCHES` in bench/compare.py). It includes each run's input upload and "
+             "output copy; time spent asleep waiting for the GPU is not CPU time. og host = onnxgpu's run time "
+             "minus the time blocked in `wgpuInstanceWaitAny` (from the table above).\n")
+    L.append("| model | og host ms | process CPU ms per run og / peer | ratio |")
+    L.append("|---|---|---|---|")
+    for name in models:
+        A, B = aggregate(recs, "onnxgpu", name, "capture"), aggregate(recs, "peer", name, "capture")
+        if A.get("cpu_ms") is None and B.get("cpu_ms") is None:
+            continue
+        r = A["cpu_ms"] / B["cpu_ms"] if A.get("cpu_ms") and B.get("cpu_ms") else None
+        L.append(f"| {name} | {fmt(A.get('host_ms'))} | {fmt(A.get('cpu_ms'))} / {fmt(B.get('cpu_ms'))} | {fmt(r, 2)} |")
     L.append("")
 
     prof_rows = []

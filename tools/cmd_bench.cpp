@@ -7,6 +7,7 @@
 // wgpuInstanceWaitAny (GPU work + readback the host waited for) and buffer creation. The wrappers
 // cost a counter increment and, for waits, two clock reads.
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +31,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// CPU time the process has used so far (all threads), in ms.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
 
 // ---- Counting wrappers around the Dawn table --------------------------------------------------
 
@@ -220,6 +228,7 @@ void bench_command(const BenchFlags& f) {
 
   std::vector<double> ms, wait_ms, host_ms, submit_ms, write_ms, submits, dispatches, write_bytes;
   bool time_limited = warmup_done < f.warmup;
+  const double cpu0 = process_cpu_ms();
   for (int i = 0; i < std::max(1, f.runs); ++i) {
     if (i > 0 && over_time()) {
       time_limited = true;
@@ -239,6 +248,9 @@ void bench_command(const BenchFlags& f) {
     dispatches.push_back(double(g_count.dispatches - before.dispatches));
     write_bytes.push_back(double(g_count.write_bytes - before.write_bytes));
   }
+  // CPU time of the whole process (every thread: ours, Dawn's, the driver's) per timed run: the host
+  // cost of a run measured as the peer harness measures it.
+  const double cpu_per_run = (process_cpu_ms() - cpu0) / double(ms.size());
   const PlanReport& plan = session.last_plan();
 
   nlohmann::json j;
@@ -258,6 +270,7 @@ void bench_command(const BenchFlags& f) {
   j["time_limited"] = time_limited;
   j["latency_scope"] = "Session::run: input upload, GPU work (or CPU reference), output readback into host tensors";
   j["latency_ms"] = stats(ms);
+  j["process_cpu_ms_per_run"] = cpu_per_run;
   j["run_ms"] = ms;
   j["load_ms"] = load_ms;
   j["first_run_ms"] = first_run_ms;
