@@ -612,7 +612,8 @@ def build_report(meta, recs, doc_path, chart_path, command):
     L.append("readback = reading all outputs back alone (onnxgpu: `readback_only_ms_median` of `onnxgpu bench`, one "
              "submit + map of every output; peer: its `readback_only_ms_median`, one `CopyTensors`); device = run "
              "median minus readback. onnxgpu host = run minus the time blocked in `wgpuInstanceWaitAny` (encoding, "
-             "submits, uploads, CPU fallback nodes, copies); the peer does not expose it. Dispatches and submits per "
+             "submits, uploads, CPU fallback nodes, copies); the peer does not expose that split (both sides' process "
+             "CPU time per run: next section). Dispatches and submits per "
              "run are counted by `onnxgpu bench` in the Dawn calls (plan segments in the plan column); ORT does not "
              "report them.\n")
     L.append("| model | config | readback ms og / peer | device ms og / peer | og host ms | og dispatches / submits | og upload / run | og plan | peer placement |")
@@ -632,7 +633,9 @@ def build_report(meta, recs, doc_path, chart_path, command):
     L.append("CPU time of the whole process (every thread: the engine's, Dawn's, the driver's) over the timed runs, "
              "per run (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`; the peer's harness gets the same two calls around "
              "its timed loop, see `PEER_PATCHES` in bench/compare.py). It includes each run's input upload and "
-             "output copy; time spent asleep waiting for the GPU is not CPU time. og host = onnxgpu's run time "
+             "output copy; time spent asleep waiting for the GPU is not CPU time, but threads that spin while they "
+             "wait count (a CPU time above the run's wall time, as the peer's on the smallest models, means other "
+             "threads were busy beside the replay; ORT's intra-op thread pool spin-waits by default). og host = onnxgpu's run time "
              "minus the time blocked in `wgpuInstanceWaitAny` (from the table above).\n")
     L.append("| model | og host ms | process CPU ms per run og / peer | ratio |")
     L.append("|---|---|---|---|")
