@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "ops/split.h"
 #include "webgpu/kernels/kernel.h"
@@ -22,6 +23,38 @@ bool elementwise_op(const ir::Node& n) {
       "Floor", "Ceil", "Where"};
   return plain(n) && ops.count(n.op_type) && n.outputs.size() == 1 && !n.outputs[0].empty() &&
          std::none_of(n.inputs.begin(), n.inputs.end(), [](const std::string& s) { return s.empty(); });
+}
+
+ir::Attribute ints_attr(std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+// Attribute "steps" of the fused kernels for the elementwise nodes `order` (graph order): one
+// "Op operand ..." per node, a node's result named t<m>; `operand(value)` names every other value
+// read, once per value (nullopt: the nodes cannot be written so).
+using OperandFn = std::function<std::optional<std::string>(const std::string&)>;
+std::optional<ir::Attribute> steps_attr(const ir::Graph& g, const std::vector<size_t>& order, const OperandFn& operand) {
+  std::unordered_map<std::string, std::string> ref;
+  ir::Attribute steps;
+  steps.kind = ir::Attribute::Kind::Strings;
+  for (size_t m = 0; m < order.size(); ++m) {
+    const ir::Node& n = g.nodes[order[m]];
+    std::string step = n.op_type;
+    for (const auto& in : n.inputs) {
+      if (!ref.count(in)) {
+        auto o = operand(in);
+        if (!o) return std::nullopt;
+        ref[in] = *o;
+      }
+      step += " " + ref[in];
+    }
+    ref[n.outputs[0]] = "t" + std::to_string(m);
+    steps.strings.push_back(step);
+  }
+  return steps;
 }
 
 constexpr size_t kMaxMembers = 24;   // nodes of one elementwise group
@@ -157,10 +190,7 @@ std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts)
     if (t == transposed_.end()) return true;
     std::vector<int64_t> perm = transpose_perm(g_.nodes[t->second], v->shape.size());
     if (perm.empty()) return false;
-    ir::Attribute at;
-    at.kind = ir::Attribute::Kind::Ints;
-    at.ints = perm;
-    f.node.attrs[perm_attr] = at;
+    f.node.attrs[perm_attr] = ints_attr(perm);
     f.members.push_back(t->second);
     return true;
   };
@@ -169,25 +199,15 @@ std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts)
   // The expression between the scores and the Softmax: p the score, x<k> input 3 + k, t<m> step m.
   if (a.chain) {
     std::vector<size_t> chain = chain_nodes(*a.chain);
-    std::unordered_map<std::string, std::string> ref{{qk.outputs[0], "p"}};
-    ir::Attribute steps;
-    steps.kind = ir::Attribute::Kind::Strings;
-    for (size_t m = 0; m < chain.size(); ++m) {
-      const ir::Node& n = g_.nodes[chain[m]];
-      std::string step = n.op_type;
-      for (const auto& in : n.inputs) {
-        if (!ref.count(in)) {
-          if (!facts(in)) return std::nullopt;
-          ref[in] = "x" + std::to_string(f.node.inputs.size() - 3);
-          f.node.inputs.push_back(in);
-        }
-        step += " " + ref[in];
-      }
-      ref[n.outputs[0]] = "t" + std::to_string(m);
-      steps.strings.push_back(step);
-      f.members.push_back(chain[m]);
-    }
-    f.node.attrs["steps"] = steps;
+    auto steps = steps_attr(g_, chain, [&](const std::string& in) -> std::optional<std::string> {
+      if (in == qk.outputs[0]) return "p";
+      if (!facts(in)) return std::nullopt;
+      f.node.inputs.push_back(in);
+      return "x" + std::to_string(f.node.inputs.size() - 4);
+    });
+    if (!steps) return std::nullopt;
+    f.node.attrs["steps"] = *steps;
+    f.members.insert(f.members.end(), chain.begin(), chain.end());
   }
   const ir::Node& sm = g_.nodes[a.softmax];
   ir::Attribute axis;
@@ -200,10 +220,7 @@ std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts)
                                                  g_.nodes[*j].outputs.size() == 1 && !g_.nodes[*j].outputs[0].empty()) {
     std::vector<int64_t> perm = transpose_perm(g_.nodes[*j], rank);
     if (!perm.empty()) {
-      ir::Attribute at;
-      at.kind = ir::Attribute::Kind::Ints;
-      at.ints = perm;
-      f.node.attrs["perm_y"] = at;
+      f.node.attrs["perm_y"] = ints_attr(perm);
       f.node.outputs = g_.nodes[*j].outputs;
       f.members.push_back(*j);
     }
@@ -465,28 +482,16 @@ std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const 
   f.members = deferred_to(i);
   std::vector<size_t> order = f.members;
   order.push_back(i);
-  std::unordered_map<std::string, std::string> ref;
-  ir::Attribute steps;
-  steps.kind = ir::Attribute::Kind::Strings;
-  for (size_t s = 0; s < order.size(); ++s) {
-    const ir::Node& n = g_.nodes[order[s]];
-    std::string step = n.op_type;
-    for (const auto& in : n.inputs) {
-      if (!ref.count(in)) {
-        ref[in] = "x" + std::to_string(f.node.inputs.size());
-        f.node.inputs.push_back(in);
-      }
-      step += " " + ref[in];
-    }
-    ref[n.outputs[0]] = "t" + std::to_string(s);
-    steps.strings.push_back(step);
-  }
+  auto steps = steps_attr(g_, order, [&](const std::string& in) -> std::optional<std::string> {
+    f.node.inputs.push_back(in);
+    return "x" + std::to_string(f.node.inputs.size() - 1);
+  });
   const ir::Node& root = g_.nodes[i];
   f.node.name = root.name + " (+" + std::to_string(f.members.size()) + " fused)";
   f.node.op_type = "Elementwise";
   f.node.domain = webgpu::kFusedDomain;
   f.node.outputs = {root.outputs[0]};
-  f.node.attrs["steps"] = steps;
+  f.node.attrs["steps"] = *steps;
   (void)facts;
   return f;
 }
@@ -517,10 +522,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
     for (int64_t d : perm) p.push_back(v->shape[size_t(d)]);
     shape[q] = p;
     f.node.inputs[q] = name;
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::Ints;
-    a.ints = perm;
-    f.node.attrs[q == 0 ? "perm_a" : "perm_b"] = a;
+    f.node.attrs[q == 0 ? "perm_a" : "perm_b"] = ints_attr(perm);
     f.members.push_back(t->second);
   }
   if (!dtype_is_float(dtype[0]) || dtype[1] != dtype[0]) return std::nullopt;
@@ -534,10 +536,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
       shape[0].size() >= 2 && shape[1].size() >= 2) {
     std::vector<int64_t> perm = transpose_perm(*add, std::max(shape[0].size(), shape[1].size()));
     if (!perm.empty()) {
-      ir::Attribute a;
-      a.kind = ir::Attribute::Kind::Ints;
-      a.ints = perm;
-      f.node.attrs["perm_y"] = a;
+      f.node.attrs["perm_y"] = ints_attr(perm);
       f.node.name += "+" + add->name;
       f.node.outputs = add->outputs;
       f.members.push_back(*j);
@@ -616,27 +615,18 @@ bool Fusion::absorb_activation(FusedGroup& f, size_t rank) const {
     if (root_of(c) != root) return false;
   std::vector<size_t> order = deferred_to(*root);
   order.push_back(*root);
-  std::unordered_map<std::string, std::string> ref{{value, "p"}};
-  ir::Attribute steps;
-  steps.kind = ir::Attribute::Kind::Strings;
-  for (size_t s = 0; s < order.size(); ++s) {
-    const ir::Node& n = g_.nodes[order[s]];
-    if (n.op_type == "Where") return false;
-    std::string step = n.op_type;
-    for (const auto& in : n.inputs) {
-      if (!ref.count(in)) {
-        auto v = scalar_value(in, rank);
-        if (!v) return false;  // another tensor: not an epilogue
-        uint32_t bits;
-        std::memcpy(&bits, &*v, 4);
-        ref[in] = "f" + std::to_string(bits);
-      }
-      step += " " + ref[in];
-    }
-    ref[n.outputs[0]] = "t" + std::to_string(s);
-    steps.strings.push_back(step);
-  }
-  f.node.attrs["steps"] = steps;
+  for (size_t n : order)
+    if (g_.nodes[n].op_type == "Where") return false;
+  auto steps = steps_attr(g_, order, [&](const std::string& in) -> std::optional<std::string> {
+    if (in == value) return "p";
+    auto v = scalar_value(in, rank);
+    if (!v) return std::nullopt;  // another tensor: not an epilogue
+    uint32_t bits;
+    std::memcpy(&bits, &*v, 4);
+    return "f" + std::to_string(bits);
+  });
+  if (!steps) return false;
+  f.node.attrs["steps"] = *steps;
   f.node.name += "+" + g_.nodes[*root].name + " (+" + std::to_string(order.size() - 1) + ")";
   f.node.outputs = g_.nodes[*root].outputs;
   f.members.insert(f.members.end(), order.begin(), order.end());
@@ -668,10 +658,7 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
     return false;  // the Split alone reports it
   }
   if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return false;  // an empty part: the Split runs
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::Ints;
-  a.ints = sizes;
-  f.node.attrs["split"] = a;
+  f.node.attrs["split"] = ints_attr(sizes);
   f.node.name += "+" + s.name;
   f.node.outputs = s.outputs;
   f.members.push_back(split);
