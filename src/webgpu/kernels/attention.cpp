@@ -7,7 +7,8 @@
 // Each workgroup computes RQ query rows x DV output columns of one batch element. It walks the keys in
 // blocks of BK: the scores of the block (Q and K staged in workgroup memory, DC of D at a time), the
 // steps, then an online softmax (a running row maximum; what was summed before is rescaled when it
-// grows) and the block's share of P V. The softmax follows the Softmax kernel's rules: the maximum
+// grows) and the block's share of P V; the next stage's Q, K, V and mask values are loaded into
+// registers while the current one computes. The softmax follows the Softmax kernel's rules: the maximum
 // ignores NaN, a row whose maximum is infinite is not shifted (IEEE decides), NaN propagates.
 // The scores never reach memory, and four dispatches (product, steps, Softmax, product) become one.
 #include <algorithm>
