@@ -1,5 +1,5 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
-// dispatches and keeps no intermediate buffer. Three kinds of group:
+// dispatches and keeps no intermediate buffer. Four kinds of group:
 //   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Transpose]: a Transpose
 //               that only the MatMul reads is read in place through strides (deferred to the MatMul);
 //               the bias (a constant row) and a residual of the output's shape, computed before the
