@@ -35,7 +35,8 @@ struct Plan {
 
 // Runs the model on the GPU (3 runs: recorded, then replayed) against the CPU reference; returns the
 // plan's dispatches and fused nodes. No node may fall back to the CPU.
-Plan check(const std::string& what, const std::string& model, const std::unordered_map<std::string, Tensor>& feeds) {
+Plan check(const std::string& what, const std::string& model, const std::unordered_map<std::string, Tensor>& feeds,
+           double rtol = 1e-4, double atol = 1e-5) {
   SessionOptions cpu;
   cpu.ep = "cpu";
   auto want = Session::from_bytes(model, cpu).run(feeds);
@@ -44,7 +45,7 @@ Plan check(const std::string& what, const std::string& model, const std::unorder
     auto got = g.run(feeds);
     EXPECT_EQ(got.size(), want.size()) << what;
     for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
-      auto c = runtime::compare_tensors(got[k], want[k], {1e-4, 1e-5});
+      auto c = runtime::compare_tensors(got[k], want[k], {rtol, atol});
       EXPECT_TRUE(c.passed) << what << " (run " << run + 1 << ", output " << k << "): " << c.message;
     }
   }
@@ -173,4 +174,21 @@ TEST(RuntimeAttention, OtherShapesRunNodeByNode) {
                     {"mask", floats(c.mask, 13)}});
     EXPECT_GE(p.dispatches, c.min_dispatches) << c.what;
   }
+}
+
+// float16 attention: the kernel is float32 only and declines; the score product, the scale and the
+// Softmax run as their own kernels, on the GPU, with the CPU's results (to float16 rounding).
+TEST(RuntimeAttention, Float16AttentionRunsAsItsParts) {
+  SKIP_WITHOUT_GPU();
+  const int64_t H = 2, L = 9, D = 8;
+  ModelBuilder b;
+  b.input("q", DType::Float16, {H, L, D}).input("kt", DType::Float16, {H, D, L}).input("v", DType::Float16, {H, L, D});
+  b.output("y", DType::Float16);
+  b.node("MatMul", {"q", "kt"}, {"s"});
+  b.node("Softmax", {"s"}, {"p"});
+  b.node("MatMul", {"p", "v"}, {"y"});
+  auto half = [](const Shape& shape, uint32_t seed) { return onnxgpu::testing::random_float(DType::Float16, shape, seed); };
+  Plan p = check("float16", b.bytes(), {{"q", half({H, L, D}, 14)}, {"kt", half({H, D, L}, 15)}, {"v", half({H, L, D}, 16)}},
+                 5e-3, 1e-3);
+  EXPECT_EQ(p.dispatches, 3);
 }
