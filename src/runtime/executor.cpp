@@ -841,9 +841,9 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
 
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     if (fused_away_.count(i) || fusion_.deferred(i)) continue;  // computed by another node's kernel
-    if (!fusion_.attention_parts(i).empty()) {
+    if (std::vector<size_t> parts = fusion_.attention_parts(i); !parts.empty()) {
       if (try_fused(i, i, true)) continue;
-      for (size_t m : fusion_.attention_parts(i)) run_group_or_nodes(m, i);  // the attention kernel could not run
+      for (size_t m : parts) run_group_or_nodes(m, i);  // the attention kernel could not run
     }
     run_group_or_nodes(i, i);
   }

@@ -135,8 +135,8 @@ void Fusion::find_attention() {
     if (product(e)) {
       a.scores = e;
     } else {
-      bool lone = elementwise_op(g_.nodes[e]) && !root_of_.count(e) && !elementwise_roots_.count(e);
-      if (!lone && (!elementwise_roots_.count(e) || root_of_.count(e))) continue;
+      // An elementwise group's root, or a lone elementwise node.
+      if (root_of_.count(e) || !(elementwise_roots_.count(e) || elementwise_op(g_.nodes[e]))) continue;
       // The score product: the one MatMul the chain reads whose value only the chain reads.
       std::vector<size_t> chain = chain_nodes(e);
       std::set<size_t> in_chain(chain.begin(), chain.end());

@@ -42,6 +42,21 @@ void expect_same(const Tensor& a, const Tensor& b, double rtol = 1e-5) {
   EXPECT_TRUE(c.passed) << c.message;
 }
 
+// GPT-2's tanh GELU of x as eight nodes (x read three times, Pow by 3) reading the constants half,
+// three, k, s and one, which the caller provides; the intermediate values are prefix + a, p, c, d, e,
+// f, g and the result is y.
+void gelu_tanh_nodes(ModelBuilder& b, const std::string& x, const std::string& y, const std::string& prefix = "") {
+  auto v = [&](const char* n) { return prefix + n; };
+  b.node("Mul", {x, "half"}, {v("a")});
+  b.node("Pow", {x, "three"}, {v("p")});
+  b.node("Mul", {v("p"), "k"}, {v("c")});
+  b.node("Add", {x, v("c")}, {v("d")});
+  b.node("Mul", {v("d"), "s"}, {v("e")});
+  b.node("Tanh", {v("e")}, {v("f")});
+  b.node("Add", {v("f"), "one"}, {v("g")});
+  b.node("Mul", {v("a"), v("g")}, {y});
+}
+
 }  // namespace
 
 TEST(RuntimeInt64, PackingRoundTripsLosslessly) {
@@ -419,14 +434,7 @@ TEST(RuntimeFusion, ElementwiseChainsRunAsOneKernel) {
     b.initializer("k", Tensor::scalar<float>(0.044715f));
     b.initializer("s", Tensor::scalar<float>(0.7978845608f));
     b.initializer("one", Tensor::scalar<float>(1.0f));
-    b.node("Mul", {"x", "half"}, {"a"});
-    b.node("Pow", {"x", "three"}, {"p"});
-    b.node("Mul", {"p", "k"}, {"c"});
-    b.node("Add", {"x", "c"}, {"d"});
-    b.node("Mul", {"d", "s"}, {"e"});
-    b.node("Tanh", {"e"}, {"f"});
-    b.node("Add", {"f", "one"}, {"g"});
-    b.node("Mul", {"a", "g"}, {"y"});
+    gelu_tanh_nodes(b, "x", "y");
     return b.bytes();
   };
   std::vector<float> xs(24);
@@ -774,19 +782,8 @@ TEST(RuntimeFusion, AnActivationJoinsTheProductsEpilogue) {
       constant(b, "k", 0.044715f);
       constant(b, "s", 0.7978845608f);
       constant(b, "one", 1.0f);
-      b.node("Mul", {"hb", "half"}, {"a"});
-      b.node("Pow", {"hb", "three"}, {"p"});
-      b.node("Mul", {"p", "k"}, {"pk"});
-      b.node("Add", {"hb", "pk"}, {"d"});
-      b.node("Mul", {"d", "s"}, {"e"});
-      b.node("Tanh", {"e"}, {"f"});
-      b.node("Add", {"f", "one"}, {"gg"});
-      if (other_tensor) {
-        b.node("Mul", {"a", "gg"}, {"m"});
-        b.node("Mul", {"m", "g"}, {"y"});  // reads another tensor: not an epilogue
-      } else {
-        b.node("Mul", {"a", "gg"}, {"y"});
-      }
+      gelu_tanh_nodes(b, "hb", other_tensor ? "m" : "y", "gelu_");
+      if (other_tensor) b.node("Mul", {"m", "g"}, {"y"});  // reads another tensor: not an epilogue
       std::vector<float> xs(size_t(3 * k)), gs(15);
       for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * float(int(i % 23) - 11);
       for (size_t i = 0; i < gs.size(); ++i) gs[i] = 0.5f + 0.1f * float(i);

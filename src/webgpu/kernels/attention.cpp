@@ -25,23 +25,6 @@ namespace {
 
 constexpr uint32_t kCols = 64;      // DV: output columns per workgroup (4 per lane)
 
-Shape permuted_shape(GpuKernelContext& ctx, const Shape& s, const std::vector<int64_t>& perm) {
-  if (perm.empty()) return s;
-  if (perm.size() != s.size()) ctx.unsupported("a folded Transpose of another rank");
-  Shape out;
-  for (int64_t d : perm) {
-    if (d < 0 || size_t(d) >= s.size()) ctx.unsupported("a folded Transpose with an invalid perm");
-    out.push_back(s[size_t(d)]);
-  }
-  return out;
-}
-
-std::vector<int64_t> identity(size_t r) {
-  std::vector<int64_t> p(r);
-  for (size_t d = 0; d < r; ++d) p[d] = int64_t(d);
-  return p;
-}
-
 Shape broadcast_or_unsupported(GpuKernelContext& ctx, const std::vector<Shape>& shapes, const char* what) {
   try {
     return cpu::broadcast_shapes(shapes);
@@ -50,16 +33,14 @@ Shape broadcast_or_unsupported(GpuKernelContext& ctx, const std::vector<Shape>& 
   }
 }
 
-std::string u(uint32_t v) { return std::to_string(v) + "u"; }
-
 void attention(GpuKernelContext& ctx) {
   if (ctx.num_inputs() < 3) ctx.fail("the fused attention needs Q, K and V");
   for (size_t k = 0; k < 3; ++k)
     if (ctx.dtype(k) != DType::Float32) ctx.unsupported("the fused attention is for float32");
   std::vector<int64_t> pq = ctx.node.attr_ints("perm_q"), pk = ctx.node.attr_ints("perm_k"),
                        pv = ctx.node.attr_ints("perm_v"), py = ctx.node.attr_ints("perm_y");
-  Shape q = permuted_shape(ctx, ctx.shape(0), pq), k = permuted_shape(ctx, ctx.shape(1), pk),
-        v = permuted_shape(ctx, ctx.shape(2), pv);
+  Shape q = strided::permute_shape(ctx, ctx.shape(0), pq), k = strided::permute_shape(ctx, ctx.shape(1), pk),
+        v = strided::permute_shape(ctx, ctx.shape(2), pv);
   if (q.size() < 2 || k.size() < 2 || v.size() < 2) ctx.unsupported("operands of rank < 2");
   int64_t Lq = q[q.size() - 2], D = q.back(), Lk = k.back(), Dv = v.back();
   if (k[k.size() - 2] != D || v[v.size() - 2] != Lk) ctx.unsupported("inner dimensions differ");
@@ -78,11 +59,7 @@ void attention(GpuKernelContext& ctx) {
   if (axis != rank - 1) ctx.unsupported("a Softmax over another axis than the keys");
   Shape out = batch;
   out.insert(out.end(), {Lq, Dv});
-  Shape stored = out;
-  if (!py.empty()) {
-    if (py.size() != out.size()) ctx.unsupported("a folded output Transpose of another rank");
-    stored = permuted_shape(ctx, out, py);
-  }
+  Shape stored = strided::permute_shape(ctx, out, py);
   ctx.set_output(0, DType::Float32, stored);
   if (shape_numel(out) == 0) return;
   if (Lk == 0) ctx.unsupported("no keys");  // (the nodes alone: a product over an empty axis)
@@ -116,17 +93,10 @@ void attention(GpuKernelContext& ctx) {
   if (3 + extras + 2 > most) ctx.unsupported("more tensors than the device binds per dispatch");
 
   using strided::Layout;
-  Layout lq = strided::permuted(ctx, ctx.shape(0), pq.empty() ? identity(q.size()) : pq, bq, batch);
-  Layout lk = strided::permuted(ctx, ctx.shape(1), pk.empty() ? identity(k.size()) : pk, bk, batch);
-  Layout lv = strided::permuted(ctx, ctx.shape(2), pv.empty() ? identity(v.size()) : pv, bv, batch);
-  Layout ly;
-  if (py.empty()) {
-    ly = strided::permuted(ctx, out, identity(out.size()), batch, batch);
-  } else {
-    std::vector<int64_t> inv_perm(py.size());
-    for (size_t j = 0; j < py.size(); ++j) inv_perm[size_t(py[j])] = int64_t(j);
-    ly = strided::permuted(ctx, stored, inv_perm, batch, batch);
-  }
+  Layout lq = strided::permuted(ctx, ctx.shape(0), pq, bq, batch);
+  Layout lk = strided::permuted(ctx, ctx.shape(1), pk, bk, batch);
+  Layout lv = strided::permuted(ctx, ctx.shape(2), pv, bv, batch);
+  Layout ly = strided::written(ctx, out, py, batch);
 
   // The steps' operands: x<k> is input 3 + k; a constant scalar is written into the WGSL, a bool
   // tensor may only be a Where condition.
@@ -223,18 +193,18 @@ void attention(GpuKernelContext& ctx) {
   }
   // Tile loads: consecutive invocations read along the operand's contiguous axis.
   auto slot = [](bool along_cols, uint32_t rows, uint32_t cols) {
-    return along_cols ? "vec2<u32>(g / " + u(cols) + ", g % " + u(cols) + ")"
-                      : "vec2<u32>(g % " + u(rows) + ", g / " + u(rows) + ")";
+    return along_cols ? "vec2<u32>(g / " + u32_lit(cols) + ", g % " + u32_lit(cols) + ")"
+                      : "vec2<u32>(g % " + u32_lit(rows) + ", g / " + u32_lit(rows) + ")";
   };
   std::string d =
-      "const RQ: u32 = " + u(kRows) + ";\nconst BK: u32 = " + u(kKeys) + ";\nconst DC: u32 = " + u(kDepth) +
-      ";\nconst DV: u32 = " + u(kCols) + ";\nconst NT: u32 = " + u(kThreads) + ";\nconst SC: u32 = " + u(sc) + ";\n"
-      "var<workgroup> Qs: array<f32, " + u(kRows * kDepth) + ">;  // [row][d]\n"
+      "const RQ: u32 = " + u32_lit(kRows) + ";\nconst BK: u32 = " + u32_lit(kKeys) + ";\nconst DC: u32 = " + u32_lit(kDepth) +
+      ";\nconst DV: u32 = " + u32_lit(kCols) + ";\nconst NT: u32 = " + u32_lit(kThreads) + ";\nconst SC: u32 = " + u32_lit(sc) + ";\n"
+      "var<workgroup> Qs: array<f32, " + u32_lit(kRows * kDepth) + ">;  // [row][d]\n"
       "const KS: u32 = BK + 1u;  // Ks's row stride (padded: a column of Ks is written at once)\n"
-      "var<workgroup> Ks: array<f32, " + u(kDepth * (kKeys + 1)) + ">;  // [d][key]\n"
-      "var<workgroup> Vs: array<f32, " + u(kKeys * kCols) + ">;  // [key][col]\n"
-      "var<workgroup> Ps: array<f32, " + u(kRows * kKeys) + ">;  // [row][key]\n"
-      "var<workgroup> red: array<f32, " + u(kThreads) + ">;\n"
+      "var<workgroup> Ks: array<f32, " + u32_lit(kDepth * (kKeys + 1)) + ">;  // [d][key]\n"
+      "var<workgroup> Vs: array<f32, " + u32_lit(kKeys * kCols) + ">;  // [key][col]\n"
+      "var<workgroup> Ps: array<f32, " + u32_lit(kRows * kKeys) + ">;  // [row][key]\n"
+      "var<workgroup> red: array<f32, " + u32_lit(kThreads) + ">;\n"
       "fn fmax_nan(a: f32, b: f32) -> f32 { return select(a, b, b > a); }\n"
       "fn q_slot(g: u32) -> vec2<u32> { return " + slot(lq.s_col == 1, kRows, kDepth) + "; }\n"
       "fn k_slot(g: u32) -> vec2<u32> { return " + slot(lk.s_col == 1, kDepth, kKeys) + "; }\n"
@@ -254,7 +224,7 @@ void attention(GpuKernelContext& ctx) {
   auto looped = [](uint32_t n, const std::string& stmt) {
     std::string body = stmt;
     for (size_t at; (at = body.find('$')) != std::string::npos;) body.replace(at, 1, "t");
-    return "      for (var t = 0u; t < " + u(n) + "; t = t + 1u) " + body + "\n";
+    return "      for (var t = 0u; t < " + u32_lit(n) + "; t = t + 1u) " + body + "\n";
   };
   // This invocation's scores of the block (keys lane + 16 q), the steps applied, and their maximum.
   std::string block_scores =
@@ -288,7 +258,7 @@ void attention(GpuKernelContext& ctx) {
       "  let vb = v_boff(z);\n" + bases +
       "  let nd = max((D() + DC - 1u) / DC, 1u);\n"
       "  let ns = ((Lk() + BK - 1u) / BK) * nd;\n" +
-      "  var rq: array<f32, " + u(qn) + ">;\n  var rk: array<f32, " + u(kn) + ">;\n  var rv: array<f32, " + u(vn) + ">;\n" + xregs +
+      "  var rq: array<f32, " + u32_lit(qn) + ">;\n  var rk: array<f32, " + u32_lit(kn) + ">;\n  var rv: array<f32, " + u32_lit(vn) + ">;\n" + xregs +
       "  var m = -f32_inf();\n"
       "  var l = 0.0;\n"
       "  var acc = vec4<f32>(0.0);\n"

@@ -143,6 +143,8 @@ std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::strin
 
 // A float as an exact WGSL expression (inf and NaN included).
 std::string f32_lit(float v);
+// An unsigned integer as a WGSL u32 literal ("12u").
+inline std::string u32_lit(uint64_t v) { return std::to_string(v) + "u"; }
 
 class GpuKernelRegistry {
  public:

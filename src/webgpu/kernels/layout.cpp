@@ -22,8 +22,6 @@ namespace onnxgpu::webgpu {
 
 namespace {
 
-std::string u(uint64_t v) { return std::to_string(v) + "u"; }
-
 std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
 
 int64_t prod(const Shape& s, size_t from, size_t to) {
@@ -152,18 +150,18 @@ void finish_gather(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueR
       p.uniform("count", uint32_t(n));
       p.set_threads((n + per - 1) / per);
       p.body("  var word = 0u;\n"
-             "  for (var j = 0u; j < " + u(per) + "; j = j + 1u) {\n"
-             "    let e = gi * " + u(per) + " + j;\n"
+             "  for (var j = 0u; j < " + u32_lit(per) + "; j = j + 1u) {\n"
+             "    let e = gi * " + u32_lit(per) + " + j;\n"
              "    if (e >= count()) { break; }\n"
-             "    word = word | (elem_bits(src_of(e)) << (j * " + u(uint32_t(bits)) + "));\n"
+             "    word = word | (elem_bits(src_of(e)) << (j * " + u32_lit(uint32_t(bits)) + "));\n"
              "  }\n"
              "  atomicStore(&y_buf[gi], word);");
     } else {
       p.set_threads(n);
       p.body("  let d = dst_of(gi);\n"
-             "  let sh = (d % " + u(per) + ") * " + u(uint32_t(bits)) + ";\n"
-             "  atomicAnd(&y_buf[d / " + u(per) + "], ~(" + mask + " << sh));\n"
-             "  atomicOr(&y_buf[d / " + u(per) + "], elem_bits(src_of(gi)) << sh);");
+             "  let sh = (d % " + u32_lit(per) + ") * " + u32_lit(uint32_t(bits)) + ";\n"
+             "  atomicAnd(&y_buf[d / " + u32_lit(per) + "], ~(" + mask + " << sh));\n"
+             "  atomicOr(&y_buf[d / " + u32_lit(per) + "], elem_bits(src_of(gi)) << sh);");
     }
   }
   ctx.dispatch(p, binds);
@@ -195,8 +193,8 @@ std::string strided_fn(const std::string& name, size_t rank) {
   return "fn " + name + "(e: u32) -> u32 {\n"
          "  var rem = e;\n"
          "  var o = " + name + "_base();\n"
-         "  for (var k = 0u; k < " + u(rank) + "; k = k + 1u) {\n"
-         "    let d = " + u(rank) + " - 1u - k;\n"
+         "  for (var k = 0u; k < " + u32_lit(rank) + "; k = k + 1u) {\n"
+         "    let d = " + u32_lit(rank) + " - 1u - k;\n"
          "    let n = it_dims(d);\n"
          "    o = o + (rem % n) * " + name + "_strides(d);\n"
          "    rem = rem / n;\n"
@@ -287,8 +285,8 @@ void padded_copy(GpuKernelContext& ctx, const std::string& mode, const Shape& ou
   p.declare("fn src_of(e: u32) -> u32 {\n"
             "  var rem = e;\n"
             "  var s = 0u;\n"
-            "  for (var k = 0u; k < " + u(r) + "; k = k + 1u) {\n"
-            "    let d = " + u(r) + " - 1u - k;\n"
+            "  for (var k = 0u; k < " + u32_lit(r) + "; k = k + 1u) {\n"
+            "    let d = " + u32_lit(r) + " - 1u - k;\n"
             "    let n = y_shape(d);\n"
             "    let c = rem % n;\n"
             "    rem = rem / n;\n"

@@ -237,8 +237,6 @@ uint32_t choose_splits(const Product& pr, const Tile& tl) {
   return splits;
 }
 
-std::string u(uint32_t v) { return std::to_string(v) + "u"; }
-
 // The tiled float kernel. The grid is (N tiles, M tiles, batch x splits). Each invocation loads its share
 // of the next K-slice into registers before computing the current one from workgroup memory, so the
 // global loads overlap the arithmetic.
@@ -275,12 +273,12 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   p.uniform("kchunk", kchunk);
   uint32_t la = tl.tm * tl.tk / tl.threads(), lb = tl.tk * tl.tn / tl.threads();
   std::string decl =
-      "const TM: u32 = " + u(tl.tm) + ";\nconst TN: u32 = " + u(tl.tn) + ";\nconst TK: u32 = " + u(tl.tk) +
-      ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) + ";\nconst TX: u32 = " + u(tl.tx()) + ";\n"
+      "const TM: u32 = " + u32_lit(tl.tm) + ";\nconst TN: u32 = " + u32_lit(tl.tn) + ";\nconst TK: u32 = " + u32_lit(tl.tk) +
+      ";\nconst RM: u32 = " + u32_lit(tl.rm) + ";\nconst NT: u32 = " + u32_lit(tl.threads()) + ";\nconst TX: u32 = " + u32_lit(tl.tx()) + ";\n"
       "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
       "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
-      "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
-      "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][n]\n";
+      "var<workgroup> As: array<vec4<f32>, " + u32_lit(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
+      "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][n]\n";
   // Element (m, k) of A and (k, n) of B, 0 outside the matrix (branch-free: the loads issue back to back).
   decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
           "  let inside = m < M() && k < K();\n"
@@ -314,28 +312,28 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   std::string store_tiles =
       "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[s.x * AS + s.y] = ra[q]; }\n"
       "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[s.x * BS + s.y] = rb[q]; }\n";
-  std::string regs = "  var ra: array<vec4<f32>, " + u(ga) + ">;\n  var rb: array<vec4<f32>, " + u(gb) + ">;\n";
-  decl += "const GA: u32 = " + u(ga) + ";\nconst GB: u32 = " + u(gb) + ";\n";
+  std::string regs = "  var ra: array<vec4<f32>, " + u32_lit(ga) + ">;\n  var rb: array<vec4<f32>, " + u32_lit(gb) + ">;\n";
+  decl += "const GA: u32 = " + u32_lit(ga) + ";\nconst GB: u32 = " + u32_lit(gb) + ";\n";
   p.declare(decl);
   std::string fmas, stores, bvals;
   for (uint32_t i = 0; i < tl.rm; ++i)
     for (uint32_t j = 0; j < tl.cn; ++j) regs += "  var acc" + n_(i) + "_" + n_(j) + " = vec4<f32>(0.0);\n";
   for (uint32_t j = 0; j < tl.cn; ++j)
     for (uint32_t q = 0; q < 4; ++q)
-      bvals += "      let b" + n_(j) + n_(q) + " = Bs[(kk * 4u + " + u(q) + ") * BS + tx + " + u(j * tl.tx()) + "];\n";
+      bvals += "      let b" + n_(j) + n_(q) + " = Bs[(kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
   for (uint32_t i = 0; i < tl.rm; ++i) {
     std::string a = "a" + n_(i);
-    fmas += "      let " + a + " = As[(ty * RM + " + u(i) + ") * AS + kk];\n";
+    fmas += "      let " + a + " = As[(ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
     for (uint32_t j = 0; j < tl.cn; ++j) {
       std::string acc = "acc" + n_(i) + "_" + n_(j), b = "b" + n_(j);
       fmas += "      " + acc + " = fma(vec4<f32>(" + a + ".x), " + b + "0, fma(vec4<f32>(" + a + ".y), " + b +
               "1, fma(vec4<f32>(" + a + ".z), " + b + "2, fma(vec4<f32>(" + a + ".w), " + b + "3, " + acc + "))));\n";
     }
-    stores += "  if (m0 + ty * RM + " + u(i) + " < M()) {\n    let m = m0 + ty * RM + " + u(i) + ";\n";
+    stores += "  if (m0 + ty * RM + " + u32_lit(i) + " < M()) {\n    let m = m0 + ty * RM + " + u32_lit(i) + ";\n";
     for (uint32_t j = 0; j < tl.cn; ++j)
       for (uint32_t c = 0; c < 4; ++c) {
         std::string v = "acc" + n_(i) + "_" + n_(j) + "[" + n_(c) + "]";
-        std::string col = "n0 + (tx + " + u(j * tl.tx()) + ") * 4u + " + u(c);
+        std::string col = "n0 + (tx + " + u32_lit(j * tl.tx()) + ") * 4u + " + u32_lit(c);
         stores += "    if (" + col + " < N()) { let n = " + col + "; " +
                   (split ? "y_store(y_base + m * N() + n, " + v + ");" : "put(bz, m, n, " + v + ");") + " }\n";
       }
@@ -464,15 +462,9 @@ void fused_matmul(GpuKernelContext& ctx) {
   if (!dtype_is_float(t)) ctx.unsupported("the fused MatMul is for float products");
   if (ctx.dtype(1) != t) ctx.fail("A and B must have the same type");
   std::vector<int64_t> pa = ctx.node.attr_ints("perm_a"), pb = ctx.node.attr_ints("perm_b");
-  auto permuted = [&](const Shape& s, const std::vector<int64_t>& perm) {
-    if (perm.empty()) return s;
-    if (perm.size() != s.size() || s.size() < 2) ctx.unsupported("a folded Transpose of rank < 2");
-    Shape out;
-    for (int64_t d : perm) out.push_back(s.at(size_t(d)));
-    return out;
-  };
   std::vector<int64_t> py = ctx.node.attr_ints("perm_y");
-  Product pr = plan_matmul(ctx, permuted(ctx.shape(0), pa), permuted(ctx.shape(1), pb), pa.empty() && py.empty());
+  Product pr = plan_matmul(ctx, strided::permute_shape(ctx, ctx.shape(0), pa), strided::permute_shape(ctx, ctx.shape(1), pb),
+                           pa.empty() && py.empty());
   if (!pa.empty()) pr.la = strided::permuted(ctx, ctx.shape(0), pa, pr.a_batch, pr.batch);
   if (!pb.empty()) pr.lb = strided::permuted(ctx, ctx.shape(1), pb, pr.b_batch, pr.batch);
   // The product transposed as it is stored (perm_y): element (.., m, n) of the product goes where the
@@ -480,10 +472,8 @@ void fused_matmul(GpuKernelContext& ctx) {
   if (!py.empty()) {
     if (py.size() != pr.out.size() || pr.out.size() < 2 || pr.out.size() != pr.batch.size() + 2)
       ctx.unsupported("a folded output Transpose of this rank");
-    pr.stored = permuted(pr.out, py);
-    std::vector<int64_t> inv(py.size());
-    for (size_t j = 0; j < py.size(); ++j) inv[size_t(py[j])] = int64_t(j);
-    pr.ly = strided::permuted(ctx, pr.stored, inv, pr.batch, pr.batch);
+    pr.stored = strided::permute_shape(ctx, pr.out, py);
+    pr.ly = strided::written(ctx, pr.out, py, pr.batch);
   }
   Epilogue ep;
   if (ctx.has_input(2)) {

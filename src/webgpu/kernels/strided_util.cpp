@@ -7,12 +7,23 @@ uint32_t u32_dim(const GpuKernelContext& ctx, int64_t v, const char* what) {
   return uint32_t(v);
 }
 
+Shape permute_shape(const GpuKernelContext& ctx, const Shape& s, const std::vector<int64_t>& perm) {
+  if (perm.empty()) return s;
+  if (perm.size() != s.size()) ctx.unsupported("a folded Transpose of another rank");
+  Shape out;
+  for (int64_t d : perm) {
+    if (d < 0 || size_t(d) >= s.size()) ctx.unsupported("a folded Transpose with an invalid perm");
+    out.push_back(s[size_t(d)]);
+  }
+  return out;
+}
+
 Layout permuted(const GpuKernelContext& ctx, const Shape& x, const std::vector<int64_t>& perm, const Shape& op_batch,
                 const Shape& batch) {
   size_t r = x.size();
   std::vector<uint64_t> xs(r, 1), ls(r);
   for (size_t d = r - 1; d-- > 0;) xs[d] = xs[d + 1] * uint64_t(x[d + 1]);
-  for (size_t j = 0; j < r; ++j) ls[j] = xs[size_t(perm[j])];
+  for (size_t j = 0; j < r; ++j) ls[j] = xs[perm.empty() ? j : size_t(perm[j])];
   auto u32 = [&](uint64_t v) { return u32_dim(ctx, int64_t(v), "a stride"); };
   Layout l;
   l.strided = true;
@@ -22,6 +33,13 @@ Layout permuted(const GpuKernelContext& ctx, const Shape& x, const std::vector<i
   for (size_t j = 0; j < batch.size(); ++j)
     l.s_batch.push_back(j < lead || op_batch[j - lead] == 1 ? 0u : u32(ls[j - lead]));
   return l;
+}
+
+Layout written(const GpuKernelContext& ctx, const Shape& out, const std::vector<int64_t>& perm, const Shape& batch) {
+  if (perm.empty()) return permuted(ctx, out, {}, batch, batch);
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t j = 0; j < perm.size(); ++j) inverse[size_t(perm[j])] = int64_t(j);
+  return permuted(ctx, permute_shape(ctx, out, perm), inverse, batch, batch);
 }
 
 Layout broadcast(const GpuKernelContext& ctx, const Shape& x, const Shape& batch) {

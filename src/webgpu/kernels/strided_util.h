@@ -21,10 +21,19 @@ struct Layout {
 // v as a 32-bit GPU index, else unsupported (naming `what`).
 uint32_t u32_dim(const GpuKernelContext& ctx, int64_t v, const char* what);
 
-// The layout of X[perm] (X of shape x) read in place: strides of its last two axes and of each dim of
-// `batch`, the broadcast batch that X[perm]'s batch dims `op_batch` broadcast to.
+// The shape of X[perm] (a Transpose folded in); `s` itself for an empty perm. Unsupported for a perm
+// that is not one of s's axes.
+Shape permute_shape(const GpuKernelContext& ctx, const Shape& s, const std::vector<int64_t>& perm);
+
+// The layout of X[perm] (X of shape x; an empty perm: X as it is) read in place: strides of its last
+// two axes and of each dim of `batch`, the broadcast batch that X[perm]'s batch dims `op_batch`
+// broadcast to.
 Layout permuted(const GpuKernelContext& ctx, const Shape& x, const std::vector<int64_t>& perm, const Shape& op_batch,
                 const Shape& batch);
+
+// The layout that writes a result of shape `out` (= batch + [rows, cols]) where a Transpose `perm` of
+// it puts each element (an empty perm: in place, row-major).
+Layout written(const GpuKernelContext& ctx, const Shape& out, const std::vector<int64_t>& perm, const Shape& batch);
 
 // The layout of a tensor of shape x broadcast (numpy rules) to `batch` + [rows, cols]: stride 0 along
 // every axis where x has 1 or no dim.
