@@ -114,6 +114,13 @@ std::unordered_map<std::string, Tensor> InputFlags::feeds(const Session& session
   for (const auto& kv : shapes) {
     auto [name, s] = split_kv(kv, "--shape");
     shape_of[name] = parse_shape(s);
+    bool known = false;
+    std::string names;
+    for (const auto& i : session.inputs()) {
+      known |= i.name == name;
+      names += (names.empty() ? "" : ", ") + i.name;
+    }
+    if (!known) throw InvalidArgument("--shape " + kv + ": '" + name + "' is not an input of the model (its inputs: " + names + ")");
   }
   std::mt19937_64 rng(seed);
   for (const auto& info : session.inputs()) {

@@ -23,6 +23,10 @@ struct SessionOptions {
   // elementwise chains; src/runtime/fusion.h). Config entry "onnxgpu.fusion"; Python turns it off for
   // GraphOptimizationLevel.ORT_DISABLE_ALL.
   bool fusion = true;
+  // External data must resolve (after symlinks) inside this folder; "" = the model's own folder (for
+  // a model given as bytes: the current directory). Widen it only for models you trust. Config entry
+  // "onnxgpu.external_data_root".
+  std::string external_data_root;
   // ONNX Runtime-style config entries, e.g. {"gpu_graph_capture", "1"}, {"onnxgpu.int64.strategy", "cast_to_i32"}.
   // Applied on top of the fields above when the session is created.
   std::map<std::string, std::string> config;

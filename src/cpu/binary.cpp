@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "cpu/elementwise_util.h"
 #include "cpu/kernel.h"
 
@@ -37,31 +38,11 @@ Shape broadcast_or_fail(const KernelContext& ctx, const std::vector<Shape>& shap
   }
 }
 
-// Before opset 7 the arithmetic, logic and comparison ops broadcast B to A only when the attribute
-// broadcast=1, aligning B at `axis` of A (default: trailing alignment). Returns B's shape aligned so
-// numpy broadcasting gives the old result.
-Shape legacy_b_shape(const KernelContext& ctx, const Shape& a, const Shape& b) {
-  if (ctx.opset >= 7) return b;
-  if (ctx.node.attr_int("broadcast", 0) == 0) {
-    if (a != b)
-      ctx.fail("inputs have shapes " + shape_str(a) + " and " + shape_str(b) +
-               " but broadcast=0 (opset " + std::to_string(ctx.opset) + " requires equal shapes)");
-    return b;
-  }
-  int64_t ra = int64_t(a.size()), rb = int64_t(b.size());
-  if (rb > ra) ctx.fail("input B " + shape_str(b) + " has a higher rank than input A " + shape_str(a));
-  int64_t axis = ctx.node.has_attr("axis") ? ctx.node.attr_int("axis", 0) : ra - rb;
-  if (axis < 0) axis += ra;
-  if (axis < 0 || axis + rb > ra) ctx.fail("attribute 'axis' does not place B " + shape_str(b) + " inside A " + shape_str(a));
-  Shape r(size_t(ra), 1);
-  for (int64_t i = 0; i < rb; ++i) r[size_t(axis + i)] = b[size_t(i)];
-  return r;
-}
-
 // out[i] = f(a[.], b[.]) over the broadcast shape. f gets acc_t<A>, acc_t<B> values; the result type is O.
 template <class A, class B, class O, class F>
 Tensor broadcast_binary(const KernelContext& ctx, const Tensor& a, const Tensor& b, F&& f, bool legacy = true) {
-  Shape bs = legacy ? legacy_b_shape(ctx, a.shape(), b.shape()) : b.shape();
+  Shape bs = legacy ? ops::legacy_broadcast_b(ctx.node, ctx.opset, a.shape(), b.shape(), [&](const std::string& m) { ctx.fail(m); })
+                       : b.shape();
   Shape out_shape = broadcast_or_fail(ctx, {a.shape(), bs});
   Tensor out(dtype_of<O>(), out_shape);
   Indexer ia(a.shape(), out_shape), ib(bs, out_shape);

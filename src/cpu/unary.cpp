@@ -124,6 +124,7 @@ void register_unary(KernelRegistry& r) {
     if (alpha == 0.0f) ctx.fail("attribute 'alpha' must not be 0");
     return [alpha](auto x) {
       using V = decltype(x);
+      if (std::isnan(x)) return x;  // std::max and std::min would drop it
       return std::max(V(0), x) + std::min(V(0), V(alpha) * std::expm1(x / V(alpha)));
     };
   });
@@ -132,6 +133,7 @@ void register_unary(KernelRegistry& r) {
     float beta = ctx.node.attr_float("beta", 0.5f);
     return [alpha, beta](auto x) {
       using V = decltype(x);
+      if (std::isnan(x)) return x;  // std::max and std::min would drop it
       return std::max(V(0), std::min(V(1), V(alpha) * x + V(beta)));
     };
   });

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "loader/tensor_proto.h"
+#include "loader/validate.h"
 
 namespace onnxgpu::loader {
 
@@ -16,7 +17,7 @@ namespace {
 using Kind = ir::Attribute::Kind;
 
 struct Converter {
-  std::string base_dir;
+  ExternalDataDir ext;
   int depth = 0;
 
   ir::ValueInfo value_info(const onnx::ValueInfoProto& v) {
@@ -46,14 +47,14 @@ struct Converter {
       case onnx::AttributeProto_AttributeType_FLOAT: r.kind = Kind::Float; r.f = a.f(); break;
       case onnx::AttributeProto_AttributeType_INT: r.kind = Kind::Int; r.i = a.i(); break;
       case onnx::AttributeProto_AttributeType_STRING: r.kind = Kind::String; r.s = a.s(); break;
-      case onnx::AttributeProto_AttributeType_TENSOR: r.kind = Kind::Tensor; r.t = tensor_from_proto(a.t(), base_dir, what); break;
+      case onnx::AttributeProto_AttributeType_TENSOR: r.kind = Kind::Tensor; r.t = tensor_from_proto(a.t(), ext, what); break;
       case onnx::AttributeProto_AttributeType_GRAPH: r.kind = Kind::Graph; r.g = std::make_shared<ir::Graph>(graph(a.g())); break;
       case onnx::AttributeProto_AttributeType_FLOATS: r.kind = Kind::Floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
       case onnx::AttributeProto_AttributeType_INTS: r.kind = Kind::Ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
       case onnx::AttributeProto_AttributeType_STRINGS: r.kind = Kind::Strings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
       case onnx::AttributeProto_AttributeType_TENSORS:
         r.kind = Kind::Tensors;
-        for (const auto& t : a.tensors()) r.tensors.push_back(tensor_from_proto(t, base_dir, what));
+        for (const auto& t : a.tensors()) r.tensors.push_back(tensor_from_proto(t, ext, what));
         break;
       case onnx::AttributeProto_AttributeType_GRAPHS:
         r.kind = Kind::Graphs;
@@ -69,7 +70,7 @@ struct Converter {
         if (a.has_f()) { r.kind = Kind::Float; r.f = a.f(); }
         else if (a.has_i()) { r.kind = Kind::Int; r.i = a.i(); }
         else if (a.has_s()) { r.kind = Kind::String; r.s = a.s(); }
-        else if (a.has_t()) { r.kind = Kind::Tensor; r.t = tensor_from_proto(a.t(), base_dir, what); }
+        else if (a.has_t()) { r.kind = Kind::Tensor; r.t = tensor_from_proto(a.t(), ext, what); }
         else if (a.has_g()) { r.kind = Kind::Graph; r.g = std::make_shared<ir::Graph>(graph(a.g())); }
         else if (a.floats_size()) { r.kind = Kind::Floats; r.floats.assign(a.floats().begin(), a.floats().end()); }
         else if (a.ints_size()) { r.kind = Kind::Ints; r.ints.assign(a.ints().begin(), a.ints().end()); }
@@ -85,7 +86,7 @@ struct Converter {
     out.name = g.name();
     for (const auto& t : g.initializer()) {
       if (t.name().empty()) throw InvalidArgument("graph '" + g.name() + "': an initializer has no name");
-      out.initializers[t.name()] = tensor_from_proto(t, base_dir, "initializer '" + t.name() + "'");
+      out.initializers[t.name()] = tensor_from_proto(t, ext, "initializer '" + t.name() + "'");
     }
     if (g.sparse_initializer_size()) throw NotImplemented("graph '" + g.name() + "': sparse initializers are not supported");
     for (const auto& v : g.input()) out.inputs.push_back(value_info(v));
@@ -169,7 +170,7 @@ void check_and_sort(ir::Graph& g, const std::set<std::string>& outer) {
 
 }  // namespace
 
-ir::Model load_model_from_bytes(const std::string& bytes, const std::string& base_dir) {
+ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir& ext) {
   onnx::ModelProto mp;
   if (bytes.empty()) throw InvalidArgument("the model is empty (0 bytes)");
   if (!mp.ParseFromString(bytes))
@@ -189,7 +190,7 @@ ir::Model load_model_from_bytes(const std::string& bytes, const std::string& bas
   m.doc_string = mp.doc_string();
   for (const auto& kv : mp.metadata_props()) m.metadata[kv.key()] = kv.value();
   if (mp.functions_size()) throw NotImplemented("model-local functions are not supported");
-  Converter c{base_dir};
+  Converter c{ext};
   try {
     m.graph = c.graph(mp.graph());
   } catch (const Error&) {
@@ -198,17 +199,18 @@ ir::Model load_model_from_bytes(const std::string& bytes, const std::string& bas
     throw InvalidArgument(std::string("malformed model: ") + e.what());
   }
   check_and_sort(m.graph, {});
+  validate_model(m);
   return m;
 }
 
-ir::Model load_model(const std::string& path) {
+ir::Model load_model(const std::string& path, const std::string& external_data_root) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InvalidArgument("cannot open model '" + path + "'");
   std::stringstream ss;
   ss << f.rdbuf();
   std::string dir = std::filesystem::path(path).parent_path().string();
   try {
-    ir::Model m = load_model_from_bytes(ss.str(), dir);
+    ir::Model m = load_model_from_bytes(ss.str(), {dir, external_data_root});
     m.path = path;
     return m;
   } catch (const NotImplemented& e) {

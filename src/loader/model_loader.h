@@ -4,11 +4,14 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "loader/tensor_proto.h"
 
 namespace onnxgpu::loader {
 
-ir::Model load_model(const std::string& path);
-// `base_dir` is where external-data files are looked up ("" = current directory).
-ir::Model load_model_from_bytes(const std::string& bytes, const std::string& base_dir = "");
+// External data is read from the model's folder and must resolve inside `external_data_root`
+// ("" = the model's folder; a wider folder only for models the caller trusts).
+ir::Model load_model(const std::string& path, const std::string& external_data_root = "");
+// `ext.dir` is where external-data files are looked up ("" = the current directory).
+ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir& ext = {});
 
 }  // namespace onnxgpu::loader

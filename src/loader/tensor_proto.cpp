@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -46,9 +47,71 @@ void copy_typed(const Field& field, Tensor& t, const std::string& what) {
   });
 }
 
+
+// A non-negative integer of an external_data entry ("offset", "length").
+int64_t external_int(const std::string& key, const std::string& value, const std::string& what) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || v < 0)
+    throw InvalidArgument(what + ": external data " + key + " '" + value + "' is not a non-negative integer");
+  return v;
+}
+
+// The file of an external location: inside the allowed folder after symlinks, a regular file.
+std::filesystem::path external_file(const std::string& location, const ExternalDataDir& ext, const std::string& what) {
+  namespace fs = std::filesystem;
+  const std::string where = what + ": external data location '" + location + "'";
+  if (location.empty()) throw InvalidArgument(what + ": external data without a location");
+  if (fs::path(location).is_absolute()) throw InvalidArgument(where + " is absolute; it must be relative to the model's folder");
+  std::error_code ec;
+  const fs::path dir = ext.dir.empty() ? fs::current_path(ec) : fs::path(ext.dir);
+  const fs::path root = fs::canonical(ext.root.empty() ? dir : fs::path(ext.root), ec);
+  if (ec) throw InvalidArgument(where + ": the folder '" + (ext.root.empty() ? dir.string() : ext.root) + "' cannot be resolved");
+  const fs::path file = fs::canonical(dir / location, ec);
+  if (ec) throw InvalidArgument(where + ": cannot open external data file '" + (dir / location).string() + "'");
+  const fs::path rel = file.lexically_relative(root);
+  if (rel.empty() || *rel.begin() == "..")
+    throw InvalidArgument(where + " resolves to '" + file.string() + "', outside the folder '" + root.string() +
+                          "' that external data must stay in");
+  if (!fs::is_regular_file(file, ec)) throw InvalidArgument(where + ": '" + file.string() + "' is not a regular file");
+  return file;
+}
+
+// Reads a tensor's external data; the file and its length are checked before anything is allocated.
+Tensor read_external(const onnx::TensorProto& p, const ExternalDataDir& ext, DType dt, const Shape& shape,
+                     const std::string& what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : p.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = external_int("offset", kv.value(), what);
+    else if (kv.key() == "length") length = external_int("length", kv.value(), what);
+  }
+  const std::filesystem::path file = external_file(location, ext, what);
+  uint64_t nbytes = 0;
+  if (__builtin_mul_overflow(uint64_t(shape_numel(shape)), uint64_t(dtype_size(dt)), &nbytes))
+    throw InvalidArgument(what + ": type and shape " + std::string(dtype_name(dt)) + shape_str(shape) + " are too large");
+  if (length >= 0 && uint64_t(length) != nbytes)
+    throw InvalidArgument(what + ": external data length " + std::to_string(length) + " does not match its type and shape " +
+                          std::string(dtype_name(dt)) + shape_str(shape) + " (" + std::to_string(nbytes) + " bytes)");
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(file, ec);
+  if (ec || uint64_t(offset) > size || size - uint64_t(offset) < nbytes)
+    throw InvalidArgument(what + ": external data file '" + file.string() + "' has " + std::to_string(ec ? 0 : size) +
+                          " bytes, its offset " + std::to_string(offset) + " and type and shape " + std::string(dtype_name(dt)) +
+                          shape_str(shape) + " need " + std::to_string(uint64_t(offset) + nbytes));
+  std::ifstream f(file, std::ios::binary);
+  if (!f) throw InvalidArgument(what + ": cannot open external data file '" + file.string() + "'");
+  Tensor t = Tensor::uninitialized(dt, shape);  // every byte is read below
+  f.seekg(offset);
+  f.read(reinterpret_cast<char*>(t.raw()), std::streamsize(nbytes));
+  if (uint64_t(f.gcount()) != nbytes) throw InvalidArgument(what + ": external data file '" + file.string() + "' is too short");
+  return t;
+}
+
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir, const std::string& what_in) {
+Tensor tensor_from_proto(const onnx::TensorProto& p, const ExternalDataDir& ext, const std::string& what_in) {
   std::string what = what_in.empty() ? "tensor '" + p.name() + "'" : what_in;
   DType dt = dtype_from_onnx(p.data_type(), what);
   Shape shape;
@@ -78,30 +141,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
                             std::string(dtype_name(dt)) + shape_str(shape) + " need " + std::to_string(numel) +
                             (p.has_raw_data() ? " x " + std::to_string(unit) + " bytes" : " values"));
   }
+  if (p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return read_external(p, ext, dt, shape, what);
   Tensor t(dt, shape);
   const size_t nbytes = t.nbytes();
-
-  if (p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : p.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
-    }
-    if (location.empty()) throw InvalidArgument(what + ": external data without a location");
-    std::filesystem::path file = std::filesystem::path(base_dir) / location;
-    std::ifstream f(file, std::ios::binary);
-    if (!f) throw InvalidArgument(what + ": cannot open external data file '" + file.string() + "'");
-    if (length >= 0 && size_t(length) != nbytes)
-      throw InvalidArgument(what + ": external data length " + std::to_string(length) + " does not match its shape (" +
-                            std::to_string(nbytes) + " bytes)");
-    f.seekg(offset);
-    f.read(reinterpret_cast<char*>(t.raw()), std::streamsize(nbytes));
-    if (size_t(f.gcount()) != nbytes)
-      throw InvalidArgument(what + ": external data file '" + file.string() + "' is too short");
-    return t;
-  }
   if (p.has_raw_data()) {
     if (p.raw_data().size() != nbytes)
       throw InvalidArgument(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, its type and shape " +
@@ -136,7 +178,7 @@ std::pair<std::string, Tensor> read_tensor_pb(const std::string& path) {
   onnx::TensorProto p;
   if (!p.ParseFromString(bytes)) throw InvalidArgument("'" + path + "' is not a valid ONNX TensorProto file");
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return {p.name(), tensor_from_proto(p, dir, "tensor file '" + path + "'")};
+  return {p.name(), tensor_from_proto(p, {dir, ""}, "tensor file '" + path + "'")};
 }
 
 void write_tensor_pb(const std::string& path, const std::string& name, const Tensor& t) {

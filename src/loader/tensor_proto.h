@@ -11,11 +11,21 @@ class TensorProto;
 
 namespace onnxgpu::loader {
 
-// `base_dir` resolves external data; `what` names the tensor in error messages.
-Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir, const std::string& what);
+// Where a tensor's external data is read from. `dir` is the folder its location is relative to (the
+// model's or the tensor file's; "" = the current directory); the file must resolve, after symlinks,
+// inside `root` ("" = `dir`), as ONNX requires: an absolute location, "..", or a link out of the folder
+// is an error, so a model can never make the engine read a file it does not ship.
+struct ExternalDataDir {
+  std::string dir;
+  std::string root;
+};
+
+// `what` names the tensor in error messages.
+Tensor tensor_from_proto(const onnx::TensorProto& p, const ExternalDataDir& ext, const std::string& what);
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto& p);
 
-// ONNX TensorProto file (input_0.pb). Returns (name stored in the file, tensor).
+// ONNX TensorProto file (input_0.pb). Returns (name stored in the file, tensor). External data must
+// resolve inside the file's folder.
 std::pair<std::string, Tensor> read_tensor_pb(const std::string& path);
 void write_tensor_pb(const std::string& path, const std::string& name, const Tensor& t);
 

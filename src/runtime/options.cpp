@@ -34,6 +34,7 @@ void apply_config_entries(SessionOptions& o) {
     else if (key == "onnxgpu.ep") o.ep = value;
     else if (key == "onnxgpu.profile") o.profile = parse_bool(key, value);
     else if (key == "onnxgpu.fusion") o.fusion = parse_bool(key, value);
+    else if (key == "onnxgpu.external_data_root") o.external_data_root = value;
     else if (key == "onnxgpu.int64.strategy") o.int64.strategy = Int64Policy::parse_strategy(value);
     else if (key == "onnxgpu.int64.fail_loud") o.int64.fail_loud = parse_bool(key, value);
     else if (key == "onnxgpu.int64.fallback_per_op") o.int64.fallback_per_op_not_whole_graph = parse_bool(key, value);

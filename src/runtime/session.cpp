@@ -32,9 +32,9 @@ TensorInfo info_of(const ir::ValueInfo& v) {
   return t;
 }
 
+// `options` have had their config entries applied.
 std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options) {
   auto impl = std::make_unique<Session::Impl>();
-  runtime::apply_config_entries(options);
   impl->model = std::move(model);
   impl->options = std::move(options);
   if (impl->options.ep == "webgpu") impl->gpu = std::make_unique<runtime::GpuExecutor>(impl->model, impl->options);
@@ -96,14 +96,35 @@ std::vector<FeedInfo> feed_infos(const std::unordered_map<std::string, Tensor>& 
   return r;
 }
 
+// Each output's dtype against the model's declaration of it (a model that declares int64 and computes
+// float32 is wrong; the caller would read its bytes as the declared type).
+template <class T>
+void check_outputs(const ir::Graph& g, const std::vector<T>& got) {
+  for (size_t k = 0; k < got.size() && k < g.outputs.size(); ++k) {
+    const ir::ValueInfo& decl = g.outputs[k];
+    if (decl.dtype == DType::Undefined || got[k].dtype() == decl.dtype) continue;
+    std::string producer;
+    for (const auto& n : g.nodes)
+      for (const auto& o : n.outputs)
+        if (o == decl.name) producer = " by " + n.describe();
+    throw InvalidArgument("output '" + decl.name + "': the model declares " + std::string(dtype_name(decl.dtype)) +
+                          ", the graph computes " + std::string(dtype_name(got[k].dtype())) + producer);
+  }
+}
+
 }  // namespace
 
-Session::Session(const std::string& model_path, SessionOptions options)
-    : impl_(make_impl(loader::load_model(model_path), std::move(options))) {}
+Session::Session(const std::string& model_path, SessionOptions options) {
+  runtime::apply_config_entries(options);
+  ir::Model model = loader::load_model(model_path, options.external_data_root);
+  impl_ = make_impl(std::move(model), std::move(options));
+}
 
 Session Session::from_bytes(const std::string& model_bytes, SessionOptions options) {
+  runtime::apply_config_entries(options);
   Session s;
-  s.impl_ = make_impl(loader::load_model_from_bytes(model_bytes), std::move(options));
+  ir::Model model = loader::load_model_from_bytes(model_bytes, {"", options.external_data_root});
+  s.impl_ = make_impl(std::move(model), std::move(options));
   return s;
 }
 
@@ -117,15 +138,19 @@ const SessionOptions& Session::options() const { return impl_->options; }
 
 std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& feeds) {
   check_feeds(impl_->model.graph, feed_infos(feeds));
-  if (impl_->gpu) return impl_->gpu->run(feeds);
-  return cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
+  std::vector<Tensor> out =
+      impl_->gpu ? impl_->gpu->run(feeds) : cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
+  check_outputs(impl_->model.graph, out);
+  return out;
 }
 
 std::vector<DeviceTensor> Session::run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
                                                  const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   if (!impl_->gpu) throw InvalidArgument("run_on_device (IO binding) needs the webgpu execution provider");
   check_feeds(impl_->model.graph, feed_infos(feeds, device_feeds));
-  return impl_->gpu->run_on_device(feeds, device_feeds);
+  std::vector<DeviceTensor> out = impl_->gpu->run_on_device(feeds, device_feeds);
+  check_outputs(impl_->model.graph, out);
+  return out;
 }
 
 PlanReport Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }

@@ -248,6 +248,7 @@ struct B {
   B& quick(std::vector<DType> v = {DType::Float32, DType::Int64, DType::UInt64}) { c.quick = std::move(v); return *this; }
   B& without_schema(std::vector<DType> v) { c.dtypes_without_schema = std::move(v); return *this; }
   B& fold() { c.may_fold = true; return *this; }
+  B& no_extremes(std::string why) { c.no_extremes = std::move(why); return *this; }
   // The last input's second value set: `g`; the case expects that run to fail.
   B& second_fails(Gen g) {
     c.inputs.back().second = std::move(g);
@@ -829,6 +830,21 @@ Tensor make_values(DType dtype, const Shape& shape, Dom dom, Rng& rng) {
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = one_value<T>(dom, rng);
   });
   return t;
+}
+
+Tensor extreme_values(DType dtype, const Shape& shape, Rng& rng) {
+  if (!dtype_is_float(dtype)) return make_values(dtype, shape, Dom::Wide, rng);
+  const double inf = std::numeric_limits<double>::infinity();
+  // The largest finite magnitude and a subnormal of the dtype.
+  const double big = dtype == DType::Float16 ? 65504.0 : dtype == DType::Float64 ? 1.0e300 : 3.0e38;
+  const double sub = dtype == DType::Float16 ? 3.0e-6 : dtype == DType::Float64 ? 1.0e-310 : 1.0e-40;
+  const double edges[] = {std::numeric_limits<double>::quiet_NaN(), inf, -inf, 0.0, -0.0, big, -big, 1.0e4, -1.0e4,
+                          100.0, -100.0, 88.5, -88.5, 20.0, -20.0, sub, -sub, 1.0, -1.0};
+  Tensor t(DType::Float64, shape);
+  double* p = t.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    p[i] = uniform(rng, 0, 3) == 0 ? uniform_real(rng, -3, 3) : edges[uniform(rng, 0, std::size(edges) - 1)];
+  return t.cast(dtype);
 }
 
 const std::vector<Case>& all_cases() {

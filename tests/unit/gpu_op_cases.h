@@ -70,11 +70,19 @@ struct Case {
   // word would take for 1): the CPU and the GPU replay must both fail, and the GPU session must run
   // the first values again afterwards.
   bool second_run_fails = false;
+  // Why the case skips the extreme-values replay ("" = it runs it): every float graph input of the
+  // varied dtype without a custom generator gets extreme_values() in one more replay.
+  std::string no_extremes;
   std::string note;
   std::string family;              // the group of cases one gtest runs (set by the table)
 
   std::string name() const { return variant.empty() ? op : op + "[" + variant + "]"; }
 };
+
+// Values at the edges of a float dtype, with ordinary ones among them: NaN, +-inf, +-0, the largest
+// finite magnitudes, values where exp overflows and tanh saturates (+-20, +-88.5, +-100), subnormals,
+// and a few in [-3, 3]. For integer dtypes: make_values(Wide).
+Tensor extreme_values(DType dtype, const Shape& shape, Rng& rng);
 
 // Every case (for ops registered on the GPU or not).
 const std::vector<Case>& all_cases();

@@ -6,8 +6,10 @@
 // float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64 and bool, the test builds a one-node
 // model, runs it on the CPU reference and on WebGPU (capture on, fail_loud: a CPU fallback is an error)
 // three times -- record, replay with other input values, replay with the first values -- and compares
-// every output: integers and bool bit for bit, floats within a tolerance (float64 is computed in f32 on
-// the GPU). A fallback of an admitted dtype fails unless kAllowedFallbacks lists it with its reason.
+// every output: integers and bool bit for bit, floats within a tolerance. Float inputs get one more
+// replay with extreme values (NaN, +-inf, huge, subnormal: gpu_op_cases.h). A fallback of an admitted
+// dtype fails unless kAllowedFallbacks lists it with its reason (float64 arithmetic, which the GPU
+// cannot do exactly, runs on the CPU: kFloat64Arithmetic).
 // Every registered GPU kernel must have a case (GpuOps.EveryGpuKernelHasACase).
 //
 // Run: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json XDG_RUNTIME_DIR=/tmp \
@@ -78,7 +80,14 @@ const std::vector<AllowedFallback> kAllowedFallbacks = {
     {"Gemm[alpha 2 beta 3]", DType::UInt64, "integer Gemm with alpha or beta other than 1"},
 };
 
-const AllowedFallback* allowed_fallback(const Case& c, DType t) {
+// Float64 values the GPU cannot compute on exactly (it has no float64 arithmetic): a kernel that computes
+// on them is refused by the shader layer and the node runs on the CPU; kernels that only move float64
+// elements stay on the GPU and are checked bit for bit.
+const AllowedFallback kFloat64Arithmetic{"", DType::Float64, "float64 arithmetic runs on the CPU"};
+const char* const kFloat64Reason = "which the GPU would round to float32";
+
+const AllowedFallback* allowed_fallback(const Case& c, DType t, const std::string& reason) {
+  if (t == DType::Float64 && reason.find(kFloat64Reason) != std::string::npos) return &kFloat64Arithmetic;
   for (const auto& a : kAllowedFallbacks)
     if ((a.case_name == c.name() || a.case_name == c.op) && (a.dtype == DType::Undefined || a.dtype == t)) return &a;
   return nullptr;
@@ -208,7 +217,9 @@ uint64_t fnv(const std::string& s) {
 struct Built {
   std::string bytes;
   std::vector<DType> input_dtypes;
-  std::unordered_map<std::string, Tensor> feeds[2];  // two value sets of the graph inputs
+  // Value sets of the graph inputs: two ordinary ones and the extreme values (gpu_op_cases.h).
+  std::unordered_map<std::string, Tensor> feeds[3];
+  bool extremes = false;                             // feeds[2] differs from feeds[0]
   std::vector<Tensor> constants;                     // per input (undefined for graph inputs)
 };
 
@@ -252,6 +263,13 @@ Built build(const Case& c, DType vt) {
       b.feeds[1][in.name] = in.second(dt, in.shape, rng);
     } else {
       b.feeds[1][in.name] = gen(1);
+    }
+    if (!in.gen && !in.dtype && dtype_is_float(dt) && c.no_extremes.empty()) {
+      Rng rng(fnv(c.name() + "/" + std::string(dtype_name(vt)) + "/" + in.name + "/extremes"));
+      b.feeds[2][in.name] = extreme_values(dt, in.shape, rng);
+      b.extremes = true;
+    } else {
+      b.feeds[2][in.name] = b.feeds[0][in.name];
     }
   }
   for (int k = 0; k < c.outputs; ++k) {
@@ -352,7 +370,7 @@ Outcome classify(const Case& c, DType vt, const Built& b, const std::string& cpu
 
 Outcome run_case(const Case& c, DType vt) {
   Built b = build(c, vt);
-  std::vector<Tensor> ref[2];
+  std::vector<Tensor> ref[3];
   std::string cpu_error;
   try {
     SessionOptions o;
@@ -370,6 +388,14 @@ Outcome run_case(const Case& c, DType vt) {
     } else {
       ref[1] = cpu.run(b.feeds[1]);
     }
+    if (b.extremes) {
+      try {
+        ref[2] = cpu.run(b.feeds[2]);
+      } catch (const std::exception& e) {
+        throw Error(std::string("on the extreme values (give the case no_extremes with a reason if it cannot take "
+                                "them): ") + e.what());
+      }
+    }
   } catch (const std::exception& e) {
     cpu_error = e.what();
   }
@@ -384,8 +410,9 @@ Outcome run_case(const Case& c, DType vt) {
   double times[2] = {0, 0};
   try {
     Session gpu = Session::from_bytes(b.bytes, o);
-    const int sets[3] = {0, 1, 0};  // record, replay with other values, replay with the first values
-    for (int run = 0; run < 3; ++run) {
+    // Record, replay with other values, [replay with the extreme values,] replay with the first values.
+    std::vector<int> sets = b.extremes ? std::vector<int>{0, 1, 2, 0} : std::vector<int>{0, 1, 0};
+    for (int run = 0; run < int(sets.size()); ++run) {
       int set = sets[run];
       auto t0 = std::chrono::steady_clock::now();
       if (set == 1 && c.second_run_fails) {
@@ -420,7 +447,7 @@ Outcome run_case(const Case& c, DType vt) {
       for (size_t k = 0; k < got.size(); ++k) {
         std::string d = compare(ref[set][k], got[k], c.tol, c.atol);
         if (d.empty()) continue;
-        mismatch += "\n    run " + std::to_string(run + 1) + (run == 0 ? " (record)" : " (replay)") + ", output y" +
+        mismatch += "\n    run " + std::to_string(run + 1) + (run == 0 ? " (record)" : set == 2 ? " (replay, extreme values)" : " (replay)") + ", output y" +
                     std::to_string(k) + ": " + d + "\n    inputs:" + inputs_str(c, b, set);
         break;
       }
@@ -443,7 +470,7 @@ Outcome classify(const Case& c, DType vt, const Built& b, const std::string& cpu
   if (!gpu_error.empty() && gpu_error.rfind("fail_loud:", 0) == 0) {
     size_t p = gpu_error.find(fl);
     std::string reason = p == std::string::npos ? gpu_error : gpu_error.substr(p + fl.size());
-    if (const AllowedFallback* a = allowed_fallback(c, vt))
+    if (const AllowedFallback* a = allowed_fallback(c, vt, reason))
       return {"fb", c.name() + " " + std::string(dtype_name(vt)) + " falls back (allowed: " + a->reason + "): " + reason};
     return {"FB", "op " + c.op + " dtype " + std::string(dtype_name(vt)) + " falls back (" + c.name() + "): " + reason +
                       (cpu_error.empty() ? "" : "\n    (the CPU reference fails too: " + cpu_error + ")")};

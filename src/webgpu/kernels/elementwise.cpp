@@ -9,6 +9,7 @@
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 #include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 
 namespace onnxgpu::webgpu {
 
@@ -43,10 +44,11 @@ GpuKernel generic_unary(const std::string& expr) {
 }
 
 const char* kErf = R"(
-// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26).
+// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26); NaN in, NaN out.
 fn erf_f32(x: f32) -> f32 {
+  if (isnan_f32(x)) { return x; }
   let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x);
+  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp_f32(-x * x);
   return select(-y, y, x >= 0.0);
 }
 )";
@@ -59,15 +61,15 @@ GpuKernel activation(const std::string& op) {
     auto a = [&](const char* name, float def) { return f32_lit(n.attr_float(name, def)); };
     std::string e;
     if (op == "LeakyRelu") e = "select(v * " + a("alpha", 0.01f) + ", v, v >= 0.0)";
-    else if (op == "Elu") e = "select(" + a("alpha", 1.0f) + " * (exp(v) - 1.0), v, v >= 0.0)";
-    else if (op == "Selu") e = a("gamma", 1.05070102214813232421875f) + " * select(" + a("alpha", 1.67326319217681884765625f) + " * (exp(v) - 1.0), v, v > 0.0)";
-    else if (op == "Celu") e = "max(0.0, v) + min(0.0, " + a("alpha", 1.0f) + " * (exp(v / " + a("alpha", 1.0f) + ") - 1.0))";
-    else if (op == "HardSigmoid") e = "clamp(" + a("alpha", 0.2f) + " * v + " + a("beta", 0.5f) + ", 0.0, 1.0)";
+    else if (op == "Elu") e = "select(" + a("alpha", 1.0f) + " * (exp_f32(v) - 1.0), v, v >= 0.0)";
+    else if (op == "Selu") e = a("gamma", 1.05070102214813232421875f) + " * select(" + a("alpha", 1.67326319217681884765625f) + " * (exp_f32(v) - 1.0), v, v > 0.0)";
+    else if (op == "Celu") e = "max_f32(0.0, v) + min_f32(0.0, " + a("alpha", 1.0f) + " * (exp_f32(v / " + a("alpha", 1.0f) + ") - 1.0))";
+    else if (op == "HardSigmoid") e = "select(clamp(" + a("alpha", 0.2f) + " * v + " + a("beta", 0.5f) + ", 0.0, 1.0), v, isnan_f32(v))";
     else if (op == "ThresholdedRelu") e = "select(0.0, v, v > " + a("alpha", 1.0f) + ")";
     else if (op == "Shrink") e = "select(select(0.0, v + " + a("bias", 0.0f) + ", v < -" + a("lambd", 0.5f) + "), v - " + a("bias", 0.0f) + ", v > " + a("lambd", 0.5f) + ")";
     else if (op == "Gelu")
       e = n.attr_string("approximate", "none") == "tanh"
-              ? "0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))"
+              ? "0.5 * v * (1.0 + tanh_f32(0.7978845608028654 * (v + 0.044715 * v * v * v)))"
               : "0.5 * v * (1.0 + erf_f32(v * 0.7071067811865476))";
     unary(ctx, op, e, ctx.dtype(0), kErf);
   };
@@ -77,9 +79,11 @@ GpuKernel activation(const std::string& op) {
 // out[i] = expr(a, b) with numpy broadcasting; `expr` sees `a`, `b` and the families `$a`, `$b`.
 void binary(GpuKernelContext& ctx, const std::string& name, const std::string& expr, DType out_dtype,
             const std::string& decls = "") {
+  const Shape b_shape =
+      ops::legacy_broadcast_b(ctx.node, ctx.opset, ctx.shape(0), ctx.shape(1), [&](const std::string& m) { ctx.fail(m); });
   Shape out;
   try {
-    out = cpu::broadcast_shapes(ctx.shape(0), ctx.shape(1));
+    out = cpu::broadcast_shapes(ctx.shape(0), b_shape);
   } catch (const Error& e) {
     ctx.fail(e.what());
   }
@@ -89,7 +93,7 @@ void binary(GpuKernelContext& ctx, const std::string& name, const std::string& e
   p.input("b", ctx.dtype(1), ctx.shape(1));
   p.output("y", out_dtype, out);
   p.broadcast_index("a_at", ctx.shape(0), out);
-  p.broadcast_index("b_at", ctx.shape(1), out);
+  p.broadcast_index("b_at", b_shape, out);  // B's elements in B's order: only 1s were inserted
   if (!decls.empty()) p.declare(decls);
   p.set_threads(uint64_t(shape_numel(out)));
   p.body("  let a = a_load(a_at(gi));\n  let b = b_load(b_at(gi));\n  y_store(gi, " + expr + ");");
@@ -119,15 +123,29 @@ GpuKernel logical(const std::string& op) {
 }
 
 const char* kPow = R"(
-// pow with ONNX semantics for negative bases and integral exponents.
+// pow with the C library's results (C99 Annex F): pow(x, 0) = pow(1, y) = 1 even for NaN; negative
+// bases with integral exponents; zeros, infinities and NaN spelled out (WGSL's pow is exp2(y log2 x),
+// indeterminate for x <= 0).
+fn pow_odd_int(b: f32) -> bool { return abs(b) < 16777216.0 && trunc(b) == b && abs(b) % 2.0 == 1.0; }
 fn pow_f32(a: f32, b: f32) -> f32 {
-  if (b == 0.0) { return 1.0; }
-  if (a < 0.0 && b == trunc(b)) {
-    let r = pow(-a, b);
-    return select(r, -r, abs(b) % 2.0 == 1.0);
+  if (b == 0.0 || a == 1.0) { return 1.0; }
+  if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); }
+  let inf = f32_inf();
+  if (abs(b) == inf) {
+    if (a == -1.0) { return 1.0; }
+    return select(select(inf, 0.0, b < 0.0), select(0.0, inf, b < 0.0), abs(a) < 1.0);
   }
-  if (a < 0.0) { return f32_nan(); }  // negative base, fractional exponent (WGSL's pow is indeterminate there)
-  if (a == 0.0) { return select(0.0, f32_inf(), b < 0.0); }
+  let odd = pow_odd_int(b);
+  if (a == 0.0 || abs(a) == inf) {
+    let big = (a == 0.0) == (b < 0.0);  // 0^-y and inf^y are infinite, 0^y and inf^-y zero
+    let r = select(0.0, inf, big);
+    return select(r, -r, odd && bitcast<u32>(a) >= 0x80000000u);
+  }
+  if (a < 0.0) {
+    if (trunc(b) != b) { return f32_nan(); }
+    let r = pow(-a, b);
+    return select(r, -r, odd);
+  }
   return pow(a, b);
 }
 )";
@@ -294,14 +312,16 @@ void clip_kernel(GpuKernelContext& ctx) {
 }
 
 // Float math: the expression of y for x = v.
+// Float math: the expression of y for x = v, through the shader layer's float helpers (shader/types.cpp),
+// which give the C library's results at the extremes (NaN, +-inf, overflow, subnormals).
 const std::pair<const char*, const char*> kFloatMath[] = {
-    {"Exp", "exp(v)"},       {"Log", "log(v)"},          {"Sqrt", "sqrt(v)"},    {"Reciprocal", "1.0 / v"},
-    {"Sin", "sin(v)"},       {"Cos", "cos(v)"},          {"Tan", "tan(v)"},      {"Asin", "asin(v)"},
-    {"Acos", "acos(v)"},     {"Atan", "atan(v)"},        {"Sinh", "sinh(v)"},    {"Cosh", "cosh(v)"},
-    {"Asinh", "asinh(v)"},   {"Acosh", "acosh(v)"},      {"Atanh", "atanh(v)"},  {"Tanh", "tanh(v)"},
-    {"Floor", "floor(v)"},   {"Ceil", "ceil(v)"},        {"Round", "round(v)"},
-    {"Sigmoid", "1.0 / (1.0 + exp(-v))"},
-    {"Softplus", "select(log(1.0 + exp(v)), v, v > 20.0)"},
+    {"Exp", "exp_f32(v)"},     {"Log", "log_f32(v)"},       {"Sqrt", "sqrt_f32(v)"},   {"Reciprocal", "1.0 / v"},
+    {"Sin", "sin(v)"},         {"Cos", "cos(v)"},           {"Tan", "tan(v)"},         {"Asin", "asin_f32(v)"},
+    {"Acos", "acos_f32(v)"},   {"Atan", "atan_f32(v)"},     {"Sinh", "sinh_f32(v)"},   {"Cosh", "cosh_f32(v)"},
+    {"Asinh", "asinh_f32(v)"}, {"Acosh", "acosh_f32(v)"},   {"Atanh", "atanh_f32(v)"}, {"Tanh", "tanh_f32(v)"},
+    {"Floor", "floor(v)"},     {"Ceil", "ceil(v)"},         {"Round", "round(v)"},
+    {"Sigmoid", "sigmoid_f32(v)"},
+    {"Softplus", "softplus_f32(v)"},
     {"Softsign", "v / (1.0 + abs(v))"},
     {"HardSwish", "v * clamp(v / 6.0 + 0.5, 0.0, 1.0)"},
     {"Erf", "erf_f32(v)"},

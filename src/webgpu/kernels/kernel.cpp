@@ -57,6 +57,9 @@ void GpuKernelContext::dispatch(const shader::Program& p, std::vector<ValueRef> 
   if (bindings.size() != p.tensors().size())
     fail("program " + p.name() + " declares " + std::to_string(p.tensors().size()) + " tensors, dispatch binds " +
          std::to_string(bindings.size()));
+  if (const shader::TensorDecl* t = p.inexact_value_use())
+    unsupported("computes on " + std::string(dtype_name(t->dtype)) + " values (tensor '" + t->name +
+                "'), which the GPU would round to float32");
   DispatchSpec d;
   d.source = p.source();
   d.program_name = p.name();

@@ -112,12 +112,11 @@ inline std::string isnan_fn(const std::string& name, const std::string& fam, con
          (fam == "f32" ? std::string("isnan_f32(v)") : std::string("false")) + "; }\n";
 }
 
-// WGSL exp(x - shift) and log with the IEEE results at NaN and 0 spelled out: some drivers' fast exp
-// gives inf for NaN and log(0) a finite number. NaN is tested on the loaded x, before any arithmetic
-// (a compiler that assumes no NaN may drop the test on a computed value).
+// exp(x - shift) for a softmax-like sum (exp_f32 and log_f32 are the shader layer's, exact at the
+// extremes). NaN is tested on the loaded x, before any arithmetic (a compiler that assumes no NaN may
+// drop the test on a computed value).
 inline const char* kExpLog = R"(
-fn exp_shifted(x: f32, shift: f32) -> f32 { if (isnan_f32(x)) { return f32_nan(); } return exp(x - shift); }
-fn log_ieee(f: f32) -> f32 { if (isnan_f32(f)) { return f32_nan(); } return select(log(f), -f32_inf(), f == 0.0); }
+fn exp_shifted(x: f32, shift: f32) -> f32 { if (isnan_f32(x)) { return f32_nan(); } return exp_f32(x - shift); }
 )";
 
 }  // namespace onnxgpu::webgpu::reduce_util

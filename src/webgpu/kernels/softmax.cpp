@@ -91,7 +91,7 @@ void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
                   "    let at = base + i * inner();\n"
                   "    y_store(at, exp_shifted(x_load(at), shift) / sum);\n"
                   "  }\n"
-                : "  let log_sum = log_ieee(sum);\n"
+                : "  let log_sum = log_f32(sum);\n"
                   "  for (var i = lane; i < len; i = i + S) {\n"
                   "    let at = base + i * inner();\n"
                   "    y_store(at, (x_load(at) - shift) - log_sum);\n"

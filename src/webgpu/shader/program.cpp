@@ -1,6 +1,7 @@
 #include "webgpu/shader/program.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <set>
 
@@ -212,6 +213,26 @@ std::string Program::accessors(const TensorDecl& t) const {
     }
   }
   return s;
+}
+
+namespace {
+// Whether `text` calls the function `fn` (a whole identifier followed by '(').
+bool calls(const std::string& text, const std::string& fn) {
+  for (size_t pos = text.find(fn + "("); pos != std::string::npos; pos = text.find(fn + "(", pos + 1)) {
+    char before = pos ? text[pos - 1] : ' ';
+    if (!(std::isalnum(static_cast<unsigned char>(before)) || before == '_')) return true;
+  }
+  return false;
+}
+}  // namespace
+
+const TensorDecl* Program::inexact_value_use() const {
+  for (const auto& t : tensors_) {
+    if (t.type.exact) continue;
+    for (const std::string& fn : {t.name + "_load", t.name + "_store"})
+      if (calls(decls_, fn) || calls(body_, fn)) return &t;
+  }
+  return nullptr;
 }
 
 std::string Program::source() const {

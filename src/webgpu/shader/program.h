@@ -65,6 +65,11 @@ class Program {
   const std::string& name() const { return name_; }
   const std::vector<TensorDecl>& tensors() const { return tensors_; }
 
+  // The first tensor whose values the kernel's own WGSL (declarations and body) loads or stores
+  // although its value type cannot represent them (TypeInfo::exact: float64), or nullptr. Moving such
+  // elements whole is exact; computing on them would silently round.
+  const TensorDecl* inexact_value_use() const;
+
   std::string source() const;                 // the whole WGSL module
   std::vector<uint32_t> uniform_data() const;  // slot 0 is the status slot, set by the runtime
 

@@ -10,7 +10,7 @@ TypeInfo type_info(DType dtype, const Int64Policy& policy) {
   switch (dtype) {
     case DType::Float32: t.family = "f32"; t.value = "f32"; t.storage_bits = 32; break;
     case DType::Float16: case DType::BFloat16: t.family = "f32"; t.value = "f32"; t.storage_bits = 16; break;
-    case DType::Float64: t.family = "f32"; t.value = "f32"; t.storage_bits = 64; break;
+    case DType::Float64: t.family = "f32"; t.value = "f32"; t.storage_bits = 64; t.exact = false; break;
     case DType::Int8: t.family = "i32"; t.value = "i32"; t.storage_bits = 8; break;
     case DType::Int16: t.family = "i32"; t.value = "i32"; t.storage_bits = 16; break;
     case DType::Int32: t.family = "i32"; t.value = "i32"; t.storage_bits = 32; break;
@@ -174,7 +174,7 @@ fn fmod_f32(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }
 fn mod_f32(a: f32, b: f32) -> f32 { let r = fmod_f32(a, b); return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0))); }
 fn neg_f32(a: f32) -> f32 { return -a; }
 fn abs_f32(a: f32) -> f32 { return abs(a); }
-fn sign_f32(a: f32) -> f32 { return sign(a); }
+fn sign_f32(a: f32) -> f32 { if (isnan_f32(a)) { return a; } return sign(a); }
 fn eq_f32(a: f32, b: f32) -> bool { return a == b; }
 fn lt_f32(a: f32, b: f32) -> bool { return a < b; }
 fn le_f32(a: f32, b: f32) -> bool { return a <= b; }
@@ -190,6 +190,67 @@ fn to_i64_f32(a: f32) -> w64 { let m = w64_from_f32_unsigned(abs(a)); return sel
 fn from_i64_f32(a: w64) -> f32 { return w64_to_f32_signed(a); }
 fn to_bool_f32(a: f32) -> bool { return a != 0.0; }
 fn from_bool_f32(b: bool) -> f32 { return select(0.0, 1.0, b); }
+)" R"(
+// Float math with the C library's results at the extremes (the CPU reference's): NaN in, NaN out;
+// overflow to +-inf, never inf/inf; log(0) = -inf and log(x < 0) = NaN; subnormal inputs read from
+// their bits. WGSL leaves these cases to the implementation (SwiftShader's exp(NaN) is inf, its tanh
+// is NaN beyond 89), so kernels use these and not the builtins.
+fn exp_f32(x: f32) -> f32 {
+  if (isnan_f32(x)) { return x; }
+  if (x > 88.8) { return f32_inf(); }
+  if (x < -104.0) { return 0.0; }
+  return exp(x);
+}
+fn log_f32(x: f32) -> f32 {
+  let b = bitcast<u32>(x);
+  let mag = b & 0x7fffffffu;
+  if (mag > 0x7f800000u || (b != mag && mag != 0u)) { return f32_nan(); }  // NaN, x < 0
+  if (mag == 0u) { return -f32_inf(); }
+  if (b == 0x7f800000u) { return x; }
+  if (b < 0x00800000u) { return log(f32(b)) - 103.27892990343185; }  // subnormal: b * 2^-149
+  return log(x);
+}
+// tanh: an odd polynomial near 0 (Cephes' tanhf), 1 - 2 / (e^2|x| + 1) as (1 - e) / (1 + e) with
+// e = e^-2|x| beyond, which never overflows.
+fn tanh_f32(x: f32) -> f32 {
+  if (isnan_f32(x)) { return x; }
+  let a = abs(x);
+  var r: f32;
+  if (a < 0.625) {
+    let z = a * a;
+    r = ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z + 1.33314422036e-1) * z -
+         3.33332819422e-1) * z * a + a;
+  } else {
+    let e = exp(-2.0 * a);
+    r = (1.0 - e) / (1.0 + e);
+  }
+  return select(r, -r, x < 0.0);
+}
+fn sigmoid_f32(x: f32) -> f32 { return 1.0 / (1.0 + exp_f32(-x)); }
+fn sinh_f32(x: f32) -> f32 { if (isnan_f32(x)) { return x; } if (abs(x) > 89.5) { return select(f32_inf(), -f32_inf(), x < 0.0); } return sinh(x); }
+fn cosh_f32(x: f32) -> f32 { if (isnan_f32(x)) { return x; } if (abs(x) > 89.5) { return f32_inf(); } return cosh(x); }
+fn asin_f32(x: f32) -> f32 { if (!(abs(x) <= 1.0)) { return f32_nan(); } return asin(x); }
+fn acos_f32(x: f32) -> f32 { if (!(abs(x) <= 1.0)) { return f32_nan(); } return acos(x); }
+fn atan_f32(x: f32) -> f32 { if (isnan_f32(x)) { return x; } return atan(x); }
+// asinh and acosh as log(2|x|) where x * x would overflow.
+fn asinh_f32(x: f32) -> f32 {
+  if (isnan_f32(x)) { return x; }
+  let a = abs(x);
+  let r = select(asinh(a), log_f32(a) + 0.6931471805599453, a > 1.0e4);
+  return select(r, -r, x < 0.0);
+}
+fn acosh_f32(x: f32) -> f32 {
+  if (!(x >= 1.0)) { return f32_nan(); }
+  if (x > 1.0e4) { return log_f32(x) + 0.6931471805599453; }
+  return acosh(x);
+}
+fn atanh_f32(x: f32) -> f32 {
+  if (!(abs(x) <= 1.0)) { return f32_nan(); }
+  if (abs(x) == 1.0) { return select(f32_inf(), -f32_inf(), x < 0.0); }
+  return atanh(x);
+}
+fn sqrt_f32(x: f32) -> f32 { if (isnan_f32(x) || x < 0.0) { return f32_nan(); } return sqrt(x); }
+fn softplus_f32(x: f32) -> f32 { if (x > 20.0) { return x; } return log_f32(1.0 + exp_f32(x)); }
 )";
 
 const char* kI32 = R"(

@@ -10,7 +10,8 @@
 namespace onnxgpu::webgpu::shader {
 
 // A helper family: the WGSL value type that kernels compute with, and the helper-name suffix.
-//   f32  : f32           (float32; float16, bfloat16 and float64 are loaded into f32 and stored back)
+//   f32  : f32           (float32; float16 and bfloat16 are loaded into f32 and stored back; float64's
+//                         values would be rounded to f32, so a kernel may only move them: see `exact`)
 //   i32  : i32           (int8, int16, int32)
 //   u32  : u32           (uint8, uint16, uint32)
 //   bool : u32 0/1       (bool)
@@ -23,6 +24,10 @@ struct TypeInfo {
   std::string value;    // WGSL value type
   int storage_bits = 32;  // bits per element in the buffer: 8, 16, 32 or 64
   bool narrowed = false;  // int64 stored as i32 (cast_to_i32)
+  // false: the value type cannot hold every value of the dtype (float64 in f32). Such a tensor's
+  // elements may be moved whole (raw word copies) but not loaded or stored as values: a kernel that
+  // does is refused (Program::inexact_value_use) and its node runs on the CPU.
+  bool exact = true;
 };
 
 TypeInfo type_info(DType dtype, const Int64Policy& policy);

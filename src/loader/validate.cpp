@@ -1,0 +1,97 @@
+#include "loader/validate.h"
+
+#include <onnx/defs/schema.h>
+
+#include "onnxgpu/error.h"
+
+namespace onnxgpu::loader {
+
+namespace {
+
+using Kind = ir::Attribute::Kind;
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Float: return "a float";
+    case Kind::Int: return "an int";
+    case Kind::String: return "a string";
+    case Kind::Tensor: return "a tensor";
+    case Kind::Graph: return "a graph";
+    case Kind::Floats: return "a list of floats";
+    case Kind::Ints: return "a list of ints";
+    case Kind::Strings: return "a list of strings";
+    case Kind::Tensors: return "a list of tensors";
+    case Kind::Graphs: return "a list of graphs";
+    case Kind::Undefined: break;
+  }
+  return "of another type";
+}
+
+// The ir kind of a schema attribute type; Undefined for types the IR keeps no value of.
+Kind kind_of(onnx::AttributeProto::AttributeType t) {
+  switch (t) {
+    case onnx::AttributeProto::FLOAT: return Kind::Float;
+    case onnx::AttributeProto::INT: return Kind::Int;
+    case onnx::AttributeProto::STRING: return Kind::String;
+    case onnx::AttributeProto::TENSOR: return Kind::Tensor;
+    case onnx::AttributeProto::GRAPH: return Kind::Graph;
+    case onnx::AttributeProto::FLOATS: return Kind::Floats;
+    case onnx::AttributeProto::INTS: return Kind::Ints;
+    case onnx::AttributeProto::STRINGS: return Kind::Strings;
+    case onnx::AttributeProto::TENSORS: return Kind::Tensors;
+    case onnx::AttributeProto::GRAPHS: return Kind::Graphs;
+    default: return Kind::Undefined;
+  }
+}
+
+void check_opsets(const ir::Model& m) {
+  if (m.ir_version < 1)
+    throw InvalidArgument("the model's IR version " + std::to_string(m.ir_version) + " is not valid (expected 1 to " +
+                          std::to_string(kMaxIrVersion) + ")");
+  if (m.ir_version > kMaxIrVersion)
+    throw InvalidArgument("the model's IR version " + std::to_string(m.ir_version) +
+                          " is newer than this engine knows (up to " + std::to_string(kMaxIrVersion) + ")");
+  for (const auto& [domain, version] : m.opsets) {
+    int64_t max = domain.empty() ? kMaxOnnxOpset : domain == "ai.onnx.ml" ? kMaxOnnxMlOpset : 0;
+    std::string name = domain.empty() ? "ai.onnx" : domain;
+    if (version < 1)
+      throw InvalidArgument("the model imports opset " + std::to_string(version) + " of domain '" + name +
+                            "', which is not valid (opsets start at 1)");
+    if (max && version > max)
+      throw InvalidArgument("the model imports opset " + std::to_string(version) + " of domain '" + name +
+                            "', newer than this engine knows (up to " + std::to_string(max) + ")");
+  }
+}
+
+// Attribute types against the ONNX schema of the node's op at the model's opset. Attributes the
+// schema does not list are left to the kernels (schemas of opsets newer than libonnx's may have them).
+void check_attributes(const ir::Graph& g, const ir::Model& m) {
+  for (const auto& n : g.nodes) {
+    if (n.domain.empty() || n.domain == "ai.onnx") {
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type, int(m.opset("")), "");
+      if (schema) {
+        for (const auto& [name, a] : n.attrs) {
+          auto it = schema->attributes().find(name);
+          if (it == schema->attributes().end()) continue;
+          Kind want = kind_of(it->second.type);
+          if (want != Kind::Undefined && a.kind != want)
+            throw InvalidArgument(n.describe() + ": attribute '" + name + "' is " + kind_name(a.kind) + ", " +
+                                  n.op_type + " expects " + kind_name(want));
+        }
+      }
+    }
+    for (const auto& [name, a] : n.attrs) {
+      if (a.g) check_attributes(*a.g, m);
+      for (const auto& sg : a.graphs) check_attributes(*sg, m);
+    }
+  }
+}
+
+}  // namespace
+
+void validate_model(const ir::Model& model) {
+  check_opsets(model);
+  check_attributes(model.graph, model);
+}
+
+}  // namespace onnxgpu::loader
