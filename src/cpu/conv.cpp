@@ -1,4 +1,5 @@
 // Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond). Computed in double.
+#include <algorithm>
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 #include "ops/conv.h"
@@ -43,9 +44,18 @@ std::vector<double> conv_core(const KernelContext& ctx, const std::vector<double
   int64_t Mg = M / group;
   std::vector<double> y(static_cast<size_t>(shape_numel(out_shape)));
   std::vector<std::pair<int64_t, int64_t>> taps;
+  std::vector<int64_t> padded;  // the kernel positions that fall on padding
+  std::vector<char> inside(static_cast<size_t>(k_sz));
   std::vector<int64_t> o(in_sp.size(), 0);
   for (int64_t op = 0; op < out_sz; ++op, nn::next_index(o, win.out)) {
     nn::window_taps(win, o, taps);
+    padded.clear();
+    if (int64_t(taps.size()) < k_sz) {
+      std::fill(inside.begin(), inside.end(), 0);
+      for (const auto& [ki, xi] : taps) inside[size_t(ki)] = 1;
+      for (int64_t ki = 0; ki < k_sz; ++ki)
+        if (!inside[size_t(ki)]) padded.push_back(ki);
+    }
     for (int64_t n = 0; n < N; ++n)
       for (int64_t m = 0; m < M; ++m) {
         int64_t g = m / Mg;
@@ -54,6 +64,8 @@ std::vector<double> conv_core(const KernelContext& ctx, const std::vector<double
           const double* xc = x.data() + (n * C + g * Cg + c) * in_sz;
           const double* wc = w.data() + (m * Cg + c) * k_sz;
           for (const auto& [ki, xi] : taps) acc += xc[xi] * wc[ki];
+          // Padding is zeros that multiply the weights (ONNX's definition): 0 * inf is NaN.
+          for (int64_t ki : padded) acc += 0.0 * wc[ki];
         }
         y[size_t((n * M + m) * out_sz + op)] = acc;
       }

@@ -150,7 +150,7 @@ void register_unary(KernelRegistry& r) {
     return [bias, lambd](auto x) {
       using V = decltype(x);
       double xd = double(x);
-      if (xd >= -lambd && xd <= lambd) return V(0);
+      if (!(xd < -lambd) && !(xd > lambd)) return V(0);  // NaN included: "otherwise, y = 0"
       if constexpr (is_int_v<V>) {
         if (bias == std::trunc(bias) && std::fabs(bias) < 9.2e18) {  // exact integer arithmetic
           V b = V(int64_t(bias));

@@ -1,10 +1,13 @@
-// Loader fuzz driver, built with AddressSanitizer and UBSan (tests/fuzz/CMakeLists.txt):
-//   fuzz_loader [--iterations N] [--seed S] SEED_MODEL...
+// Model fuzz driver, built with AddressSanitizer and UBSan (tests/fuzz/CMakeLists.txt):
+//   fuzz_loader [--iterations N] [--seed S] [--run-cpu] SEED_MODEL...
 // mutates the seed models deterministically (truncation, bit flips, byte insertion/overwrite/erasure)
 // and loads every mutant with loader::load_model_from_bytes. A mutant must either load or throw an
 // onnxgpu::Error with a message; any other exception fails the run (exit 1), and memory errors or
 // undefined behaviour abort it through the sanitizers. Models that load are walked completely
-// (every attribute, tensor and subgraph) so that the sanitizers see their contents.
+// (every attribute, tensor and subgraph) so that the sanitizers see their contents. With --run-cpu,
+// every mutant that loads is also run on the CPU reference (shape inference, attribute checks and the
+// kernels) with generated inputs: it must run or throw an onnxgpu::Error. A mutant whose shapes ask
+// for more memory than ASan's max_allocation_size allows counts as rejected (std::bad_alloc).
 //
 // Built with -DONNXGPU_LIBFUZZER and clang's -fsanitize=fuzzer, the same file is a libFuzzer target.
 #include <fcntl.h>
@@ -15,10 +18,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <unordered_map>
 #include <string>
 #include <typeinfo>
 #include <vector>
 
+#include "cpu/graph_runner.h"
 #include "ir/graph.h"
 #include "loader/model_loader.h"
 #include "mutate.h"
@@ -59,16 +65,65 @@ uint64_t walk(const Graph& g) {
 }
 
 struct Counts {
-  long loaded = 0, rejected = 0;
+  long loaded = 0, rejected = 0, ran = 0, run_rejected = 0, too_large = 0;
 };
 
-// Returns false when the loader misbehaved (an exception that is not an onnxgpu::Error, or an Error
-// without a message).
+bool g_run_cpu = false;
+
+// Inputs for every graph input: its declared dtype (float32 when undeclared) and dims (2 where
+// symbolic), small deterministic values. False when they would be large (the mutant is not run).
+bool make_feeds(const Graph& g, std::unordered_map<std::string, onnxgpu::Tensor>& feeds) {
+  using onnxgpu::DType;
+  for (const auto& v : g.inputs) {
+    if (g.is_initializer(v.name)) continue;
+    DType dt = v.dtype == DType::Undefined ? DType::Float32 : v.dtype;
+    if (dt == DType::String || onnxgpu::dtype_size(dt) == 0) return false;
+    onnxgpu::Shape shape;
+    int64_t n = 1;
+    for (const auto& d : v.dims) {
+      int64_t s = d.concrete() ? d.value : 2;
+      if (s < 0 || s > 4096) return false;
+      shape.push_back(s);
+      n *= s;
+      if (n > 4096) return false;
+    }
+    onnxgpu::Tensor t(DType::Int64, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = (i * 7 + 3) % 5 - 1;
+    feeds[v.name] = t.cast(dt);
+  }
+  return true;
+}
+
+// Runs a loaded mutant on the CPU reference. False when it misbehaved.
+bool run_cpu(const onnxgpu::ir::Model& m, Counts& c, uint64_t& sink) {
+  std::unordered_map<std::string, onnxgpu::Tensor> feeds;
+  if (!make_feeds(m.graph, feeds)) return true;
+  try {
+    for (const auto& t : onnxgpu::cpu::run_graph(m.graph, m.opsets, feeds)) sink += touch(t);
+    ++c.ran;
+  } catch (const onnxgpu::Error& e) {
+    ++c.run_rejected;
+    if (std::strlen(e.what()) == 0) {
+      std::fprintf(stderr, "the CPU reference threw an onnxgpu::Error without a message\n");
+      return false;
+    }
+  } catch (const std::bad_alloc&) {
+    ++c.too_large;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "the CPU reference threw %s (not an onnxgpu::Error): %s\n", typeid(e).name(), e.what());
+    return false;
+  }
+  return true;
+}
+
+// Returns false when the loader (or, with --run-cpu, the CPU reference) misbehaved: an exception that
+// is not an onnxgpu::Error, or an Error without a message.
 bool load_one(const std::string& bytes, Counts& c, uint64_t& sink) {
   try {
     onnxgpu::ir::Model m = onnxgpu::loader::load_model_from_bytes(bytes);
     sink += walk(m.graph);
     ++c.loaded;
+    if (g_run_cpu) return run_cpu(m, c, sink);
   } catch (const onnxgpu::Error& e) {
     ++c.rejected;
     if (std::strlen(e.what()) == 0) {
@@ -130,8 +185,9 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--iterations" && i + 1 < argc) iterations = std::atol(argv[++i]);
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--run-cpu") g_run_cpu = true;
     else if (a.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "usage: %s [--iterations N] [--seed S] SEED_MODEL...\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--iterations N] [--seed S] [--run-cpu] SEED_MODEL...\n", argv[0]);
       return 2;
     } else paths.push_back(a);
   }
@@ -178,6 +234,9 @@ int main(int argc, char** argv) {
   }
   std::printf("fuzz_loader: %ld mutants of %zu seed models: %ld loaded, %ld rejected (checksum %llx)\n", iterations,
               models.size(), c.loaded, c.rejected, static_cast<unsigned long long>(sink));
+  if (g_run_cpu)
+    std::printf("fuzz_loader: on the CPU reference %ld ran, %ld rejected with an error, %ld too large for the allocator\n",
+                c.ran, c.run_rejected, c.too_large);
   return 0;
 }
 #endif

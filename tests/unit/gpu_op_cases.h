@@ -32,6 +32,8 @@ using Rng = std::mt19937_64;
 //   Special     floats with NaN and +-inf among ordinary values (IsNaN, IsInf)
 enum class Dom { Wide, NonZero, Positive, Small, SmallNonNeg, Unit, GeOne, Tricky, Special };
 
+enum class Extremes { All, NoOverflow, None };
+
 // Custom values: gets the input's dtype and shape.
 using Gen = std::function<Tensor(DType dtype, const Shape& shape, Rng& rng)>;
 
@@ -70,9 +72,12 @@ struct Case {
   // word would take for 1): the CPU and the GPU replay must both fail, and the GPU session must run
   // the first values again afterwards.
   bool second_run_fails = false;
-  // Why the case skips the extreme-values replay ("" = it runs it): every float graph input of the
-  // varied dtype without a custom generator gets extreme_values() in one more replay.
-  std::string no_extremes;
+  // The extreme-values replay: every float graph input of the varied dtype without a custom generator
+  // gets extreme_values() in one more replay. NoOverflow leaves out the finite magnitudes beyond 100
+  // (ops that accumulate: their CPU reference sums in double, where those do not overflow); None
+  // skips the replay. Anything but All says why in `extremes_note`.
+  Extremes extremes = Extremes::All;
+  std::string extremes_note;
   std::string note;
   std::string family;              // the group of cases one gtest runs (set by the table)
 
@@ -80,9 +85,13 @@ struct Case {
 };
 
 // Values at the edges of a float dtype, with ordinary ones among them: NaN, +-inf, +-0, the largest
-// finite magnitudes, values where exp overflows and tanh saturates (+-20, +-88.5, +-100), subnormals,
-// and a few in [-3, 3]. For integer dtypes: make_values(Wide).
-Tensor extreme_values(DType dtype, const Shape& shape, Rng& rng);
+// finite magnitudes and +-1e4 (not with NoOverflow), values where exp overflows and tanh saturates
+// (+-20, +-88.5, +-100), subnormals, and a few in [-3, 3]. For integer dtypes: make_values(Wide).
+Tensor extreme_values(DType dtype, const Shape& shape, Extremes kind, Rng& rng);
+
+// The same values with subnormals flushed to (signed) zero: what a GPU that flushes them (WGSL allows
+// it) computes on.
+Tensor flush_subnormals(const Tensor& t);
 
 // Every case (for ops registered on the GPU or not).
 const std::vector<Case>& all_cases();

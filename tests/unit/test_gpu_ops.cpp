@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "gpu_op_cases.h"
+#include "one_node.h"
 #include "loader/tensor_proto.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
@@ -73,6 +74,10 @@ const std::vector<AllowedFallback> kAllowedFallbacks = {
     {"Shrink", DType::UInt8, "Shrink on integers"}, {"Shrink", DType::UInt16, "Shrink on integers"},
     {"Shrink", DType::UInt32, "Shrink on integers"}, {"Shrink", DType::UInt64, "Shrink on integers"},
     {"BitShift", DType::UInt64, "64-bit shifts are not in the shader layer yet"},
+    // pow in float64 then truncated (the CPU's rule); float32 would be wrong past 2^24.
+    {"Pow[exponent T1, int64 base]", DType::Float32, "an integer base to a float exponent"},
+    {"Pow[exponent T1, int64 base]", DType::Float16, "an integer base to a float exponent"},
+    {"Pow[exponent T1, int64 base]", DType::Float64, "an integer base to a float exponent"},
     // alpha and beta are floats; integer Gemm scales by them only on the CPU.
     {"Gemm[alpha 2 beta 3]", DType::Int32, "integer Gemm with alpha or beta other than 1"},
     {"Gemm[alpha 2 beta 3]", DType::UInt32, "integer Gemm with alpha or beta other than 1"},
@@ -83,11 +88,10 @@ const std::vector<AllowedFallback> kAllowedFallbacks = {
 // Float64 values the GPU cannot compute on exactly (it has no float64 arithmetic): a kernel that computes
 // on them is refused by the shader layer and the node runs on the CPU; kernels that only move float64
 // elements stay on the GPU and are checked bit for bit.
-const AllowedFallback kFloat64Arithmetic{"", DType::Float64, "float64 arithmetic runs on the CPU"};
-const char* const kFloat64Reason = "which the GPU would round to float32";
+const AllowedFallback kFloat64Arithmetic{"", DType::Undefined, "float64 arithmetic runs on the CPU"};
 
 const AllowedFallback* allowed_fallback(const Case& c, DType t, const std::string& reason) {
-  if (t == DType::Float64 && reason.find(kFloat64Reason) != std::string::npos) return &kFloat64Arithmetic;
+  if (reason.find(testing::kFloat64Reason) != std::string::npos) return &kFloat64Arithmetic;
   for (const auto& a : kAllowedFallbacks)
     if ((a.case_name == c.name() || a.case_name == c.op) && (a.dtype == DType::Undefined || a.dtype == t)) return &a;
   return nullptr;
@@ -264,9 +268,9 @@ Built build(const Case& c, DType vt) {
     } else {
       b.feeds[1][in.name] = gen(1);
     }
-    if (!in.gen && !in.dtype && dtype_is_float(dt) && c.no_extremes.empty()) {
+    if (!in.gen && !in.dtype && dtype_is_float(dt) && c.extremes != Extremes::None) {
       Rng rng(fnv(c.name() + "/" + std::string(dtype_name(vt)) + "/" + in.name + "/extremes"));
-      b.feeds[2][in.name] = extreme_values(dt, in.shape, rng);
+      b.feeds[2][in.name] = extreme_values(dt, in.shape, c.extremes, rng);
       b.extremes = true;
     } else {
       b.feeds[2][in.name] = b.feeds[0][in.name];
@@ -315,8 +319,9 @@ std::string index_str(const Shape& s, int64_t flat) {
   return r + "]";
 }
 
-// "" when equal: integers and bool bit for bit, floats within tolerance (NaN equals NaN).
-std::string compare(const Tensor& want, const Tensor& got, double tol_scale, double extra_atol) {
+// "" when equal: integers and bool bit for bit, floats within tolerance (NaN equals NaN). With `flushed`
+// (the reference computed on the inputs with subnormals flushed to zero), an element may match either.
+std::string compare(const Tensor& want, const Tensor& got, double tol_scale, double extra_atol, const Tensor* flushed) {
   if (want.dtype() != got.dtype()) return "dtype " + got.describe() + ", expected " + want.describe();
   if (want.shape() != got.shape()) return "shape " + got.describe() + ", expected " + want.describe();
   double rtol = 0, atol = 0;
@@ -329,16 +334,17 @@ std::string compare(const Tensor& want, const Tensor& got, double tol_scale, dou
   std::string out;
   int bad = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
-    bool same;
-    if (dtype_is_float(want.dtype())) {
-      double w = want.double_at(i), g = got.double_at(i);
-      same = (std::isnan(w) && std::isnan(g)) || w == g ||
-             (std::isfinite(w) && std::isfinite(g) && std::fabs(w - g) <= atol + rtol * std::fabs(w));
-    } else {
-      size_t es = dtype_size(want.dtype());
-      same = std::memcmp(static_cast<const char*>(want.raw()) + i * es, static_cast<const char*>(got.raw()) + i * es, es) == 0;
-    }
-    if (same) continue;
+    auto same = [&](const Tensor& ref) {
+      if (dtype_is_float(ref.dtype())) {
+        double w = ref.double_at(i), g = got.double_at(i);
+        return (std::isnan(w) && std::isnan(g)) || w == g ||
+               (std::isfinite(w) && std::isfinite(g) && std::fabs(w - g) <= atol + rtol * std::fabs(w));
+      }
+      size_t es = dtype_size(ref.dtype());
+      return std::memcmp(static_cast<const char*>(ref.raw()) + i * es, static_cast<const char*>(got.raw()) + i * es, es) == 0;
+    };
+    if (same(want) || (flushed && flushed->shape() == want.shape() && flushed->dtype() == want.dtype() && same(*flushed)))
+      continue;
     if (++bad <= 4)
       out += "\n      at " + index_str(want.shape(), i) + ": expected " + value_str(want, i) + ", got " + value_str(got, i);
   }
@@ -371,6 +377,7 @@ Outcome classify(const Case& c, DType vt, const Built& b, const std::string& cpu
 Outcome run_case(const Case& c, DType vt) {
   Built b = build(c, vt);
   std::vector<Tensor> ref[3];
+  std::vector<Tensor> ref_flushed;  // the extreme values' reference with subnormal inputs flushed to zero
   std::string cpu_error;
   try {
     SessionOptions o;
@@ -391,8 +398,11 @@ Outcome run_case(const Case& c, DType vt) {
     if (b.extremes) {
       try {
         ref[2] = cpu.run(b.feeds[2]);
+        std::unordered_map<std::string, Tensor> flushed;
+        for (const auto& [name, t] : b.feeds[2]) flushed[name] = flush_subnormals(t);
+        ref_flushed = cpu.run(flushed);
       } catch (const std::exception& e) {
-        throw Error(std::string("on the extreme values (give the case no_extremes with a reason if it cannot take "
+        throw Error(std::string("on the extreme values (give the case extremes() with a reason if it cannot take "
                                 "them): ") + e.what());
       }
     }
@@ -445,7 +455,7 @@ Outcome run_case(const Case& c, DType vt) {
         continue;
       }
       for (size_t k = 0; k < got.size(); ++k) {
-        std::string d = compare(ref[set][k], got[k], c.tol, c.atol);
+        std::string d = compare(ref[set][k], got[k], c.tol, c.atol, set == 2 ? &ref_flushed[k] : nullptr);
         if (d.empty()) continue;
         mismatch += "\n    run " + std::to_string(run + 1) + (run == 0 ? " (record)" : set == 2 ? " (replay, extreme values)" : " (replay)") + ", output y" +
                     std::to_string(k) + ": " + d + "\n    inputs:" + inputs_str(c, b, set);

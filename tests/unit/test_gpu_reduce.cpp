@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "loader/tensor_proto.h"
+#include "one_node.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
 
@@ -172,12 +173,23 @@ std::vector<Tensor> run_both(const OneNode& n, runtime::Tolerance tol = {},
     try {
       got = gpu->run(feeds);
     } catch (const std::exception& e) {
-      ADD_FAILURE() << n.op << " (run " << run + 1 << "): " << e.what();
-      return want;
+      // Float64 arithmetic runs on the CPU by design (an error under fail_loud): check that path.
+      if (run > 0 || std::string(e.what()).find(testing::kFloat64Reason) == std::string::npos) {
+        ADD_FAILURE() << n.op << " (run " << run + 1 << "): " << e.what();
+        return want;
+      }
+      SessionOptions relaxed = gpu_options(strategy);
+      relaxed.int64.fail_loud = false;
+      gpu.emplace(Session::from_bytes(bytes, relaxed));
+      got = gpu->run(feeds);
     }
     const PlanReport& plan = gpu->last_plan();
-    EXPECT_TRUE(plan.fallbacks.empty()) << n.op << ": a node fell back to the CPU";
-    if (run > 0) EXPECT_TRUE(plan.replayed) << n.op << ": run " << run + 1 << " was not a replay";
+    bool float64_on_cpu = false;
+    for (const auto& f : plan.fallbacks) {
+      EXPECT_TRUE(testing::float64_fallback(f)) << n.op << ": a node fell back to the CPU: " << f.reason;
+      float64_on_cpu = true;
+    }
+    if (run > 0 && !float64_on_cpu) EXPECT_TRUE(plan.replayed) << n.op << ": run " << run + 1 << " was not a replay";
     EXPECT_EQ(got.size(), want.size());
     for (size_t k = 0; k < std::min(got.size(), want.size()); ++k) {
       runtime::CompareResult c = runtime::compare_tensors(got[k], want[k], tol);

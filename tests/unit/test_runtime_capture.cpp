@@ -454,14 +454,15 @@ TEST(RuntimeFusion, ElementwiseChainsRunAsOneKernel) {
   }
 }
 
-// A fused group whose kernel cannot run (here: float64 values) runs node by node, correctly.
+// A fused group whose kernel cannot run (here: float16 values; the fused kernel computes float32)
+// runs node by node, correctly.
 TEST(RuntimeFusion, GroupsThatCannotFuseRunNodeByNode) {
   SKIP_WITHOUT_GPU();
   ModelBuilder b;
-  b.input("x", DType::Float64, {3}).output("y", DType::Float64);
+  b.input("x", DType::Float16, {3}).output("y", DType::Float16);
   b.node("Neg", {"x"}, {"n"});
   b.node("Mul", {"n", "x"}, {"y"});
-  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<double>({3}, {1.5, -2.0, 0.25})}};
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3}, {1.5f, -2.0f, 0.25f}).cast(DType::Float16)}};
   Session g = Session::from_bytes(b.bytes(), gpu());
   expect_same(g.run(feeds)[0], Session::from_bytes(b.bytes(), cpu()).run(feeds)[0]);
   EXPECT_EQ(g.last_plan().fused_nodes, 0);

@@ -272,7 +272,7 @@ void conv(GpuKernelContext& ctx, bool integer) {
   convutil::int_array(p, "pad", win.pad_begin);
   p.set_threads(uint64_t(shape_numel(out)));
   std::string R = std::to_string(r);
-  std::string init, term;
+  std::string init, term, pad_term;
   if (integer) {
     init = "  var acc = 0i;\n"
            "  let xzv = " + std::string(has_xz ? "i32(xz_load(0u))" : "0i") + ";\n"
@@ -281,6 +281,12 @@ void conv(GpuKernelContext& ctx, bool integer) {
   } else {
     init = "  var acc = " + std::string(has_bias ? "to_f32_$b(b_load(m))" : "0.0") + ";\n";
     term = "to_f32_$x(x_load(x0 + c * in_sz() + off)) * to_f32_$w(w_load(w0 + c * k_sz() + ki))";
+    // Padding is zeros that multiply the weights (ONNX's definition; the tiled path loads them): 0 * inf
+    // and 0 * NaN are NaN. Tested on the bits: a shader compiler may fold 0.0 * w to 0.
+    pad_term = "      for (var c = 0u; c < cg; c = c + 1u) {\n"
+               "        let wb = bitcast<u32>(to_f32_$w(w_load(w0 + c * k_sz() + ki)));\n"
+               "        if ((wb & 0x7f800000u) == 0x7f800000u) { acc = f32_nan(); }\n"
+               "      }\n";
   }
   std::string body =
       "  let sp = gi % out_sz();\n"
@@ -304,7 +310,7 @@ void conv(GpuKernelContext& ctx, bool integer) {
       "      if (pd < 0i || pd >= i32(x_shape(u32(d) + 2u))) { inside = false; break; }\n"
       "      off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
       "    }\n"
-      "    if (!inside) { continue; }\n"
+      "    if (!inside) {\n" + pad_term + "      continue;\n    }\n"
       "    for (var c = 0u; c < cg; c = c + 1u) {\n"
       "      acc = acc + " + term + ";\n"
       "    }\n"

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <set>
 
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
@@ -52,6 +53,72 @@ fn erf_f32(x: f32) -> f32 {
   return select(-y, y, x >= 0.0);
 }
 )";
+
+// sin, cos and tan with the C library's results for any argument: WGSL's are accurate only within
+// [-pi, pi]. Beyond 2, x is reduced to r in [-pi/4, pi/4] and a quadrant n exactly, with 4/pi to 192
+// bits in integer arithmetic (the method of ARM's optimized-routines sinf: a 32x96-bit product gives
+// the 2.62 fixed-point remainder).
+const char* kTrig = R"(
+var<private> INV_PIO4: array<u32, 24> = array<u32, 24>(
+  0xa2u, 0xa2f9u, 0xa2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u,
+  0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu, 0xf534ddc0u,
+  0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u, 0x993c4390u, 0x3c439041u);
+struct TrigReduced { r: f32, n: u32 }
+// |x| = r + n pi/2 for |x| >= 2 (finite).
+fn trig_reduce(x: f32) -> TrigReduced {
+  let bits = bitcast<u32>(x) & 0x7fffffffu;
+  let k = (bits >> 26u) & 15u;
+  let xi = ((bits & 0xffffffu) | 0x800000u) << ((bits >> 23u) & 7u);
+  let p1 = w64_mulwide(xi, INV_PIO4[k + 4u]);
+  let p2 = w64_mulwide(xi, INV_PIO4[k + 8u]);
+  var res = w64_add(w64(p2.y, xi * INV_PIO4[k]), p1);
+  let n = w64_add(res, w64(0u, 0x20000000u)).y >> 30u;
+  res.y = res.y - (n << 30u);
+  return TrigReduced(w64_to_f32_signed(res) * 3.4061215800865545e-19, n);
+}
+fn sin_f32(x: f32) -> f32 {
+  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
+  if (abs(x) < 2.0) { return sin(x); }
+  let t = trig_reduce(x);
+  let q = t.n & 3u;
+  var s = select(sin(t.r), cos(t.r), (q & 1u) == 1u);
+  s = select(s, -s, q >= 2u);
+  return select(s, -s, x < 0.0);
+}
+fn cos_f32(x: f32) -> f32 {
+  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
+  if (abs(x) < 2.0) { return cos(x); }
+  let t = trig_reduce(x);
+  let q = t.n & 3u;
+  let c = select(cos(t.r), sin(t.r), (q & 1u) == 1u);
+  return select(c, -c, q == 1u || q == 2u);
+}
+fn tan_f32(x: f32) -> f32 {
+  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
+  if (abs(x) < 0.78) { return tan(x); }
+  var r = x;
+  var odd = false;
+  if (abs(x) < 2.0) {
+    let n = round(x * 0.6366197723675814);  // the nearest multiple of pi/2, in two parts
+    r = (x - n * 1.5707963705062866) + n * 4.371139000186243e-8;
+    odd = (i32(n) & 1i) == 1i;
+  } else {
+    let t = trig_reduce(x);
+    r = select(t.r, -t.r, x < 0.0);
+    odd = (t.n & 1u) == 1u;
+  }
+  let s = sin(r);
+  let c = cos(r);
+  return select(s / c, -c / s, odd);
+}
+)";
+
+// The helper functions a float math op's expression needs (beyond the shader layer's).
+const char* float_math_decls(const std::string& op) {
+  if (op == "Erf") return kErf;
+  if (op == "Sin" || op == "Cos" || op == "Tan") return kTrig;
+  return "";
+}
 
 // The attributes of the parameterised activations, baked into the WGSL (they never change per run).
 GpuKernel activation(const std::string& op) {
@@ -122,45 +189,18 @@ GpuKernel logical(const std::string& op) {
   };
 }
 
-const char* kPow = R"(
-// pow with the C library's results (C99 Annex F): pow(x, 0) = pow(1, y) = 1 even for NaN; negative
-// bases with integral exponents; zeros, infinities and NaN spelled out (WGSL's pow is exp2(y log2 x),
-// indeterminate for x <= 0).
-fn pow_odd_int(b: f32) -> bool { return abs(b) < 16777216.0 && trunc(b) == b && abs(b) % 2.0 == 1.0; }
-fn pow_f32(a: f32, b: f32) -> f32 {
-  if (b == 0.0 || a == 1.0) { return 1.0; }
-  if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); }
-  let inf = f32_inf();
-  if (abs(b) == inf) {
-    if (a == -1.0) { return 1.0; }
-    return select(select(inf, 0.0, b < 0.0), select(0.0, inf, b < 0.0), abs(a) < 1.0);
-  }
-  let odd = pow_odd_int(b);
-  if (a == 0.0 || abs(a) == inf) {
-    let big = (a == 0.0) == (b < 0.0);  // 0^-y and inf^y are infinite, 0^y and inf^-y zero
-    let r = select(0.0, inf, big);
-    return select(r, -r, odd && bitcast<u32>(a) >= 0x80000000u);
-  }
-  if (a < 0.0) {
-    if (trunc(b) != b) { return f32_nan(); }
-    let r = pow(-a, b);
-    return select(r, -r, odd);
-  }
-  return pow(a, b);
-}
-)";
+
 
 void pow_kernel(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   if (dtype_is_float(t)) {
-    binary(ctx, "Pow", "pow_f32(a, to_f32_$b(b))", t, kPow);
+    binary(ctx, "Pow", "pow_f32(a, to_f32_$b(b))", t);
     return;
   }
   if (t == DType::Bool) ctx.unsupported("bool base");
-  if (dtype_is_float(ctx.dtype(1))) {  // a float exponent: computed in floating point, then truncated (as the CPU)
-    binary(ctx, "Pow", "from_f32_$a(pow_f32(to_f32_$a(a), to_f32_$b(b)))", t, kPow);
-    return;
-  }
+  // An integer base to a float exponent is pow in float64, then truncated (the CPU's rule): in float32
+  // the result would be wrong once it passes 2^24.
+  if (dtype_is_float(ctx.dtype(1))) ctx.unsupported("an integer base to a float exponent needs float64 arithmetic");
   // Integer base: repeated squaring with the exponent taken as an integer (negative -> 0 unless |base| is 1).
   std::string decl = R"(
 fn ipow(base: a_t, e_in: w64) -> a_t {
@@ -316,10 +356,10 @@ void clip_kernel(GpuKernelContext& ctx) {
 // which give the C library's results at the extremes (NaN, +-inf, overflow, subnormals).
 const std::pair<const char*, const char*> kFloatMath[] = {
     {"Exp", "exp_f32(v)"},     {"Log", "log_f32(v)"},       {"Sqrt", "sqrt_f32(v)"},   {"Reciprocal", "1.0 / v"},
-    {"Sin", "sin(v)"},         {"Cos", "cos(v)"},           {"Tan", "tan(v)"},         {"Asin", "asin_f32(v)"},
+    {"Sin", "sin_f32(v)"},     {"Cos", "cos_f32(v)"},       {"Tan", "tan_f32(v)"},     {"Asin", "asin_f32(v)"},
     {"Acos", "acos_f32(v)"},   {"Atan", "atan_f32(v)"},     {"Sinh", "sinh_f32(v)"},   {"Cosh", "cosh_f32(v)"},
     {"Asinh", "asinh_f32(v)"}, {"Acosh", "acosh_f32(v)"},   {"Atanh", "atanh_f32(v)"}, {"Tanh", "tanh_f32(v)"},
-    {"Floor", "floor(v)"},     {"Ceil", "ceil(v)"},         {"Round", "round(v)"},
+    {"Floor", "floor_f32(v)"}, {"Ceil", "ceil_f32(v)"},     {"Round", "round(v)"},
     {"Sigmoid", "sigmoid_f32(v)"},
     {"Softplus", "softplus_f32(v)"},
     {"Softsign", "v / (1.0 + abs(v))"},
@@ -328,24 +368,21 @@ const std::pair<const char*, const char*> kFloatMath[] = {
 };
 
 // The expression of one float32 step of a fused elementwise kernel, over operands `a` (and `b`; `v`
-// is `a` too);
-// empty when the op is not one the fused kernel evaluates.
-std::string fused_expression(const std::string& op, bool& uses_erf, bool& uses_pow) {
+// is `a` too); empty when the op is not one the fused kernel evaluates. The helper functions it needs
+// join `helpers`.
+std::string fused_expression(const std::string& op, std::set<const char*>& helpers) {
   if (op == "Add") return "a + b";
   if (op == "Sub") return "a - b";
   if (op == "Mul") return "a * b";
   if (op == "Div") return "a / b";
-  if (op == "Pow") {
-    uses_pow = true;
-    return "pow_f32(a, b)";
-  }
+  if (op == "Pow") return "pow_f32(a, b)";
   if (op == "Relu") return "max_f32(a, 0.0)";
   if (op == "Where") return "select(b, a, c != 0u)";  // c: the bool condition
   if (op == "Neg") return "-a";
   if (op == "Abs") return "abs(a)";
   for (const auto& [name, expr] : kFloatMath)
     if (op == name) {
-      uses_erf |= op == "Erf";
+      helpers.insert(float_math_decls(op));
       return expr;  // over `v`, which the step binds to `a`
     }
   return "";
@@ -368,11 +405,11 @@ FusedStep parse_fused_step(const std::string& text) {
 std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::string>& steps,
                              const std::function<std::optional<double>(const std::string&)>& scalar,
                              const std::function<bool(const std::string&)>& condition, std::string& decls) {
-  bool uses_erf = false, uses_pow = false;
+  std::set<const char*> helpers;
   std::string body;
   for (size_t m = 0; m < steps.size(); ++m) {
     auto [op, args] = parse_fused_step(steps[m]);
-    std::string e = fused_expression(op, uses_erf, uses_pow);
+    std::string e = fused_expression(op, helpers);
     bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow";
     size_t arity = op == "Where" ? 3 : binary ? 2 : 1;
     if (e.empty() || args.size() != arity) ctx.unsupported("step '" + steps[m] + "'");
@@ -394,8 +431,7 @@ std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::strin
       body += "    let a = " + args[0] + ";\n    let v = a;\n";
     body += "    t" + std::to_string(m) + " = " + e + ";\n  }\n";
   }
-  if (uses_erf) decls += kErf;
-  if (uses_pow) decls += kPow;
+  for (const char* h : helpers) decls += h;
   return body;
 }
 
@@ -486,7 +522,7 @@ void fused_elementwise(GpuKernelContext& ctx) {
 }  // namespace
 
 void register_elementwise(GpuKernelRegistry& r) {
-  for (const auto& [op, expr] : kFloatMath) r.add(op, float_unary(expr, std::string(op) == "Erf" ? kErf : ""));
+  for (const auto& [op, expr] : kFloatMath) r.add(op, float_unary(expr, float_math_decls(op)));
   // Any numeric type, through the family helpers.
   r.add("Abs", generic_unary("abs_$x(v)"));
   r.add("Neg", generic_unary("neg_$x(v)"));

@@ -69,7 +69,7 @@ std::string row_body(const std::string& scale, const std::string& bias, const st
       "  if (row >= rows()) { return; }\n"
       "  let n = len();\n"
       "  let base = row * n;\n"
-      "  let shift = x_load(base);\n"
+      "  let shift = select(0.0, x_load(base), abs(x_load(base)) < f32_inf());  // an infinite shift would make every d NaN\n"
       "  var acc = vec2<f32>(0.0);\n";
   for (uint32_t c = 0; c < kCache; ++c) {
     std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
@@ -83,7 +83,7 @@ std::string row_body(const std::string& scale, const std::string& bias, const st
        "  }\n"
        "  let t = row_sum(lid, acc) / f32(n);\n"
        "  let mean = shift + t.x;\n"
-       "  let inv = 1.0 / sqrt(max(t.y - t.x * t.x, 0.0) + eps());\n";
+       "  let inv = 1.0 / sqrt_f32(max_f32(t.y - t.x * t.x, 0.0) + eps());  // NaN stays NaN\n";
   auto write = [&](const std::string& j, const std::string& v) {
     std::string w = "    let i = base + " + j + ";\n    var r = (" + v + " - mean) * inv;\n";
     if (!scale.empty()) w += "    r = r * " + scale + ";\n";
@@ -257,7 +257,7 @@ void batch_norm(GpuKernelContext& ctx) {
   p.set_threads(uint64_t(shape_numel(xs)));
   p.body(
       "  let c = (gi / inner()) % np();\n"
-      "  let inv = 1.0 / sqrt(v_load(c) + eps());\n"
+      "  let inv = 1.0 / sqrt_f32(v_load(c) + eps());\n"
       "  y_store(gi, s_load(c) * (x_load(gi) - m_load(c)) * inv + b_load(c));\n");
   ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.in(3), ctx.in(4), ctx.out(0)});
 }

@@ -31,7 +31,7 @@ float lp_p(const GpuKernelContext& ctx) {
 }
 
 // |v|^p with 0^p = 0 (WGSL's pow is undefined for a zero base).
-const char* kLpPow = "fn lp_pow(a: f32, e: f32) -> f32 { return select(pow(a, e), 0.0, a == 0.0); }\n";
+const char* kLpPow = "fn lp_pow(a: f32, e: f32) -> f32 { return pow_f32(a, e); }\n";
 
 void pool(GpuKernelContext& ctx, PoolKind kind) {
   check_input(ctx, kind == PoolKind::Max);

@@ -70,7 +70,7 @@ ReduceWgsl reduce_wgsl(ReduceKind kind, const std::string& fam, bool is_signed) 
               std::string("select(from_i64_$x(") + (is_signed ? "mean_div_signed" : "mean_div_unsigned") +
                   "(a, m)), zero_$x(), m == 0u)",
               8};
-    case ReduceKind::L2: return {"f32", "0.0", "to_f32_$x(v) * to_f32_$x(v)", "a + b", "from_f32_$x(sqrt(a))", 4};
+    case ReduceKind::L2: return {"f32", "0.0", "to_f32_$x(v) * to_f32_$x(v)", "a + b", "from_f32_$x(sqrt_f32(a))", 4};
     case ReduceKind::LogSum: return {"f32", "0.0", "to_f32_$x(v)", "a + b", "from_f32_$x(log_f32(a))", 4};
     case ReduceKind::LogSumExp:  // the second pass (sum of exp(v - mx)); the first finds mx
       return {"f32", "0.0", "exp_shifted(to_f32_$x(v), mx)", "a + b", "from_f32_$x(select(mx + log_f32(a), mx, abs(mx) == f32_inf()))", 4};

@@ -170,16 +170,51 @@ fn add_f32(a: f32, b: f32) -> f32 { return a + b; }
 fn sub_f32(a: f32, b: f32) -> f32 { return a - b; }
 fn mul_f32(a: f32, b: f32) -> f32 { return a * b; }
 fn div_f32(a: f32, b: f32) -> f32 { return a / b; }
-fn fmod_f32(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }
+// C fmod, exact (the remainder of floats is always representable): integer long division of the
+// significands, as musl's fmodf. a - b * trunc(a / b) would lose it once a / b is large.
+fn fmod_f32(a: f32, b: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b) & 0x7fffffffu;
+  let sa = ua & 0x80000000u;
+  var ma = ua & 0x7fffffffu;
+  var ea = i32(ma >> 23u);
+  var eb = i32(ub >> 23u);
+  if (ub == 0u || ub > 0x7f800000u || ea == 255i) { return f32_nan(); }
+  if (ma <= ub) { return select(a, bitcast<f32>(sa), ma == ub); }
+  var mb = ub;
+  // Normalised significands (subnormals shifted up, their exponents below 1).
+  if (ea == 0i) { ea = 1i; loop { if ((ma & 0x800000u) != 0u) { break; } ma = ma << 1u; ea = ea - 1i; } } else { ma = (ma & 0x7fffffu) | 0x800000u; }
+  if (eb == 0i) { eb = 1i; loop { if ((mb & 0x800000u) != 0u) { break; } mb = mb << 1u; eb = eb - 1i; } } else { mb = (mb & 0x7fffffu) | 0x800000u; }
+  loop {
+    if (ea <= eb) { break; }
+    if (ma >= mb) { ma = ma - mb; }
+    if (ma == 0u) { return bitcast<f32>(sa); }
+    ma = ma << 1u;
+    ea = ea - 1i;
+  }
+  if (ma >= mb) { ma = ma - mb; }
+  if (ma == 0u) { return bitcast<f32>(sa); }
+  loop { if ((ma & 0x800000u) != 0u) { break; } ma = ma << 1u; ea = ea - 1i; }
+  if (ea > 0i) { return bitcast<f32>(sa | (u32(ea) << 23u) | (ma & 0x7fffffu)); }
+  return bitcast<f32>(sa | (ma >> u32(1i - ea)));
+}
 fn mod_f32(a: f32, b: f32) -> f32 { let r = fmod_f32(a, b); return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0))); }
 fn neg_f32(a: f32) -> f32 { return -a; }
 fn abs_f32(a: f32) -> f32 { return abs(a); }
-fn sign_f32(a: f32) -> f32 { if (isnan_f32(a)) { return a; } return sign(a); }
-fn eq_f32(a: f32, b: f32) -> bool { return a == b; }
-fn lt_f32(a: f32, b: f32) -> bool { return a < b; }
-fn le_f32(a: f32, b: f32) -> bool { return a <= b; }
-fn gt_f32(a: f32, b: f32) -> bool { return a > b; }
-fn ge_f32(a: f32, b: f32) -> bool { return a >= b; }
+// Sign and comparisons from the bits: a GPU may flush subnormals to zero in float arithmetic, which
+// would make Sign(1e-40) 0 and 0 < 1e-40 false; integers order them exactly.
+fn sign_f32(a: f32) -> f32 {
+  let b = bitcast<u32>(a);
+  if ((b & 0x7fffffffu) == 0u || isnan_f32(a)) { return a; }
+  return select(1.0, -1.0, b >= 0x80000000u);
+}
+// A float's place in the order of floats (-0 = +0), for non-NaN values.
+fn f32_order(a: f32) -> i32 { let b = bitcast<i32>(a); return select(b, (-2147483647i - 1i) - b, b < 0i); }
+fn eq_f32(a: f32, b: f32) -> bool { return !isnan_f32(a) && !isnan_f32(b) && f32_order(a) == f32_order(b); }
+fn lt_f32(a: f32, b: f32) -> bool { return !isnan_f32(a) && !isnan_f32(b) && f32_order(a) < f32_order(b); }
+fn le_f32(a: f32, b: f32) -> bool { return !isnan_f32(a) && !isnan_f32(b) && f32_order(a) <= f32_order(b); }
+fn gt_f32(a: f32, b: f32) -> bool { return lt_f32(b, a); }
+fn ge_f32(a: f32, b: f32) -> bool { return le_f32(b, a); }
 fn isnan_f32(a: f32) -> bool { return (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u; }
 // NaN-propagating min/max, as ONNX Min/Max.
 fn min_f32(a: f32, b: f32) -> f32 { if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); } return min(a, b); }
@@ -226,6 +261,19 @@ fn tanh_f32(x: f32) -> f32 {
   }
   return select(r, -r, x < 0.0);
 }
+// floor and ceil of |x| < 1 from the bits (subnormals included), the builtins beyond.
+fn floor_f32(x: f32) -> f32 {
+  let b = bitcast<u32>(x);
+  let mag = b & 0x7fffffffu;
+  if (mag == 0u || mag >= 0x3f800000u) { return floor(x); }
+  return select(0.0, -1.0, b != mag);
+}
+fn ceil_f32(x: f32) -> f32 {
+  let b = bitcast<u32>(x);
+  let mag = b & 0x7fffffffu;
+  if (mag == 0u || mag >= 0x3f800000u) { return ceil(x); }
+  return select(1.0, -0.0, b != mag);
+}
 fn sigmoid_f32(x: f32) -> f32 { return 1.0 / (1.0 + exp_f32(-x)); }
 fn sinh_f32(x: f32) -> f32 { if (isnan_f32(x)) { return x; } if (abs(x) > 89.5) { return select(f32_inf(), -f32_inf(), x < 0.0); } return sinh(x); }
 fn cosh_f32(x: f32) -> f32 { if (isnan_f32(x)) { return x; } if (abs(x) > 89.5) { return f32_inf(); } return cosh(x); }
@@ -251,6 +299,31 @@ fn atanh_f32(x: f32) -> f32 {
 }
 fn sqrt_f32(x: f32) -> f32 { if (isnan_f32(x) || x < 0.0) { return f32_nan(); } return sqrt(x); }
 fn softplus_f32(x: f32) -> f32 { if (x > 20.0) { return x; } return log_f32(1.0 + exp_f32(x)); }
+// pow with the C library's results (C99 Annex F): pow(x, 0) = pow(1, y) = 1 even for NaN; negative
+// bases with integral exponents; zeros, infinities and NaN spelled out (WGSL's pow is exp2(y log2 x),
+// indeterminate for x <= 0).
+fn pow_odd_int(b: f32) -> bool { return abs(b) < 16777216.0 && trunc(b) == b && abs(b) % 2.0 == 1.0; }
+fn pow_f32(a: f32, b: f32) -> f32 {
+  if (b == 0.0 || a == 1.0) { return 1.0; }
+  if (isnan_f32(a) || isnan_f32(b)) { return f32_nan(); }
+  let inf = f32_inf();
+  if (abs(b) == inf) {
+    if (a == -1.0) { return 1.0; }
+    return select(select(inf, 0.0, b < 0.0), select(0.0, inf, b < 0.0), abs(a) < 1.0);
+  }
+  let odd = pow_odd_int(b);
+  if (a == 0.0 || abs(a) == inf) {
+    let big = (a == 0.0) == (b < 0.0);  // 0^-y and inf^y are infinite, 0^y and inf^-y zero
+    let r = select(0.0, inf, big);
+    return select(r, -r, odd && bitcast<u32>(a) >= 0x80000000u);
+  }
+  if (a < 0.0) {
+    if (trunc(b) != b) { return f32_nan(); }
+    let r = pow(-a, b);
+    return select(r, -r, odd);
+  }
+  return pow(a, b);
+}
 )";
 
 const char* kI32 = R"(
