@@ -78,6 +78,7 @@ void run_devices(bool json, const webgpu::DeviceOptions& options) {
           {"device", a.device},
           {"device_id", a.device_id},
           {"driver", a.description},
+          {"found_driver", a.found_driver},
           {"subgroup_min_size", a.subgroup_min_size},
           {"subgroup_max_size", a.subgroup_max_size},
           {"limits", limits_json(a.limits)},
@@ -103,6 +104,8 @@ void run_devices(bool json, const webgpu::DeviceOptions& options) {
               << "      vendor " << (a.vendor.empty() ? "?" : a.vendor) << " (" << hex(a.vendor_id) << "), device "
               << hex(a.device_id) << (a.architecture.empty() ? "" : ", architecture " + a.architecture) << "\n"
               << "      driver " << a.description << "\n"
+              << (a.found_driver.empty() ? ""
+                                         : "      no hardware Vulkan adapter: onnxgpu uses the CPU driver " + a.found_driver + "\n")
               << "      limits: buffer " << bytes_str(l.max_buffer_size) << ", storage binding "
               << bytes_str(l.max_storage_buffer_binding_size) << ", " << l.max_storage_buffers_per_shader_stage
               << " storage buffers/stage, workgroup " << l.max_compute_invocations_per_workgroup << " invocations ("

@@ -27,6 +27,7 @@ void plan_command(const PlanFlags& f) {
     return;
   }
   std::cout << "plan of " << f.model << " (" << p.signature << ")\n"
+            << (p.adapter.empty() ? "" : "  adapter " + p.adapter + "\n")
             << "  nodes " << p.nodes << ": " << p.gpu_nodes << " on the GPU, " << p.cpu_nodes << " on the CPU, "
             << p.folded_nodes << " folded at plan time, " << p.fused_nodes << " fused into shared kernels\n"
             << "  " << p.segments << " GPU segment(s), " << p.dispatches << " dispatches per run, captured "

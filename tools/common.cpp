@@ -157,6 +157,7 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"signature", p.signature},
           {"nodes", p.nodes},
           {"gpu_nodes", p.gpu_nodes},
+          {"adapter", p.adapter},
           {"cpu_nodes", p.cpu_nodes},
           {"folded_nodes", p.folded_nodes},
           {"fused_nodes", p.fused_nodes},

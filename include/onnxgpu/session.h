@@ -68,6 +68,7 @@ struct PlanFallback {
 };
 struct PlanReport {
   std::string ep;
+  std::string adapter;    // the WebGPU adapter, and the CPU driver onnxgpu chose when it chose one
   std::string signature;  // input shapes the plan was built for
   int nodes = 0;          // nodes of the graph
   int gpu_nodes = 0;      // run by GPU kernels (views included)

@@ -140,6 +140,7 @@ py::dict plan_dict(const PlanReport& r) {
   int64["on_gpu"] = r.int64_on_gpu;
   py::dict d;
   d["ep"] = r.ep;
+  d["adapter"] = r.adapter;
   d["signature"] = r.signature;
   d["nodes"] = r.nodes;
   d["gpu_nodes"] = r.gpu_nodes;

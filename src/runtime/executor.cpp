@@ -189,9 +189,15 @@ struct ReplanNeeded : Error {
   ReplanNeeded() : Error("replan") {}
 };
 
-std::string status_message(uint32_t flags) {
+// The message of a node's status record (shader::kStatusWords words).
+std::string status_message(const uint32_t* record) {
+  const uint32_t flags = record[0];
   std::string m;
-  if (flags & wg::shader::kFlagIndex) m += "an index is out of range; ";
+  if (flags & wg::shader::kFlagIndex) {
+    m += "an index is out of range";
+    if (record[1]) m += " (index " + std::to_string(int64_t(uint64_t(record[2]) | uint64_t(record[3]) << 32)) + ")";
+    m += "; ";
+  }
   if (flags & wg::shader::kFlagDivZero) m += "integer division by zero; ";
   if (flags & wg::shader::kFlagOverflow) m += "an INT64 value does not fit in int32 (INT64 strategy cast_to_i32); ";
   if (m.size() >= 2) m.resize(m.size() - 2);
@@ -273,7 +279,7 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
                     std::vector<Tensor>* outputs, std::vector<DeviceTensor>* device_outputs = nullptr,
                     ProfileSums* profile = nullptr) {
   wg::Device& dev = *plan.device;
-  std::vector<uint32_t> status(model.graph.nodes.size() + 1, 0);  // one word per node
+  std::vector<uint32_t> status((model.graph.nodes.size() + 1) * wg::shader::kStatusWords, 0);  // a record per node
   std::vector<std::vector<std::byte>> out_bytes(plan.outputs.size());
   std::vector<wg::ReadRequest> reads;
   std::vector<std::shared_ptr<DeviceTensor::Storage>> kept;
@@ -368,9 +374,9 @@ static void execute(Plan& plan, const ir::Model& model, const Int64Policy& polic
     dev.submit_and_read(batch, reads);
   }
   for (size_t d = 0; d < model.graph.nodes.size(); ++d)
-    if (status[d]) {
+    if (const uint32_t* record = &status[d * wg::shader::kStatusWords]; record[0]) {
       const ir::Node& n = model.graph.nodes[d];
-      throw InvalidArgument(n.describe() + " on the GPU: " + status_message(status[d]));
+      throw InvalidArgument(n.describe() + " on the GPU: " + status_message(record));
     }
   if (device_outputs) {
     device_outputs->clear();
@@ -816,6 +822,7 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
                     std::vector<DeviceTensor>* device_outputs) {
   wg::Device& dev = *plan_.device;
   plan_.report.ep = "webgpu";
+  plan_.report.adapter = dev.adapter().summary();
   plan_.report.nodes = int(g_.nodes.size());
   plan_.report.int64_strategy = Int64Policy::strategy_name(policy_.strategy);
   for (const auto& o : g_.outputs) graph_outputs_.insert(o.name);
@@ -824,7 +831,8 @@ void Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
     for (const auto& in : g_.nodes[i].inputs) last_use_[in] = std::max(last_use_[in], at);
     for (const auto& in : g_.nodes[i].implicit_inputs()) last_use_[in] = std::max(last_use_[in], at);
   }
-  plan_.status = std::make_shared<wg::Buffer>(dev.create_buffer(4 * (g_.nodes.size() + 1), wg::kStorageUsage, "onnxgpu status"));
+  plan_.status = std::make_shared<wg::Buffer>(
+      dev.create_buffer(4 * wg::shader::kStatusWords * (g_.nodes.size() + 1), wg::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
   auto add_input = [&](const std::string& name, DType dtype, const Shape& shape) {
     wg::shader::type_info(dtype, policy_);  // throws for types the GPU cannot hold
@@ -996,6 +1004,7 @@ void GpuExecutor::run_whole_graph_on_cpu(const std::unordered_map<std::string, T
   std::vector<Tensor> outs = cpu::run_graph(model_.graph, model_.opsets, all);
   report_ = PlanReport{};
   report_.ep = "webgpu";
+  report_.adapter = device_->adapter().summary();
   report_.nodes = report_.cpu_nodes = int(model_.graph.nodes.size());
   report_.whole_graph_fallback = true;
   report_.int64_strategy = Int64Policy::strategy_name(options_.int64.strategy);

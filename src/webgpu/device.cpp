@@ -1,6 +1,7 @@
 #include "webgpu/device.h"
 
 #include <glob.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -164,10 +165,9 @@ const char* kNullRefused =
     "Dawn's Null backend was requested; onnxgpu refuses it: it accepts every call and computes nothing";
 
 std::string no_adapter_help() {
-  return "To get one: install the Vulkan driver of your GPU (and the Vulkan loader, libvulkan1), or use a CPU "
-         "Vulkan driver: run scripts/test or scripts/demo, which install Debian's chromium package (SwiftShader) "
-         "and set VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json (set it yourself to run onnxgpu "
-         "directly; XDG_RUNTIME_DIR=/tmp silences a warning).";
+  return "To get one: install the Vulkan driver of your GPU (and the Vulkan loader, libvulkan1), or a CPU Vulkan "
+         "driver, which onnxgpu uses by itself when no GPU driver gives an adapter: Debian's chromium package "
+         "(SwiftShader; scripts/test and scripts/demo install it), or any ICD file named by ONNXGPU_CPU_VULKAN_ICD.";
 }
 
 Limits to_limits(const WGPULimits& l) {
@@ -376,19 +376,65 @@ bool gpu_device_nodes_present() {
   return false;
 }
 
-// Finds the adapters, trying the backends in order. With `stop_early` (what a Device needs), later
-// backends are skipped once an acceptable adapter is found, unless it is a CPU one and the machine
-// has a GPU device node; the devices command looks at every backend.
+// A CPU Vulkan driver for machines whose Vulkan loader finds no adapter: $ONNXGPU_CPU_VULKAN_ICD, else
+// SwiftShader from Debian's chromium package (what scripts/ install); "" when there is none.
+std::string cpu_vulkan_driver() {
+  if (const char* env = std::getenv("ONNXGPU_CPU_VULKAN_ICD"); env && *env) return env;
+  for (const char* path : {"/usr/lib/chromium/vk_swiftshader_icd.json"})
+    if (access(path, R_OK) == 0) return path;
+  return "";
+}
+
+// Whether the Vulkan loader has a driver to look at: an ICD file in one of the folders it searches
+// (the XDG config and data folders' vulkan/icd.d, /etc/vulkan/icd.d). Without one, asking Dawn for a
+// Vulkan adapter only prints the loader's "found no drivers" warnings.
+bool system_vulkan_drivers_present() {
+  std::vector<std::string> dirs{"/etc/vulkan/icd.d"};
+  auto add_list = [&](const char* var, const char* fallback) {
+    const char* v = std::getenv(var);
+    std::istringstream in(v && *v ? v : fallback);
+    for (std::string d; std::getline(in, d, ':');)
+      if (!d.empty()) dirs.push_back(d + "/vulkan/icd.d");
+  };
+  add_list("XDG_CONFIG_DIRS", "/etc/xdg");
+  add_list("XDG_DATA_DIRS", "/usr/local/share:/usr/share");
+  if (const char* home = std::getenv("XDG_DATA_HOME"); home && *home) dirs.push_back(std::string(home) + "/vulkan/icd.d");
+  else if (const char* h = std::getenv("HOME"); h && *h) dirs.push_back(std::string(h) + "/.local/share/vulkan/icd.d");
+  for (const auto& d : dirs) {
+    glob_t g{};
+    bool found = glob((d + "/*.json").c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+    globfree(&g);
+    if (found) return true;
+  }
+  return false;
+}
+
+// Whether the user chose the Vulkan drivers (the loader's VK_ICD_FILENAMES / VK_DRIVER_FILES).
+bool vulkan_drivers_chosen() {
+  for (const char* var : {"VK_ICD_FILENAMES", "VK_DRIVER_FILES"})
+    if (const char* v = std::getenv(var); v && *v) return true;
+  return false;
+}
+
 struct Enumeration {
+  InstanceHandle instance;  // the instance the candidates belong to
   std::vector<Candidate> candidates;
   std::vector<std::string> notes;  // why a backend gave nothing
   int chosen = -1;
   std::string why_none;
 };
 
-Enumeration enumerate(WGPUInstance instance, const DeviceOptions& options, std::chrono::milliseconds timeout,
-                      bool stop_early) {
+// Finds the adapters, trying the backends in order. Later backends are skipped once an acceptable
+// adapter is found, unless it is a CPU one and the machine has a GPU device node (so OpenGL ES, whose
+// probing prints EGL warnings, is not tried when Vulkan works).
+//
+// When Vulkan gives no adapter and the user chose no Vulkan driver, the CPU Vulkan driver
+// (cpu_vulkan_driver) is tried in a new instance before the next backend: a machine without a GPU
+// then works with no variable set, and says so (AdapterInfo::found_driver). Setting VK_ICD_FILENAMES
+// for this process makes later instances see the same driver.
+Enumeration enumerate(const DeviceOptions& options, std::chrono::milliseconds timeout) {
   Enumeration e;
+  e.instance = create_instance();
   std::string backend = backend_option(options);
   std::string filter = adapter_option(options);
   std::vector<WGPUBackendType> backends;
@@ -398,11 +444,22 @@ Enumeration enumerate(WGPUInstance instance, const DeviceOptions& options, std::
     backends.push_back(parse_backend(backend));
 
   for (WGPUBackendType b : backends) {
-    if (stop_early && e.chosen >= 0) {
+    if (e.chosen >= 0) {
       // A later backend can only win with a hardware adapter, which needs a GPU device node.
       if (e.candidates[static_cast<size_t>(e.chosen)].info.is_hardware() || !gpu_device_nodes_present()) break;
     }
-    request_adapters(instance, b, timeout, e.candidates, e.notes);
+    const bool cpu_driver_only = b == WGPUBackendType_Vulkan && !vulkan_drivers_chosen() && !system_vulkan_drivers_present();
+    if (!cpu_driver_only) request_adapters(e.instance.get(), b, timeout, e.candidates, e.notes);
+    if (b == WGPUBackendType_Vulkan && e.candidates.empty() && !vulkan_drivers_chosen()) {
+      std::string driver = cpu_vulkan_driver();
+      if (!driver.empty()) {
+        setenv("VK_ICD_FILENAMES", driver.c_str(), 1);
+        e.instance = create_instance();
+        request_adapters(e.instance.get(), b, timeout, e.candidates, e.notes);
+        for (Candidate& c : e.candidates) c.info.found_driver = driver;
+        if (e.candidates.empty()) e.notes.push_back("vulkan: the CPU driver " + driver + " gave no adapter either");
+      }
+    }
     e.chosen = choose(e.candidates, filter);
   }
   if (e.chosen >= 0) return e;
@@ -464,12 +521,13 @@ std::string feature_name(WGPUFeatureName f) {
 
 std::string AdapterInfo::summary() const {
   std::string name = device.empty() ? description : device;
-  return name + " [" + backend_name(backend) + ", " + adapter_type_name(type) + "]";
+  std::string s = name + " [" + backend_name(backend) + ", " + adapter_type_name(type) + "]";
+  if (!found_driver.empty()) s += " (no hardware Vulkan adapter: onnxgpu uses the CPU driver " + found_driver + ")";
+  return s;
 }
 
 AdapterList list_adapters(const DeviceOptions& options) {
-  InstanceHandle instance = create_instance();
-  Enumeration e = enumerate(instance.get(), options, resolve_timeout(options.timeout), false);
+  Enumeration e = enumerate(options, resolve_timeout(options.timeout));
   AdapterList list;
   for (Candidate& c : e.candidates) list.adapters.push_back(std::move(c.info));
   list.chosen = e.chosen;
@@ -560,8 +618,8 @@ struct DeviceRequest {
 Device::Device(const DeviceOptions& options)
     : timeout_(resolve_timeout(options.timeout)), errors_(std::make_shared<ErrorState>()) {
   const Dawn& d = dawn();
-  instance_ = create_instance();
-  Enumeration e = enumerate(instance_.get(), options, timeout_, true);
+  Enumeration e = enumerate(options, timeout_);
+  instance_ = std::move(e.instance);
   if (e.chosen < 0) throw Error(e.why_none);
   Candidate& chosen = e.candidates[static_cast<size_t>(e.chosen)];
   adapter_ = chosen.handle;

@@ -125,8 +125,12 @@ struct AdapterInfo {
   Features features;
   std::vector<std::string> feature_names;  // every feature the adapter reports
 
+  // The Vulkan driver (ICD file) onnxgpu chose itself because the Vulkan loader found no adapter
+  // (see cpu_vulkan_driver()); "" when the adapter came from the machine's own drivers.
+  std::string found_driver;
+
   bool is_hardware() const { return type == WGPUAdapterType_DiscreteGPU || type == WGPUAdapterType_IntegratedGPU; }
-  std::string summary() const;  // "SwiftShader Device (Subzero) [vulkan, CPU]"
+  std::string summary() const;  // "SwiftShader Device (Subzero) [vulkan, CPU]" (+ the driver onnxgpu found)
 };
 
 std::string backend_name(WGPUBackendType b);      // "vulkan", "opengles", "null", ...

@@ -1,6 +1,6 @@
 // GPU Conv, ConvTranspose, ConvInteger, the pools, Resize and Upsample against the CPU reference:
 // one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu.
-// Needs a WebGPU adapter (here: SwiftShader, VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+// Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); ONNXGPU_SKIP_GPU_TESTS=1 skips when there is none.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

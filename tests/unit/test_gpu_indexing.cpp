@@ -6,7 +6,7 @@
 // reported as errors naming the node.
 // ConstantOfShape and Range only reach the GPU with constant inputs, which the planner folds: their
 // kernels are run directly on a device here.
-// Needs a WebGPU adapter (here: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+// Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); with ONNXGPU_SKIP_GPU_TESTS=1 the tests skip when there is none.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

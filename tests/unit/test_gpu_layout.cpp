@@ -3,7 +3,7 @@
 // capture mode (3 runs: a recording and two replays) with fail_loud (a CPU fallback is an error), and
 // compared bit for bit (data movement copies bits, floats included). INT64 inputs hold values beyond
 // 2^32 (and INT64_MIN / INT64_MAX).
-// Needs a WebGPU adapter (here: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+// Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); with ONNXGPU_SKIP_GPU_TESTS=1 the tests skip when there is none.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

@@ -3,7 +3,7 @@
 // fail_loud, compared with a float tolerance (the GPU computes in f32, the CPU in double). Targets are
 // int32 and int64, with and without weights and ignore_index, for every reduction; an out-of-range
 // target must be an error naming the node.
-// Needs a WebGPU adapter (here: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+// Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); with ONNXGPU_SKIP_GPU_TESTS=1 the tests skip when there is none.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

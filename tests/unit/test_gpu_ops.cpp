@@ -12,7 +12,7 @@
 // cannot do exactly, runs on the CPU: kFloat64Arithmetic).
 // Every registered GPU kernel must have a case (GpuOps.EveryGpuKernelHasACase).
 //
-// Run: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json XDG_RUNTIME_DIR=/tmp \
+// Run: XDG_RUNTIME_DIR=/tmp \
 //        build/tests/unit_tests --gtest_filter='GpuOps*'
 // One gtest per group of cases (GpuOps/GpuOpsTypes.AdmittedDtypes/<family>, e.g. .../indexing), so
 // ctest runs the groups in parallel. Environment:

@@ -2,7 +2,7 @@
 // LogSoftmax, Hardmax, TopK), each checked against the CPU reference on one-node models: integers bit
 // for bit, floats within a tolerance, in capture mode over 3 runs (the later runs are replays), with
 // fail_loud so that a pass means the GPU kernel ran. INT64 inputs carry values beyond 2^32.
-// Run with VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json XDG_RUNTIME_DIR=/tmp; without a
+// Run with XDG_RUNTIME_DIR=/tmp (SwiftShader, found by the engine, where there is no GPU); without a
 // WebGPU adapter these tests fail unless ONNXGPU_SKIP_GPU_TESTS=1 (then they skip).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

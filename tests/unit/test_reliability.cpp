@@ -338,6 +338,20 @@ TEST(Reliability, Float64MovesStayOnTheGpuBitForBit) {
   for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(std::memcmp(&y[i], &want[i], 8), 0) << i << ": " << y[i];
 }
 
+TEST(Reliability, GpuIndexErrorsNameTheIndex) {
+  REQUIRE_GPU();
+  std::vector<Operand> in = {{"x", Tensor::from_vector<float>({3}, {1, 2, 3})},
+                             {"i", Tensor::from_vector<int64_t>({2}, {0, (int64_t(1) << 32) + 1})}};
+  std::string model = testing::one_node_model("Gather", in, {"y"}, 13);
+  Session gpu = Session::from_bytes(model, ep_options("webgpu", true));
+  std::string e = error_of([&] { gpu.run(testing::feeds_of(in)); });
+  EXPECT_NE(e.find("an index is out of range (index 4294967297)"), std::string::npos) << e;
+  // The replay reports the index of its own run.
+  in[1].value = Tensor::from_vector<int64_t>({2}, {-4, 1});
+  e = error_of([&] { gpu.run(testing::feeds_of(in)); });
+  EXPECT_NE(e.find("(index -4)"), std::string::npos) << e;
+}
+
 // ---- One validation for both EPs -------------------------------------------------------------------------
 
 TEST(Reliability, DeclaredOutputTypeIsChecked) {

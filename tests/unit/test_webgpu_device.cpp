@@ -1,5 +1,5 @@
-// The WebGPU device layer on the real adapter (here: SwiftShader through Vulkan; run with
-// VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json XDG_RUNTIME_DIR=/tmp).
+// The WebGPU device layer on the real adapter (here: SwiftShader through Vulkan, which the engine finds
+// by itself on a machine without a GPU; XDG_RUNTIME_DIR=/tmp silences a loader warning).
 // Without an adapter these tests FAIL, naming why, unless ONNXGPU_SKIP_GPU_TESTS=1 (then they skip).
 #include <gtest/gtest.h>
 

@@ -84,7 +84,7 @@ void nll_dispatches(GpuKernelContext& ctx, const LossShape& s, ValueRef lp, DTyp
     body += has_ignore ? "  if (!(tc.x == ign_lo() && tc.y == ign_hi())) {\n" : "  {\n";
     body +=
         "    if (w64_is_neg(tc) || tc.y != 0u || tc.x >= classes()) {\n"
-        "      flag(FLAG_INDEX);\n"
+        "      flag_index(tc);\n"
         "    } else {\n";
     body += weighted ? "      wt = w_load(tc.x);\n" : "      wt = 1.0;\n";
     body +=

@@ -19,9 +19,20 @@ var<private> F32_INF_BITS: u32 = 0x7f800000u;
 var<private> F32_NAN_BITS: u32 = 0x7fc00000u;
 fn f32_inf() -> f32 { return bitcast<f32>(F32_INF_BITS); }
 fn f32_nan() -> f32 { return bitcast<f32>(F32_NAN_BITS); }
-// Records an error for this dispatch (out-of-range index, integer division by zero, INT64 overflow);
-// the runtime reads the flags after the run and reports them, naming the node.
-fn flag(code: u32) { atomicOr(&status_buf[P(0u)], code); }
+// Records an error for this dispatch (out-of-range index, integer division by zero, INT64 overflow)
+// in its node's status record (flags, claimed, value lo, value hi); the runtime reads the records
+// after the run and reports them, naming the node.
+const STATUS_WORDS: u32 = 4u;
+fn flag(code: u32) { atomicOr(&status_buf[P(0u) * STATUS_WORDS], code); }
+// An out-of-range index: flagged, and the first one an invocation claims kept for the message.
+fn flag_index(k: vec2<u32>) {
+  flag(FLAG_INDEX);
+  let at = P(0u) * STATUS_WORDS;
+  if (atomicCompareExchangeWeak(&status_buf[at + 1u], 0u, 1u).exchanged) {
+    atomicStore(&status_buf[at + 2u], k.x);
+    atomicStore(&status_buf[at + 3u], k.y);
+  }
+}
 fn f64_to_f32(b: vec2<u32>) -> f32 {
   let hi = b.y;
   let sgn = hi & 0x80000000u;

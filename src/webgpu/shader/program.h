@@ -23,6 +23,9 @@
 namespace onnxgpu::webgpu::shader {
 
 enum : uint32_t { kFlagIndex = 1, kFlagDivZero = 2, kFlagOverflow = 4 };
+// Words of a node's status record in the status buffer: the flags, whether a value was kept, and the
+// value (the first out-of-range index an invocation kept, as int64 lo / hi words).
+inline constexpr uint32_t kStatusWords = 4;
 
 struct TensorDecl {
   std::string name;
