@@ -31,6 +31,9 @@ struct Converter {
         out.has_shape = true;
         for (const auto& d : tt.shape().dim()) {
           ir::Dim dim;
+          if (d.has_dim_value() && d.dim_value() < 0)
+            throw InvalidArgument("value '" + v.name() + "': declared dimension " + std::to_string(out.dims.size()) +
+                                  " is " + std::to_string(d.dim_value()) + " (a dimension is >= 0, or symbolic)");
           if (d.has_dim_value()) dim.value = d.dim_value();
           else if (d.has_dim_param()) dim.param = d.dim_param();
           out.dims.push_back(dim);
@@ -195,7 +198,7 @@ ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir&
     m.graph = c.graph(mp.graph());
   } catch (const Error&) {
     throw;
-  } catch (const std::exception& e) {  // e.g. std::stoll on a malformed external-data offset
+  } catch (const std::exception& e) {  // a standard-library error on malformed data (every known one is an Error)
     throw InvalidArgument(std::string("malformed model: ") + e.what());
   }
   check_and_sort(m.graph, {});

@@ -258,21 +258,24 @@ void expect_close(const Tensor& want, const Tensor& got, const std::string& what
   }
 }
 
+// A case folder's model.onnx on x.npy, on both EPs (run_both), compared (expect_close): x and the GPU's values.
+std::pair<std::vector<float>, std::vector<float>> check_case(const std::string& dir, const std::string& what) {
+  Tensor x = loader::read_npy(kCases + dir + "/x.npy");
+  auto [want, got] = run_both(kCases + dir + "/model.onnx", x, true);
+  expect_close(want, got, what);
+  return {values<float>(x), values<float>(got)};
+}
+
 TEST(Reliability, TanhOfLargeInputs) {
   REQUIRE_GPU();
-  Tensor x = loader::read_npy(kCases + "tanh_large/x.npy");
-  auto [want, got] = run_both(kCases + "tanh_large/model.onnx", x, true);
-  expect_close(want, got, "Tanh");
-  auto xv = values<float>(x), gv = values<float>(got);
+  auto [xv, gv] = check_case("tanh_large", "Tanh");
   for (size_t i = 0; i < xv.size(); ++i)
     if (std::fabs(xv[i]) >= 20) EXPECT_EQ(gv[i], xv[i] > 0 ? 1.0f : -1.0f) << "Tanh(" << xv[i] << ")";
 }
 
 TEST(Reliability, FusedTanhGeluOfLargeInputs) {
   REQUIRE_GPU();
-  Tensor x = loader::read_npy(kCases + "gelu_tanh_large/x.npy");
-  auto [want, got] = run_both(kCases + "gelu_tanh_large/model.onnx", x, true);
-  expect_close(want, got, "GPT-2's GELU");
+  check_case("gelu_tanh_large", "GPT-2's GELU");
 }
 
 TEST(Reliability, GeluApproximateTanhOfLargeInputs) {
@@ -287,10 +290,7 @@ TEST(Reliability, GeluApproximateTanhOfLargeInputs) {
 
 TEST(Reliability, LogOfZeroAndNegatives) {
   REQUIRE_GPU();
-  Tensor x = loader::read_npy(kCases + "log_zero_negative/x.npy");
-  auto [want, got] = run_both(kCases + "log_zero_negative/model.onnx", x, true);
-  expect_close(want, got, "Log");
-  auto xv = values<float>(x), gv = values<float>(got);
+  auto [xv, gv] = check_case("log_zero_negative", "Log");
   for (size_t i = 0; i < xv.size(); ++i) {
     if (xv[i] == 0) EXPECT_EQ(gv[i], -std::numeric_limits<float>::infinity()) << "log(0)";
     if (xv[i] < 0) {
@@ -384,6 +384,14 @@ TEST(Reliability, UnknownOpsetsAndIrVersionsAreRejected) {
   m.set_ir_version(999);
   std::string e = error_of([&] { Session::from_bytes(m.SerializeAsString(), ep_options("cpu")); });
   EXPECT_NE(e.find("IR version 999 is newer than this engine knows"), std::string::npos) << e;
+}
+
+TEST(Reliability, NegativeDeclaredDimensionsAreRejected) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(testing::one_node_model("Relu", {{"x", Tensor::from_vector<float>({2}, {1, 2})}}, {"y"}, 17)));
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(-3);
+  std::string e = error_of([&] { Session::from_bytes(m.SerializeAsString(), ep_options("cpu")); });
+  EXPECT_NE(e.find("value 'x': declared dimension 0 is -3"), std::string::npos) << e;
 }
 
 TEST(Reliability, OldOpsetBroadcastingIsTheSameOnBothEps) {
