@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -28,16 +29,23 @@ std::mutex& device_mutex() {
   return m;
 }
 
+// The device is kept for the life of the process once made, as a driver context is: making one per
+// session cost each time (SwiftShader keeps thread-local keys and ~73 KB per device, so a process
+// that made ~1,000 in turn ran out of keys and aborted). A lost device is replaced. It is released at
+// exit, before the driver's own teardown: atexit handlers run in the reverse order of registration,
+// and this one is registered after the driver's library was loaded.
 std::shared_ptr<wg::Device> shared_device() {
   static std::mutex m;
-  static std::weak_ptr<wg::Device> weak;
+  static std::shared_ptr<wg::Device>* kept = nullptr;  // never destroyed by static teardown: see above
   std::lock_guard<std::mutex> lock(m);
-  auto d = weak.lock();
-  if (!d) {
-    d = std::make_shared<wg::Device>();
-    weak = d;
+  if (!kept) {
+    auto device = std::make_shared<wg::Device>();
+    kept = new std::shared_ptr<wg::Device>(std::move(device));
+    // Registered once the device (and with it the driver's library) exists, so that it runs first.
+    std::atexit([] { kept->reset(); });
   }
-  return d;
+  if ((*kept)->lost()) *kept = std::make_shared<wg::Device>();
+  return *kept;
 }
 
 }  // namespace onnxgpu::runtime

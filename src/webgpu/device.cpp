@@ -543,6 +543,11 @@ struct Device::ErrorState {
   std::string lost;                 // why the device was lost ("" while it is alive)
 };
 
+bool Device::lost() const {
+  std::lock_guard lock(errors_->mu);
+  return !errors_->lost.empty();
+}
+
 void Device::check() {
   std::lock_guard lock(errors_->mu);
   if (!errors_->lost.empty()) throw GpuError("WebGPU device lost: " + errors_->lost);

@@ -312,6 +312,8 @@ class Device {
   // Throws GpuError for an error Dawn reported since the last check (uncaptured validation / OOM
   // errors, device loss). Every method above calls it; call it yourself after raw Dawn calls.
   void check();
+  // Whether Dawn reported the device lost (it is of no further use).
+  bool lost() const;
 
   WGPUInstance raw_instance() const { return instance_.get(); }
   WGPUDevice raw_device() const { return device_.get(); }

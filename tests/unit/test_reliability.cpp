@@ -18,6 +18,8 @@
 #include "loader/model_loader.h"
 #include "loader/tensor_proto.h"
 #include "one_node.h"
+#include "runtime/executor.h"
+#include "webgpu/device.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
 
@@ -350,6 +352,24 @@ TEST(Reliability, GpuIndexErrorsNameTheIndex) {
   in[1].value = Tensor::from_vector<int64_t>({2}, {-4, 1});
   e = error_of([&] { gpu.run(testing::feeds_of(in)); });
   EXPECT_NE(e.find("(index -4)"), std::string::npos) << e;
+}
+
+// ---- Sessions in turn ------------------------------------------------------------------------------------
+
+// A process that makes and drops sessions one after the other (a server, a conformance run) keeps one
+// device: rebuilding it per session leaked SwiftShader's thread-local keys until, after ~1,000, the
+// driver aborted (the whole ONNX 1.23 suite in one process).
+TEST(Reliability, SessionsInTurnKeepOneDevice) {
+  REQUIRE_GPU();
+  std::vector<Operand> in = {{"x", Tensor::from_vector<float>({2}, {-1, 2})}};
+  std::string model = testing::one_node_model("Relu", in, {"y"}, 17);
+  const webgpu::Device* first = nullptr;
+  for (int i = 0; i < 1100; ++i) {
+    Session s = Session::from_bytes(model, ep_options("webgpu", true));
+    ASSERT_EQ(values<float>(s.run(testing::feeds_of(in))[0]), (std::vector<float>{0, 2})) << "session " << i;
+    if (i == 0) first = runtime::shared_device().get();
+  }
+  EXPECT_EQ(runtime::shared_device().get(), first);
 }
 
 // ---- One validation for both EPs -------------------------------------------------------------------------
