@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "commands.h"
 #include "common.h"
@@ -75,8 +76,16 @@ void run_command(const RunFlags& f) {
     for (const auto& o : j["outputs"])
       std::cout << o["name"].get<std::string>() << ": " << o["dtype"].get<std::string>() << o["shape"].dump()
                 << " checksum " << o["checksum"].get<std::string>() << "\n";
-    if (!expected.empty())
-      std::cout << "compare: " << (passed ? "passed" : "FAILED: " + why) << " (max abs diff " << max_abs << ")\n";
+    if (!expected.empty()) {
+      // Say what "passed" means: integers exactly, floats within the tolerance.
+      int exact = 0, floats = 0;
+      for (const Tensor& t : expected) (dtype_is_float(t.dtype()) ? floats : exact) += 1;
+      std::ostringstream how;
+      if (exact) how << exact << " integer/bool output(s) equal";
+      if (exact && floats) how << "; ";
+      if (floats) how << floats << " float output(s) within atol " << f.atol << " + rtol " << f.rtol << " (max abs diff " << max_abs << ")";
+      std::cout << "compare: " << (passed ? "passed: " + how.str() : "FAILED: " + why) << "\n";
+    }
   }
   if (!passed) throw Error("outputs do not match the data set: " + why);
 }
