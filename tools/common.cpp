@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <filesystem>
+#include <iostream>
 #include <random>
 #include <sstream>
 
@@ -37,7 +38,8 @@ void InputFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--input", inputs, "input NAME=FILE (.pb TensorProto or .npy)");
   cmd->add_option("--shape", shapes, "shape of a generated input, NAME=2x13");
   cmd->add_option("--data-set", data_set, "ONNX test_data_set_N folder (inputs, and outputs to compare)");
-  cmd->add_option("--seed", seed, "seed of generated inputs");
+  cmd->add_option("--seed", seed, "seed of generated inputs (inputs not given by --input or --data-set are "
+                                  "generated: floats in [-1, 1], integers in [0, 100), symbolic dims 1 unless --shape)");
 }
 
 namespace {
@@ -129,13 +131,18 @@ std::unordered_map<std::string, Tensor> InputFlags::feeds(const Session& session
     if (shape_of.count(info.name)) {
       shape = shape_of[info.name];
     } else {
-      if (!info.has_shape) throw InvalidArgument("input '" + info.name + "' has no declared shape: give --shape " + info.name + "=...");
+      if (!info.has_shape)
+        throw InvalidArgument("input '" + info.name + "' has no declared shape: give --input " + info.name +
+                              "=FILE, or --shape " + info.name + "=2x3 for generated values (--seed N)");
+      // A symbolic dimension of a generated input is 1 unless --shape says otherwise (said on stderr).
+      std::string symbolic;
       for (size_t d = 0; d < info.shape.size(); ++d) {
-        if (info.shape[d] < 0)
-          throw InvalidArgument("input '" + info.name + "' has symbolic dimension '" + info.dim_params[d] +
-                                "': give --shape " + info.name + "=... or --input");
-        shape.push_back(info.shape[d]);
+        if (info.shape[d] < 0) symbolic += (symbolic.empty() ? "" : ", ") + (info.dim_params[d].empty() ? "?" : info.dim_params[d]);
+        shape.push_back(info.shape[d] < 0 ? 1 : info.shape[d]);
       }
+      if (!symbolic.empty())
+        std::cerr << "onnxgpu: input '" << info.name << "' generated with its symbolic dimensions (" << symbolic
+                  << ") as 1: " << shape_str(shape) << " (--shape " << info.name << "=... or --input to choose)\n";
     }
     feeds[info.name] = generate(info, shape, rng);
   }
