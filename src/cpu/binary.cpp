@@ -2,7 +2,6 @@
 // BitShift, Where, PRelu and the variadic Max/Min/Sum/Mean.
 #include <cmath>
 
-#include "cpu/broadcast.h"
 #include "ops/broadcast.h"
 #include "cpu/elementwise_util.h"
 #include "cpu/kernel.h"
@@ -19,7 +18,7 @@ class Indexer {
   Indexer(const Shape& in, const Shape& out) {
     if (shape_numel(in) == 1) kind_ = Kind::Scalar;
     else if (in == out) kind_ = Kind::Same;
-    else map_ = broadcast_index_map(in, out);
+    else map_ = ops::broadcast_index_map(in, out);
   }
   int64_t operator()(int64_t i) const {
     return kind_ == Kind::Same ? i : kind_ == Kind::Scalar ? 0 : map_[size_t(i)];
@@ -32,7 +31,7 @@ class Indexer {
 
 Shape broadcast_or_fail(const KernelContext& ctx, const std::vector<Shape>& shapes) {
   try {
-    return broadcast_shapes(shapes);
+    return ops::broadcast_shapes(shapes);
   } catch (const InvalidArgument& e) {
     ctx.fail(std::string("inputs are not broadcastable: ") + e.what());
   }

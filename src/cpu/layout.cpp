@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
 #include "ops/pad.h"
@@ -139,11 +139,11 @@ std::vector<Tensor> expand(KernelContext& ctx) {
     if (d < 0) ctx.fail("shape " + ints_str(shape) + " has a negative dimension");
   Shape out;
   try {
-    out = broadcast_shapes(x.shape(), shape);
+    out = ops::broadcast_shapes(x.shape(), shape);
   } catch (const InvalidArgument& e) {
     ctx.fail("cannot expand input " + x.describe() + " to shape " + ints_str(shape) + ": " + e.what());
   }
-  return {strided_copy(x, out, broadcast_strides(x.shape(), out), 0)};
+  return {strided_copy(x, out, ops::broadcast_strides(x.shape(), out), 0)};
 }
 
 std::vector<Tensor> tile(KernelContext& ctx) {

@@ -3,7 +3,7 @@
 #include <array>
 #include <cmath>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 
@@ -56,12 +56,12 @@ MatMulPlan plan_matmul(const KernelContext& ctx, const Shape& a, const Shape& b)
     ctx.fail("inner dimensions differ: A " + shape_str(a) + " and B " + shape_str(b));
   Shape ab(a2.begin(), a2.end() - 2), bb(b2.begin(), b2.end() - 2);
   try {
-    p.batch = broadcast_shapes(ab, bb);
+    p.batch = ops::broadcast_shapes(ab, bb);
   } catch (const InvalidArgument&) {
     ctx.fail("batch dimensions of A " + shape_str(a) + " and B " + shape_str(b) + " cannot be broadcast");
   }
-  p.a_off = broadcast_index_map(ab, p.batch);
-  p.b_off = broadcast_index_map(bb, p.batch);
+  p.a_off = ops::broadcast_index_map(ab, p.batch);
+  p.b_off = ops::broadcast_index_map(bb, p.batch);
   for (auto& o : p.a_off) o *= p.M * p.K;
   for (auto& o : p.b_off) o *= p.K * p.N;
   p.out = p.batch;
@@ -164,7 +164,7 @@ std::vector<Tensor> gemm(KernelContext& ctx) {
   if (C) {
     if (C->dtype() != A.dtype()) ctx.fail("C is " + C->describe() + " but A is " + A.describe());
     try {
-      cmap = broadcast_index_map(C->shape(), out);
+      cmap = ops::broadcast_index_map(C->shape(), out);
     } catch (const InvalidArgument&) {
       ctx.fail("C " + shape_str(C->shape()) + " cannot be broadcast to the output " + shape_str(out));
     }

@@ -1,7 +1,7 @@
 // BatchNormalization, InstanceNormalization, LayerNormalization, MeanVarianceNormalization. Computed in double.
 #include <cmath>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 
@@ -165,7 +165,7 @@ std::vector<Tensor> layer_norm(KernelContext& ctx) {
     if (p.dtype() != X.dtype()) ctx.fail(std::string(i == 1 ? "Scale" : "B") + " is " + p.describe() +
                                          " but X is " + X.describe());
     try {
-      map = broadcast_index_map(p.shape(), X.shape());
+      map = ops::broadcast_index_map(p.shape(), X.shape());
     } catch (const InvalidArgument&) {
       ctx.fail(std::string(i == 1 ? "Scale " : "B ") + shape_str(p.shape()) +
                " cannot be broadcast to the normalized shape of X " + shape_str(X.shape()) + " (axis " +

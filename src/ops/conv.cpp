@@ -2,7 +2,8 @@
 
 #include <string>
 
-#include "cpu/nn_util.h"
+#include "ops/values.h"
+#include "ops/window.h"
 
 namespace onnxgpu::ops {
 
@@ -49,7 +50,7 @@ ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape&
     if (!out_attr.empty() || same) {
       int64_t o = !out_attr.empty() ? out_attr[i] : in[i] * g.strides[i];
       int64_t total = full - o;
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? cpu::nn::floor_div(total, 2) : total - cpu::nn::floor_div(total, 2);
+      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? ops::floor_div(total, 2) : total - ops::floor_div(total, 2);
       g.out[i] = o;
     } else if (auto_pad == "VALID") {
       g.pad_begin[i] = 0;

@@ -1,7 +1,7 @@
 // ONNX Conv and ConvTranspose, the attribute logic both kernel sets share: group, kernel_shape, and
 // ConvTranspose's spatial geometry (strides, dilations, output_padding, pads / auto_pad / output_shape)
 // resolved into the leading pad of each dim and the output's spatial shape. (Conv's window is
-// cpu::nn::make_window, shared with the pools.) Used by the CPU reference (src/cpu/conv.cpp) and the
+// ops::make_window, shared with the pools.) Used by the CPU reference (src/cpu/conv.cpp) and the
 // GPU kernel (src/webgpu/kernels/conv.cpp).
 #pragma once
 #include <cstdint>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu/nn_util.h"
+#include "ops/values.h"
 
 namespace onnxgpu::ops {
 
@@ -115,7 +115,7 @@ ResizeParams resize_params(const ir::Node& node, int64_t opset, const Shape& x, 
     p.nearest_mode = "floor";
     check_mode(p, fail);
     if (p.mode == "cubic") raise(fail, "mode 'cubic' needs opset 11");
-    apply_scales(p, x, cpu::nn::to_doubles(input(1, "scales")), all_axes(r), fail);
+    apply_scales(p, x, ops::to_doubles(input(1, "scales")), all_axes(r), fail);
     return checked(p, x, fail);
   }
   p.coord = node.attr_string("coordinate_transformation_mode", "half_pixel");
@@ -138,7 +138,7 @@ ResizeParams resize_params(const ir::Node& node, int64_t opset, const Shape& x, 
     axes = all_axes(r);
   }
   if (p.coord == "tf_crop_and_resize" && given(1)) {
-    std::vector<double> roi = cpu::nn::to_doubles(input(1, "roi"));
+    std::vector<double> roi = ops::to_doubles(input(1, "roi"));
     if (roi.size() != 2 * axes.size())
       raise(fail, "roi has " + std::to_string(roi.size()) + " values, expected " + std::to_string(2 * axes.size()));
     for (size_t i = 0; i < axes.size(); ++i) {
@@ -149,7 +149,7 @@ ResizeParams resize_params(const ir::Node& node, int64_t opset, const Shape& x, 
   bool has_scales = given(2), has_sizes = given(3);
   if (has_scales == has_sizes) raise(fail, "exactly one of 'scales' and 'sizes' must be given");
   if (has_scales) {
-    apply_scales(p, x, cpu::nn::to_doubles(input(2, "scales")), axes, fail);
+    apply_scales(p, x, ops::to_doubles(input(2, "scales")), axes, fail);
   } else {
     const Tensor& st = input(3, "sizes");
     if (st.dtype() != DType::Int64) raise(fail, "sizes must be int64, got " + st.describe());
@@ -196,7 +196,7 @@ ResizeParams upsample_params(const ir::Node& node, int64_t opset, const Shape& x
   p.nearest_mode = "floor";
   std::vector<double> scales;
   if (opset >= 9) {
-    scales = cpu::nn::to_doubles(input(1, "scales"));
+    scales = ops::to_doubles(input(1, "scales"));
   } else if (node.has_attr("scales")) {
     for (float f : node.attr_floats("scales")) scales.push_back(f);
   } else {  // Upsample-1: height_scale, width_scale on NCHW

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "onnxgpu/tensor.h"
 
 using namespace onnxgpu;
@@ -34,10 +34,10 @@ TEST(Float16, RoundTripsAndRounds) {
 }
 
 TEST(Broadcast, ShapesAndIndexMap) {
-  EXPECT_EQ(cpu::broadcast_shapes(Shape{2, 1, 3}, Shape{4, 1}), (Shape{2, 4, 3}));
-  EXPECT_THROW(cpu::broadcast_shapes(Shape{2, 3}, Shape{4}), InvalidArgument);
-  auto m = cpu::broadcast_index_map({3}, {2, 3});
+  EXPECT_EQ(ops::broadcast_shapes(Shape{2, 1, 3}, Shape{4, 1}), (Shape{2, 4, 3}));
+  EXPECT_THROW(ops::broadcast_shapes(Shape{2, 3}, Shape{4}), InvalidArgument);
+  auto m = ops::broadcast_index_map({3}, {2, 3});
   EXPECT_EQ(m, (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
-  auto m2 = cpu::broadcast_index_map({2, 1}, {2, 3});
+  auto m2 = ops::broadcast_index_map({2, 1}, {2, 3});
   EXPECT_EQ(m2, (std::vector<int64_t>{0, 0, 0, 1, 1, 1}));
 }

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/reduce_util.h"
 #include "webgpu/kernels/strided_util.h"
@@ -27,7 +27,7 @@ constexpr uint32_t kCols = 64;      // DV: output columns per workgroup (4 per l
 
 Shape broadcast_or_unsupported(GpuKernelContext& ctx, const std::vector<Shape>& shapes, const char* what) {
   try {
-    return cpu::broadcast_shapes(shapes);
+    return ops::broadcast_shapes(shapes);
   } catch (const Error&) {
     ctx.unsupported(std::string(what) + " do not broadcast");
   }

@@ -80,7 +80,7 @@ bool use_tiled(const GpuKernelContext& ctx, int64_t Mg, int64_t group) {
          ctx.limits.max_compute_invocations_per_workgroup >= 256 && ctx.limits.max_compute_workgroup_size_x >= 256;
 }
 
-void conv_tiled(GpuKernelContext& ctx, const cpu::nn::Window& win, int64_t group, bool has_bias, const Shape& out) {
+void conv_tiled(GpuKernelContext& ctx, const ops::Window& win, int64_t group, bool has_bias, const Shape& out) {
   const Shape& xs = ctx.shape(0);
   const Shape& ws = ctx.shape(1);
   size_t r = xs.size() - 2;
@@ -230,7 +230,7 @@ void conv(GpuKernelContext& ctx, bool integer) {
   size_t r = xs.size() - 2;
   Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
   check_kernel_shape_attr(ctx, k_sp);
-  cpu::nn::Window win = convutil::window(ctx, in_sp, k_sp, false);
+  ops::Window win = convutil::window(ctx, in_sp, k_sp, false);
   Shape out{N, M};
   out.insert(out.end(), win.out.begin(), win.out.end());
   ctx.set_output(0, yt, out);

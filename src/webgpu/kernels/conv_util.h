@@ -1,21 +1,20 @@
-// Helpers shared by the GPU sliding-window kernels (conv.cpp, pool.cpp): the window geometry computed
-// exactly as the CPU reference does (cpu::nn::make_window), and the spatial parameters as uniform arrays.
+// Helpers shared by the GPU sliding-window kernels (conv.cpp, pool.cpp): the window geometry of the
+// shared op logic (ops::make_window, as the CPU reference computes it), and the spatial parameters as
+// uniform arrays.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "cpu/kernel.h"
-#include "cpu/nn_util.h"
+#include "ops/window.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::webgpu::convutil {
 
 // The geometry of the window (strides, dilations, pads, auto_pad, ceil_mode) over `in_spatial`, with the
-// output dims, validated and computed by the CPU reference's own code (same errors, same shapes).
-inline cpu::nn::Window window(const GpuKernelContext& ctx, const Shape& in_spatial, const Shape& kernel, bool ceil_mode) {
-  cpu::KernelContext cctx(ctx.node, ctx.opset, {});
-  return cpu::nn::make_window(cctx, in_spatial, kernel, ceil_mode);
+// output dims, validated as on the CPU (same errors, same shapes).
+inline ops::Window window(const GpuKernelContext& ctx, const Shape& in_spatial, const Shape& kernel, bool ceil_mode) {
+  return ops::make_window(ctx.node, in_spatial, kernel, ceil_mode, [&](const std::string& m) { ctx.fail(m); });
 }
 
 // A uniform array of (possibly negative) integers: read back in WGSL as bitcast<i32>(name(d)).

@@ -9,7 +9,6 @@
 
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
-#include "cpu/broadcast.h"
 #include "ops/broadcast.h"
 
 namespace onnxgpu::webgpu {
@@ -150,7 +149,7 @@ void binary(GpuKernelContext& ctx, const std::string& name, const std::string& e
       ops::legacy_broadcast_b(ctx.node, ctx.opset, ctx.shape(0), ctx.shape(1), [&](const std::string& m) { ctx.fail(m); });
   Shape out;
   try {
-    out = cpu::broadcast_shapes(ctx.shape(0), b_shape);
+    out = ops::broadcast_shapes(ctx.shape(0), b_shape);
   } catch (const Error& e) {
     ctx.fail(e.what());
   }
@@ -240,7 +239,7 @@ void where_kernel(GpuKernelContext& ctx) {
   if (ctx.dtype(1) != ctx.dtype(2)) ctx.fail("inputs 'X' and 'Y' have different types");
   Shape out;
   try {
-    out = cpu::broadcast_shapes({ctx.shape(0), ctx.shape(1), ctx.shape(2)});
+    out = ops::broadcast_shapes({ctx.shape(0), ctx.shape(1), ctx.shape(2)});
   } catch (const Error& e) {
     ctx.fail(e.what());
   }
@@ -272,7 +271,7 @@ GpuKernel variadic(const std::string& op) {
     if (op == "Mean" && !dtype_is_float(t)) ctx.unsupported("Mean of integers");
     Shape out;
     try {
-      out = cpu::broadcast_shapes(shapes);
+      out = ops::broadcast_shapes(shapes);
     } catch (const Error& e) {
       ctx.fail(e.what());
     }
@@ -476,7 +475,7 @@ void fused_elementwise(GpuKernelContext& ctx) {
   }
   Shape out;
   try {
-    out = cpu::broadcast_shapes(shapes);
+    out = ops::broadcast_shapes(shapes);
   } catch (const Error& e) {
     ctx.fail(e.what());
   }

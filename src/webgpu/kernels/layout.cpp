@@ -12,7 +12,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "ops/pad.h"
 #include "ops/slice.h"
 #include "ops/split.h"
@@ -411,11 +411,11 @@ void expand(GpuKernelContext& ctx) {
     if (d < 0) ctx.fail("shape " + ints_str(shape) + " has a negative dimension");
   Shape out;
   try {
-    out = cpu::broadcast_shapes(x, shape);
+    out = ops::broadcast_shapes(x, shape);
   } catch (const InvalidArgument& e) {
     ctx.fail("cannot expand input " + shape_str(x) + " to shape " + ints_str(shape) + ": " + e.what());
   }
-  strided_copy(ctx, 0, 0, out, StridedCopy{out, cpu::broadcast_strides(x, out), shape_strides(out), 0, 0});
+  strided_copy(ctx, 0, 0, out, StridedCopy{out, ops::broadcast_strides(x, out), shape_strides(out), 0, 0});
 }
 
 void tile(GpuKernelContext& ctx) {

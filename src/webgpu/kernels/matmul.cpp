@@ -18,7 +18,7 @@
 #include <optional>
 #include <set>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/strided_util.h"
@@ -61,7 +61,7 @@ Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b, bool 
   p.a_batch.assign(a2.begin(), a2.end() - 2);
   p.b_batch.assign(b2.begin(), b2.end() - 2);
   try {
-    p.batch = cpu::broadcast_shapes(p.a_batch, p.b_batch);
+    p.batch = ops::broadcast_shapes(p.a_batch, p.b_batch);
   } catch (const Error&) {
     ctx.fail("batch dimensions of A " + shape_str(a) + " and B " + shape_str(b) + " cannot be broadcast");
   }

@@ -8,7 +8,7 @@
 // the CPU.
 #include <algorithm>
 
-#include "cpu/broadcast.h"
+#include "ops/broadcast.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 
@@ -143,7 +143,7 @@ void layer_norm(GpuKernelContext& ctx) {
       ctx.fail(std::string(pname) + " is " + std::string(dtype_name(ctx.dtype(i))) + " but X is " + std::string(dtype_name(t)));
     Shape b;
     try {
-      b = cpu::broadcast_shapes(s, xs);
+      b = ops::broadcast_shapes(s, xs);
     } catch (const Error&) {
     }
     if (b != xs)

@@ -1,7 +1,7 @@
 // Pools on the GPU: AveragePool, MaxPool (with the optional Indices output), LpPool — one invocation per
 // output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — one workgroup
 // per (n, c) row with a shared-memory tree reduction. Window geometry and output shapes are the CPU
-// reference's (src/cpu/pool.cpp, cpu::nn::make_window); sums are accumulated in f32.
+// reference's (src/cpu/pool.cpp, ops::make_window); sums are accumulated in f32.
 #include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/device.h"
@@ -42,7 +42,7 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
   if (ks.empty()) ctx.fail("attribute 'kernel_shape' is required");
   Shape in_sp(xs.begin() + 2, xs.end());
   bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
-  cpu::nn::Window win = convutil::window(ctx, in_sp, ks, ceil_mode);
+  ops::Window win = convutil::window(ctx, in_sp, ks, ceil_mode);
   bool include_pad = node.attr_int("count_include_pad", 0) != 0;
   int64_t storage_order = node.attr_int("storage_order", 0);
   if (storage_order != 0 && storage_order != 1) ctx.fail("storage_order must be 0 or 1");

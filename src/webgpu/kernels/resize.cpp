@@ -13,8 +13,8 @@
 #include <cstring>
 #include <limits>
 
-#include "cpu/nn_util.h"
 #include "ops/resize.h"
+#include "ops/values.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 
@@ -55,13 +55,13 @@ bool axis_table(const ResizeParams& p, size_t a, int64_t in, uint32_t& taps, std
   return !ops::axis_is_identity(samples, in);
 }
 
-// The extrapolation value as the output dtype rounds it (cpu::nn::from_double), as an f32 the shader
+// The extrapolation value as the output dtype rounds it (ops::from_double), as an f32 the shader
 // converts exactly with from_f32.
 float extrapolation_for(DType t, double d) {
   if (dtype_is_float(t)) return float(d);
   if (t == DType::Bool) return d != 0 ? 1.0f : 0.0f;
   double v = 0;
-  visit_dtype(t, [&]<class T>() { v = double(cpu::nn::from_double<T>(d)); }, kNumericTypes, "Resize");
+  visit_dtype(t, [&]<class T>() { v = double(ops::from_double<T>(d)); }, kNumericTypes, "Resize");
   return float(v);
 }
 
