@@ -272,7 +272,9 @@ TEST(Reliability, TanhOfLargeInputs) {
   REQUIRE_GPU();
   auto [xv, gv] = check_case("tanh_large", "Tanh");
   for (size_t i = 0; i < xv.size(); ++i)
-    if (std::fabs(xv[i]) >= 20) EXPECT_EQ(gv[i], xv[i] > 0 ? 1.0f : -1.0f) << "Tanh(" << xv[i] << ")";
+    if (std::fabs(xv[i]) >= 20) {
+      EXPECT_EQ(gv[i], xv[i] > 0 ? 1.0f : -1.0f) << "Tanh(" << xv[i] << ")";
+    }
 }
 
 TEST(Reliability, FusedTanhGeluOfLargeInputs) {
@@ -294,7 +296,9 @@ TEST(Reliability, LogOfZeroAndNegatives) {
   REQUIRE_GPU();
   auto [xv, gv] = check_case("log_zero_negative", "Log");
   for (size_t i = 0; i < xv.size(); ++i) {
-    if (xv[i] == 0) EXPECT_EQ(gv[i], -std::numeric_limits<float>::infinity()) << "log(0)";
+    if (xv[i] == 0) {
+      EXPECT_EQ(gv[i], -std::numeric_limits<float>::infinity()) << "log(0)";
+    }
     if (xv[i] < 0) {
       EXPECT_TRUE(std::isnan(gv[i])) << "log(" << xv[i] << ") = " << gv[i];
     }

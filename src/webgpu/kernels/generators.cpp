@@ -44,7 +44,7 @@ void constant_of_shape(GpuKernelContext& ctx) {
     std::memcpy(&bits, &d, 8);
     p.uniform("v_lo", uint32_t(bits));
     p.uniform("v_hi", uint32_t(bits >> 32));
-    store = "y_buf[gi] = vec2<u32>(v_lo(), v_hi());";
+    store = "y_store_raw(gi, vec2<u32>(v_lo(), v_hi()));";
   } else if (dtype_is_float(t)) {
     float f = float(value.double_at(0));
     uint32_t bits;
@@ -167,7 +167,7 @@ void one_hot(GpuKernelContext& ctx) {
   if (w64_is_neg(k)) { k = w64_add(k, w64(depth(), 0u)); }
   let on = !w64_is_neg(k) && k.y == 0u && k.x == pos;
   let src = select(0u, 1u, on);
-  )" + move_element(ctx.policy, t, "y", "gi", "vals", "src"));
+  )" + shader::move_element("y", "gi", "vals", "src"));
   ctx.dispatch(p, {ctx.in(0), ctx.in(2), ctx.out(0)});
 }
 
@@ -197,7 +197,7 @@ void trilu(GpuKernelContext& ctx) {
   let j = gi % cols();
   let i = (gi / cols()) % rows();
   let diff = w64_sub(w64(j, 0u), w64(i, 0u));
-  if ()" + keep + ") {\n    " + move_element(ctx.policy, t, "y", "gi", "x", "gi") + "\n  } else {\n    y_store(gi, zero_$y());\n  }");
+  if ()" + keep + ") {\n    " + shader::move_element("y", "gi", "x", "gi") + "\n  } else {\n    y_store(gi, zero_$y());\n  }");
   std::vector<ValueRef> binds{ctx.in(0)};
   if (has_k) binds.push_back(ctx.in(1));
   binds.push_back(ctx.out(0));

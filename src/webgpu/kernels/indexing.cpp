@@ -83,7 +83,7 @@ void gather(GpuKernelContext& ctx) {
   let k = wrap_index(to_i64_$idx(idx_load(j)), axis_n());
   if (k == BAD_INDEX) { return; }
   let src = (o * axis_n() + k) * inner() + inner_i;
-  )" + move_element(ctx.policy, t, "y", "gi", "x", "src"));
+  )" + shader::move_element("y", "gi", "x", "src"));
   ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
 }
 
@@ -126,7 +126,7 @@ void gather_elements(GpuKernelContext& ctx) {
   let k = wrap_index(to_i64_$idx(idx_load(gi)), x_shape()" + a + R"());
   if (k == BAD_INDEX) { return; }
   let src = off + k * x_stride()" + a + R"();
-  )" + move_element(ctx.policy, t, "y", "gi", "x", "src"));
+  )" + shader::move_element("y", "gi", "x", "src"));
   ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
 }
 
@@ -202,7 +202,7 @@ void gather_nd(GpuKernelContext& ctx) {
   p.set_threads(uint64_t(shape_numel(out)));
   p.body("  let e = gi % slice();\n  let t = gi / slice();\n" +
          tuple_offset(l.k, "x", "t", "(t / per_batch()) * batch_block()", "return;") + "  " +
-         move_element(ctx.policy, t, "y", "gi", "x", "off + e"));
+         shader::move_element("y", "gi", "x", "off + e"));
   if (l.k > 0) ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
   else ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
@@ -224,7 +224,7 @@ Reduction read_reduction(const GpuKernelContext& ctx) {
 // std::max / std::min semantics (the output element wins ties and NaN comparisons).
 std::string apply_update(const Int64Policy& policy, Reduction red, DType t, const std::string& oi, const std::string& ui) {
   switch (red) {
-    case Reduction::None: return move_element(policy, t, "y", oi, "u", ui);
+    case Reduction::None: return shader::move_element("y", oi, "u", ui);
     case Reduction::Add: return "y_store(" + oi + ", add_$y(y_load(" + oi + "), u_load(" + ui + ")));";
     case Reduction::Mul: return "y_store(" + oi + ", mul_$y(y_load(" + oi + "), u_load(" + ui + ")));";
     case Reduction::Max:
@@ -242,7 +242,7 @@ void copy_data(GpuKernelContext& ctx) {
   p.input("x", t, ctx.shape(0));
   p.output("y", t, ctx.shape(0));
   p.set_threads(uint64_t(shape_numel(ctx.shape(0))));
-  p.body("  " + move_element(ctx.policy, t, "y", "gi", "x", "gi"));
+  p.body("  " + shader::move_element("y", "gi", "x", "gi"));
   ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
 

@@ -121,29 +121,29 @@ void finish_gather(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueR
   binds.push_back(ctx.out(out));
   DType t = ctx.outputs.at(out).dtype;
   int bits = shader::type_info(t, ctx.policy).storage_bits;
-  std::string fill_val;  // the fill element: raw storage (32/64-bit) or its bits (8/16-bit)
+  std::string fill_val;  // the fill element's storage bits (y_raw_t)
   if (fill.used && fill.input >= 0) {
-    fill_val = bits >= 32 ? "cv_buf[0]" : "cv_bits(0u)";
+    fill_val = "cv_raw(0u)";
   } else if (fill.used) {
     uint32_t w[2] = {0, 0};
     std::memcpy(w, fill.value.raw(), std::min<size_t>(fill.value.nbytes(), size_t(bits / 8)));
     p.uniform("fill_lo", w[0]);
     p.uniform("fill_hi", w[1]);
-    fill_val = bits == 64 ? "vec2<u32>(fill_lo(), fill_hi())" : bits == 32 ? "bitcast<y_t>(fill_lo())" : "fill_lo()";
+    fill_val = bits == 64 ? "vec2<u32>(fill_lo(), fill_hi())" : "fill_lo()";
   }
   std::string none = kNone;
   if (!has_x) p.declare("fn src_of(e: u32) -> u32 { return " + none + "; }");
   if (bits >= 32) {
     p.set_threads(n);
     std::string b = "  let d = " + std::string(strided_dst ? "dst_of(gi)" : "gi") + ";\n  let s = src_of(gi);\n";
-    if (fill.used) b += "  if (s == " + none + ") {\n    y_buf[d] = " + fill_val + ";\n    return;\n  }\n";
-    p.body(b + (has_x ? "  y_buf[d] = x_buf[s];" : ""));
+    if (fill.used) b += "  if (s == " + none + ") {\n    y_store_raw(d, " + fill_val + ");\n    return;\n  }\n";
+    p.body(b + (has_x ? "  " + shader::move_element("y", "d", "x", "s") : ""));
   } else {
     // The bits of the element that goes where src_of gives `s`.
     std::string mask = bits == 8 ? "0xffu" : "0xffffu";
     std::string f = "fn elem_bits(s: u32) -> u32 {\n";
     if (fill.used) f += "  if (s == " + none + ") { return " + fill_val + " & " + mask + "; }\n";
-    f += has_x ? "  return x_bits(s);\n}\n" : "  return 0u;\n}\n";
+    f += has_x ? "  return x_raw(s);\n}\n" : "  return 0u;\n}\n";
     p.declare(f);
     uint32_t per = 32 / uint32_t(bits);
     if (!strided_dst) {
@@ -155,13 +155,10 @@ void finish_gather(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueR
              "    if (e >= count()) { break; }\n"
              "    word = word | (elem_bits(src_of(e)) << (j * " + u32_lit(uint32_t(bits)) + "));\n"
              "  }\n"
-             "  atomicStore(&y_buf[gi], word);");
+             "  y_store_word(gi, word);");
     } else {
       p.set_threads(n);
-      p.body("  let d = dst_of(gi);\n"
-             "  let sh = (d % " + u32_lit(per) + ") * " + u32_lit(uint32_t(bits)) + ";\n"
-             "  atomicAnd(&y_buf[d / " + u32_lit(per) + "], ~(" + mask + " << sh));\n"
-             "  atomicOr(&y_buf[d / " + u32_lit(per) + "], elem_bits(src_of(gi)) << sh);");
+      p.body("  y_store_raw(dst_of(gi), elem_bits(src_of(gi)));");
     }
   }
   ctx.dispatch(p, binds);

@@ -200,6 +200,13 @@ std::string Program::accessors(const TensorDecl& t) const {
     default: load = t.output ? n + "_buf[i]" : n + "_buf[i]"; break;
   }
   s += "fn " + n + "_load(i: u32) -> " + v + " { return " + load + "; }\n";
+  // Raw element access: the element's storage bits, whatever the dtype (vec2<u32> for 64-bit ones, u32
+  // otherwise), for kernels that move elements without computing on them (exact for every dtype,
+  // float64 and NaN payloads included).
+  const bool wide = t.type.storage_bits == 64;
+  s += "alias " + n + "_raw_t = " + std::string(wide ? "vec2<u32>" : "u32") + ";\n";
+  std::string raw = sub_word ? n + "_bits(i)" : wide ? n + "_buf[i]" : "bitcast<u32>(" + n + "_buf[i])";
+  s += "fn " + n + "_raw(i: u32) -> " + n + "_raw_t { return " + raw + "; }\n";
   if (t.output) {
     if (sub_word) {
       std::string bits;
@@ -221,6 +228,21 @@ std::string Program::accessors(const TensorDecl& t) const {
       s += "fn " + n + "_store(i: u32, v: f32) { " + n + "_buf[i] = f32_to_f64(v); }\n";
     } else {
       s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_buf[i] = v; }\n";
+    }
+    // The raw store (see _raw) and, for sub-word types, the store of a whole word of packed elements
+    // (elements 32 / bits * w ...), for kernels that assemble words themselves.
+    if (sub_word) {
+      uint32_t per = 32 / uint32_t(t.type.storage_bits);
+      std::string mask = t.type.storage_bits == 8 ? "0xffu" : "0xffffu";
+      s += "fn " + n + "_store_raw(i: u32, v: u32) {\n"
+           "  let w = i / " + u(per) + ";\n"
+           "  let sh = (i % " + u(per) + ") * " + u(t.type.storage_bits) + ";\n"
+           "  atomicAnd(&" + n + "_buf[w], ~(" + mask + " << sh));\n"
+           "  atomicOr(&" + n + "_buf[w], (v & " + mask + ") << sh);\n}\n";
+      s += "fn " + n + "_store_word(w: u32, word: u32) { atomicStore(&" + n + "_buf[w], word); }\n";
+    } else {
+      s += "fn " + n + "_store_raw(i: u32, v: " + n + "_raw_t) { " + n + "_buf[i] = " +
+           (wide ? std::string("v") : "bitcast<" + elem + ">(v)") + "; }\n";
     }
   }
   return s;

@@ -5,6 +5,10 @@
 //   alias x_t = <value type>;          the type x's values are computed in (see shader/types.h)
 //   fn x_load(i: u32) -> x_t           element i (row-major linear index)
 //   fn x_store(i: u32, v: x_t)         outputs only
+//   alias x_raw_t; fn x_raw(i) -> x_raw_t; fn x_store_raw(i, v: x_raw_t)
+//                                      the element's storage bits (vec2<u32> for 64-bit dtypes, u32
+//                                      otherwise): moves without computing, exact for every dtype
+//   fn x_store_word(w: u32, word: u32)  sub-word outputs: a whole word of packed elements
 //   const x_rank: u32;  fn x_shape(d: u32) -> u32;  fn x_stride(d: u32) -> u32;  fn x_numel() -> u32
 // and the arithmetic helpers of x's family: add_<fam>, lt_<fam>, to_i64_<fam>, from_f32_<fam> ...
 // `$x` in the body is replaced with x's family name, so `add_$x(a, b)` is add_i64 for INT64.
@@ -91,6 +95,13 @@ class Program {
   std::string uniform_fns_;
   std::string decls_, body_;
 };
+
+// The WGSL statement that copies element `si` of tensor `src` to element `di` of output `dst`, bit for
+// bit, whatever their (equal) dtype.
+inline std::string move_element(const std::string& dst, const std::string& di, const std::string& src,
+                                const std::string& si) {
+  return dst + "_store_raw(" + di + ", " + src + "_raw(" + si + "));";
+}
 
 // Replaces every `$name` in text with the given value (longest names first).
 std::string substitute(std::string text, const std::map<std::string, std::string>& values);
