@@ -52,10 +52,9 @@ struct ReduceWgsl {
   uint32_t acc_bytes = 4;
 };
 
-ReduceWgsl reduce_wgsl(ReduceKind kind, const std::string& fam, bool is_signed) {
-  bool is_float = fam == "f32";
-  bool wide = fam == "i64" || fam == "u64";
-  uint32_t xb = wide ? 8 : 4;
+ReduceWgsl reduce_wgsl(ReduceKind kind, const shader::TypeInfo& type, bool is_signed) {
+  bool is_float = type.family == "f32";
+  uint32_t xb = type.value_bytes;
   switch (kind) {
     case ReduceKind::Sum: return {"x_t", "zero_$x()", "v", "add_$x(a, b)", "a", xb};
     case ReduceKind::Max: return {"x_t", "lowest_$x()", "v", "max_$x(a, b)", "a", xb};
@@ -142,8 +141,7 @@ void reduce(GpuKernelContext& ctx, const std::string& op, ReduceKind kind, int64
     else if (seen) trailing = false;
   }
 
-  std::string fam = shader::type_info(t, ctx.policy).family;
-  ReduceWgsl w = reduce_wgsl(kind, fam, dtype_is_signed(t));
+  ReduceWgsl w = reduce_wgsl(kind, shader::type_info(t, ctx.policy), dtype_is_signed(t));
   uint32_t wg = ru::workgroup_size(ctx.limits, w.acc_bytes);
   uint32_t seg = ru::segment_size(m, wg);
   auto p = ctx.program(op, wg);
@@ -234,9 +232,7 @@ void arg_kernel(GpuKernelContext& ctx, bool is_max) {
   uint64_t groups = s.outer * s.inner;
   if (groups == 0) return;
 
-  std::string fam = shader::type_info(t, ctx.policy).family;
-  bool wide = fam == "i64" || fam == "u64";
-  uint32_t wg = ru::workgroup_size(ctx.limits, (wide ? 8 : 4) + 4);
+  uint32_t wg = ru::workgroup_size(ctx.limits, shader::type_info(t, ctx.policy).value_bytes + 4);
   uint32_t seg = ru::segment_size(s.n, wg);
   auto p = ctx.program(is_max ? "argmax" : "argmin", wg);
   p.input("x", t, in);
@@ -246,8 +242,7 @@ void arg_kernel(GpuKernelContext& ctx, bool is_max) {
   p.uniform("inner", uint32_t(s.inner));
   std::string tie = last ? "ia > ib" : "ia < ib";
   std::string cmp = is_max ? "gt_$x" : "lt_$x";
-  std::string decl = ru::isnan_fn("x", fam, "x_t");
-  decl += "const WG: u32 = " + u32s(wg) + ";\n"
+  std::string decl = "const WG: u32 = " + u32s(wg) + ";\n"
           "const NONE: u32 = 0xffffffffu;\n"
           "var<workgroup> sv: array<x_t, " + std::to_string(wg) + ">;\n"
           "var<workgroup> si: array<u32, " + std::to_string(wg) + ">;\n"
@@ -255,8 +250,8 @@ void arg_kernel(GpuKernelContext& ctx, bool is_max) {
           "fn wins(a: x_t, ia: u32, b: x_t, ib: u32) -> bool {\n"
           "  if (ib == NONE) { return true; }\n"
           "  if (ia == NONE) { return false; }\n"
-          "  let na = isnan_x(a);\n"
-          "  let nb = isnan_x(b);\n"
+          "  let na = isnan_$x(a);\n"
+          "  let nb = isnan_$x(b);\n"
           "  if (na || nb) {\n"
           "    if (na && nb) { return " + tie + "; }\n"
           "    return na;\n"
@@ -318,9 +313,7 @@ void cumsum_kernel(GpuKernelContext& ctx) {
   }
   if (numel == 0) return;
 
-  std::string fam = shader::type_info(t, ctx.policy).family;
-  bool wide = fam == "i64" || fam == "u64";
-  uint32_t wg = ru::workgroup_size(ctx.limits, wide ? 8 : 4);
+  uint32_t wg = ru::workgroup_size(ctx.limits, shader::type_info(t, ctx.policy).value_bytes);
   uint32_t seg = axis_const ? ru::segment_size(line, wg) : wg;
   auto p = ctx.program(std::string("cumsum") + (exclusive ? "_excl" : "") + (reverse ? "_rev" : "") +
                            (axis_const ? "" : "_rtaxis"),

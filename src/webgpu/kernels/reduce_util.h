@@ -106,12 +106,6 @@ inline AxisSplit coerce_2d(const Shape& s, int64_t axis) {
   return r;
 }
 
-// WGSL: `isnan_<name>(v)` for a value of the family `fam` (false for integer families).
-inline std::string isnan_fn(const std::string& name, const std::string& fam, const std::string& type) {
-  return "fn isnan_" + name + "(v: " + type + ") -> bool { return " +
-         (fam == "f32" ? std::string("isnan_f32(v)") : std::string("false")) + "; }\n";
-}
-
 // exp(x - shift) for a softmax-like sum (exp_f32 and log_f32 are the shader layer's, exact at the
 // extremes). NaN is tested on the loaded x, before any arithmetic (a compiler that assumes no NaN may
 // drop the test on a computed value).

@@ -47,9 +47,7 @@ void topk_kernel(GpuKernelContext& ctx) {
   uint64_t groups = s.outer * s.inner;
   if (groups == 0 || k == 0) return;
 
-  std::string fam = shader::type_info(t, ctx.policy).family;
-  bool wide = fam == "i64" || fam == "u64";
-  uint32_t wg = ru::workgroup_size(ctx.limits, (wide ? 8 : 4) + 4);
+  uint32_t wg = ru::workgroup_size(ctx.limits, shader::type_info(t, ctx.policy).value_bytes + 4);
   uint32_t seg = ru::segment_size(s.n, wg);
   auto p = ctx.program(largest ? "largest" : "smallest", wg);
   p.input("x", t, in);
@@ -63,16 +61,15 @@ void topk_kernel(GpuKernelContext& ctx) {
   // before(a, ia, b, ib): (a, ia) comes first in the output. NaN is the largest value.
   std::string nan_first = largest ? "na" : "nb";
   std::string cmp = largest ? "gt_$x" : "lt_$x";
-  std::string decl = ru::isnan_fn("x", fam, "x_t");
-  decl += "const WG: u32 = " + w + "u;\n"
+  std::string decl = "const WG: u32 = " + w + "u;\n"
           "const NONE: u32 = 0xffffffffu;\n"
           "var<workgroup> sv: array<x_t, " + w + ">;\n"
           "var<workgroup> si: array<u32, " + w + ">;\n"
           "fn before(a: x_t, ia: u32, b: x_t, ib: u32) -> bool {\n"
           "  if (ib == NONE) { return ia != NONE; }\n"
           "  if (ia == NONE) { return false; }\n"
-          "  let na = isnan_x(a);\n"
-          "  let nb = isnan_x(b);\n"
+          "  let na = isnan_$x(a);\n"
+          "  let nb = isnan_$x(b);\n"
           "  if (na || nb) {\n"
           "    if (na && nb) { return ia < ib; }\n"
           "    return " + nan_first + ";\n"

@@ -29,6 +29,7 @@ TypeInfo type_info(DType dtype, const Int64Policy& policy) {
     default:
       throw NotImplemented("element type " + std::string(dtype_name(dtype)) + " has no GPU representation");
   }
+  t.value_bytes = t.value == "vec2<u32>" ? 8 : 4;
   return t;
 }
 
@@ -90,6 +91,7 @@ fn w64_from_f32_unsigned(f: f32) -> w64 {
 
 const char* kI64 = R"(
 fn zero_i64() -> w64 { return w64(0u, 0u); }
+fn isnan_i64(a: w64) -> bool { return false; }
 fn one_i64() -> w64 { return w64(1u, 0u); }
 fn lowest_i64() -> w64 { return w64(0u, 0x80000000u); }
 fn highest_i64() -> w64 { return w64(0xffffffffu, 0x7fffffffu); }
@@ -134,6 +136,7 @@ fn from_bool_i64(b: bool) -> w64 { return w64(select(0u, 1u, b), 0u); }
 
 const char* kU64 = R"(
 fn zero_u64() -> w64 { return w64(0u, 0u); }
+fn isnan_u64(a: w64) -> bool { return false; }
 fn one_u64() -> w64 { return w64(1u, 0u); }
 fn lowest_u64() -> w64 { return w64(0u, 0u); }
 fn highest_u64() -> w64 { return w64(0xffffffffu, 0xffffffffu); }
@@ -328,6 +331,7 @@ fn pow_f32(a: f32, b: f32) -> f32 {
 
 const char* kI32 = R"(
 fn zero_i32() -> i32 { return 0i; }
+fn isnan_i32(a: i32) -> bool { return false; }
 fn one_i32() -> i32 { return 1i; }
 fn lowest_i32() -> i32 { return -2147483647i - 1i; }
 fn highest_i32() -> i32 { return 2147483647i; }
@@ -357,6 +361,7 @@ fn from_bool_i32(b: bool) -> i32 { return select(0i, 1i, b); }
 
 const char* kU32 = R"(
 fn zero_u32() -> u32 { return 0u; }
+fn isnan_u32(a: u32) -> bool { return false; }
 fn one_u32() -> u32 { return 1u; }
 fn lowest_u32() -> u32 { return 0u; }
 fn highest_u32() -> u32 { return 0xffffffffu; }
@@ -386,6 +391,7 @@ fn from_bool_u32(b: bool) -> u32 { return select(0u, 1u, b); }
 
 const char* kBool = R"(
 fn zero_bool() -> u32 { return 0u; }
+fn isnan_bool(a: u32) -> bool { return false; }
 fn one_bool() -> u32 { return 1u; }
 fn lowest_bool() -> u32 { return 0u; }
 fn highest_bool() -> u32 { return 1u; }
@@ -410,6 +416,7 @@ fn from_bool_bool(b: bool) -> u32 { return select(0u, 1u, b); }
 // int32 is an error naming the tensor, never a wrong number.
 const char* kI64n = R"(
 fn zero_i64n() -> i32 { return 0i; }
+fn isnan_i64n(a: i32) -> bool { return false; }
 fn one_i64n() -> i32 { return 1i; }
 fn lowest_i64n() -> i32 { return -2147483647i - 1i; }
 fn highest_i64n() -> i32 { return 2147483647i; }

@@ -2,6 +2,7 @@
 // in Int64Policy, nowhere else: kernels are written once against the "family" helpers below
 // (add_<fam>, lt_<fam>, to_i64_<fam> ...) and work for every dtype, INT64 included.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "onnxgpu/dtype.h"
@@ -23,6 +24,7 @@ struct TypeInfo {
   std::string family;   // helper suffix, see above
   std::string value;    // WGSL value type
   int storage_bits = 32;  // bits per element in the buffer: 8, 16, 32 or 64
+  uint32_t value_bytes = 4;  // bytes of one value of `value` (in workgroup memory, registers): 8 for vec2<u32>
   bool narrowed = false;  // int64 stored as i32 (cast_to_i32)
   // false: the value type cannot hold every value of the dtype (float64 in f32). Such a tensor's
   // elements may be moved whole (raw word copies) but not loaded or stored as values: a kernel that
