@@ -17,6 +17,9 @@ struct Int64Policy {
 
   static Strategy parse_strategy(const std::string& s);  // "bitcast" / "bitcast_to_i32", "cast" / ..., "per-op" / ...
   static const char* strategy_name(Strategy s);           // "bitcast_to_i32", "cast_to_i32", "per_op_optin"
+  // Under PerOpOptin, the ops that take INT64 on the GPU: the shape of ONNX Runtime's WebGPU opt-in, a
+  // handful of data-movement ops registered for int64.
+  static bool legacy_optin(const std::string& op_type);
 };
 
 }  // namespace onnxgpu

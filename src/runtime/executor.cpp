@@ -17,13 +17,6 @@ namespace onnxgpu::runtime {
 
 namespace wg = webgpu;
 
-bool legacy_int64_optin(const std::string& op) {
-  // The shape of ONNX Runtime's WebGPU opt-in: a handful of data-movement ops registered for int64.
-  static const std::set<std::string> ops = {"Cast", "Concat", "Expand", "Gather", "Identity", "Reshape",
-                                            "Shape", "Slice", "Squeeze", "Transpose", "Unsqueeze"};
-  return ops.count(op) != 0;
-}
-
 std::mutex& device_mutex() {
   static std::mutex m;
   return m;
@@ -599,7 +592,7 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
     if (!ctx.outputs[i].set) throw Error(node.describe() + ": GPU kernel did not describe output " + std::to_string(i));
     touches_int64 |= ctx.outputs[i].dtype == DType::Int64;
   }
-  if (policy_.strategy == Int64Policy::Strategy::PerOpOptin && touches_int64 && !legacy_int64_optin(node.op_type)) {
+  if (policy_.strategy == Int64Policy::Strategy::PerOpOptin && touches_int64 && !Int64Policy::legacy_optin(node.op_type)) {
     reason = "INT64 is not opted in for op '" + node.op_type + "' (INT64 strategy per_op_optin)";
     return false;
   }

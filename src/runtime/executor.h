@@ -65,13 +65,9 @@ class GpuExecutor {
   ProfileSums profile_;
 };
 
-// The process-wide device (created on first use, shared by every session), and the lock that
+// The process-wide device (created on first use, shared by every session, kept until exit), and the lock that
 // serialises its use (sessions may run from several threads).
 std::shared_ptr<webgpu::Device> shared_device();
 std::mutex& device_mutex();
-
-// The ops that take INT64 on the GPU under the per_op_optin strategy: the old, per-op behaviour,
-// kept only to reproduce and measure it. No other list of INT64-capable ops exists.
-bool legacy_int64_optin(const std::string& op_type);
 
 }  // namespace onnxgpu::runtime

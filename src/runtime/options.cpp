@@ -1,5 +1,7 @@
 #include "runtime/options.h"
 
+#include <set>
+
 namespace onnxgpu {
 
 Int64Policy::Strategy Int64Policy::parse_strategy(const std::string& s) {
@@ -16,6 +18,12 @@ const char* Int64Policy::strategy_name(Strategy s) {
     case Strategy::PerOpOptin: return "per_op_optin";
   }
   return "?";
+}
+
+bool Int64Policy::legacy_optin(const std::string& op) {
+  static const std::set<std::string> ops = {"Cast", "Concat", "Expand", "Gather", "Identity", "Reshape",
+                                            "Shape", "Slice", "Squeeze", "Transpose", "Unsqueeze"};
+  return ops.count(op) != 0;
 }
 
 namespace runtime {
