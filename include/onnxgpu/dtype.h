@@ -104,7 +104,7 @@ struct DTypeSet {
   constexpr DTypeSet(std::initializer_list<DType> ts) {
     for (DType t : ts) bits |= 1u << uint32_t(t);
   }
-  constexpr bool has(DType t) const { return (bits >> uint32_t(t)) & 1u; }
+  constexpr bool has(DType t) const { return uint32_t(t) < 32 && ((bits >> uint32_t(t)) & 1u); }  // any value of t
   constexpr DTypeSet operator|(DTypeSet o) const {
     DTypeSet r;
     r.bits = bits | o.bits;

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "ops/broadcast.h"
+#include "ops/normalization.h"
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 
@@ -151,10 +152,8 @@ std::vector<Tensor> layer_norm(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   check_float(ctx, X, "X");
   const ir::Node& node = ctx.node;
-  int64_t axis = ctx.normalize_axis(node.attr_int("axis", -1), X.rank());
+  const auto [axis, stash] = ops::layer_norm_params(node, X.rank(), [&](const std::string& m) { ctx.fail(m); });
   double eps = node.attr_float("epsilon", 1e-5f);
-  DType stash = DType(node.attr_int("stash_type", 1));
-  if (!kFloatTypes.has(stash)) ctx.fail("stash_type " + std::to_string(int(stash)) + " is not a float type");
   std::vector<bool> reduced(size_t(X.rank()), false);
   for (int64_t d = axis; d < X.rank(); ++d) reduced[size_t(d)] = true;
   std::vector<double> x = nn::to_doubles(X);

@@ -358,6 +358,24 @@ TEST(Reliability, GpuIndexErrorsNameTheIndex) {
   EXPECT_NE(e.find("(index -4)"), std::string::npos) << e;
 }
 
+// ---- What the fuzz target found on the CPU reference (tests/fuzz: mutants run there under ASan/UBSan) ----
+
+TEST(Reliability, FuzzFindingsAreClearErrors) {
+  // Cast to an element type number beyond every known one (an out-of-range shift in the type set).
+  std::vector<Operand> x = {{"x", Tensor::from_vector<float>({2}, {1, 2})}};
+  std::string cast = testing::one_node_model("Cast", x, {"y"}, 13, [](onnx::NodeProto& n) { testing::set_int(n, "to", 75); });
+  std::string e = error_of([&] { Session::from_bytes(cast, ep_options("cpu")).run(testing::feeds_of(x)); });
+  EXPECT_NE(e.find("data type 75"), std::string::npos) << e;
+  // LayerNormalization of a scalar (an index before the first axis), on both EPs.
+  std::vector<Operand> s = {{"X", Tensor::from_vector<float>({}, {1})}, {"W", Tensor::from_vector<float>({}, {1})}};
+  std::string ln = testing::one_node_model("LayerNormalization", s, {"Y"}, 17);
+  for (const char* ep : {"cpu", "webgpu"}) {
+    e = error_of([&] { Session::from_bytes(ln, ep_options(ep)).run(testing::feeds_of(s)); });
+    if (std::string(ep) == "webgpu" && e.find("no WebGPU adapter") != std::string::npos) continue;
+    EXPECT_NE(e.find("X is a scalar"), std::string::npos) << ep << ": " << e;
+  }
+}
+
 // ---- Sessions in turn ------------------------------------------------------------------------------------
 
 // A process that makes and drops sessions one after the other (a server, a conformance run) keeps one

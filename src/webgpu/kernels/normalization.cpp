@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "ops/broadcast.h"
+#include "ops/normalization.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 
@@ -118,10 +119,8 @@ void layer_norm(GpuKernelContext& ctx) {
   const Shape& xs = ctx.shape(0);
   DType t = ctx.dtype(0);
   int64_t rank = int64_t(xs.size());
-  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", -1), rank);
+  const auto [axis, stash] = ops::layer_norm_params(ctx.node, rank, [&](const std::string& m) { ctx.fail(m); });
   float eps = ctx.node.attr_float("epsilon", 1e-5f);
-  DType stash = DType(ctx.node.attr_int("stash_type", 1));
-  if (!kFloatTypes.has(stash)) ctx.fail("stash_type " + std::to_string(int(stash)) + " is not a float type");
   Shape outer_shape(xs.begin(), xs.begin() + axis), inner_shape(xs.begin() + axis, xs.end());
   uint32_t rows = u32_size(ctx, shape_numel(outer_shape)), len = u32_size(ctx, shape_numel(inner_shape));
   Shape ms = outer_shape;
