@@ -366,14 +366,16 @@ InstanceHandle create_instance() {
   return InstanceHandle(instance);
 }
 
+// Whether a file matches the glob pattern.
+bool any_file_matches(const std::string& pattern) {
+  glob_t g{};
+  bool found = glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+  globfree(&g);
+  return found;
+}
+
 bool gpu_device_nodes_present() {
-  for (const char* pattern : {"/dev/dri/renderD*", "/dev/nvidia[0-9]*"}) {
-    glob_t g{};
-    bool found = glob(pattern, 0, nullptr, &g) == 0 && g.gl_pathc > 0;
-    globfree(&g);
-    if (found) return true;
-  }
-  return false;
+  return any_file_matches("/dev/dri/renderD*") || any_file_matches("/dev/nvidia[0-9]*");
 }
 
 // A CPU Vulkan driver for machines whose Vulkan loader finds no adapter: $ONNXGPU_CPU_VULKAN_ICD, else
@@ -400,12 +402,8 @@ bool system_vulkan_drivers_present() {
   add_list("XDG_DATA_DIRS", "/usr/local/share:/usr/share");
   if (const char* home = std::getenv("XDG_DATA_HOME"); home && *home) dirs.push_back(std::string(home) + "/vulkan/icd.d");
   else if (const char* h = std::getenv("HOME"); h && *h) dirs.push_back(std::string(h) + "/.local/share/vulkan/icd.d");
-  for (const auto& d : dirs) {
-    glob_t g{};
-    bool found = glob((d + "/*.json").c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
-    globfree(&g);
-    if (found) return true;
-  }
+  for (const auto& d : dirs)
+    if (any_file_matches(d + "/*.json")) return true;
   return false;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -128,6 +129,15 @@ inline SessionOptions webgpu_options(bool capture = true) {
 inline constexpr const char* kFloat64Reason = "which the GPU would round to float32";
 inline bool float64_fallback(const PlanFallback& f) { return f.reason.find(kFloat64Reason) != std::string::npos; }
 
+// When `error` is fail-loud refusing float64 arithmetic, the options to run the model with that node
+// on the CPU (fail_loud off); else nullopt.
+inline std::optional<SessionOptions> without_fail_loud_for_float64(const SessionOptions& o, const std::string& error) {
+  if (!o.int64.fail_loud || error.find(kFloat64Reason) == std::string::npos) return std::nullopt;
+  SessionOptions relaxed = o;
+  relaxed.int64.fail_loud = false;
+  return relaxed;
+}
+
 // Compares one GPU output with the CPU reference's (`what` names it in failures).
 using CompareFn = std::function<void(const Tensor& got, const Tensor& want, const std::string& what)>;
 
@@ -164,12 +174,9 @@ inline void check_against_cpu(const std::string& what, const std::string& model,
     } catch (const std::exception& e) {
       // Under fail_loud, float64 arithmetic is an error by design: the same model without it must run
       // those nodes on the CPU (checked below) and everything else on the GPU.
-      std::string msg = e.what();
-      if (run > 0 || !gpu_options.int64.fail_loud || msg.find(kFloat64Reason) == std::string::npos)
-        FAIL() << what << " (run " << run + 1 << "): " << msg;
-      SessionOptions relaxed = gpu_options;
-      relaxed.int64.fail_loud = false;
-      gpu = std::make_unique<Session>(Session::from_bytes(model, relaxed));
+      auto relaxed = without_fail_loud_for_float64(gpu_options, e.what());
+      if (run > 0 || !relaxed) FAIL() << what << " (run " << run + 1 << "): " << e.what();
+      gpu = std::make_unique<Session>(Session::from_bytes(model, *relaxed));
       got = gpu->run(feeds);
     }
     ASSERT_EQ(got.size(), want.size()) << what;

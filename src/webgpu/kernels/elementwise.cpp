@@ -381,7 +381,7 @@ std::string fused_expression(const std::string& op, std::set<const char*>& helpe
   if (op == "Abs") return "abs(a)";
   for (const auto& [name, expr] : kFloatMath)
     if (op == name) {
-      helpers.insert(float_math_decls(op));
+      if (*float_math_decls(op)) helpers.insert(float_math_decls(op));
       return expr;  // over `v`, which the step binds to `a`
     }
   return "";

@@ -70,7 +70,8 @@ std::string row_body(const std::string& scale, const std::string& bias, const st
       "  if (row >= rows()) { return; }\n"
       "  let n = len();\n"
       "  let base = row * n;\n"
-      "  let shift = select(0.0, x_load(base), abs(x_load(base)) < f32_inf());  // an infinite shift would make every d NaN\n"
+      "  let first = x_load(base);\n"
+      "  let shift = select(0.0, first, abs(first) < f32_inf());\n"  // an infinite shift would make every d NaN
       "  var acc = vec2<f32>(0.0);\n";
   for (uint32_t c = 0; c < kCache; ++c) {
     std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
@@ -84,7 +85,7 @@ std::string row_body(const std::string& scale, const std::string& bias, const st
        "  }\n"
        "  let t = row_sum(lid, acc) / f32(n);\n"
        "  let mean = shift + t.x;\n"
-       "  let inv = 1.0 / sqrt_f32(max_f32(t.y - t.x * t.x, 0.0) + eps());  // NaN stays NaN\n";
+       "  let inv = 1.0 / sqrt_f32(max_f32(t.y - t.x * t.x, 0.0) + eps());\n";  // NaN stays NaN
   auto write = [&](const std::string& j, const std::string& v) {
     std::string w = "    let i = base + " + j + ";\n    var r = (" + v + " - mean) * inv;\n";
     if (!scale.empty()) w += "    r = r * " + scale + ";\n";

@@ -21,8 +21,7 @@ fn f32_inf() -> f32 { return bitcast<f32>(F32_INF_BITS); }
 fn f32_nan() -> f32 { return bitcast<f32>(F32_NAN_BITS); }
 // Records an error for this dispatch (out-of-range index, integer division by zero, INT64 overflow)
 // in its node's status record (flags, claimed, value lo, value hi); the runtime reads the records
-// after the run and reports them, naming the node.
-const STATUS_WORDS: u32 = 4u;
+// after the run and reports them, naming the node. (STATUS_WORDS: kStatusWords, written by source().)
 fn flag(code: u32) { atomicOr(&status_buf[P(0u) * STATUS_WORDS], code); }
 // An out-of-range index: flagged, and the first one an invocation claims kept for the message.
 fn flag_index(k: vec2<u32>) {
@@ -208,29 +207,9 @@ std::string Program::accessors(const TensorDecl& t) const {
   std::string raw = sub_word ? n + "_bits(i)" : wide ? n + "_buf[i]" : "bitcast<u32>(" + n + "_buf[i])";
   s += "fn " + n + "_raw(i: u32) -> " + n + "_raw_t { return " + raw + "; }\n";
   if (t.output) {
-    if (sub_word) {
-      std::string bits;
-      switch (t.dtype) {
-        case DType::Float16: bits = "f16_bits(v)"; break;
-        case DType::BFloat16: bits = "bf16_from_f32(v)"; break;
-        case DType::Int8: case DType::Int16: bits = "bitcast<u32>(v)"; break;
-        case DType::Bool: bits = "select(0u, 1u, v != 0u)"; break;
-        default: bits = "v"; break;
-      }
-      uint32_t per = 32 / uint32_t(t.type.storage_bits);
-      std::string mask = t.type.storage_bits == 8 ? "0xffu" : "0xffffu";
-      s += "fn " + n + "_store(i: u32, v: " + v + ") {\n"
-           "  let w = i / " + u(per) + ";\n"
-           "  let sh = (i % " + u(per) + ") * " + u(t.type.storage_bits) + ";\n"
-           "  atomicAnd(&" + n + "_buf[w], ~(" + mask + " << sh));\n"
-           "  atomicOr(&" + n + "_buf[w], ((" + bits + ") & " + mask + ") << sh);\n}\n";
-    } else if (t.dtype == DType::Float64) {
-      s += "fn " + n + "_store(i: u32, v: f32) { " + n + "_buf[i] = f32_to_f64(v); }\n";
-    } else {
-      s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_buf[i] = v; }\n";
-    }
     // The raw store (see _raw) and, for sub-word types, the store of a whole word of packed elements
-    // (elements 32 / bits * w ...), for kernels that assemble words themselves.
+    // (elements 32 / bits * w ...), for kernels that assemble words themselves. The value store of a
+    // sub-word type converts to the element's bits and stores them raw.
     if (sub_word) {
       uint32_t per = 32 / uint32_t(t.type.storage_bits);
       std::string mask = t.type.storage_bits == 8 ? "0xffu" : "0xffffu";
@@ -240,9 +219,20 @@ std::string Program::accessors(const TensorDecl& t) const {
            "  atomicAnd(&" + n + "_buf[w], ~(" + mask + " << sh));\n"
            "  atomicOr(&" + n + "_buf[w], (v & " + mask + ") << sh);\n}\n";
       s += "fn " + n + "_store_word(w: u32, word: u32) { atomicStore(&" + n + "_buf[w], word); }\n";
+      std::string bits;
+      switch (t.dtype) {
+        case DType::Float16: bits = "f16_bits(v)"; break;
+        case DType::BFloat16: bits = "bf16_from_f32(v)"; break;
+        case DType::Int8: case DType::Int16: bits = "bitcast<u32>(v)"; break;
+        case DType::Bool: bits = "select(0u, 1u, v != 0u)"; break;
+        default: bits = "v"; break;
+      }
+      s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_store_raw(i, " + bits + "); }\n";
     } else {
       s += "fn " + n + "_store_raw(i: u32, v: " + n + "_raw_t) { " + n + "_buf[i] = " +
            (wide ? std::string("v") : "bitcast<" + elem + ">(v)") + "; }\n";
+      if (t.dtype == DType::Float64) s += "fn " + n + "_store(i: u32, v: f32) { " + n + "_buf[i] = f32_to_f64(v); }\n";
+      else s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_buf[i] = v; }\n";
     }
   }
   return s;
@@ -274,6 +264,7 @@ std::string Program::source() const {
   s += "struct Params { v: array<vec4<u32>, " + std::to_string(vec4s) + "> }\n";
   s += "@group(0) @binding(0) var<uniform> params: Params;\n";
   s += "@group(0) @binding(1) var<storage, read_write> status_buf: array<atomic<u32>>;\n";
+  s += "const STATUS_WORDS: u32 = " + u(kStatusWords) + ";\n";
   s += kPrelude;
   s += family_helpers("wide");
   std::set<std::string> families{"f32"};  // conversions through f32 are always available
