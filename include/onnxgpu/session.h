@@ -45,7 +45,7 @@ struct TensorInfo {
 // round trip through host memory (e.g. a KV cache). Made by Session::run_on_device.
 class DeviceTensor {
  public:
-  struct Storage;  // the GPU buffer (src/runtime/executor.cpp)
+  struct Storage;  // the GPU buffer (src/runtime/shared_device.h)
   DeviceTensor() = default;
   DeviceTensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage)
       : dtype_(dtype), shape_(std::move(shape)), storage_(std::move(storage)) {}

@@ -7,19 +7,13 @@
 
 namespace onnxgpu::runtime {
 
-namespace {
-bool narrowed(DType dtype, const Int64Policy& policy) {
-  return dtype == DType::Int64 && policy.strategy == Int64Policy::Strategy::CastToI32;
-}
-}  // namespace
-
 size_t gpu_bytes(DType dtype, const Shape& shape, const Int64Policy& policy) {
   return size_t(shape_numel(shape)) * webgpu::shader::gpu_element_size(dtype, policy);
 }
 
 GpuUpload to_gpu(const Tensor& t, const Int64Policy& policy, const std::string& name) {
   GpuUpload u;
-  if (!narrowed(t.dtype(), policy)) {
+  if (!policy.narrows(t.dtype())) {
     u.data = t.raw();
     u.bytes = t.nbytes();
     return u;
@@ -39,11 +33,11 @@ GpuUpload to_gpu(const Tensor& t, const Int64Policy& policy, const std::string& 
   return u;
 }
 
-bool same_bytes_on_host(DType dtype, const Int64Policy& policy) { return !narrowed(dtype, policy); }
+bool same_bytes_on_host(DType dtype, const Int64Policy& policy) { return !policy.narrows(dtype); }
 
 Tensor from_gpu(const void* data, DType dtype, const Shape& shape, const Int64Policy& policy) {
   Tensor t(dtype, shape);
-  if (!narrowed(dtype, policy)) {
+  if (!policy.narrows(dtype)) {
     if (t.nbytes()) std::memcpy(t.raw(), data, t.nbytes());
     return t;
   }
