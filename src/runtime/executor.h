@@ -1,11 +1,10 @@
-// The WebGPU executor: plans a model for one input-shape signature (constant folding, placement of
-// every node on a GPU kernel or, alone, on the CPU), records its GPU work once and replays it on
-// later runs with the same signature. A small LRU keeps several signatures, so dynamic shapes keep
-// the benefit of capture.
+// The WebGPU executor: runs a model on the GPU for a session. Each run's input signature finds its
+// recorded plan in the cache (plan_cache.h) and replays it (replay.h), or the planner (planner.h)
+// makes one, running the model as it goes; a plan kept per signature gives dynamic shapes the
+// benefit of capture. With fallback_per_op_not_whole_graph off, a signature whose plan needs the CPU
+// runs whole on the CPU reference.
 #pragma once
-#include <list>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -13,22 +12,12 @@
 
 #include "ir/graph.h"
 #include "onnxgpu/session.h"
-
-namespace onnxgpu::webgpu {
-class Device;
-}
+#include "runtime/plan_cache.h"
+#include "runtime/planner.h"
+#include "runtime/profiling.h"
+#include "runtime/shared_device.h"
 
 namespace onnxgpu::runtime {
-
-struct Plan;
-
-// GPU nanoseconds per node, summed over profiled runs (SessionOptions::profile).
-struct ProfileSums {
-  int runs = 0;
-  std::vector<uint64_t> ns;          // by node index
-  std::vector<int> dispatches;       // by node index, the last run's
-  std::unordered_map<size_t, std::string> fused;  // node index -> the fused kernel placed there
-};
 
 class GpuExecutor {
  public:
@@ -44,30 +33,27 @@ class GpuExecutor {
   void reset_profile();
 
  private:
-  void run_impl(const std::unordered_map<std::string, Tensor>& feeds,
-                const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::vector<Tensor>* outputs,
-                std::vector<DeviceTensor>* device_outputs);
-  void run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
-                              const std::unordered_map<std::string, DeviceTensor>& device_feeds,
-                              std::vector<Tensor>* outputs, std::vector<DeviceTensor>* device_outputs);
-
-  static constexpr size_t kMaxPlans = 8;  // signatures kept recorded
-  struct Weights;
+  // Out: Tensor (outputs read back) or DeviceTensor (outputs kept on the GPU).
+  template <typename Out>
+  std::vector<Out> run_impl(const std::unordered_map<std::string, Tensor>& feeds,
+                            const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+  template <typename Out>
+  std::vector<Out> plan_and_run(const std::string& signature, const std::unordered_map<std::string, Tensor>& feeds,
+                                const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+  std::vector<Tensor> run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
+                                             const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+  std::vector<DeviceTensor> to_device(const std::vector<Tensor>& outputs);
 
   const ir::Model& model_;
   SessionOptions options_;
   std::shared_ptr<webgpu::Device> device_;
-  std::unique_ptr<Weights> weights_;  // initializers uploaded once, shared by every plan
+  std::unique_ptr<SessionConstants> constants_;  // uploaded once, shared by every plan
+  PlanCache plans_;
   std::set<std::string> whole_graph_cpu_;  // signatures that fell back whole (fallback_per_op off)
   std::string whole_graph_reason_;
-  std::list<std::pair<std::string, std::shared_ptr<Plan>>> plans_;  // most recent first
   PlanReport report_;
   ProfileSums profile_;
+  std::unique_ptr<SegmentEncoder> encoder_;  // timed when profiling
 };
-
-// The process-wide device (created on first use, shared by every session, kept until exit), and the lock that
-// serialises its use (sessions may run from several threads).
-std::shared_ptr<webgpu::Device> shared_device();
-std::mutex& device_mutex();
 
 }  // namespace onnxgpu::runtime

@@ -1,0 +1,95 @@
+// What a recorded plan is: the GPU work of one model for one input signature, kept to be replayed.
+// A plan is a list of steps, each a GPU segment (dispatches with their pipelines and bind groups,
+// recorded once) or one node that runs on the CPU; values live in slots (GPU buffers). The planner
+// (planner.h) makes plans, the replay (replay.h) runs them, the plan cache (plan_cache.h) keeps them.
+#pragma once
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "onnxgpu/session.h"
+#include "webgpu/device.h"
+
+namespace onnxgpu::runtime {
+
+// Every buffer and binding is at least this large: an empty tensor still binds, and arrays of
+// 64-bit elements (vec2<u32>) need at least 8 bytes.
+constexpr uint64_t kMinBinding = 16;
+
+struct Slot {
+  std::shared_ptr<webgpu::Buffer> buffer;
+  uint64_t bytes = 0;   // what the value needs
+  bool pinned = false;  // graph inputs/outputs and weights: never reused
+};
+
+// A value a CPU step reads or writes: in a slot, or a constant known at plan time.
+struct StepValue {
+  std::string name;
+  int slot = -1;
+  const Tensor* constant = nullptr;
+  DType dtype = DType::Undefined;
+  Shape shape;
+};
+
+struct RecordedDispatch {
+  const webgpu::Pipeline* pipeline;
+  webgpu::BindGroupHandle group;
+  uint32_t x, y, z;
+  uint32_t node;  // index of the graph node it belongs to
+};
+
+struct Step {
+  bool cpu = false;
+  std::vector<RecordedDispatch> dispatches;  // GPU segment
+  std::shared_ptr<webgpu::Buffer> uniforms;
+  const ir::Node* node = nullptr;  // CPU node
+  std::vector<StepValue> inputs;   // the node's inputs, then values its subgraphs read from outside
+  size_t explicit_inputs = 0;
+  std::vector<StepValue> outputs;
+};
+
+// Where a graph output is found after a run.
+struct OutputSource {
+  int slot = -1;
+  const Tensor* constant = nullptr;
+  DType dtype = DType::Undefined;
+  Shape shape;
+};
+
+struct Plan {
+  std::shared_ptr<webgpu::Device> device;
+  std::vector<Slot> slots;
+  std::vector<std::pair<std::string, int>> inputs;  // graph input -> slot
+  std::vector<Step> steps;
+  std::vector<OutputSource> outputs;
+  std::shared_ptr<webgpu::Buffer> status;  // a status record per node (webgpu::shader::kStatusWords)
+  std::deque<Tensor> constants;            // folded values (stable addresses)
+  // Graph inputs whose values a kernel read at plan time (shape-like inputs): the plan serves only
+  // runs with these same values.
+  std::vector<std::pair<std::string, Tensor>> value_keys;
+  std::unordered_map<size_t, std::string> fused_kernels;  // node index -> the fused kernel placed there
+  PlanReport report;
+
+  bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
+    for (const auto& [name, want] : value_keys) {
+      auto it = feeds.find(name);
+      if (it == feeds.end() || it->second.nbytes() != want.nbytes() ||
+          std::memcmp(it->second.raw(), want.raw(), want.nbytes()) != 0)
+        return false;
+    }
+    return true;
+  }
+
+  // A slot's value read back to the host, and a host tensor written into a slot.
+  Tensor download(int slot, DType dtype, const Shape& shape, const Int64Policy& policy);
+  void upload(int slot, const Tensor& t, const Int64Policy& policy, const std::string& name);
+
+  ~Plan();  // buffers go back to the device's pool (weights stay with the session)
+};
+
+}  // namespace onnxgpu::runtime

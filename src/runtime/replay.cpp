@@ -1,0 +1,214 @@
+#include "runtime/replay.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "cpu/graph_runner.h"
+#include "runtime/gpu_values.h"
+#include "runtime/shared_device.h"
+#include "webgpu/shader/program.h"
+
+namespace onnxgpu::runtime {
+
+namespace {
+
+constexpr size_t kFirstChunk = 8;  // dispatches of a segment's first submit
+
+// $ONNXGPU_CHUNKED_SUBMITS=0 submits each segment at once (for measuring what chunking buys).
+bool chunked_submits() {
+  static const bool on = [] {
+    const char* e = std::getenv("ONNXGPU_CHUNKED_SUBMITS");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+// The message of a node's status record (shader::kStatusWords words).
+std::string status_message(const uint32_t* record) {
+  const uint32_t flags = record[0];
+  std::string m;
+  if (flags & webgpu::shader::kFlagIndex) {
+    m += "an index is out of range";
+    if (record[1]) m += " (index " + std::to_string(int64_t(uint64_t(record[2]) | uint64_t(record[3]) << 32)) + ")";
+    m += "; ";
+  }
+  if (flags & webgpu::shader::kFlagDivZero) m += "integer division by zero; ";
+  if (flags & webgpu::shader::kFlagOverflow) m += "an INT64 value does not fit in int32 (INT64 strategy cast_to_i32); ";
+  if (m.size() >= 2) m.resize(m.size() - 2);
+  return m;
+}
+
+}  // namespace
+
+webgpu::CommandBatch ChunkedEncoder::encode(Plan& plan, const Step& segment) {
+  webgpu::Device& dev = *plan.device;
+  webgpu::CommandBatch batch = dev.batch();
+  size_t chunk = kFirstChunk, next_submit = kFirstChunk;
+  const size_t n = segment.dispatches.size();
+  for (size_t k = 0; k < n; ++k) {
+    const RecordedDispatch& d = segment.dispatches[k];
+    batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
+    if (k + 1 == next_submit && k + 1 < n && chunked_submits()) {
+      dev.submit(batch);
+      chunk *= 2;
+      next_submit += chunk;
+    }
+  }
+  return batch;
+}
+
+void write_inputs(Plan& plan, const Int64Policy& policy, const std::unordered_map<std::string, Tensor>& host,
+                  const std::unordered_map<std::string, DeviceTensor>& device) {
+  webgpu::Device& dev = *plan.device;
+  webgpu::CommandBatch batch = dev.batch();
+  for (const auto& [name, slot] : plan.inputs) {
+    auto h = host.find(name);
+    if (h != host.end()) {
+      plan.upload(slot, h->second, policy, name);
+      continue;
+    }
+    const DeviceTensor& d = device.at(name);
+    uint64_t bytes = gpu_bytes(d.dtype(), d.shape(), policy);
+    if (bytes) batch.copy(d.storage()->buffer.get(), 0, plan.slots[size_t(slot)].buffer->get(), 0, (bytes + 3) / 4 * 4);
+  }
+  std::vector<uint32_t> zeros(plan.status->capacity / 4, 0);
+  dev.write(plan.status->get(), zeros.data(), zeros.size() * 4);
+  if (!batch.empty()) dev.submit(batch);
+}
+
+std::vector<Tensor> run_cpu_step(const Step& s, Plan& plan, const ir::Model& model, const Int64Policy& policy) {
+  std::vector<Tensor> held;
+  held.reserve(s.inputs.size());
+  cpu::Scope scope;
+  std::vector<const Tensor*> ins;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const StepValue& v = s.inputs[i];
+    const Tensor* t = nullptr;
+    if (v.constant) t = v.constant;
+    else if (v.slot >= 0) {
+      held.push_back(plan.download(v.slot, v.dtype, v.shape, policy));
+      t = &held.back();
+    }
+    if (i < s.explicit_inputs) ins.push_back(t);
+    else if (t) scope.set(v.name, *t);
+  }
+  return cpu::run_node(*s.node, model.opsets, ins, &scope);
+}
+
+void Replay::run_cpu(const Step& s) {
+  std::vector<Tensor> outs = run_cpu_step(s, plan_, model_, policy_);
+  for (size_t k = 0; k < s.outputs.size(); ++k) {
+    const StepValue& v = s.outputs[k];
+    if (v.slot < 0) continue;
+    if (k >= outs.size() || !outs[k].defined())
+      throw Error(s.node->describe() + ": the CPU kernel did not produce output '" + v.name + "'");
+    if (outs[k].dtype() != v.dtype || outs[k].shape() != v.shape) throw ReplanNeeded();
+    plan_.upload(v.slot, outs[k], policy_, v.name);
+  }
+}
+
+void Replay::run(size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i) {
+    const Step& s = plan_.steps[i];
+    if (s.cpu) {
+      run_cpu(s);
+      continue;
+    }
+    webgpu::CommandBatch batch = encoder_.encode(plan_, s);
+    plan_.device->submit(batch);
+  }
+}
+
+void Replay::finish(size_t from, const std::function<void(webgpu::CommandBatch&)>& copies,
+                    std::vector<webgpu::ReadRequest>& reads) {
+  webgpu::Device& dev = *plan_.device;
+  const size_t nodes = model_.graph.nodes.size();
+  std::vector<uint32_t> status((nodes + 1) * webgpu::shader::kStatusWords, 0);  // a record per node
+  reads.push_back({plan_.status->get(), 0, status.size() * 4, status.data()});
+  const size_t end = plan_.steps.size();
+  bool read = false;
+  for (size_t i = from; i < end; ++i) {
+    const Step& s = plan_.steps[i];
+    if (s.cpu) {
+      run_cpu(s);
+      continue;
+    }
+    webgpu::CommandBatch batch = encoder_.encode(plan_, s);
+    if (i + 1 < end) {
+      dev.submit(batch);
+      continue;
+    }
+    copies(batch);
+    dev.submit_and_read(batch, reads);
+    read = true;
+  }
+  if (!read) {
+    webgpu::CommandBatch batch = dev.batch();
+    copies(batch);
+    dev.submit_and_read(batch, reads);
+  }
+  for (size_t d = 0; d < nodes; ++d)
+    if (const uint32_t* record = &status[d * webgpu::shader::kStatusWords]; record[0])
+      throw InvalidArgument(model_.graph.nodes[d].describe() + " on the GPU: " + status_message(record));
+}
+
+std::vector<Tensor> Replay::finish_on_host(size_t from) {
+  const size_t n = plan_.outputs.size();
+  std::vector<Tensor> direct(n);  // outputs read straight into their host tensors
+  std::vector<std::vector<std::byte>> staged(n);  // the others' GPU bytes, converted after
+  std::vector<webgpu::ReadRequest> reads;
+  for (size_t k = 0; k < n; ++k) {
+    const OutputSource& o = plan_.outputs[k];
+    if (o.slot < 0) continue;
+    size_t bytes = gpu_bytes(o.dtype, o.shape, policy_);
+    void* dst = nullptr;
+    if (same_bytes_on_host(o.dtype, policy_)) {
+      direct[k] = Tensor::uninitialized(o.dtype, o.shape);  // every byte comes from the GPU
+      if (direct[k].nbytes() == bytes) dst = direct[k].raw();
+      else direct[k] = Tensor();
+    }
+    if (!dst) {
+      staged[k].resize(bytes);
+      dst = staged[k].data();
+    }
+    if (bytes) reads.push_back({plan_.slots[size_t(o.slot)].buffer->get(), 0, bytes, dst});
+  }
+  finish(from, [](webgpu::CommandBatch&) {}, reads);
+  std::vector<Tensor> outputs;
+  for (size_t k = 0; k < n; ++k) {
+    const OutputSource& o = plan_.outputs[k];
+    if (o.constant) outputs.push_back(o.constant->clone());
+    else if (direct[k].defined()) outputs.push_back(std::move(direct[k]));
+    else outputs.push_back(from_gpu(staged[k].data(), o.dtype, o.shape, policy_));
+  }
+  return outputs;
+}
+
+std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
+  webgpu::Device& dev = *plan_.device;
+  std::vector<std::shared_ptr<DeviceTensor::Storage>> kept;
+  auto copy_outputs = [&](webgpu::CommandBatch& batch) {  // each output into a buffer of its own
+    for (const OutputSource& o : plan_.outputs) {
+      auto st = std::make_shared<DeviceTensor::Storage>();
+      st->device = plan_.device;
+      st->policy = policy_;
+      uint64_t bytes = gpu_bytes(o.dtype, o.shape, policy_);
+      st->buffer = dev.acquire(std::max<uint64_t>(bytes, kMinBinding));
+      if (o.constant) {
+        GpuUpload u = to_gpu(*o.constant, policy_, "output");
+        if (u.bytes) dev.write(st->buffer.get(), u.data, u.bytes);
+      } else if (bytes) {
+        batch.copy(plan_.slots[size_t(o.slot)].buffer->get(), 0, st->buffer.get(), 0, (bytes + 3) / 4 * 4);
+      }
+      kept.push_back(st);
+    }
+  };
+  std::vector<webgpu::ReadRequest> reads;
+  finish(from, copy_outputs, reads);
+  std::vector<DeviceTensor> outputs;
+  for (size_t k = 0; k < plan_.outputs.size(); ++k)
+    outputs.emplace_back(plan_.outputs[k].dtype, plan_.outputs[k].shape, kept[k]);
+  return outputs;
+}
+
+}  // namespace onnxgpu::runtime

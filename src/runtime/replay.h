@@ -1,0 +1,72 @@
+// How a recorded plan runs: this run's inputs written into the plan's input slots, the steps in
+// order (a GPU segment is submitted as recorded; a CPU step reads its inputs back, runs the
+// reference kernel and writes its outputs), and in the submit of the last segment the outputs and
+// the nodes' status records read back (or the outputs copied into buffers of their own).
+#pragma once
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+#include "onnxgpu/session.h"
+#include "runtime/plan.h"
+
+namespace onnxgpu::runtime {
+
+// How a GPU segment's dispatches are encoded and submitted. It returns the batch that holds the
+// segment's last dispatches, not yet submitted: the replay submits it, with the readbacks when it is
+// the last segment of the run.
+class SegmentEncoder {
+ public:
+  virtual ~SegmentEncoder() = default;
+  virtual webgpu::CommandBatch encode(Plan& plan, const Step& segment) = 0;
+};
+
+// The usual encoder: a long segment goes to the GPU in growing chunks (8, 16, 32, ... dispatches, a
+// few submits in all), so that the GPU starts on the first while the host still encodes the rest.
+class ChunkedEncoder final : public SegmentEncoder {
+ public:
+  webgpu::CommandBatch encode(Plan& plan, const Step& segment) override;
+};
+
+// A CPU step's output changed shape with the data: the recorded plan no longer fits.
+struct ReplanNeeded : Error {
+  ReplanNeeded() : Error("replan") {}
+};
+
+// Writes this run's inputs into the plan's input slots (host tensors with queue writes, device
+// tensors with GPU copies) and clears the status records.
+void write_inputs(Plan& plan, const Int64Policy& policy, const std::unordered_map<std::string, Tensor>& host,
+                  const std::unordered_map<std::string, DeviceTensor>& device);
+
+// Runs a CPU step's node on the reference kernel: its inputs from the GPU or plan-time constants.
+std::vector<Tensor> run_cpu_step(const Step& s, Plan& plan, const ir::Model& model, const Int64Policy& policy);
+
+class Replay {
+ public:
+  Replay(Plan& plan, const ir::Model& model, const Int64Policy& policy, SegmentEncoder& encoder)
+      : plan_(plan), model_(model), policy_(policy), encoder_(encoder) {}
+
+  // Runs steps [from, to) and reads nothing back (the planner runs what it has recorded before it
+  // runs a CPU node).
+  void run(size_t from, size_t to);
+  // Run steps [from, end) and then give the outputs, read back to the host or kept on the GPU. An
+  // error names the node whose status record a kernel set (an index out of range, say).
+  std::vector<Tensor> finish_on_host(size_t from);
+  std::vector<DeviceTensor> finish_on_device(size_t from);
+
+ private:
+  // Steps [from, end): the last submit also encodes `copies` and makes `reads` (the status records
+  // are added to them); then the status records are checked.
+  void finish(size_t from, const std::function<void(webgpu::CommandBatch&)>& copies,
+              std::vector<webgpu::ReadRequest>& reads);
+  void run_cpu(const Step& s);
+
+  Plan& plan_;
+  const ir::Model& model_;
+  const Int64Policy& policy_;
+  SegmentEncoder& encoder_;
+};
+
+}  // namespace onnxgpu::runtime

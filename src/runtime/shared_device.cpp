@@ -1,0 +1,50 @@
+#include "runtime/shared_device.h"
+
+#include <cstdlib>
+
+#include "runtime/gpu_values.h"
+
+namespace onnxgpu::runtime {
+
+std::mutex& device_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// The device is kept for the life of the process once made, as a driver context is: making one per
+// session cost each time (SwiftShader keeps thread-local keys and ~73 KB per device, so a process
+// that made ~1,000 in turn ran out of keys and aborted). A lost device is replaced. It is released at
+// exit, before the driver's own teardown: atexit handlers run in the reverse order of registration,
+// and this one is registered after the driver's library was loaded.
+std::shared_ptr<webgpu::Device> shared_device() {
+  static std::mutex m;
+  static std::shared_ptr<webgpu::Device>* kept = nullptr;  // never destroyed by static teardown: see above
+  std::lock_guard<std::mutex> lock(m);
+  if (!kept) {
+    auto device = std::make_shared<webgpu::Device>();
+    kept = new std::shared_ptr<webgpu::Device>(std::move(device));
+    // Registered once the device (and with it the driver's library) exists, so that it runs first.
+    std::atexit([] { kept->reset(); });
+  }
+  if ((*kept)->lost()) *kept = std::make_shared<webgpu::Device>();
+  return *kept;
+}
+
+}  // namespace onnxgpu::runtime
+
+namespace onnxgpu {
+
+DeviceTensor::Storage::~Storage() {
+  std::lock_guard<std::mutex> lock(runtime::device_mutex());
+  device->recycle(std::move(buffer));
+}
+
+Tensor DeviceTensor::to_host() const {
+  if (!storage_) throw InvalidArgument("DeviceTensor::to_host: the tensor is empty");
+  std::lock_guard<std::mutex> lock(runtime::device_mutex());
+  std::vector<std::byte> bytes(runtime::gpu_bytes(dtype_, shape_, storage_->policy));
+  if (!bytes.empty()) storage_->device->read(storage_->buffer.get(), bytes.data(), bytes.size());
+  return runtime::from_gpu(bytes.data(), dtype_, shape_, storage_->policy);
+}
+
+}  // namespace onnxgpu
