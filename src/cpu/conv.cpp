@@ -21,20 +21,10 @@ void check_kernel_shape_attr(const KernelContext& ctx, const Shape& from_weights
 std::vector<double> conv_core(const KernelContext& ctx, const std::vector<double>& x, const Shape& xs,
                               const std::vector<double>& w, const Shape& ws, const std::vector<double>& bias,
                               Shape& out_shape) {
-  if (xs.size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(xs));
-  if (ws.size() != xs.size())
-    ctx.fail("weights W " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
   int64_t group = get_group(ctx);
+  ops::check_conv_shapes(xs, ws, group, bias.empty() ? -1 : int64_t(bias.size()),
+                         [&](const std::string& m) { ctx.fail(m); });
   int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
-  if (C != Cg * group)
-    ctx.fail("X " + shape_str(xs) + " has " + std::to_string(C) + " channels but W " + shape_str(ws) + " with group " +
-             std::to_string(group) + " expects " + std::to_string(Cg * group));
-  if (M % group != 0)
-    ctx.fail("W " + shape_str(ws) + " has " + std::to_string(M) + " output channels, not divisible by group " +
-             std::to_string(group));
-  if (!bias.empty() && int64_t(bias.size()) != M)
-    ctx.fail("bias B has " + std::to_string(bias.size()) + " elements but W " + shape_str(ws) + " has " +
-             std::to_string(M) + " output channels");
   Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
   check_kernel_shape_attr(ctx, k_sp);
   nn::Window win = nn::make_window(ctx, in_sp, k_sp, false);
@@ -122,14 +112,9 @@ std::vector<Tensor> conv_transpose(KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   if (!kConvTypes.has(X.dtype())) ctx.fail("X must be float16, float32 or float64, got " + X.describe());
   if (W.dtype() != X.dtype()) ctx.fail("W is " + W.describe() + " but X is " + X.describe());
-  if (X.rank() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + X.describe());
-  if (W.rank() != X.rank()) ctx.fail("weights W " + W.describe() + " must have the rank of X " + X.describe());
   int64_t group = get_group(ctx);
+  ops::check_conv_transpose_shapes(X.shape(), W.shape(), group, [&](const std::string& m) { ctx.fail(m); });
   int64_t N = X.dim(0), C = X.dim(1), Mg = W.dim(1), M = Mg * group;
-  if (W.dim(0) != C)
-    ctx.fail("X " + shape_str(X.shape()) + " has " + std::to_string(C) + " channels but W " + shape_str(W.shape()) +
-             " expects " + std::to_string(W.dim(0)));
-  if (C % group != 0) ctx.fail("X has " + std::to_string(C) + " channels, not divisible by group " + std::to_string(group));
   int64_t Cg = C / group;
   std::vector<double> bias;
   if (ctx.has_input(2)) {

@@ -3,6 +3,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/range.h"
 
 namespace onnxgpu::cpu {
 
@@ -49,32 +50,9 @@ std::vector<Tensor> constant_of_shape(KernelContext& ctx) {
 
 std::vector<Tensor> range(KernelContext& ctx) {
   const Tensor &s = ctx.input(0), &l = ctx.input(1), &d = ctx.input(2);
-  for (const Tensor* t : {&s, &l, &d}) {
-    if (t->numel() != 1) ctx.fail("start, limit and delta must be scalars, got " + t->describe());
-    if (t->dtype() != s.dtype())
-      ctx.fail("start, limit and delta must have one type, got " + s.describe() + ", " + l.describe() + ", " +
-               d.describe());
-  }
-  DTypeSet allowed{DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64};
-  if (!allowed.has(s.dtype())) ctx.fail("type " + std::string(dtype_name(s.dtype())) + " is not supported by Range");
+  const int64_t count = ops::range_count(s, l, d, [&](const std::string& m) { ctx.fail(m); });
   return visit_dtype(s.dtype(), [&]<class T>() -> std::vector<Tensor> {
-    T start = s.data<T>()[0], limit = l.data<T>()[0], delta = d.data<T>()[0];
-    if (delta == T(0)) ctx.fail("delta must not be 0");
-    int64_t count = 0;
-    if constexpr (is_float_v<T>) {
-      double c = std::ceil((double(limit) - double(start)) / double(delta));
-      if (!std::isfinite(c)) ctx.fail("the element count of the range is not finite");
-      if (c > 0) {
-        if (c > double(int64_t(1) << 40)) ctx.fail("the range is too large");
-        count = int64_t(c);
-      }
-    } else {
-      __int128 diff = __int128(limit) - __int128(start), dl = delta;
-      __int128 c = 0;
-      if (dl > 0 && diff > 0) c = (diff + dl - 1) / dl;
-      if (dl < 0 && diff < 0) c = (-diff + -dl - 1) / -dl;
-      count = int64_t(c);
-    }
+    T start = s.data<T>()[0], delta = d.data<T>()[0];
     Tensor out(s.dtype(), {count});
     T* o = out.data<T>();
     for (int64_t i = 0; i < count; ++i) {

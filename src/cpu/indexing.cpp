@@ -4,6 +4,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/scatter.h"
 
 namespace onnxgpu::cpu {
 
@@ -139,17 +140,10 @@ std::vector<Tensor> gather_nd(KernelContext& ctx) {
   return {out};
 }
 
-enum class Reduction { None, Add, Mul, Max, Min };
+using Reduction = ops::ScatterReduction;
 
 Reduction read_reduction(const KernelContext& ctx) {
-  if (ctx.opset < 16) return Reduction::None;
-  std::string r = ctx.node.attr_string("reduction", "none");
-  if (r == "none") return Reduction::None;
-  if (r == "add") return Reduction::Add;
-  if (r == "mul") return Reduction::Mul;
-  if (r == "max" && ctx.opset >= 18) return Reduction::Max;
-  if (r == "min" && ctx.opset >= 18) return Reduction::Min;
-  ctx.fail("reduction '" + r + "' is not supported at opset " + std::to_string(ctx.opset));
+  return ops::scatter_reduction(ctx.node, ctx.opset, [&](const std::string& m) { ctx.fail(m); });
 }
 
 template <class T>
@@ -201,7 +195,7 @@ std::vector<Tensor> scatter_elements(KernelContext& ctx) {
   if (x.rank() == 0) ctx.fail("data must have rank >= 1, got " + x.describe());
   if (upd.shape() != it.shape()) ctx.fail("updates " + upd.describe() + " must have the shape of indices " + it.describe());
   int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 0), x.rank());
-  Reduction red = ctx.node.op_type == "Scatter" ? Reduction::None : read_reduction(ctx);
+  Reduction red = read_reduction(ctx);
   std::vector<int64_t> targets = element_targets(ctx, x, it, axis);
   Tensor out = x.clone();
   scatter_into(ctx, out, upd, targets, 1, red);

@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "ops/axis.h"
+
 namespace onnxgpu::cpu {
 
 const Tensor& KernelContext::input(size_t i) const {
@@ -16,10 +18,7 @@ void KernelContext::unsupported(const std::string& msg) const {
 }
 
 int64_t KernelContext::normalize_axis(int64_t axis, int64_t rank) const {
-  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
-  if (axis < lo || axis > hi)
-    fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
+  return ops::normalize_axis(axis, rank, [&](const std::string& m) { fail(m); });
 }
 
 void KernelRegistry::add(const std::string& op_type, Kernel k, const std::string& domain) {

@@ -11,6 +11,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/reduce_util.h"
+#include "ops/loss.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -22,11 +23,11 @@ struct LossInput {
 };
 
 LossInput read_input(const KernelContext& ctx, const Tensor& x, const char* what) {
-  if (x.rank() < 2) ctx.fail(std::string("input 0 ('") + ctx.input_name(0) + "', " + what + ") must have shape [N, C, ...], got " + x.describe());
+  ops::LossShape s = ops::loss_shape(ctx.node, x.shape(), what, [&](const std::string& m) { ctx.fail(m); });
   LossInput in;
-  in.n = x.dim(0);
-  in.c = x.dim(1);
-  for (int64_t i = 2; i < x.rank(); ++i) in.d *= x.dim(i);
+  in.n = s.n;
+  in.c = s.c;
+  in.d = s.d;
   in.v.resize(static_cast<size_t>(x.numel()));
   visit_dtype(x.dtype(), [&]<class T>() {
     const T* xd = x.data<T>();
@@ -38,26 +39,14 @@ LossInput read_input(const KernelContext& ctx, const Tensor& x, const char* what
 // Computes the loss from log-probabilities `lp` ([N, C, D]); returns it in dtype `dt`.
 Tensor nll(const KernelContext& ctx, const LossInput& lp, const Tensor& x, DType dt) {
   const Tensor& target = ctx.input(1);
-  if (target.dtype() != DType::Int32 && target.dtype() != DType::Int64)
-    ctx.fail("input 1 ('" + ctx.input_name(1) + "', target) must be int32 or int64, got " + target.describe());
-  Shape want{x.dim(0)};
-  for (int64_t i = 2; i < x.rank(); ++i) want.push_back(x.dim(i));
-  if (target.shape() != want)
-    ctx.fail("input 1 ('" + ctx.input_name(1) + "', target) must have shape " + shape_str(want) + " for input 0 " +
-             x.describe() + ", got " + target.describe());
+  const Tensor* w = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  ops::LossTerms terms = ops::loss_terms(ctx.node, x.dtype(), x.shape(), target.dtype(), target.shape(),
+                                         w ? w->dtype() : DType::Undefined, w ? w->shape() : Shape{},
+                                         [&](const std::string& m) { ctx.fail(m); });
   std::vector<double> weight;
-  if (ctx.has_input(2)) {
-    const Tensor& w = ctx.input(2);
-    if (w.dtype() != x.dtype() || w.shape() != Shape{lp.c})
-      ctx.fail("input 2 ('" + ctx.input_name(2) + "', weight) must be " + std::string(dtype_name(x.dtype())) + "[" +
-               std::to_string(lp.c) + "], got " + w.describe());
-    for (int64_t i = 0; i < lp.c; ++i) weight.push_back(w.double_at(i));
-  }
-  std::string reduction = ctx.node.attr_string("reduction", "mean");
-  if (reduction != "none" && reduction != "sum" && reduction != "mean")
-    ctx.fail("attribute 'reduction' must be 'none', 'sum' or 'mean', got '" + reduction + "'");
-  std::optional<int64_t> ignore;
-  if (ctx.node.has_attr("ignore_index")) ignore = ctx.node.attr_int("ignore_index", 0);
+  if (w)
+    for (int64_t i = 0; i < lp.c; ++i) weight.push_back(w->double_at(i));
+  const std::optional<int64_t>& ignore = terms.ignore_index;
 
   std::vector<int64_t> t = target.to_int64_vector();
   std::vector<double> loss(t.size());
@@ -75,14 +64,14 @@ Tensor nll(const KernelContext& ctx, const LossInput& lp, const Tensor& x, DType
       sum += loss[i];
       wsum += w;
     }
-  if (reduction == "none") {
+  if (terms.reduction == ops::LossReduction::None) {
     Tensor out(dt, target.shape());
     visit_dtype(dt, [&]<class T>() {
       for (size_t i = 0; i < loss.size(); ++i) out.data<T>()[i] = from_double<T>(loss[i]);
     }, kFloatTypes);
     return out;
   }
-  double r = reduction == "sum" ? sum : sum / wsum;
+  double r = terms.reduction == ops::LossReduction::Sum ? sum : sum / wsum;
   return visit_dtype(dt, [&]<class T>() { return Tensor::scalar<T>(from_double<T>(r)); }, kFloatTypes);
 }
 

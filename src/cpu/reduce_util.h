@@ -7,33 +7,15 @@
 #include <type_traits>
 
 #include "cpu/kernel.h"
+#include "ops/axis.h"
 #include "onnxgpu/tensor.h"
 
 namespace onnxgpu::cpu {
 
-// A shape seen as [outer, n, inner] around one axis: element (o, i, k) lies at (o * n + i) * inner + k.
-struct AxisSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-  int64_t at(int64_t o, int64_t i, int64_t k) const { return (o * n + i) * inner + k; }
-};
-
-inline AxisSplit split_at_axis(const Shape& s, int64_t axis) {
-  AxisSplit r;
-  for (int64_t d = 0; d < int64_t(s.size()); ++d) {
-    if (d < axis) r.outer *= s[size_t(d)];
-    else if (d == axis) r.n = s[size_t(d)];
-    else r.inner *= s[size_t(d)];
-  }
-  return r;
-}
-
-// The shape coerced to 2D at `axis` ([prod(dims[:axis]), prod(dims[axis:])]) as an AxisSplit with inner 1.
-inline AxisSplit coerce_2d(const Shape& s, int64_t axis) {
-  AxisSplit r;
-  r.n = 1;
-  for (int64_t d = 0; d < int64_t(s.size()); ++d) (d < axis ? r.outer : r.n) *= s[size_t(d)];
-  return r;
-}
+// The [outer, n, inner] view of a shape around one axis (src/ops/axis.h).
+using ops::AxisSplit;
+using ops::coerce_2d;
+using ops::split_at_axis;
 
 // Element -> double (float16/bfloat16 through float).
 template <class T>

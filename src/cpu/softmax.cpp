@@ -1,6 +1,4 @@
-// Softmax, LogSoftmax, Hardmax.
-// Before opset 13 the input is coerced to 2D at `axis` (default 1) and the op works on each row;
-// from opset 13 it works along the single dimension `axis` (default -1).
+// Softmax, LogSoftmax, Hardmax, row by row (which elements form a row: ops::softmax_rows).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -8,6 +6,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/reduce_util.h"
+#include "ops/softmax.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -21,14 +20,7 @@ void add_softmax(KernelRegistry& r, const std::string& op, SoftmaxKind kind) {
     const Tensor& x = ctx.input(0);
     if (!kSoftmaxTypes.has(x.dtype()))
       ctx.fail("input 0 ('" + ctx.input_name(0) + "') must be a float tensor, got " + x.describe());
-    bool legacy = ctx.opset < 13;
-    int64_t axis = ctx.node.attr_int("axis", legacy ? 1 : -1);
-    // A scalar is treated as a 1-element vector.
-    Shape shape = x.rank() == 0 ? Shape{1} : x.shape();
-    int64_t rank = int64_t(shape.size());
-    // Opset 1 had no range check: axis == rank coerces to [N, 1] (each element alone).
-    if (!(ctx.opset < 11 && axis == rank)) axis = ctx.normalize_axis(axis, rank);
-    AxisSplit s = legacy ? coerce_2d(shape, axis) : split_at_axis(shape, axis);
+    AxisSplit s = ops::softmax_rows(ctx.node, ctx.opset, x.shape(), [&](const std::string& m) { ctx.fail(m); });
 
     Tensor out(x.dtype(), x.shape());
     visit_dtype(x.dtype(), [&]<class T>() {

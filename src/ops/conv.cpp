@@ -19,6 +19,34 @@ void check_kernel_shape(const ir::Node& node, const Shape& from_weights, const F
     fail("kernel_shape " + shape_str(ks) + " does not match the weights' spatial dims " + shape_str(from_weights));
 }
 
+static void check_ranks(const Shape& x, const Shape& w, const Fail& fail) {
+  if (x.size() < 3) raise(fail, "input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(x));
+  if (w.size() != x.size()) raise(fail, "weights W " + shape_str(w) + " must have the rank of X " + shape_str(x));
+}
+
+void check_conv_shapes(const Shape& x, const Shape& w, int64_t group, int64_t bias_size, const Fail& fail) {
+  check_ranks(x, w, fail);
+  int64_t C = x[1], M = w[0], Cg = w[1];
+  if (C != Cg * group)
+    raise(fail, "X " + shape_str(x) + " has " + std::to_string(C) + " channels but W " + shape_str(w) + " with group " +
+                    std::to_string(group) + " expects " + std::to_string(Cg * group));
+  if (M % group != 0)
+    raise(fail, "W " + shape_str(w) + " has " + std::to_string(M) + " output channels, not divisible by group " +
+                    std::to_string(group));
+  if (bias_size >= 0 && bias_size != M)
+    raise(fail, "bias B has " + std::to_string(bias_size) + " elements but W " + shape_str(w) + " has " +
+                    std::to_string(M) + " output channels");
+}
+
+void check_conv_transpose_shapes(const Shape& x, const Shape& w, int64_t group, const Fail& fail) {
+  check_ranks(x, w, fail);
+  int64_t C = x[1];
+  if (w[0] != C)
+    raise(fail, "X " + shape_str(x) + " has " + std::to_string(C) + " channels but W " + shape_str(w) + " expects " +
+                    std::to_string(w[0]));
+  if (C % group != 0) raise(fail, "X has " + std::to_string(C) + " channels, not divisible by group " + std::to_string(group));
+}
+
 ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape& in, const Shape& kernel,
                                               const Fail& fail) {
   size_t r = in.size();

@@ -16,6 +16,11 @@ namespace onnxgpu::ops {
 int64_t conv_group(const ir::Node& node, const Fail& fail);
 // Attribute 'kernel_shape', when given, must be the weights' spatial dims.
 void check_kernel_shape(const ir::Node& node, const Shape& from_weights, const Fail& fail);
+// Conv's X [N, C, D...] and W [M, C / group, k...]: ranks >= 3 and equal, C = W[1] * group, M divisible
+// by group, and the bias, when given (`bias_size` >= 0), of M values.
+void check_conv_shapes(const Shape& x, const Shape& w, int64_t group, int64_t bias_size, const Fail& fail);
+// ConvTranspose's X [N, C, D...] and W [C, M / group, k...]: ranks >= 3 and equal, C divisible by group.
+void check_conv_transpose_shapes(const Shape& x, const Shape& w, int64_t group, const Fail& fail);
 
 struct ConvTransposeGeometry {
   std::vector<int64_t> strides, dilations;

@@ -217,16 +217,8 @@ void conv(GpuKernelContext& ctx, bool integer) {
   }
   DType yt = integer ? DType::Int32 : t;
   int64_t group = get_group(ctx);
-  int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
-  if (C != Cg * group)
-    ctx.fail("X " + shape_str(xs) + " has " + std::to_string(C) + " channels but W " + shape_str(ws) + " with group " +
-             std::to_string(group) + " expects " + std::to_string(Cg * group));
-  if (M % group != 0)
-    ctx.fail("W " + shape_str(ws) + " has " + std::to_string(M) + " output channels, not divisible by group " +
-             std::to_string(group));
-  if (has_bias && ctx.shape(2)[0] != M)
-    ctx.fail("bias B has " + std::to_string(ctx.shape(2)[0]) + " elements but W " + shape_str(ws) + " has " +
-             std::to_string(M) + " output channels");
+  ops::check_conv_shapes(xs, ws, group, has_bias ? ctx.shape(2)[0] : -1, [&](const std::string& m) { ctx.fail(m); });
+  int64_t N = xs[0], M = ws[0];
   size_t r = xs.size() - 2;
   Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
   check_kernel_shape_attr(ctx, k_sp);
@@ -327,11 +319,8 @@ void conv_transpose(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   const ir::Node& node = ctx.node;
   int64_t group = get_group(ctx);
-  int64_t N = xs[0], C = xs[1], Mg = ws[1], M = Mg * group;
-  if (ws[0] != C)
-    ctx.fail("X " + shape_str(xs) + " has " + std::to_string(C) + " channels but W " + shape_str(ws) + " expects " +
-             std::to_string(ws[0]));
-  if (C % group != 0) ctx.fail("X has " + std::to_string(C) + " channels, not divisible by group " + std::to_string(group));
+  ops::check_conv_transpose_shapes(xs, ws, group, [&](const std::string& m) { ctx.fail(m); });
+  int64_t N = xs[0], Mg = ws[1], M = Mg * group;
   if (has_bias && ctx.shape(2)[0] != M)
     ctx.fail("B must be a 1-D tensor of X's type with " + std::to_string(M) + " values, got " +
              std::string(dtype_name(ctx.dtype(2))) + " " + shape_str(ctx.shape(2)));

@@ -21,6 +21,7 @@
 // in one invocation. (A parallel last-writer-wins pass for reduction 'none' would need an atomic u32
 // temporary, which the program builder does not offer.)
 // Both ops first copy data to the output (one dispatch), then scatter (a second dispatch).
+#include "ops/scatter.h"
 #include "webgpu/kernels/indexing_util.h"
 
 namespace onnxgpu::webgpu {
@@ -207,17 +208,10 @@ void gather_nd(GpuKernelContext& ctx) {
   else ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
 
-enum class Reduction { None, Add, Mul, Max, Min };
+using Reduction = ops::ScatterReduction;
 
 Reduction read_reduction(const GpuKernelContext& ctx) {
-  if (ctx.node.op_type == "Scatter" || ctx.opset < 16) return Reduction::None;
-  std::string r = ctx.node.attr_string("reduction", "none");
-  if (r == "none") return Reduction::None;
-  if (r == "add") return Reduction::Add;
-  if (r == "mul") return Reduction::Mul;
-  if (r == "max" && ctx.opset >= 18) return Reduction::Max;
-  if (r == "min" && ctx.opset >= 18) return Reduction::Min;
-  ctx.fail("reduction '" + r + "' is not supported at opset " + std::to_string(ctx.opset));
+  return ops::scatter_reduction(ctx.node, ctx.opset, [&](const std::string& m) { ctx.fail(m); });
 }
 
 // WGSL applying update element `ui` of `u` to output element `oi` of `y`. Max and min keep the CPU's

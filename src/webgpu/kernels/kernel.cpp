@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ops/axis.h"
 #include "webgpu/device.h"
 
 namespace onnxgpu::webgpu {
@@ -82,9 +83,7 @@ void GpuKernelContext::unsupported(const std::string& reason) const { throw GpuU
 void GpuKernelContext::fail(const std::string& msg) const { throw InvalidArgument(node.describe() + ": " + msg); }
 
 int64_t GpuKernelContext::normalize_axis(int64_t axis, int64_t rank) const {
-  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
-  if (axis < lo || axis > hi) fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
+  return ops::normalize_axis(axis, rank, [&](const std::string& m) { fail(m); });
 }
 
 void GpuKernelRegistry::add(const std::string& op_type, GpuKernel k) { kernels_[op_type] = std::move(k); }

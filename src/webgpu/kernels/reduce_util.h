@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ops/axis.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 
@@ -83,28 +84,10 @@ inline void dispatch_rows(GpuKernelContext& ctx, const shader::Program& p, std::
   ctx.dispatch(p, std::move(bindings), x, y);
 }
 
-// A tensor seen as [outer, n, inner] around one axis.
-struct AxisSplit {
-  uint64_t outer = 1, n = 1, inner = 1;
-};
-
-inline AxisSplit split_at_axis(const Shape& s, int64_t axis) {
-  AxisSplit r;
-  for (int64_t d = 0; d < int64_t(s.size()); ++d) {
-    uint64_t v = uint64_t(s[size_t(d)]);
-    if (d < axis) r.outer *= v;
-    else if (d == axis) r.n = v;
-    else r.inner *= v;
-  }
-  return r;
-}
-
-// The shape coerced to 2D at `axis`: [prod(dims[:axis]), prod(dims[axis:])], as a split with inner 1.
-inline AxisSplit coerce_2d(const Shape& s, int64_t axis) {
-  AxisSplit r;
-  for (int64_t d = 0; d < int64_t(s.size()); ++d) (d < axis ? r.outer : r.n) *= uint64_t(s[size_t(d)]);
-  return r;
-}
+// The [outer, n, inner] view of a shape around one axis (src/ops/axis.h).
+using ops::AxisSplit;
+using ops::coerce_2d;
+using ops::split_at_axis;
 
 // exp(x - shift) for a softmax-like sum (exp_f32 and log_f32 are the shader layer's, exact at the
 // extremes). NaN is tested on the loaded x, before any arithmetic (a compiler that assumes no NaN may

@@ -1,12 +1,11 @@
 // Softmax, LogSoftmax, Hardmax on the GPU: one workgroup segment per row (a whole workgroup for a long
 // row, a share of one for short rows; reduce_util.h), shared-memory tree reductions for the row maximum
 // (or first maximum) and the sum of exponentials.
-// Before opset 13 the input is coerced to 2D at `axis` (default 1) and each row of that matrix is one
-// row; from opset 13 a row is the line along the single dimension `axis` (default -1), seen as
-// [outer, n, inner]. As the CPU reference: the row maximum ignores NaN, a row whose maximum is infinite
+// The rows are ops::softmax_rows, seen as [outer, n, inner]. As the CPU reference: the row maximum ignores NaN, a row whose maximum is infinite
 // is not shifted (IEEE decides), and Hardmax marks the first maximum.
 #include <string>
 
+#include "ops/softmax.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/reduce_util.h"
 
@@ -21,14 +20,8 @@ enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
 void softmax_kernel(GpuKernelContext& ctx, SoftmaxKind kind) {
   DType t = ctx.dtype(0);
   if (!kFloatTypes.has(t)) ctx.fail("input 0 must be a float tensor, got " + std::string(dtype_name(t)));
-  bool legacy = ctx.opset < 13;
-  int64_t axis = ctx.node.attr_int("axis", legacy ? 1 : -1);
   const Shape& in = ctx.shape(0);
-  Shape shape = in.empty() ? Shape{1} : in;  // a scalar is a 1-element vector
-  int64_t rank = int64_t(shape.size());
-  // Opset 1 had no range check: axis == rank coerces to [N, 1] (each element alone).
-  if (!(ctx.opset < 11 && axis == rank)) axis = ctx.normalize_axis(axis, rank);
-  ru::AxisSplit s = legacy ? ru::coerce_2d(shape, axis) : ru::split_at_axis(shape, axis);
+  ops::AxisSplit s = ops::softmax_rows(ctx.node, ctx.opset, in, [&](const std::string& m) { ctx.fail(m); });
   ctx.set_output(0, t, in);
   uint64_t groups = s.outer * s.inner;
   if (groups == 0 || s.n == 0) return;
