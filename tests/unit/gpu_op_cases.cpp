@@ -472,6 +472,12 @@ std::vector<Case> build() {
           .note("exponent of every admitted type; pow: 10x tolerance"));
   add(B("Pow", "exponent T1, int64 base").tp("T1").fg("X", DType::Int64, S3, ints_in(1, 9)).x("Y", SB, Dom::Small)
           .note("int64 bases 1..9 with exponents of every admitted type, fractional ones included"));
+  add(B("Pow", "int64 exponents beyond 2^32").only({DType::Int32, DType::Int64})
+          .xg("X", {3, 8}, fixed({-1, 1, 2, -2, 3, -3, 7, -1, 1, -1, 2, 3, -3, 5, -1, 1, -7, 2, -1, 3, 1, -1, 9, -2}))
+          .fg("Y", DType::Int64, {8}, fixed({(int64_t(1) << 32) + 1, -(int64_t(1) << 32) - 1, int64_t(1) << 33, kI64Max,
+                                             kI64Min, 63, int64_t(1) << 32, -(int64_t(1) << 32)}))
+          .note("integer bases (float ones would round the exponent to float): wrapping products, +-1 to negative "
+                "exponents of both parities beyond 32 bits"));
   add(B("PRelu").x("X", S3).x("slope", SB));
   for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
     add(B(op).x("A", S3, Dom::Tricky).x("B", SB, Dom::Tricky));
@@ -552,6 +558,8 @@ std::vector<Case> build() {
     return scalar_of(dt, s, (int64_t(1) << 41) + 5, (uint64_t(1) << 63) + 3, -2147483647, -7, 1.25, true);
   }));
   add(B("Pad", "zero, negative pads").x("data", {3, 4}).k("pads", i64v({1, -1, -1, 2})));
+  add(B("Pad", "opset 2, value attribute").opset(2).x("data", {2, 3}).ints("pads", {0, 1, 1, 2}).fl("value", -1.25f)
+          .note("the fill value is baked into the program (float types only at opset 2)"));
   add(B("Pad", "reflect").x("data", {3, 4}).k("pads", i64v({1, 2, 2, 3})).s("mode", "reflect"));
   add(B("Pad", "edge").x("data", {3, 4}).k("pads", i64v({2, 0, 1, 3})).s("mode", "edge"));
   add(B("DepthToSpace").x("input", {1, 8, 2, 3}).i("blocksize", 2));
@@ -682,6 +690,9 @@ std::vector<Case> build() {
   add(B("CumSum").x("x", {3, 4}).k("axis", Tensor::scalar<int64_t>(1)));
   add(B("CumSum", "exclusive reverse, int32 axis 0").x("x", {3, 4}).k("axis", Tensor::scalar<int32_t>(0)).i("exclusive", 1).i("reverse", 1).quick());
   add(B("CumSum", "T2").tp("T2").f("x", DType::Int64, {3, 4}).kx("axis", {}, fixed({-1})));
+  add(B("CumSum", "run-time axis, 2^32+1 on replay").quick().x("x", {3, 4}).fg("axis", DType::Int64, {}, fixed({-1}))
+          .second_fails(fixed({(int64_t(1) << 32) + 1}))
+          .note("the axis is read on the GPU; 2^32+1 (low word 1) must be refused"));
 
   // -- Softmax family, TopK ----------------------------------------------------------------------------------------
   family = "softmax_topk";
@@ -721,6 +732,11 @@ std::vector<Case> build() {
           .fg("target", DType::Int32, {2, 4}, ints_in(0, 2)).x("weight", {3}, Dom::Positive).s("reduction", "sum").i("ignore_index", 1).tol(10));
   add(B("NegativeLogLikelihoodLoss", "Tind, none").tp("Tind").f("input", DType::Float32, {3, 4}).xg("target", {3}, ints_in(0, 3))
           .s("reduction", "none"));
+  add(B("NegativeLogLikelihoodLoss", "ignore_index 2^32+1, int64 target").x("input", {2, 3, 4})
+          .fg("target", DType::Int64, {2, 4}, fixed({kBeyond, 1, 0, 2, 1, kBeyond, 2, 0})).i("ignore_index", kBeyond).tol(10)
+          .note("the ignored targets and target 1 share their low word"));
+  add(B("NegativeLogLikelihoodLoss", "target 2^32+1 on replay").quick().x("input", {2, 3, 4}).s("reduction", "none")
+          .fg("target", DType::Int64, {2, 4}, ints_in(0, 2)).second_fails(fixed({0, 1, kBeyond, 2, 1, 0, 2, 0})));
   add(B("SoftmaxCrossEntropyLoss").x("scores", {2, 3, 4}).fg("labels", DType::Int64, {2, 4}, ints_in(0, 2)).outs(2).tol(10));
   add(B("SoftmaxCrossEntropyLoss", "weights, none, ignore_index -1").x("scores", {2, 3}).fg("labels", DType::Int64, {2}, fixed({-1, 2}))
           .x("weights", {3}, Dom::Positive).s("reduction", "none").i("ignore_index", -1).tol(10));

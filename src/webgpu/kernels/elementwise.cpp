@@ -53,69 +53,10 @@ fn erf_f32(x: f32) -> f32 {
 }
 )";
 
-// sin, cos and tan with the C library's results for any argument: WGSL's are accurate only within
-// [-pi, pi]. Beyond 2, x is reduced to r in [-pi/4, pi/4] and a quadrant n exactly, with 4/pi to 192
-// bits in integer arithmetic (the method of ARM's optimized-routines sinf: a 32x96-bit product gives
-// the 2.62 fixed-point remainder).
-const char* kTrig = R"(
-var<private> INV_PIO4: array<u32, 24> = array<u32, 24>(
-  0xa2u, 0xa2f9u, 0xa2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u,
-  0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu, 0xf534ddc0u,
-  0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u, 0x993c4390u, 0x3c439041u);
-struct TrigReduced { r: f32, n: u32 }
-// |x| = r + n pi/2 for |x| >= 2 (finite).
-fn trig_reduce(x: f32) -> TrigReduced {
-  let bits = bitcast<u32>(x) & 0x7fffffffu;
-  let k = (bits >> 26u) & 15u;
-  let xi = ((bits & 0xffffffu) | 0x800000u) << ((bits >> 23u) & 7u);
-  let p1 = w64_mulwide(xi, INV_PIO4[k + 4u]);
-  let p2 = w64_mulwide(xi, INV_PIO4[k + 8u]);
-  var res = w64_add(w64(p2.y, xi * INV_PIO4[k]), p1);
-  let n = w64_add(res, w64(0u, 0x20000000u)).y >> 30u;
-  res.y = res.y - (n << 30u);
-  return TrigReduced(w64_to_f32_signed(res) * 3.4061215800865545e-19, n);
-}
-fn sin_f32(x: f32) -> f32 {
-  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
-  if (abs(x) < 2.0) { return sin(x); }
-  let t = trig_reduce(x);
-  let q = t.n & 3u;
-  var s = select(sin(t.r), cos(t.r), (q & 1u) == 1u);
-  s = select(s, -s, q >= 2u);
-  return select(s, -s, x < 0.0);
-}
-fn cos_f32(x: f32) -> f32 {
-  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
-  if (abs(x) < 2.0) { return cos(x); }
-  let t = trig_reduce(x);
-  let q = t.n & 3u;
-  let c = select(cos(t.r), sin(t.r), (q & 1u) == 1u);
-  return select(c, -c, q == 1u || q == 2u);
-}
-fn tan_f32(x: f32) -> f32 {
-  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
-  if (abs(x) < 0.78) { return tan(x); }
-  var r = x;
-  var odd = false;
-  if (abs(x) < 2.0) {
-    let n = round(x * 0.6366197723675814);  // the nearest multiple of pi/2, in two parts
-    r = (x - n * 1.5707963705062866) + n * 4.371139000186243e-8;
-    odd = (i32(n) & 1i) == 1i;
-  } else {
-    let t = trig_reduce(x);
-    r = select(t.r, -t.r, x < 0.0);
-    odd = (t.n & 1u) == 1u;
-  }
-  let s = sin(r);
-  let c = cos(r);
-  return select(s / c, -c / s, odd);
-}
-)";
-
 // The helper functions a float math op's expression needs (beyond the shader layer's).
 const char* float_math_decls(const std::string& op) {
   if (op == "Erf") return kErf;
-  if (op == "Sin" || op == "Cos" || op == "Tan") return kTrig;
+  if (op == "Sin" || op == "Cos" || op == "Tan") return shader::trig_helpers();
   return "";
 }
 
@@ -200,26 +141,8 @@ void pow_kernel(GpuKernelContext& ctx) {
   // An integer base to a float exponent is pow in float64, then truncated (the CPU's rule): in float32
   // the result would be wrong once it passes 2^24.
   if (dtype_is_float(ctx.dtype(1))) ctx.unsupported("an integer base to a float exponent needs float64 arithmetic");
-  // Integer base: repeated squaring with the exponent taken as an integer (negative -> 0 unless |base| is 1).
-  std::string decl = R"(
-fn ipow(base: a_t, e_in: w64) -> a_t {
-  var r = one_$a();
-  var b = base;
-  var e = e_in;
-  if (w64_is_neg(e)) {
-    if (eq_$a(base, one_$a())) { return one_$a(); }
-    if (eq_$a(base, neg_$a(one_$a()))) { return select(one_$a(), base, (e.x & 1u) == 1u); }
-    return zero_$a();
-  }
-  for (var k = 0u; k < 64u && !w64_is_zero(e); k = k + 1u) {
-    if ((e.x & 1u) == 1u) { r = mul_$a(r, b); }
-    b = mul_$a(b, b);
-    e = w64((e.x >> 1u) | (e.y << 31u), e.y >> 1u);
-  }
-  return r;
-}
-)";
-  binary(ctx, "Pow", "ipow(a, to_i64_$b(b))", t, decl);
+  // Integer base: the shader layer's integer power, the exponent taken as an int64.
+  binary(ctx, "Pow", "ipow_$a(a, to_i64_$b(b))", t);
 }
 
 void bitshift_kernel(GpuKernelContext& ctx) {
@@ -298,20 +221,9 @@ GpuKernel variadic(const std::string& op) {
   };
 }
 
-// The WGSL that converts a value of family `from` to family `to` (exact between integer families).
-std::string convert(const std::string& v, DType from, DType to, const Int64Policy& policy) {
-  auto ff = shader::type_info(from, policy).family, tf = shader::type_info(to, policy).family;
-  if (ff == tf) return v;
-  if (tf == "bool") return "from_bool_bool(to_bool_" + ff + "(" + v + "))";
-  if (ff == "bool") return "from_bool_" + tf + "(to_bool_bool(" + v + "))";
-  if (tf == "f32") return "to_f32_" + ff + "(" + v + ")";
-  if (ff == "f32") return "from_f32_" + tf + "(" + v + ")";
-  return "from_i64_" + tf + "(to_i64_" + ff + "(" + v + "))";
-}
-
 void cast_to(GpuKernelContext& ctx, DType to) {
   if (ctx.dtype(0) == DType::String || to == DType::String) ctx.unsupported("string casts");
-  unary(ctx, "cast", convert("v", ctx.dtype(0), to, ctx.policy), to);
+  unary(ctx, "cast", shader::convert_value("v", shader::type_info(ctx.dtype(0), ctx.policy), shader::type_info(to, ctx.policy)), to);
 }
 
 void cast_kernel(GpuKernelContext& ctx) {

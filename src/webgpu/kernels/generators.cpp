@@ -6,16 +6,12 @@
 // measure. OneHot needs its depth at plan time for the same reason; its indices and values are GPU
 // tensors. Trilu reads k on the GPU at run time, so it works with any k.
 #include <cmath>
-#include <cstring>
 
 #include "webgpu/kernels/indexing_util.h"
 
 namespace onnxgpu::webgpu {
 
 namespace {
-
-uint32_t lo_word(int64_t v) { return uint32_t(uint64_t(v)); }
-uint32_t hi_word(int64_t v) { return uint32_t(uint64_t(v) >> 32); }
 
 void constant_of_shape(GpuKernelContext& ctx) {
   if (!ctx.known(0)) ctx.unsupported("ConstantOfShape with a run-time shape: the output shape depends on its values");
@@ -35,27 +31,15 @@ void constant_of_shape(GpuKernelContext& ctx) {
   ctx.set_output(0, t, shape);
   auto p = ctx.program("fill");
   p.output("y", t, shape);
-  // The value as two words: its float32 bits for the f32 family (float64: its own two words, stored
-  // directly), its int64 value for the integer families.
+  // A float value is stored as its own bits (exact for every float type, float64 included); an integer
+  // one as its int64 value, converted by the output's family (a narrowed int64 flags a value beyond int32).
   std::string store;
-  if (t == DType::Float64) {
-    uint64_t bits;
-    double d = value.data<double>()[0];
-    std::memcpy(&bits, &d, 8);
-    p.uniform("v_lo", uint32_t(bits));
-    p.uniform("v_hi", uint32_t(bits >> 32));
-    store = "y_store_raw(gi, vec2<u32>(v_lo(), v_hi()));";
-  } else if (dtype_is_float(t)) {
-    float f = float(value.double_at(0));
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    p.uniform("v_lo", bits);
-    store = "y_store(gi, bitcast<f32>(v_lo()));";
+  if (dtype_is_float(t)) {
+    p.uniform_raw("v", "y", value);
+    store = "y_store_raw(gi, v());";
   } else {
-    int64_t v = value.int_at(0);
-    p.uniform("v_lo", lo_word(v));
-    p.uniform("v_hi", hi_word(v));
-    store = "y_store(gi, from_i64_$y(w64(v_lo(), v_hi())));";
+    p.uniform_i64("v", value.int_at(0));
+    store = "y_store(gi, from_i64_$y(v()));";
   }
   p.set_threads(uint64_t(shape_numel(shape)));
   p.body("  " + store);
@@ -104,7 +88,7 @@ void range(GpuKernelContext& ctx) {
   p.output("y", t, {count});
   p.set_threads(uint64_t(count));
   // start + i * delta: exact for the integer families (wrapping, the result lies in [start, limit)).
-  p.body("  y_store(gi, add_$y(s_load(0u), mul_$y(from_i64_$y(w64(gi, 0u)), d_load(0u))));");
+  p.body("  y_store(gi, add_$y(s_load(0u), mul_$y(from_i64_$y(w64_from_u32(gi)), d_load(0u))));");
   ctx.dispatch(p, {ctx.in(0), ctx.in(2), ctx.out(0)});
 }
 
@@ -117,13 +101,12 @@ void eye_like(GpuKernelContext& ctx) {
   ctx.set_output(0, t, xs);
   auto p = ctx.program("eye");
   p.output("y", t, xs);
-  p.uniform("k_lo", lo_word(k));
-  p.uniform("k_hi", hi_word(k));
+  p.uniform_i64("k", k);
   p.set_threads(uint64_t(shape_numel(xs)));
   // One where column - row == k (compared as int64, so any k works).
   p.body(R"(  let j = gi % y_shape(1u);
   let i = gi / y_shape(1u);
-  let on = w64_eq(w64_sub(w64(j, 0u), w64(i, 0u)), w64(k_lo(), k_hi()));
+  let on = w64_eq(w64_sub(w64_from_u32(j), w64_from_u32(i)), k());
   y_store(gi, select(zero_$y(), one_$y(), on));)");
   ctx.dispatch(p, {ctx.out(0)});
 }
@@ -163,9 +146,7 @@ void one_hot(GpuKernelContext& ctx) {
   let t = gi / inner();
   let pos = t % depth();
   let o = t / depth();
-  var k = to_i64_$idx(idx_load(o * inner() + in_i));
-  if (w64_is_neg(k)) { k = w64_add(k, w64(depth(), 0u)); }
-  let on = !w64_is_neg(k) && k.y == 0u && k.x == pos;
+  let on = w64_wrap_index(to_i64_$idx(idx_load(o * inner() + in_i)), depth()) == pos;
   let src = select(0u, 1u, on);
   )" + shader::move_element("y", "gi", "vals", "src"));
   ctx.dispatch(p, {ctx.in(0), ctx.in(2), ctx.out(0)});
@@ -193,10 +174,10 @@ void trilu(GpuKernelContext& ctx) {
   p.set_threads(uint64_t(shape_numel(xs)));
   // k is read on the GPU; column - row is compared with it as int64.
   std::string keep = upper ? "!w64_slt(diff, kk)" : "!w64_slt(kk, diff)";
-  p.body(std::string("  let kk = ") + (has_k ? "to_i64_$k(k_load(0u))" : "w64(0u, 0u)") + R"(;
+  p.body(std::string("  let kk = ") + (has_k ? "to_i64_$k(k_load(0u))" : "w64_from_u32(0u)") + R"(;
   let j = gi % cols();
   let i = (gi / cols()) % rows();
-  let diff = w64_sub(w64(j, 0u), w64(i, 0u));
+  let diff = w64_sub(w64_from_u32(j), w64_from_u32(i));
   if ()" + keep + ") {\n    " + shader::move_element("y", "gi", "x", "gi") + "\n  } else {\n    y_store(gi, zero_$y());\n  }");
   std::vector<ValueRef> binds{ctx.in(0)};
   if (has_k) binds.push_back(ctx.in(1));

@@ -8,15 +8,15 @@
 namespace onnxgpu::webgpu {
 
 // WGSL: `wrap_index(k, n)` maps an index k (any integer type, as a w64 from to_i64_$idx) onto an axis of
-// size n. Negative indices count from the end, once; any index outside [-n, n-1] is flagged FLAG_INDEX
-// (the index kept for the error message) and gives kBadIndex, which is never a valid index (every dimension is below 2^32).
+// size n as the shader layer's w64_wrap_index does (negative indices count from the end, once); an index
+// outside [-n, n-1] is also flagged FLAG_INDEX (the index kept for the error message) and gives
+// BAD_INDEX, which is never a valid index (every dimension is below 2^32).
 inline const char* kWrapIndex = R"(
-const BAD_INDEX: u32 = 0xffffffffu;
+const BAD_INDEX: u32 = INDEX_NONE;
 fn wrap_index(k: w64, n: u32) -> u32 {
-  var v = k;
-  if (w64_is_neg(v)) { v = w64_add(v, w64(n, 0u)); }
-  if (w64_is_neg(v) || v.y != 0u || v.x >= n) { flag_index(k); return BAD_INDEX; }
-  return v.x;
+  let v = w64_wrap_index(k, n);
+  if (v == BAD_INDEX) { flag_index(k); }
+  return v;
 }
 )";
 

@@ -9,7 +9,6 @@
 // Sizes, strides, starts and pads are uniforms; the WGSL depends only on dtypes, ranks and the pad
 // mode. Elements are copied bit for bit whatever their dtype (see the gather programs), INT64 and float64 included.
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 #include "ops/broadcast.h"
@@ -125,11 +124,8 @@ void finish_gather(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueR
   if (fill.used && fill.input >= 0) {
     fill_val = "cv_raw(0u)";
   } else if (fill.used) {
-    uint32_t w[2] = {0, 0};
-    std::memcpy(w, fill.value.raw(), std::min<size_t>(fill.value.nbytes(), size_t(bits / 8)));
-    p.uniform("fill_lo", w[0]);
-    p.uniform("fill_hi", w[1]);
-    fill_val = bits == 64 ? "vec2<u32>(fill_lo(), fill_hi())" : "fill_lo()";
+    p.uniform_raw("fill", "y", fill.value);
+    fill_val = "fill()";
   }
   std::string none = kNone;
   if (!has_x) p.declare("fn src_of(e: u32) -> u32 { return " + none + "; }");

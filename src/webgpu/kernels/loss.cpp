@@ -71,8 +71,7 @@ void nll_dispatches(GpuKernelContext& ctx, const LossShape& s, ValueRef lp, DTyp
     p.uniform("num_el", uint32_t(m));
     p.uniform("classes", uint32_t(s.c));
     p.uniform("inner", uint32_t(s.d));
-    p.uniform("ign_lo", uint32_t(uint64_t(ignore)));
-    p.uniform("ign_hi", uint32_t(uint64_t(ignore) >> 32));
+    if (has_ignore) p.uniform_i64("ignore", ignore);
     p.set_threads(m);
     std::string body =
         "  let i = gi;\n"
@@ -81,14 +80,15 @@ void nll_dispatches(GpuKernelContext& ctx, const LossShape& s, ValueRef lp, DTyp
         "  let tc = to_i64_$tg(tg_load(i));\n"
         "  var loss = 0.0;\n"
         "  var wt = 0.0;\n";
-    body += has_ignore ? "  if (!(tc.x == ign_lo() && tc.y == ign_hi())) {\n" : "  {\n";
+    body += has_ignore ? "  if (!w64_eq(tc, ignore())) {\n" : "  {\n";
     body +=
-        "    if (w64_is_neg(tc) || tc.y != 0u || tc.x >= classes()) {\n"
+        "    if (!w64_in_range(tc, classes())) {\n"
         "      flag_index(tc);\n"
-        "    } else {\n";
-    body += weighted ? "      wt = w_load(tc.x);\n" : "      wt = 1.0;\n";
+        "    } else {\n"
+        "      let c = w64_as_u32(tc);\n";
+    body += weighted ? "      wt = w_load(c);\n" : "      wt = 1.0;\n";
     body +=
-        "      loss = -wt * lp_load((n * classes() + tc.x) * inner() + k);\n"
+        "      loss = -wt * lp_load((n * classes() + c) * inner() + k);\n"
         "    }\n"
         "  }\n";
     body += none ? "  y_store(i, loss);\n" : "  lw_store(i, loss);\n  lw_store(num_el() + i, wt);\n";

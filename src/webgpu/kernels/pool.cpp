@@ -132,7 +132,7 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
     body += "    if (!found || gt_$x(v, best)) { best = v; arg = " + idx + "; found = true; }\n  }\n"
             "  y_store(gi, best);\n";
     if (want_indices)
-      body += "  ind_store(gi, from_i64_$ind(select(w64(0xffffffffu, 0xffffffffu), w64_from_u32(x0 + arg), found)));\n";
+      body += "  ind_store(gi, from_i64_$ind(select(w64_from_i32(-1i), w64_from_u32(x0 + arg), found)));\n";
   } else if (kind == PoolKind::Average) {
     body += "    acc = acc + to_f32_$x(v);\n    taps = taps + 1u;\n  }\n";
     body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";

@@ -53,7 +53,7 @@ struct ReduceWgsl {
 };
 
 ReduceWgsl reduce_wgsl(ReduceKind kind, const shader::TypeInfo& type, bool is_signed) {
-  bool is_float = type.family == "f32";
+  bool is_float = dtype_is_float(type.dtype);
   uint32_t xb = type.value_bytes;
   switch (kind) {
     case ReduceKind::Sum: return {"x_t", "zero_$x()", "v", "add_$x(a, b)", "a", xb};
@@ -65,10 +65,10 @@ ReduceWgsl reduce_wgsl(ReduceKind kind, const shader::TypeInfo& type, bool is_si
     case ReduceKind::Mean:
       if (is_float) return {"f32", "0.0", "v", "a + b", "a / f32(m)", 4};
       // Integers: an exact 64-bit sum, then a truncating division (0 for an empty group, as the CPU).
-      return {"w64", "w64(0u, 0u)", "to_i64_$x(v)", "w64_add(a, b)",
+      return {"w64", "w64_from_u32(0u)", "to_i64_$x(v)", "w64_add(a, b)",
               std::string("select(from_i64_$x(") + (is_signed ? "mean_div_signed" : "mean_div_unsigned") +
                   "(a, m)), zero_$x(), m == 0u)",
-              8};
+              shader::kW64ValueBytes};
     case ReduceKind::L2: return {"f32", "0.0", "to_f32_$x(v) * to_f32_$x(v)", "a + b", "from_f32_$x(sqrt_f32(a))", 4};
     case ReduceKind::LogSum: return {"f32", "0.0", "to_f32_$x(v)", "a + b", "from_f32_$x(log_f32(a))", 4};
     case ReduceKind::LogSumExp:  // the second pass (sum of exp(v - mx)); the first finds mx
@@ -79,13 +79,13 @@ ReduceWgsl reduce_wgsl(ReduceKind kind, const shader::TypeInfo& type, bool is_si
 
 const char* kMeanDiv = R"(
 fn mean_div_unsigned(s: w64, m: u32) -> w64 {
-  if (m == 0u) { return w64(0u, 0u); }
-  return w64_udivmod(s, w64(m, 0u)).q;
+  if (m == 0u) { return w64_from_u32(0u); }
+  return w64_udivmod(s, w64_from_u32(m)).q;
 }
 fn mean_div_signed(s: w64, m: u32) -> w64 {
-  if (m == 0u) { return w64(0u, 0u); }
+  if (m == 0u) { return w64_from_u32(0u); }
   let neg = w64_is_neg(s);
-  let q = w64_udivmod(select(s, w64_neg(s), neg), w64(m, 0u)).q;
+  let q = w64_udivmod(select(s, w64_neg(s), neg), w64_from_u32(m)).q;
   return select(q, w64_neg(q), neg);
 }
 // max that ignores NaN (C fmax), for the shift of LogSumExp.
@@ -277,7 +277,7 @@ void arg_kernel(GpuKernelContext& ctx, bool is_max) {
                           "        sv[lid] = sv[lid + s];\n"
                           "        si[lid] = si[lid + s];\n"
                           "      }\n") +
-         "  if (live && lane == 0u) { y_store(row, from_i64_$y(w64(si[lid], 0u))); }\n");
+         "  if (live && lane == 0u) { y_store(row, from_i64_$y(w64_from_u32(si[lid]))); }\n");
   ru::dispatch_rows(ctx, p, {ctx.in(0), ctx.out(0)}, groups, seg);
 }
 
@@ -334,13 +334,7 @@ void cumsum_kernel(GpuKernelContext& ctx) {
     decl += "fn read_axis() -> u32 { return axis_u(); }\n";
   } else {
     // A bad axis is flagged (the runtime reports it) and the node writes nothing.
-    decl += "fn read_axis() -> u32 {\n"
-            "  let w = to_i64_$ax(ax_load(0u));\n"
-            "  let lo = bitcast<i32>(w.x);\n"
-            "  let r = i32(x_rank);\n"
-            "  if (w.y != select(0u, 0xffffffffu, lo < 0i) || lo < -r || lo >= r) { return 0xffffffffu; }\n"
-            "  return u32(select(lo, lo + r, lo < 0i));\n"
-            "}\n";
+    decl += "fn read_axis() -> u32 { return w64_wrap_index(to_i64_$ax(ax_load(0u)), x_rank); }\n";
   }
   p.declare(decl);
   std::string pos = reverse ? "(n - 1u - q)" : "q";
@@ -348,7 +342,7 @@ void cumsum_kernel(GpuKernelContext& ctx) {
   // segment's first invocation; then each chunk is rescanned from its offset.
   p.body(std::string(ru::kSegmentPrelude) +
       "  let axis = read_axis();\n"
-      "  let ok = axis != 0xffffffffu;\n"
+      "  let ok = axis != INDEX_NONE;\n"
       "  if (!ok && wg == 0u && lid == 0u) { flag(FLAG_INDEX); }\n"
       "  var n = 0u;\n"
       "  var inner = 1u;\n"

@@ -105,7 +105,7 @@ void topk_kernel(GpuKernelContext& ctx) {
          "    if (live && lane == 0u && prev_i != NONE) {\n"
          "      let at = obase + j * inner();\n"
          "      values_store(at, x_load(base + prev_i * inner()));\n"
-         "      indices_store(at, from_i64_$indices(w64(prev_i, 0u)));\n"
+         "      indices_store(at, from_i64_$indices(w64_from_u32(prev_i)));\n"
          "    }\n"
          "    workgroupBarrier();\n"
          "  }\n");

@@ -24,7 +24,7 @@ fn f32_nan() -> f32 { return bitcast<f32>(F32_NAN_BITS); }
 // after the run and reports them, naming the node. (STATUS_WORDS: kStatusWords, written by source().)
 fn flag(code: u32) { atomicOr(&status_buf[P(0u) * STATUS_WORDS], code); }
 // An out-of-range index: flagged, and the first one an invocation claims kept for the message.
-fn flag_index(k: vec2<u32>) {
+fn flag_index(k: w64) {
   flag(FLAG_INDEX);
   let at = P(0u) * STATUS_WORDS;
   if (atomicCompareExchangeWeak(&status_buf[at + 1u], 0u, 1u).exchanged) {
@@ -127,6 +127,25 @@ void Program::uniform_f32(const std::string& name, float value) {
   uint32_t off = alloc(1);
   std::memcpy(&uniforms_[off], &value, 4);
   uniform_fns_ += "fn " + name + "() -> f32 { return bitcast<f32>(P(" + u(off) + ")); }\n";
+}
+
+void Program::uniform_i64(const std::string& name, int64_t value) {
+  uint32_t off = alloc(2);
+  uniforms_[off] = uint32_t(uint64_t(value));
+  uniforms_[off + 1] = uint32_t(uint64_t(value) >> 32);
+  uniform_fns_ += "fn " + name + "() -> w64 { return w64(P(" + u(off) + "), P(" + u(off + 1) + ")); }\n";
+}
+
+void Program::uniform_raw(const std::string& name, const std::string& like, const Tensor& value) {
+  auto t = std::find_if(tensors_.begin(), tensors_.end(), [&](const TensorDecl& d) { return d.name == like; });
+  if (t == tensors_.end()) throw Error("program " + name_ + ": uniform_raw '" + name + "' names no tensor '" + like + "'");
+  if (value.dtype() != t->dtype)
+    throw Error("program " + name_ + ": uniform_raw '" + name + "' holds " + value.describe() + ", not " + std::string(dtype_name(t->dtype)));
+  const bool wide = t->type.storage_bits == 64;
+  uint32_t off = alloc(wide ? 2 : 1);
+  if (value.nbytes()) std::memcpy(&uniforms_[off], value.raw(), std::min<size_t>(value.nbytes(), size_t(t->type.storage_bits / 8)));
+  std::string bits = wide ? "vec2<u32>(P(" + u(off) + "), P(" + u(off + 1) + "))" : "P(" + u(off) + ")";
+  uniform_fns_ += "fn " + name + "() -> " + like + "_raw_t { return " + bits + "; }\n";
 }
 
 void Program::uniform_array(const std::string& name, const std::vector<uint32_t>& values) {

@@ -52,6 +52,13 @@ class Program {
   void uniform(const std::string& name, uint32_t value);
   void uniform_i32(const std::string& name, int32_t value);
   void uniform_f32(const std::string& name, float value);
+  // An int64: `name()` returns it as a w64, the type of to_i64_<fam> (for the w64_ helpers and
+  // from_i64_<fam>).
+  void uniform_i64(const std::string& name, int64_t value);
+  // One element of tensor `like` (declared before) as its storage bits: `name()` returns like_raw_t,
+  // for like_store_raw. `value` holds one element of like's dtype (no element: zero bits); a narrowed
+  // int64 keeps its low word, as its buffer does.
+  void uniform_raw(const std::string& name, const std::string& like, const Tensor& value);
   // An array: `name(i)` returns element i (u32).
   void uniform_array(const std::string& name, const std::vector<uint32_t>& values);
 

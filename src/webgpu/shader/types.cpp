@@ -42,6 +42,12 @@ const char* kWide = R"(
 alias w64 = vec2<u32>;
 fn w64_from_u32(v: u32) -> w64 { return w64(v, 0u); }
 fn w64_from_i32(v: i32) -> w64 { return w64(bitcast<u32>(v), select(0u, 0xffffffffu, v < 0i)); }
+// Ranges and indices: whether a (signed) lies in [0, n) or in the i32 range, and its value as u32 or
+// i32 once it does (a value outside gives an unspecified number).
+fn w64_in_range(a: w64, n: u32) -> bool { return a.y == 0u && a.x < n; }
+fn w64_fits_i32(a: w64) -> bool { return a.y == select(0u, 0xffffffffu, (a.x >> 31u) == 1u); }
+fn w64_as_u32(a: w64) -> u32 { return a.x; }
+fn w64_as_i32(a: w64) -> i32 { return bitcast<i32>(a.x); }
 fn w64_add(a: w64, b: w64) -> w64 { let lo = a.x + b.x; return w64(lo, a.y + b.y + select(0u, 1u, lo < a.x)); }
 fn w64_sub(a: w64, b: w64) -> w64 { return w64(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x)); }
 fn w64_neg(a: w64) -> w64 { return w64_sub(w64(0u, 0u), a); }
@@ -60,6 +66,13 @@ fn w64_slt(a: w64, b: w64) -> bool {
 }
 fn w64_is_zero(a: w64) -> bool { return a.x == 0u && a.y == 0u; }
 fn w64_is_neg(a: w64) -> bool { return (a.y >> 31u) == 1u; }
+// An index k onto an axis of n elements, negative ones counting from the end (once): in [0, n), or
+// INDEX_NONE for k outside [-n, n) (never a valid index: every axis has fewer than 2^32 elements).
+const INDEX_NONE: u32 = 0xffffffffu;
+fn w64_wrap_index(k: w64, n: u32) -> u32 {
+  let v = select(k, w64_add(k, w64_from_u32(n)), w64_is_neg(k));
+  return select(INDEX_NONE, w64_as_u32(v), w64_in_range(v, n));
+}
 struct W64DivMod { q: w64, r: w64 }
 // Unsigned 64-bit division; the caller handles a zero divisor.
 fn w64_udivmod(n: w64, d: w64) -> W64DivMod {
@@ -329,6 +342,65 @@ fn pow_f32(a: f32, b: f32) -> f32 {
 }
 )";
 
+// sin, cos and tan with the C library's results for any argument: WGSL's are accurate only within
+// [-pi, pi]. Beyond 2, x is reduced to r in [-pi/4, pi/4] and a quadrant n exactly, with 4/pi to 192
+// bits in integer arithmetic (the method of ARM's optimized-routines sinf: a 32x96-bit product gives
+// the 2.62 fixed-point remainder).
+const char* kTrig = R"(
+var<private> INV_PIO4: array<u32, 24> = array<u32, 24>(
+  0xa2u, 0xa2f9u, 0xa2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u,
+  0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu, 0xf534ddc0u,
+  0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u, 0x993c4390u, 0x3c439041u);
+struct TrigReduced { r: f32, n: u32 }
+// |x| = r + n pi/2 for |x| >= 2 (finite).
+fn trig_reduce(x: f32) -> TrigReduced {
+  let bits = bitcast<u32>(x) & 0x7fffffffu;
+  let k = (bits >> 26u) & 15u;
+  let xi = ((bits & 0xffffffu) | 0x800000u) << ((bits >> 23u) & 7u);
+  let p1 = w64_mulwide(xi, INV_PIO4[k + 4u]);
+  let p2 = w64_mulwide(xi, INV_PIO4[k + 8u]);
+  var res = w64_add(w64(p2.y, xi * INV_PIO4[k]), p1);
+  let n = w64_add(res, w64(0u, 0x20000000u)).y >> 30u;
+  res.y = res.y - (n << 30u);
+  return TrigReduced(w64_to_f32_signed(res) * 3.4061215800865545e-19, n);
+}
+fn sin_f32(x: f32) -> f32 {
+  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
+  if (abs(x) < 2.0) { return sin(x); }
+  let t = trig_reduce(x);
+  let q = t.n & 3u;
+  var s = select(sin(t.r), cos(t.r), (q & 1u) == 1u);
+  s = select(s, -s, q >= 2u);
+  return select(s, -s, x < 0.0);
+}
+fn cos_f32(x: f32) -> f32 {
+  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
+  if (abs(x) < 2.0) { return cos(x); }
+  let t = trig_reduce(x);
+  let q = t.n & 3u;
+  let c = select(cos(t.r), sin(t.r), (q & 1u) == 1u);
+  return select(c, -c, q == 1u || q == 2u);
+}
+fn tan_f32(x: f32) -> f32 {
+  if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
+  if (abs(x) < 0.78) { return tan(x); }
+  var r = x;
+  var odd = false;
+  if (abs(x) < 2.0) {
+    let n = round(x * 0.6366197723675814);  // the nearest multiple of pi/2, in two parts
+    r = (x - n * 1.5707963705062866) + n * 4.371139000186243e-8;
+    odd = (i32(n) & 1i) == 1i;
+  } else {
+    let t = trig_reduce(x);
+    r = select(t.r, -t.r, x < 0.0);
+    odd = (t.n & 1u) == 1u;
+  }
+  let s = sin(r);
+  let c = cos(r);
+  return select(s / c, -c / s, odd);
+}
+)";
+
 const char* kI32 = R"(
 fn zero_i32() -> i32 { return 0i; }
 fn isnan_i32(a: i32) -> bool { return false; }
@@ -424,8 +496,8 @@ fn add_i64n(a: i32, b: i32) -> i32 { let r = a + b; if (((a ^ r) & (b ^ r)) < 0i
 fn sub_i64n(a: i32, b: i32) -> i32 { let r = a - b; if (((a ^ b) & (a ^ r)) < 0i) { flag(FLAG_OVERFLOW); } return r; }
 fn mul_i64n(a: i32, b: i32) -> i32 {
   let w = w64_mul(w64_from_i32(a), w64_from_i32(b));
-  if (w.y != select(0u, 0xffffffffu, (w.x >> 31u) == 1u)) { flag(FLAG_OVERFLOW); }
-  return bitcast<i32>(w.x);
+  if (!w64_fits_i32(w)) { flag(FLAG_OVERFLOW); }
+  return w64_as_i32(w);
 }
 fn div_i64n(a: i32, b: i32) -> i32 {
   if (b == 0i) { flag(FLAG_DIV_ZERO); return 0i; }
@@ -447,22 +519,65 @@ fn max_i64n(a: i32, b: i32) -> i32 { return max(a, b); }
 fn to_f32_i64n(a: i32) -> f32 { return f32(a); }
 fn from_f32_i64n(f: f32) -> i32 { let t = trunc(f); if (t >= 2147483648.0 || t < -2147483648.0) { flag(FLAG_OVERFLOW); } return i32(t); }
 fn to_i64_i64n(a: i32) -> w64 { return w64_from_i32(a); }
-fn from_i64_i64n(a: w64) -> i32 { if (a.y != select(0u, 0xffffffffu, (a.x >> 31u) == 1u)) { flag(FLAG_OVERFLOW); } return bitcast<i32>(a.x); }
+fn from_i64_i64n(a: w64) -> i32 { if (!w64_fits_i32(a)) { flag(FLAG_OVERFLOW); } return w64_as_i32(a); }
 fn to_bool_i64n(a: i32) -> bool { return a != 0i; }
 fn from_bool_i64n(b: bool) -> i32 { return select(0i, 1i, b); }
 )";
 
+// ipow_<fam>(base, e): integer power by squaring, the exponent an int64 (to_i64_<fam> of any integer
+// type). Products wrap, or flag overflow, as the family's mul_ does; the base is not squared past the
+// exponent's last bit, so a square the result does not need never flags. A negative exponent gives 1
+// for base 1, +-1 for base -1 and 0 otherwise (1 / base^n truncated), as the CPU reference does
+// (which refuses base 0).
+std::string int_pow(const std::string& fam, const std::string& type) {
+  std::string s = R"(
+fn ipow_$f(base: $t, e_in: w64) -> $t {
+  if (w64_is_neg(e_in)) {
+    if (eq_$f(base, one_$f())) { return one_$f(); }
+    if (eq_$f(base, neg_$f(one_$f()))) { return select(one_$f(), base, (e_in.x & 1u) == 1u); }
+    return zero_$f();
+  }
+  var r = one_$f();
+  var b = base;
+  var e = e_in;
+  for (var k = 0u; k < 64u; k = k + 1u) {
+    if ((e.x & 1u) == 1u) { r = mul_$f(r, b); }
+    e = w64((e.x >> 1u) | (e.y << 31u), e.y >> 1u);
+    if (w64_is_zero(e)) { break; }
+    b = mul_$f(b, b);
+  }
+  return r;
+}
+)";
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"$f", fam}, {"$t", type}})
+    for (size_t pos = 0; (pos = s.find(key, pos)) != std::string::npos; pos += value.size()) s.replace(pos, key.size(), value);
+  return s;
+}
+
 }  // namespace
+
+const char* trig_helpers() { return kTrig; }
+
+std::string convert_value(const std::string& v, const TypeInfo& from, const TypeInfo& to) {
+  const std::string& ff = from.family;
+  const std::string& tf = to.family;
+  if (ff == tf) return v;
+  if (tf == "bool") return "from_bool_bool(to_bool_" + ff + "(" + v + "))";
+  if (ff == "bool") return "from_bool_" + tf + "(to_bool_bool(" + v + "))";
+  if (tf == "f32") return "to_f32_" + ff + "(" + v + ")";
+  if (ff == "f32") return "from_f32_" + tf + "(" + v + ")";
+  return "from_i64_" + tf + "(to_i64_" + ff + "(" + v + "))";
+}
 
 std::string family_helpers(const std::string& family) {
   if (family == "wide") return kWide;
-  if (family == "i64") return kI64;
-  if (family == "u64") return kU64;
+  if (family == "i64") return kI64 + int_pow("i64", "w64");
+  if (family == "u64") return kU64 + int_pow("u64", "w64");
   if (family == "f32") return kF32;
-  if (family == "i32") return kI32;
-  if (family == "u32") return kU32;
+  if (family == "i32") return kI32 + int_pow("i32", "i32");
+  if (family == "u32") return kU32 + int_pow("u32", "u32");
   if (family == "bool") return kBool;
-  if (family == "i64n") return kI64n;
+  if (family == "i64n") return kI64n + int_pow("i64n", "i32");
   throw Error("unknown WGSL helper family '" + family + "'");
 }
 

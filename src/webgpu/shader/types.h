@@ -37,8 +37,24 @@ TypeInfo type_info(DType dtype, const Int64Policy& policy);
 // Bytes per element in a GPU buffer (differs from dtype_size only for narrowed int64).
 size_t gpu_element_size(DType dtype, const Int64Policy& policy);
 
-// The WGSL helpers of one family (add_<fam>, ..., plus the conversions to/from i64 and f32), and the
-// shared helpers they depend on. `status` helpers (flag()) are always available in a program.
+// Bytes of one w64 value, the int64 every family converts to and from (to_i64_<fam>, from_i64_<fam>):
+// for workgroup memory that holds such values.
+inline constexpr uint32_t kW64ValueBytes = 8;
+
+// The WGSL helpers of one family (add_<fam>, ..., ipow_<fam> for the integer families, plus the
+// conversions to/from i64 and f32), and the shared helpers they depend on. `status` helpers (flag())
+// are always available in a program. The shared w64 helpers give kernels 64-bit integers without their
+// representation: w64_from_u32 / w64_from_i32, w64_add, w64_sub, w64_mul, w64_eq, w64_slt, w64_ult,
+// w64_is_neg, w64_is_zero, w64_udivmod, and the index helpers w64_in_range(k, n), w64_fits_i32(k),
+// w64_as_u32(k), w64_as_i32(k) and w64_wrap_index(k, n) (INDEX_NONE when out of range).
 std::string family_helpers(const std::string& family);
+
+// WGSL sin_f32, cos_f32 and tan_f32 with the C library's results for any argument (not in every
+// program: a kernel that calls them declares these).
+const char* trig_helpers();
+
+// The WGSL expression that converts `v`, a value of type `from`, to a value of type `to` (exact
+// between integer types, int64 included; through f32 to and from floats).
+std::string convert_value(const std::string& v, const TypeInfo& from, const TypeInfo& to);
 
 }  // namespace onnxgpu::webgpu::shader
