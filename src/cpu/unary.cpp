@@ -35,10 +35,8 @@ V sigmoid(V x) {
   return e / (V(1) + e);
 }
 
-}  // namespace
-
-void register_unary(KernelRegistry& r) {
-  // --- Float math -------------------------------------------------------------------------------
+// Float math: the C library's functions, on float types only.
+void register_float_math(KernelRegistry& r) {
   add_simple<kFloatTypes>(r, "Ceil", [](auto x) { return std::ceil(x); });
   add_simple<kFloatTypes>(r, "Floor", [](auto x) { return std::floor(x); });
   add_simple<kFloatTypes>(r, "Round", [](auto x) { return std::nearbyint(x); });  // ties to even
@@ -69,8 +67,10 @@ void register_unary(KernelRegistry& r) {
     using V = decltype(x);
     return x * std::max(V(0), std::min(V(1), x / V(6) + V(0.5)));
   });
+}
 
-  // --- Numeric ops defined on integers too ------------------------------------------------------
+// Numeric ops defined on integers too (wrapping like two's complement where they can overflow).
+void register_numeric(KernelRegistry& r) {
   add_simple<kNumericTypes>(r, "Abs", [](auto x) {
     using V = decltype(x);
     if constexpr (std::is_unsigned_v<V>) return x;
@@ -95,8 +95,10 @@ void register_unary(KernelRegistry& r) {
     using V = decltype(x);
     return x < V(0) ? V(0) : x;  // NaN stays NaN
   });
+}
 
-  // --- Activations with attributes --------------------------------------------------------------
+// Activations with attributes, read per node.
+void register_activations(KernelRegistry& r) {
   add_unary<kFloatTypes>(r, "LeakyRelu", [](const KernelContext& ctx) {
     float alpha = ctx.node.attr_float("alpha", 0.01f);
     return [alpha](auto x) {
@@ -176,8 +178,10 @@ void register_unary(KernelRegistry& r) {
       return V(0.5) * x * (V(1) + std::erf(x / V(std::numbers::sqrt2)));
     };
   });
+}
 
-  // --- Predicates and logic ---------------------------------------------------------------------
+// Predicates (IsNaN, IsInf) and Not: bool outputs.
+void register_predicates(KernelRegistry& r) {
   r.add("IsNaN", [](KernelContext& ctx) -> std::vector<Tensor> {
     const Tensor& x = ctx.input(0);
     return {visit_only<kFloatTypes>(x.dtype(), [&]<class T>() {
@@ -198,6 +202,15 @@ void register_unary(KernelRegistry& r) {
       return map_elements<T, bool>(x, [](bool v) { return !v; });
     }, "Not")};
   });
+}
+
+}  // namespace
+
+void register_unary(KernelRegistry& r) {
+  register_float_math(r);
+  register_numeric(r);
+  register_activations(r);
+  register_predicates(r);
 }
 
 }  // namespace onnxgpu::cpu
