@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Benchmark models for onnxgpu (issue 5): export, skeletons, deterministic weights, inputs.
+"""Benchmark models for onnxgpu: export, skeletons, deterministic weights, inputs.
 
 Three steps, each idempotent:
 

@@ -5,7 +5,7 @@
 namespace onnxgpu::runtime {
 
 // Known keys:
-//   gpu_graph_capture            "1"/"0"  (the key of the original report) -> options.capture
+//   gpu_graph_capture            "1"/"0"  (ONNX Runtime-style key) -> options.capture
 //   onnxgpu.ep                   "webgpu"/"cpu"
 //   onnxgpu.int64.strategy       "bitcast_to_i32" | "cast_to_i32" | "per_op_optin"
 //   onnxgpu.int64.fail_loud      "1"/"0"

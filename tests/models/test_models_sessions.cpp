@@ -106,7 +106,7 @@ fs::path model_dir(const std::string& model) {
 
 }  // namespace
 
-// The case: two different sequence lengths in one process (and one session), then the first
+// Two different sequence lengths in one process (and one session), then the first
 // length again, so a cached plan for one shape must not leak into the other.
 TEST(ModelsCpu, Gpt2TwoSequenceLengthsOneSession) {
   fs::path dir = model_dir("gpt2_tiny");
@@ -159,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelsCpuAllSets,
                                          "int64_embedding", "mlp", "cnn_tiny"),
                          [](const testing::TestParamInfo<std::string>& p) { return p.param; });
 
-// The GPU case: GPT-2 and BERT with dynamic batch and sequence, no dimension pinned, captured
+// GPT-2 and BERT with dynamic batch and sequence, no dimension pinned, captured
 // whole on the GPU (0 CPU nodes), matching torch over three runs (record + 2 replays) at two sequence
 // lengths in one session, then the first length again (replayed from the signature cache).
 class ModelsGpuWhole : public testing::TestWithParam<std::string> {};

@@ -473,7 +473,7 @@ TEST(GpuResize, Upsample) {
 }
 
 TEST(GpuResize, FallsBack) {
-  GTEST_SKIP() << "superseded: shape-like graph inputs now key the plan on their values and run on the GPU "
+  GTEST_SKIP() << "shape-like graph inputs key the plan on their values and run on the GPU "
                   "(RuntimeCapture.ShapeLikeGraphInputsKeyThePlanOnTheirValues); this fallback case needs a "
                   "value computed at run time instead of a graph input";
   // Scales that are not constants: the output shape depends on run-time values.

@@ -557,7 +557,7 @@ TEST(GpuGenerators, RangeKernel) {
 }
 
 TEST(GpuGenerators, RunTimeShapesFallBackToTheCpu) {
-  GTEST_SKIP() << "superseded: shape-like graph inputs now key the plan on their values and run on the GPU "
+  GTEST_SKIP() << "shape-like graph inputs key the plan on their values and run on the GPU "
                   "(RuntimeCapture.ShapeLikeGraphInputsKeyThePlanOnTheirValues); this fallback case needs a "
                   "value computed at run time instead of a graph input";
   // The output shapes of these depend on input values: without constants they run on the CPU, correctly.

@@ -301,7 +301,7 @@ TEST_F(GpuLayout, Int64CastStrategy) {
 
 // Shape-like inputs that are not constants: the node falls back to the CPU (correct, reported).
 TEST_F(GpuLayout, NonConstantStartsFallBack) {
-  GTEST_SKIP() << "superseded: shape-like graph inputs now key the plan on their values and run on the GPU "
+  GTEST_SKIP() << "shape-like graph inputs key the plan on their values and run on the GPU "
                   "(RuntimeCapture.ShapeLikeGraphInputsKeyThePlanOnTheirValues); this fallback case needs a "
                   "value computed at run time instead of a graph input";
   std::vector<In> ins{{"x", random_tensor(DType::Float32, {4, 5}, 1)}, {"starts", i64({1})}, {"ends", i64({3})}};

@@ -1,4 +1,4 @@
-// The generated GPU-kernel type test (issue 4): every GPU kernel handles every dtype its ONNX type
+// The generated GPU-kernel type test: every GPU kernel handles every dtype its ONNX type
 // constraint admits, INT64 included, bit for bit with the CPU reference, in capture mode.
 //
 // For every case of tests/unit/gpu_op_cases.cpp whose op has a GPU kernel, and every dtype the op's
