@@ -6,6 +6,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
+#include "ops/pool.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -21,29 +22,21 @@ void check_input(const KernelContext& ctx, const Tensor& X, DTypeSet types) {
 enum class PoolKind { Average, Max, Lp };
 
 double lp_p(const KernelContext& ctx) {
-  const ir::Attribute* a = ctx.node.attr("p");
-  if (!a) return 2.0;
-  double p = a->kind == ir::Attribute::Kind::Float ? double(a->f) : double(a->i);
-  if (!(p > 0)) ctx.fail("attribute 'p' must be positive, got " + std::to_string(p));
-  return p;
+  return ops::lp_exponent(ctx.node, [&](const std::string& m) { ctx.fail(m); });
 }
 
 std::vector<Tensor> pool(KernelContext& ctx, PoolKind kind) {
   const Tensor& X = ctx.input(0);
   check_input(ctx, X, kind == PoolKind::Max ? kMaxPoolTypes : kPoolTypes);
-  const ir::Node& node = ctx.node;
-  std::vector<int64_t> ks = node.attr_ints("kernel_shape", {});
-  if (ks.empty()) ctx.fail("attribute 'kernel_shape' is required");
+  ops::PoolParams pp =
+      ops::pool_params(ctx.node, X.shape(), kind == PoolKind::Lp, [&](const std::string& m) { ctx.fail(m); });
+  const nn::Window& win = pp.win;
+  const Shape& out = pp.out;
+  const bool include_pad = pp.include_pad;
+  const int64_t storage_order = pp.storage_order;
+  const double p = pp.p;
   Shape in_sp(X.shape().begin() + 2, X.shape().end());
-  bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
-  nn::Window win = nn::make_window(ctx, in_sp, ks, ceil_mode);
-  bool include_pad = node.attr_int("count_include_pad", 0) != 0;
-  int64_t storage_order = node.attr_int("storage_order", 0);
-  if (storage_order != 0 && storage_order != 1) ctx.fail("storage_order must be 0 or 1");
-  double p = kind == PoolKind::Lp ? lp_p(ctx) : 0;
   int64_t N = X.dim(0), C = X.dim(1);
-  Shape out{N, C};
-  out.insert(out.end(), win.out.begin(), win.out.end());
   int64_t in_sz = shape_numel(in_sp), out_sz = shape_numel(win.out);
   bool want_indices = kind == PoolKind::Max && ctx.output_wanted(1);
   // Column-major spatial index of each row-major spatial offset (storage_order 1).
