@@ -214,6 +214,31 @@ TEST(RuntimeInt64, CastToI32OverflowOnTheGpuIsAnErrorNotAWrongNumber) {
   }
 }
 
+// Integer Pow under cast_to_i32 (ipow_i64n): a result that fits is exact even where one more squaring
+// of the base would not fit (65536^1, -2^31 = (-2)^31); a result beyond int32 is an overflow error.
+TEST(RuntimeInt64, CastToI32PowFlagsOnlyResultsBeyondInt32) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("a", DType::Int64, {4});
+  b.input("e", DType::Int64, {4});
+  b.node("Pow", {"a", "e"}, {"y"}, "power");
+  b.output("y", DType::Int64);
+  Session g = Session::from_bytes(b.bytes(), gpu(Int64Policy::Strategy::CastToI32));
+  auto y = g.run({{"a", Tensor::from_vector<int64_t>({4}, {65536, -2, 3, -1})},
+                  {"e", Tensor::from_vector<int64_t>({4}, {1, 31, 19, -2147483647})}});
+  const std::vector<int64_t> want{65536, -2147483648LL, 1162261467, -1};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y[0].data<int64_t>()[i], want[i]) << i;
+  try {
+    g.run({{"a", Tensor::from_vector<int64_t>({4}, {65536, -2, 3, -1})},
+           {"e", Tensor::from_vector<int64_t>({4}, {2, 31, 19, 5})}});
+    FAIL() << "expected an overflow error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("power"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not fit in int32"), std::string::npos) << m;
+  }
+}
+
 TEST(RuntimeInt64, SliceWithInt64MaxEndsUnderEveryStrategy) {
   SKIP_WITHOUT_GPU();
   ModelBuilder b;
