@@ -93,7 +93,7 @@ struct PlanReport {
 // GPU time per node, from timestamp queries (SessionOptions::profile), over the runs made since the
 // session was created (or since the last reset_profile()).
 struct NodeTiming {
-  std::string node, op;  // op: "MatMulAdd (fused)" etc. where a fused kernel computes several nodes
+  std::string node, op;  // op: "MatMul (fused)" etc. where a fused kernel computes several nodes
   int dispatches = 0;   // per run (the last profiled run's)
   double gpu_ms = 0;    // mean per profiled run
 };

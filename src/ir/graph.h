@@ -12,6 +12,7 @@
 namespace onnxgpu::ir {
 
 struct Graph;
+struct FusedExpr;  // ir/fused_expr.h
 
 struct Attribute {
   enum class Kind { Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs };
@@ -35,6 +36,9 @@ struct Node {
   std::vector<std::string> inputs;   // "" marks an omitted optional input
   std::vector<std::string> outputs;  // "" marks an omitted optional output
   std::map<std::string, Attribute> attrs;
+  // The elementwise expression a fused node's kernel evaluates: set only on the nodes the runtime's
+  // fusion pass makes (src/runtime/fusion.h), never on a loaded model's; null elsewhere.
+  std::shared_ptr<const FusedExpr> fused;
 
   bool has_attr(const std::string& n) const { return attrs.count(n) != 0; }
   const Attribute* attr(const std::string& n) const;

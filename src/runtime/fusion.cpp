@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 
+#include "ir/fused_expr.h"
 #include "ops/split.h"
 #include "webgpu/kernels/kernel.h"
 
@@ -15,7 +16,7 @@ namespace {
 bool plain(const ir::Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
 bool plain(const ir::Node& n, const char* op) { return n.op_type == op && plain(n); }
 
-// The ops the fused elementwise kernel evaluates (webgpu/kernels/elementwise.cpp, fused_expression).
+// The ops the fused elementwise kernels evaluate (webgpu/kernels/fused_steps.h).
 bool elementwise_op(const ir::Node& n) {
   static const std::set<std::string> ops = {
       "Add",  "Sub",  "Mul",  "Div",  "Pow",     "Exp",   "Log",  "Sqrt",     "Reciprocal", "Tanh",
@@ -32,29 +33,35 @@ ir::Attribute ints_attr(std::vector<int64_t> v) {
   return a;
 }
 
-// Attribute "steps" of the fused kernels for the elementwise nodes `order` (graph order): one
-// "Op operand ..." per node, a node's result named t<m>; `operand(value)` names every other value
-// read, once per value (nullopt: the nodes cannot be written so).
-using OperandFn = std::function<std::optional<std::string>(const std::string&)>;
-std::optional<ir::Attribute> steps_attr(const ir::Graph& g, const std::vector<size_t>& order, const OperandFn& operand) {
-  std::unordered_map<std::string, std::string> ref;
-  ir::Attribute steps;
-  steps.kind = ir::Attribute::Kind::Strings;
+// The fused expression of the elementwise nodes `order` (graph order): one step per node, a node's
+// result read as that step's; `operand(value)` gives the operand of every other value read, asked
+// once per value (nullopt: the nodes cannot be written so). The caller sets the expression's inputs.
+using OperandFn = std::function<std::optional<ir::FusedOperand>(const std::string&)>;
+std::optional<ir::FusedExpr> fused_expr(const ir::Graph& g, const std::vector<size_t>& order, const OperandFn& operand) {
+  std::unordered_map<std::string, ir::FusedOperand> ref;
+  ir::FusedExpr expr;
   for (size_t m = 0; m < order.size(); ++m) {
     const ir::Node& n = g.nodes[order[m]];
-    std::string step = n.op_type;
+    ir::FusedStep step{n.op_type, {}};
     for (const auto& in : n.inputs) {
       if (!ref.count(in)) {
         auto o = operand(in);
         if (!o) return std::nullopt;
         ref[in] = *o;
       }
-      step += " " + ref[in];
+      step.args.push_back(ref[in]);
     }
-    ref[n.outputs[0]] = "t" + std::to_string(m);
-    steps.strings.push_back(step);
+    ref[n.outputs[0]] = ir::FusedOperand::step(m);
+    expr.steps.push_back(std::move(step));
   }
-  return steps;
+  return expr;
+}
+
+// `expr` on the fused node, its inputs being the node's inputs from `first_input` on.
+void set_expr(ir::Node& node, ir::FusedExpr expr, size_t first_input) {
+  expr.first_input = first_input;
+  expr.num_inputs = node.inputs.size() - first_input;
+  node.fused = std::make_shared<const ir::FusedExpr>(std::move(expr));
 }
 
 constexpr size_t kMaxMembers = 24;   // nodes of one elementwise group
@@ -196,17 +203,19 @@ std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts)
   };
   if (!operand(a.scores, 0, "perm_q") || !operand(a.scores, 1, "perm_k") || !operand(i, 1, "perm_v")) return std::nullopt;
   f.members.push_back(a.scores);
-  // The expression between the scores and the Softmax: p the score, x<k> input 3 + k, t<m> step m.
+  // The expression between the scores and the Softmax: the score is its product, the other values
+  // it reads are its inputs, the node's inputs after Q, K and V.
   if (a.chain) {
     std::vector<size_t> chain = chain_nodes(*a.chain);
-    auto steps = steps_attr(g_, chain, [&](const std::string& in) -> std::optional<std::string> {
-      if (in == qk.outputs[0]) return "p";
+    const size_t first = f.node.inputs.size();
+    auto expr = fused_expr(g_, chain, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
+      if (in == qk.outputs[0]) return ir::FusedOperand::product();
       if (!facts(in)) return std::nullopt;
       f.node.inputs.push_back(in);
-      return "x" + std::to_string(f.node.inputs.size() - 4);
+      return ir::FusedOperand::input(f.node.inputs.size() - 1 - first);
     });
-    if (!steps) return std::nullopt;
-    f.node.attrs["steps"] = *steps;
+    if (!expr) return std::nullopt;
+    set_expr(f.node, std::move(*expr), first);
     f.members.insert(f.members.end(), chain.begin(), chain.end());
   }
   const ir::Node& sm = g_.nodes[a.softmax];
@@ -476,22 +485,22 @@ std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const 
   if (auto f = sibling_group(i)) return f;
   if (auto f = matmul_group(i, facts)) return f;
   if (!elementwise_roots_.count(i)) return std::nullopt;
-  // The fused node reads the group's external values; attribute "steps" lists the members in graph
-  // order as "Op operand operand" with operands "x<k>" (external k) or "t<m>" (step m's result).
+  // The fused node's expression: a step per member in graph order, reading the group's external
+  // values as its inputs, which are the node's.
   FusedGroup f;
   f.members = deferred_to(i);
   std::vector<size_t> order = f.members;
   order.push_back(i);
-  auto steps = steps_attr(g_, order, [&](const std::string& in) -> std::optional<std::string> {
+  auto expr = fused_expr(g_, order, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
     f.node.inputs.push_back(in);
-    return "x" + std::to_string(f.node.inputs.size() - 1);
+    return ir::FusedOperand::input(f.node.inputs.size() - 1);
   });
   const ir::Node& root = g_.nodes[i];
   f.node.name = root.name + " (+" + std::to_string(f.members.size()) + " fused)";
   f.node.op_type = "Elementwise";
   f.node.domain = webgpu::kFusedDomain;
   f.node.outputs = {root.outputs[0]};
-  f.node.attrs["steps"] = *steps;
+  set_expr(f.node, std::move(*expr), 0);
   (void)facts;
   return f;
 }
@@ -597,8 +606,8 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
 // Node `split` reads the product (of shape `out`) alone: when it splits the last axis, the product
 // writes each column into its part (attribute "split": the parts' widths; outputs: the parts).
 // The elementwise group that alone reads the product's (epilogue's) result joins the epilogue when
-// its other inputs are constant scalars (a GELU after the bias): attribute "steps" as the fused
-// elementwise node has them, the result as operand p and each scalar as f<its float32 bits>.
+// its other inputs are constant scalars (a GELU after the bias): the fused node's expression, the
+// result its product and each scalar a constant.
 bool Fusion::absorb_activation(FusedGroup& f, size_t rank) const {
   const std::string value = f.node.outputs[0];
   auto readers = consumers_.find(value);
@@ -617,16 +626,14 @@ bool Fusion::absorb_activation(FusedGroup& f, size_t rank) const {
   order.push_back(*root);
   for (size_t n : order)
     if (g_.nodes[n].op_type == "Where") return false;
-  auto steps = steps_attr(g_, order, [&](const std::string& in) -> std::optional<std::string> {
-    if (in == value) return "p";
+  auto expr = fused_expr(g_, order, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
+    if (in == value) return ir::FusedOperand::product();
     auto v = scalar_value(in, rank);
     if (!v) return std::nullopt;  // another tensor: not an epilogue
-    uint32_t bits;
-    std::memcpy(&bits, &*v, 4);
-    return "f" + std::to_string(bits);
+    return ir::FusedOperand::constant(*v);
   });
-  if (!steps) return false;
-  f.node.attrs["steps"] = *steps;
+  if (!expr) return false;
+  set_expr(f.node, std::move(*expr), f.node.inputs.size());
   f.node.name += "+" + g_.nodes[*root].name + " (+" + std::to_string(order.size() - 1) + ")";
   f.node.outputs = g_.nodes[*root].outputs;
   f.members.insert(f.members.end(), order.begin(), order.end());

@@ -45,7 +45,8 @@ struct ValueFacts {
 };
 
 struct FusedGroup {
-  ir::Node node;                // the fused node (domain webgpu::kFusedDomain)
+  ir::Node node;                // the fused node (domain webgpu::kFusedDomain); its elementwise
+                                // expression, if it has one, in node.fused
   std::vector<size_t> members;  // the graph nodes it computes besides the one it is placed at
 };
 
@@ -57,8 +58,8 @@ class Fusion {
   Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::map<std::string, Tensor>* derived = nullptr);
   using Lookup = std::function<const ValueFacts*(const std::string&)>;  // null when unknown
 
-  // A MatMulAdd group placed at node i (its members come after i), or the elementwise group whose
-  // root is i (its members come before i and were deferred).
+  // A MatMul or sibling group placed at node i (its members come after i), or the elementwise
+  // group whose root is i (its members come before i and were deferred).
   std::optional<FusedGroup> group_at(size_t i, const Lookup& facts) const;
   // The attention group placed at node i (a product of softmaxed scores with V), if one is.
   std::optional<FusedGroup> attention_group(size_t i, const Lookup& facts) const;
@@ -104,7 +105,7 @@ class Fusion {
   std::unordered_map<std::string, std::vector<size_t>> consumers_;  // every read, subgraphs included
   std::unordered_map<std::string, size_t> producer_;
   std::set<std::string> graph_outputs_;
-  std::set<size_t> bias_adds_;                        // Adds kept for a MatMulAdd (bias, residual)
+  std::set<size_t> bias_adds_;                        // Adds kept for a MatMul group (bias, residual)
   std::set<size_t> elementwise_roots_;
   void defer(size_t member, size_t root);
   std::unordered_map<size_t, size_t> root_of_;                 // member -> root (elementwise, Transposes)

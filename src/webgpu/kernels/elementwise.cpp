@@ -8,6 +8,7 @@
 #include <set>
 
 #include "webgpu/device.h"
+#include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
 #include "ops/broadcast.h"
 
@@ -278,10 +279,9 @@ const std::pair<const char*, const char*> kFloatMath[] = {
     {"Erf", "erf_f32(v)"},
 };
 
-// The expression of one float32 step of a fused elementwise kernel, over operands `a` (and `b`; `v`
-// is `a` too); empty when the op is not one the fused kernel evaluates. The helper functions it needs
-// join `helpers`.
-std::string fused_expression(const std::string& op, std::set<const char*>& helpers) {
+}  // namespace
+
+std::string fused_step_expression(const std::string& op, std::set<const char*>& helpers) {
   if (op == "Add") return "a + b";
   if (op == "Sub") return "a - b";
   if (op == "Mul") return "a * b";
@@ -299,92 +299,18 @@ std::string fused_expression(const std::string& op, std::set<const char*>& helpe
   return "";
 }
 
-}  // namespace
-
-FusedStep parse_fused_step(const std::string& text) {
-  FusedStep st;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t sp = text.find(' ', pos);
-    std::string word = text.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
-    if (st.op.empty()) st.op = word;
-    else st.args.push_back(word);
-    pos = sp == std::string::npos ? text.size() : sp + 1;
-  }
-  return st;
-}
-
-std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::string>& steps,
-                             const std::function<std::optional<double>(const std::string&)>& scalar,
-                             const std::function<bool(const std::string&)>& condition, std::string& decls) {
-  std::set<const char*> helpers;
-  std::string body;
-  for (size_t m = 0; m < steps.size(); ++m) {
-    auto [op, args] = parse_fused_step(steps[m]);
-    std::string e = fused_expression(op, helpers);
-    bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow";
-    size_t arity = op == "Where" ? 3 : binary ? 2 : 1;
-    if (e.empty() || args.size() != arity) ctx.unsupported("step '" + steps[m] + "'");
-    if (op == "Where" && !condition(args[0])) ctx.unsupported("a Where condition computed inside the group");
-    // Pow by a small constant integer is a product (exact for negative bases too).
-    if (op == "Pow") {
-      if (auto v = scalar(args[1])) {
-        if (*v == 1.0) e = "a";
-        else if (*v == 2.0) e = "a * a";
-        else if (*v == 3.0) e = "a * a * a";
-      }
-    }
-    body += "  var t" + std::to_string(m) + ": f32;\n  {\n";
-    if (op == "Where")
-      body += "    let c = " + args[0] + ";\n    let a = " + args[1] + ";\n    let b = " + args[2] + ";\n";
-    else if (binary)
-      body += "    let a = " + args[0] + ";\n    let b = " + args[1] + ";\n";
-    else
-      body += "    let a = " + args[0] + ";\n    let v = a;\n";
-    body += "    t" + std::to_string(m) + " = " + e + ";\n  }\n";
-  }
-  for (const char* h : helpers) decls += h;
-  return body;
-}
-
 namespace {
 
-// Several elementwise nodes in one kernel (runtime/fusion.h). Attribute "steps" lists them in graph
-// order as "Op operand [operand]", an operand being x<k> (input k) or t<m> (step m's value); the
-// last step is the output. Every value is float32 but Where's conditions (bool inputs); a constant
-// scalar input is written into the WGSL.
+// Several elementwise nodes in one kernel (runtime/fusion.h): the node's expression (read through
+// FusedSteps) over its inputs, which are the node's, the last step's value the output. Every value
+// is float32 but Where's conditions (bool inputs); a constant scalar input is written into the WGSL.
 void fused_elementwise(GpuKernelContext& ctx) {
-  const ir::Attribute* attr = ctx.node.attr("steps");
-  if (!attr || attr->strings.empty()) ctx.fail("a fused elementwise node needs its steps");
-  size_t n = ctx.num_inputs();
-  auto input_of = [&](const std::string& operand) -> std::optional<size_t> {
-    if (operand.size() < 2 || operand[0] != 'x') return std::nullopt;
-    size_t k = size_t(std::stoul(operand.substr(1)));
-    if (k >= n) ctx.fail("step operand " + operand + " names no input");
-    return k;
-  };
+  FusedSteps steps(ctx);
+  if (steps.empty()) ctx.fail("a fused elementwise node needs its steps");
+  steps.check_input_types(true);
+  size_t n = steps.num_inputs();
   std::vector<Shape> shapes;
-  // Inputs read only as Pow's exponent (any number type) or Where's condition (bool).
-  std::vector<bool> exponent_only(n, true), condition_only(n, true);
-  for (const auto& text : attr->strings) {
-    FusedStep st = parse_fused_step(text);
-    for (size_t q = 0; q < st.args.size(); ++q) {
-      auto k = input_of(st.args[q]);
-      if (!k) continue;
-      if (!(st.op == "Pow" && q == 1)) exponent_only[*k] = false;
-      if (!(st.op == "Where" && q == 0)) condition_only[*k] = false;
-    }
-  }
-  // Inputs: float32 tensors, bool conditions, or constant scalars (written into the WGSL).
-  std::vector<std::string> literal(n);
-  for (size_t k = 0; k < n; ++k) {
-    const GpuValueInfo& in = ctx.input(k);
-    bool scalar = in.constant && shape_numel(in.shape) == 1;
-    bool cond = in.dtype == DType::Bool && condition_only[k];
-    if (in.dtype != DType::Float32 && !cond && !(scalar && exponent_only[k] && in.dtype != DType::Bool))
-      ctx.unsupported("input " + std::to_string(k) + " is " + std::string(dtype_name(in.dtype)) + ", not float32");
-    if (scalar) literal[k] = cond ? (in.constant->double_at(0) != 0 ? "1u" : "0u") : f32_lit(float(in.constant->double_at(0)));
-    shapes.push_back(in.shape);
-  }
+  for (size_t k = 0; k < n; ++k) shapes.push_back(steps.input(k).shape);
   Shape out;
   try {
     out = ops::broadcast_shapes(shapes);
@@ -396,14 +322,14 @@ void fused_elementwise(GpuKernelContext& ctx) {
   std::vector<ValueRef> binds;
   std::string body;
   for (size_t k = 0; k < n; ++k) {
-    std::string x = "x" + std::to_string(k);
-    if (!literal[k].empty()) {
-      body += "  let " + x + " = " + literal[k] + ";\n";
+    std::string x = FusedSteps::input_name(k);
+    if (!steps.literal(k).empty()) {
+      body += "  let " + x + " = " + steps.literal(k) + ";\n";
       continue;
     }
-    p.input(x + "_in", ctx.dtype(k), shapes[k]);
+    p.input(x + "_in", steps.input(k).dtype, shapes[k]);
     p.broadcast_index(x + "_at", shapes[k], out);
-    binds.push_back(ctx.in(k));
+    binds.push_back(ctx.in(steps.node_input(k)));
     body += "  let " + x + " = " + x + "_in_load(" + x + "_at(gi));\n";
   }
   p.output("y", DType::Float32, out);
@@ -411,19 +337,8 @@ void fused_elementwise(GpuKernelContext& ctx) {
   if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
     ctx.unsupported("more tensors than the device binds per dispatch");
   std::string decls;
-  body += fused_steps_wgsl(
-      ctx, attr->strings,
-      [&](const std::string& operand) -> std::optional<double> {
-        auto k = input_of(operand);
-        if (!k || literal[*k].empty()) return std::nullopt;
-        return ctx.input(*k).constant->double_at(0);
-      },
-      [&](const std::string& operand) {
-        auto k = input_of(operand);
-        return k && condition_only[*k];
-      },
-      decls);
-  body += "  y_store(gi, t" + std::to_string(attr->strings.size() - 1) + ");";
+  body += steps.wgsl(decls);
+  body += "  y_store(gi, " + steps.result() + ");";
   if (!decls.empty()) p.declare(decls);
   p.set_threads(uint64_t(shape_numel(out)));
   p.body(body);

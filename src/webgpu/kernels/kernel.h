@@ -123,24 +123,6 @@ using GpuKernel = std::function<void(GpuKernelContext&)>;
 // computed by one kernel. They exist only inside a GPU plan, never in a model or on the CPU.
 inline constexpr const char* kFusedDomain = "onnxgpu.fused";
 
-// One step of a fused elementwise expression: "Op operand [operand ...]".
-struct FusedStep {
-  std::string op;
-  std::vector<std::string> args;
-};
-FusedStep parse_fused_step(const std::string& text);
-
-// The steps of a fused elementwise expression (runtime/fusion.h, attribute "steps": "Op operand
-// [operand]" in order, operands written into the WGSL as they are, t<m> being step m's value) as WGSL
-// statements defining t0, t1, ... (the last is the result). `scalar(operand)` gives a constant
-// operand's value (Pow by 2 or 3 becomes a product), `condition(operand)` tells whether an operand
-// may be a Where condition; helper functions the steps need are appended to `decls`. Steps the fused
-// kernels cannot evaluate are unsupported. (webgpu/kernels/elementwise.cpp; used by the fused
-// elementwise kernel and the fused MatMul's activation epilogue.)
-std::string fused_steps_wgsl(GpuKernelContext& ctx, const std::vector<std::string>& steps,
-                             const std::function<std::optional<double>(const std::string&)>& scalar,
-                             const std::function<bool(const std::string&)>& condition, std::string& decls);
-
 // A float as an exact WGSL expression (inf and NaN included).
 std::string f32_lit(float v);
 // An unsigned integer as a WGSL u32 literal ("12u").
@@ -169,7 +151,7 @@ void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, Cu
 void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(GpuKernelRegistry&);           // TopK
 void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; the fused MatMul
-void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(steps(Q K)) V)
+void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(e(Q K)) V)
 void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
 void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool

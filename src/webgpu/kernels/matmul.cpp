@@ -14,12 +14,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
-#include <set>
 
 #include "ops/broadcast.h"
 #include "webgpu/device.h"
+#include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/strided_util.h"
 
@@ -237,41 +236,39 @@ uint32_t choose_splits(const Product& pr, const Tile& tl) {
   return splits;
 }
 
-// The tiled float kernel. The grid is (N tiles, M tiles, batch x splits). Each invocation loads its share
-// of the next K-slice into registers before computing the current one from workgroup memory, so the
-// global loads overlap the arithmetic.
-void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
-  Tile tl = choose_tile(ctx.limits, pr);
-  uint32_t splits = choose_splits(pr, tl);
-  uint64_t batch = uint64_t(shape_numel(pr.batch));
-  uint64_t gx = (pr.N + tl.tn - 1) / tl.tn, gy = (pr.M + tl.tm - 1) / tl.tm;
+// The tiled float kernel's grid: (N tiles, M tiles, batch x splits), each split a K range of `kchunk`
+// (a multiple of TK). Unsupported when the tiles alone exceed the device's grid; no split where the
+// splits would (or would overflow the 32-bit index of the partial sums).
+struct TiledGrid {
+  uint64_t x, y, batch;
+  uint32_t splits, kchunk;
+  bool split() const { return splits > 1; }
+};
+TiledGrid tiled_grid(const GpuKernelContext& ctx, const Product& pr, const Tile& tl) {
+  TiledGrid g{(pr.N + tl.tn - 1) / tl.tn, (pr.M + tl.tm - 1) / tl.tm, uint64_t(shape_numel(pr.batch)),
+              choose_splits(pr, tl), pr.K};
   uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
-  if (gx > max_dim || gy > max_dim || batch > max_dim) ctx.unsupported("product too large for the device's grid");
+  if (g.x > max_dim || g.y > max_dim || g.batch > max_dim) ctx.unsupported("product too large for the device's grid");
   uint64_t mn = uint64_t(pr.M) * pr.N;
-  if (batch * splits > max_dim || mn * batch * splits >= (uint64_t(1) << 32)) splits = 1;
-  // K per part: a multiple of TK.
-  uint32_t kchunk = pr.K;
-  if (splits > 1) {
-    kchunk = ((pr.K + splits - 1) / splits + tl.tk - 1) / tl.tk * tl.tk;
-    splits = (pr.K + kchunk - 1) / kchunk;
+  if (g.batch * g.splits > max_dim || mn * g.batch * g.splits >= (uint64_t(1) << 32)) g.splits = 1;
+  if (g.splits > 1) {
+    g.kchunk = ((pr.K + g.splits - 1) / g.splits + tl.tk - 1) / tl.tk * tl.tk;
+    g.splits = (pr.K + g.kchunk - 1) / g.kchunk;
   }
-  bool split = splits > 1;
-  bool with_c = ep.has_c && !split, with_r = ep.has_r && !split;
+  return g;
+}
 
-  // Which axis of each operand the tile loads read along (consecutive invocations, consecutive addresses).
-  bool a_cols = pr.la.strided ? pr.la.s_col != 1 : pr.trans_a;  // A read along m rather than k
-  bool b_cols = pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b;  // B read along k rather than n
-  std::string name = std::string("tiled") + (pr.la.strided ? "_sa" : "") + (pr.lb.strided ? "_sb" : "") +
-                     (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())) +
-                     (a_cols ? "_ta" : "") + (b_cols ? "_tb" : "") +
-                     (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
-  auto p = ctx.program(name, tl.threads());
-  Shape part_shape{int64_t(mn * batch * splits)};
-  declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
-                   split ? part_shape : pr.stored, !split && !pr.parts.empty());
-  p.uniform("splits", splits);
-  p.uniform("kchunk", kchunk);
-  uint32_t la = tl.tm * tl.tk / tl.threads(), lb = tl.tk * tl.tn / tl.threads();
+// Which axis of each operand the tile loads read along (consecutive invocations, consecutive addresses).
+bool a_read_along_m(const Product& pr) { return pr.la.strided ? pr.la.s_col != 1 : pr.trans_a; }
+bool b_read_along_k(const Product& pr) { return pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b; }
+
+// The vec4s of the A tile and of the B tile each invocation moves per K-slice.
+uint32_t a_share(const Tile& tl) { return tl.tm * tl.tk / tl.threads() / 4; }
+uint32_t b_share(const Tile& tl) { return tl.tk * tl.tn / tl.threads() / 4; }
+
+// The tiled kernel's declarations: the tile's constants and workgroup tiles, the element loads, the
+// slots each invocation moves, and (when not split) the epilogue.
+std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, bool split) {
   std::string decl =
       "const TM: u32 = " + u32_lit(tl.tm) + ";\nconst TN: u32 = " + u32_lit(tl.tn) + ";\nconst TK: u32 = " + u32_lit(tl.tk) +
       ";\nconst RM: u32 = " + u32_lit(tl.rm) + ";\nconst NT: u32 = " + u32_lit(tl.threads()) + ";\nconst TX: u32 = " + u32_lit(tl.tx()) + ";\n"
@@ -293,82 +290,93 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
   // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
   // k-quad g / TM (consecutive invocations read consecutive m); likewise for B with (k, n-quad).
-  decl += a_cols ? "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TM, g / TM); }\n"
-                     : "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TK / 4u), g % (TK / 4u)); }\n";
-  decl += b_cols ? "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TK, g / TK); }\n"
-                     : "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TN / 4u), g % (TN / 4u)); }\n";
+  decl += a_read_along_m(pr) ? "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TM, g / TM); }\n"
+                             : "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TK / 4u), g % (TK / 4u)); }\n";
+  decl += b_read_along_k(pr) ? "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TK, g / TK); }\n"
+                             : "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TN / 4u), g % (TN / 4u)); }\n";
   decl += "fn load_a4(base: u32, m: u32, k: u32) -> vec4<f32> {\n"
           "  return vec4<f32>(load_a(base, m, k), load_a(base, m, k + 1u), load_a(base, m, k + 2u), load_a(base, m, k + 3u));\n}\n";
   decl += "fn load_b4(base: u32, k: u32, n: u32) -> vec4<f32> {\n"
           "  return vec4<f32>(load_b(base, k, n), load_b(base, k, n + 1u), load_b(base, k, n + 2u), load_b(base, k, n + 3u));\n}\n";
   if (!split) decl += epilogue_decl(ep) + put_decl(pr);
-  // The prefetch loops index register arrays with constant trip counts (unrolled by the compiler); the
-  // micro-tile's rows and columns are unrolled here, in the text, so the accumulators stay in registers.
+  return decl + "const GA: u32 = " + u32_lit(a_share(tl)) + ";\nconst GB: u32 = " + u32_lit(b_share(tl)) + ";\n";
+}
+
+// The micro-tile's text: its accumulators' declarations, one K-quad's multiply-adds (B's values, then
+// A's row by row) and the stores of the results (the partial sums when split, else through put). The
+// rows and columns are unrolled here, in the text, so the accumulators stay in registers.
+struct MicroTile {
+  std::string accs, bvals, fmas, stores;
+};
+MicroTile micro_tile(const Tile& tl, bool split) {
   auto n_ = [](uint32_t v) { return std::to_string(v); };
-  uint32_t ga = la / 4, gb = lb / 4;  // vec4s of each tile per invocation
+  MicroTile mt;
+  for (uint32_t i = 0; i < tl.rm; ++i)
+    for (uint32_t j = 0; j < tl.cn; ++j) mt.accs += "  var acc" + n_(i) + "_" + n_(j) + " = vec4<f32>(0.0);\n";
+  for (uint32_t j = 0; j < tl.cn; ++j)
+    for (uint32_t q = 0; q < 4; ++q)
+      mt.bvals += "      let b" + n_(j) + n_(q) + " = Bs[(kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
+  for (uint32_t i = 0; i < tl.rm; ++i) {
+    std::string a = "a" + n_(i);
+    mt.fmas += "      let " + a + " = As[(ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
+    for (uint32_t j = 0; j < tl.cn; ++j) {
+      std::string acc = "acc" + n_(i) + "_" + n_(j), b = "b" + n_(j);
+      mt.fmas += "      " + acc + " = fma(vec4<f32>(" + a + ".x), " + b + "0, fma(vec4<f32>(" + a + ".y), " + b +
+                 "1, fma(vec4<f32>(" + a + ".z), " + b + "2, fma(vec4<f32>(" + a + ".w), " + b + "3, " + acc + "))));\n";
+    }
+    mt.stores += "  if (m0 + ty * RM + " + u32_lit(i) + " < M()) {\n    let m = m0 + ty * RM + " + u32_lit(i) + ";\n";
+    for (uint32_t j = 0; j < tl.cn; ++j)
+      for (uint32_t c = 0; c < 4; ++c) {
+        std::string v = "acc" + n_(i) + "_" + n_(j) + "[" + n_(c) + "]";
+        std::string col = "n0 + (tx + " + u32_lit(j * tl.tx()) + ") * 4u + " + u32_lit(c);
+        mt.stores += "    if (" + col + " < N()) { let n = " + col + "; " +
+                     (split ? "y_store(y_base + m * N() + n, " + v + ");" : "put(bz, m, n, " + v + ");") + " }\n";
+      }
+    mt.stores += "  }\n";
+  }
+  return mt;
+}
+
+// The tiled kernel's body. Each invocation loads its share of the next K-slice into registers before
+// computing the current one from workgroup memory, so the global loads overlap the arithmetic. The
+// prefetch loops index register arrays with constant trip counts (unrolled by the compiler).
+std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
   std::string load_next =
       "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); ra[q] = load_a4(a_base, m0 + s.x, k1 + 4u * s.y); }\n"
       "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); rb[q] = load_b4(b_base, k1 + s.x, n0 + 4u * s.y); }\n";
   std::string store_tiles =
       "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[s.x * AS + s.y] = ra[q]; }\n"
       "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[s.x * BS + s.y] = rb[q]; }\n";
-  std::string regs = "  var ra: array<vec4<f32>, " + u32_lit(ga) + ">;\n  var rb: array<vec4<f32>, " + u32_lit(gb) + ">;\n";
-  decl += "const GA: u32 = " + u32_lit(ga) + ";\nconst GB: u32 = " + u32_lit(gb) + ";\n";
-  p.declare(decl);
-  std::string fmas, stores, bvals;
-  for (uint32_t i = 0; i < tl.rm; ++i)
-    for (uint32_t j = 0; j < tl.cn; ++j) regs += "  var acc" + n_(i) + "_" + n_(j) + " = vec4<f32>(0.0);\n";
-  for (uint32_t j = 0; j < tl.cn; ++j)
-    for (uint32_t q = 0; q < 4; ++q)
-      bvals += "      let b" + n_(j) + n_(q) + " = Bs[(kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
-  for (uint32_t i = 0; i < tl.rm; ++i) {
-    std::string a = "a" + n_(i);
-    fmas += "      let " + a + " = As[(ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
-    for (uint32_t j = 0; j < tl.cn; ++j) {
-      std::string acc = "acc" + n_(i) + "_" + n_(j), b = "b" + n_(j);
-      fmas += "      " + acc + " = fma(vec4<f32>(" + a + ".x), " + b + "0, fma(vec4<f32>(" + a + ".y), " + b +
-              "1, fma(vec4<f32>(" + a + ".z), " + b + "2, fma(vec4<f32>(" + a + ".w), " + b + "3, " + acc + "))));\n";
-    }
-    stores += "  if (m0 + ty * RM + " + u32_lit(i) + " < M()) {\n    let m = m0 + ty * RM + " + u32_lit(i) + ";\n";
-    for (uint32_t j = 0; j < tl.cn; ++j)
-      for (uint32_t c = 0; c < 4; ++c) {
-        std::string v = "acc" + n_(i) + "_" + n_(j) + "[" + n_(c) + "]";
-        std::string col = "n0 + (tx + " + u32_lit(j * tl.tx()) + ") * 4u + " + u32_lit(c);
-        stores += "    if (" + col + " < N()) { let n = " + col + "; " +
-                  (split ? "y_store(y_base + m * N() + n, " + v + ");" : "put(bz, m, n, " + v + ");") + " }\n";
-      }
-    stores += "  }\n";
-  }
-  p.body(
-      "  let tx = lid % TX;\n"
-      "  let ty = lid / TX;\n"
-      "  let n0 = wid.x * TN;\n"
-      "  let m0 = wid.y * TM;\n"
-      "  let bz = wid.z / splits();\n"
-      "  let k_begin = (wid.z % splits()) * kchunk();\n"
-      "  let k_end = min(K(), k_begin + kchunk());\n"
-      "  let a_base = " + std::string(pr.la.strided ? "a_boff(bz)" : "a_mat(bz) * M() * K()") + ";\n"
-      "  let b_base = " + std::string(pr.lb.strided ? "b_boff(bz)" : "b_mat(bz) * K() * N()") + ";\n" + regs +
-      "  var k1 = k_begin;\n"
-      "  if (k1 < k_end) {\n" + load_next + "  }\n"
-      "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
-      "    workgroupBarrier();\n"
-      "    k1 = k0 + TK;\n"
-      "    if (k1 < k_end) {\n" + load_next + "    }\n"
-      "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
-      + bvals + fmas +
-      "    }\n"
-      "    workgroupBarrier();\n"
-      "  }\n"
-      "  let y_base = wid.z * M() * N();\n" + stores);
-  if (!split) {
-    ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size()), uint32_t(gx), uint32_t(gy),
-                 uint32_t(batch));
-    return;
-  }
-  ValueRef part = ctx.temp(DType::Float32, part_shape);
-  ctx.dispatch(p, operand_bindings(ctx, false, false, part), uint32_t(gx), uint32_t(gy), uint32_t(batch * splits));
-  // The sum of the parts, then the epilogue.
+  MicroTile mt = micro_tile(tl, split);
+  std::string regs = "  var ra: array<vec4<f32>, " + u32_lit(a_share(tl)) + ">;\n  var rb: array<vec4<f32>, " +
+                     u32_lit(b_share(tl)) + ">;\n" + mt.accs;
+  return "  let tx = lid % TX;\n"
+         "  let ty = lid / TX;\n"
+         "  let n0 = wid.x * TN;\n"
+         "  let m0 = wid.y * TM;\n"
+         "  let bz = wid.z / splits();\n"
+         "  let k_begin = (wid.z % splits()) * kchunk();\n"
+         "  let k_end = min(K(), k_begin + kchunk());\n"
+         "  let a_base = " + std::string(pr.la.strided ? "a_boff(bz)" : "a_mat(bz) * M() * K()") + ";\n"
+         "  let b_base = " + std::string(pr.lb.strided ? "b_boff(bz)" : "b_mat(bz) * K() * N()") + ";\n" + regs +
+         "  var k1 = k_begin;\n"
+         "  if (k1 < k_end) {\n" + load_next + "  }\n"
+         "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
+         "    workgroupBarrier();\n"
+         "    k1 = k0 + TK;\n"
+         "    if (k1 < k_end) {\n" + load_next + "    }\n"
+         "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
+         + mt.bvals + mt.fmas +
+         "    }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  let y_base = wid.z * M() * N();\n" + mt.stores;
+}
+
+// Split-K's second pass: the sum of the parts (`part`, `splits` partial products), then the epilogue,
+// one invocation per output element.
+void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
+               const Shape& part_shape, uint32_t splits) {
   auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : "") +
                        (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())));
   r.input("part", DType::Float32, part_shape);
@@ -390,7 +398,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   r.uniform_f32("alpha", ep.alpha);
   r.uniform_f32("beta", ep.beta);
   r.declare(epilogue_decl(ep) + put_decl(pr));
-  r.set_threads(mn * batch);
+  r.set_threads(uint64_t(pr.M) * pr.N * uint64_t(shape_numel(pr.batch)));
   r.body(
       "  let mn = M() * N();\n"
       "  let z = gi / mn;\n"
@@ -404,6 +412,34 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   if (pr.parts.empty()) binds.push_back(ctx.out(0));
   for (size_t k = 0; k < pr.parts.size(); ++k) binds.push_back(ctx.out(k));
   ctx.dispatch(r, binds);
+}
+
+// The tiled float kernel (one dispatch, or two when K is split: the partial sums, then their sum).
+void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
+  Tile tl = choose_tile(ctx.limits, pr);
+  TiledGrid g = tiled_grid(ctx, pr, tl);
+  bool split = g.split();
+  bool with_c = ep.has_c && !split, with_r = ep.has_r && !split;
+  std::string name = std::string("tiled") + (pr.la.strided ? "_sa" : "") + (pr.lb.strided ? "_sb" : "") +
+                     (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())) +
+                     (a_read_along_m(pr) ? "_ta" : "") + (b_read_along_k(pr) ? "_tb" : "") +
+                     (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
+  auto p = ctx.program(name, tl.threads());
+  Shape part_shape{int64_t(uint64_t(pr.M) * pr.N * g.batch * g.splits)};
+  declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
+                   split ? part_shape : pr.stored, !split && !pr.parts.empty());
+  p.uniform("splits", g.splits);
+  p.uniform("kchunk", g.kchunk);
+  p.declare(tiled_decls(pr, tl, ep, split));
+  p.body(tiled_body(pr, tl, split));
+  if (!split) {
+    ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size()), uint32_t(g.x), uint32_t(g.y),
+                 uint32_t(g.batch));
+    return;
+  }
+  ValueRef part = ctx.temp(DType::Float32, part_shape);
+  ctx.dispatch(p, operand_bindings(ctx, false, false, part), uint32_t(g.x), uint32_t(g.y), uint32_t(g.batch * g.splits));
+  sum_parts(ctx, t, pr, ep, part, part_shape, g.splits);
 }
 
 // One invocation per output element, exact in the operands' integer family.
@@ -490,24 +526,11 @@ void fused_matmul(GpuKernelContext& ctx) {
                std::string(dtype_name(t)) + shape_str(pr.out));
     ep.has_r = true;
   }
-  // An elementwise group applied to each result (attribute "steps": operand p, the result; f<bits>, a
-  // float32 constant).
-  if (const ir::Attribute* st = ctx.node.attr("steps")) {
-    std::set<std::string> used;
-    auto scalar = [&](const std::string& o) -> std::optional<double> {
-      if (o.size() < 2 || o[0] != 'f') return std::nullopt;
-      uint32_t bits = uint32_t(std::stoul(o.substr(1)));
-      float v;
-      std::memcpy(&v, &bits, 4);
-      used.insert(o);
-      return v;
-    };
-    for (const auto& text : st->strings)
-      for (const auto& operand : parse_fused_step(text).args) scalar(operand);
-    for (const auto& o : used) ep.act += "  let " + o + " = " + f32_lit(float(*scalar(o))) + ";\n";
-    ep.act += fused_steps_wgsl(ctx, st->strings, scalar, [](const std::string&) { return false; }, ep.act_decls);
-    ep.act += "  return t" + std::to_string(st->strings.size() - 1) + ";\n";
-  }
+  // An elementwise expression applied to each result (the node's ir::FusedExpr): its product p is
+  // the result, and it reads nothing else but constants.
+  FusedSteps steps(ctx);
+  if (steps.num_inputs() != 0) ctx.fail("the fused MatMul's activation reads an input");
+  if (!steps.empty()) ep.act = steps.wgsl(ep.act_decls) + "  return " + steps.result() + ";\n";
   // A Split of the product's last axis folded in (attribute "split": the parts' widths, one output each).
   if (ctx.node.has_attr("split")) {
     std::vector<int64_t> w = ctx.node.attr_ints("split");
