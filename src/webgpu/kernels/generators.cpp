@@ -7,6 +7,7 @@
 // tensors. Trilu reads k on the GPU at run time, so it works with any k.
 #include <cmath>
 
+#include "ops/range.h"
 #include "webgpu/kernels/indexing_util.h"
 
 namespace onnxgpu::webgpu {
@@ -46,41 +47,14 @@ void constant_of_shape(GpuKernelContext& ctx) {
   ctx.dispatch(p, {ctx.out(0)});
 }
 
-// The element count of a Range, as the CPU kernel computes it.
-int64_t range_count(const GpuKernelContext& ctx, const Tensor& s, const Tensor& l, const Tensor& d) {
-  if (dtype_is_float(s.dtype())) {
-    double ds = s.double_at(0), dl = l.double_at(0), dd = d.double_at(0);
-    if (dd == 0) ctx.fail("delta must not be 0");
-    double c = std::ceil((dl - ds) / dd);
-    if (!std::isfinite(c)) ctx.fail("the element count of the range is not finite");
-    if (c <= 0) return 0;
-    if (c > double(int64_t(1) << 40)) ctx.fail("the range is too large");
-    return int64_t(c);
-  }
-  __int128 start = s.int_at(0), limit = l.int_at(0), delta = d.int_at(0);
-  if (delta == 0) ctx.fail("delta must not be 0");
-  __int128 diff = limit - start, c = 0;
-  if (delta > 0 && diff > 0) c = (diff + delta - 1) / delta;
-  if (delta < 0 && diff < 0) c = (-diff - delta - 1) / -delta;
-  return int64_t(c);
-}
-
 void range(GpuKernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i)
     if (!ctx.known(i)) ctx.unsupported("Range with run-time bounds: the output size depends on their values");
   const Tensor& s = ctx.constant(0, "start");
   const Tensor& l = ctx.constant(1, "limit");
   const Tensor& d = ctx.constant(2, "delta");
-  for (const Tensor* x : {&s, &l, &d}) {
-    if (x->numel() != 1) ctx.fail("start, limit and delta must be scalars, got " + x->describe());
-    if (x->dtype() != s.dtype())
-      ctx.fail("start, limit and delta must have one type, got " + s.describe() + ", " + l.describe() + ", " +
-               d.describe());
-  }
-  DTypeSet allowed{DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64};
-  DType t = s.dtype();
-  if (!allowed.has(t)) ctx.fail("type " + std::string(dtype_name(t)) + " is not supported by Range");
-  int64_t count = range_count(ctx, s, l, d);
+  const int64_t count = ops::range_count(s, l, d, [&](const std::string& m) { ctx.fail(m); });
+  const DType t = s.dtype();
   ctx.set_output(0, t, {count});
   auto p = ctx.program("range");
   p.input("s", t, ctx.shape(0));

@@ -9,6 +9,7 @@
 // (and into the log_prob output when wanted), then the NLL dispatches on that temp.
 #include <string>
 
+#include "ops/loss.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/reduce_util.h"
 
@@ -24,12 +25,8 @@ struct LossShape {
 };
 
 LossShape loss_shape(GpuKernelContext& ctx, const char* what) {
-  const Shape& x = ctx.shape(0);
-  if (x.size() < 2) ctx.fail(std::string("input 0 ('") + ctx.node.inputs[0] + "', " + what + ") must have shape [N, C, ...], got " + shape_str(x));
-  LossShape s;
-  s.n = uint64_t(x[0]);
-  s.c = uint64_t(x[1]);
-  for (size_t i = 2; i < x.size(); ++i) s.d *= uint64_t(x[i]);
+  ops::LossShape ls = ops::loss_shape(ctx.node, ctx.shape(0), what, [&](const std::string& m) { ctx.fail(m); });
+  LossShape s{uint64_t(ls.n), uint64_t(ls.c), uint64_t(ls.d)};
   if (s.n * s.c * s.d >= (uint64_t(1) << 32)) ctx.unsupported("input 0 has 2^32 elements or more");
   return s;
 }
@@ -37,24 +34,14 @@ LossShape loss_shape(GpuKernelContext& ctx, const char* what) {
 // The NLL dispatches on log-probabilities `lp` (dtype lp_dtype, [N, C, D]); output 0 gets dtype `out`.
 void nll_dispatches(GpuKernelContext& ctx, const LossShape& s, ValueRef lp, DType lp_dtype, const Shape& lp_shape, DType out) {
   DType tdt = ctx.dtype(1);
-  if (tdt != DType::Int32 && tdt != DType::Int64)
-    ctx.fail("input 1 ('" + ctx.node.inputs[1] + "', target) must be int32 or int64, got " + std::string(dtype_name(tdt)));
-  const Shape& x = ctx.shape(0);
-  Shape want{x[0]};
-  for (size_t i = 2; i < x.size(); ++i) want.push_back(x[i]);
-  if (ctx.shape(1) != want)
-    ctx.fail("input 1 ('" + ctx.node.inputs[1] + "', target) must have shape " + shape_str(want) + " for input 0 " +
-             shape_str(x) + ", got " + shape_str(ctx.shape(1)));
   bool weighted = ctx.has_input(2);
-  if (weighted && (ctx.dtype(2) != out || ctx.shape(2) != Shape{int64_t(s.c)}))
-    ctx.fail("input 2 ('" + ctx.node.inputs[2] + "', weight) must be " + std::string(dtype_name(out)) + "[" +
-             std::to_string(s.c) + "], got " + std::string(dtype_name(ctx.dtype(2))) + shape_str(ctx.shape(2)));
-  std::string reduction = ctx.node.attr_string("reduction", "mean");
-  if (reduction != "none" && reduction != "sum" && reduction != "mean")
-    ctx.fail("attribute 'reduction' must be 'none', 'sum' or 'mean', got '" + reduction + "'");
-  bool has_ignore = ctx.node.has_attr("ignore_index");
-  int64_t ignore = has_ignore ? ctx.node.attr_int("ignore_index", 0) : 0;
-  bool none = reduction == "none";
+  ops::LossTerms terms = ops::loss_terms(ctx.node, ctx.dtype(0), ctx.shape(0), tdt, ctx.shape(1),
+                                         weighted ? ctx.dtype(2) : DType::Undefined,
+                                         weighted ? ctx.shape(2) : Shape{}, [&](const std::string& m) { ctx.fail(m); });
+  bool has_ignore = terms.ignore_index.has_value();
+  int64_t ignore = terms.ignore_index.value_or(0);
+  bool none = terms.reduction == ops::LossReduction::None;
+  const std::string reduction = terms.reduction == ops::LossReduction::Sum ? "sum" : "mean";  // the program's name
 
   ctx.set_output(0, out, none ? ctx.shape(1) : Shape{});
   uint64_t m = s.m();

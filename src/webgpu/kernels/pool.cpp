@@ -2,6 +2,7 @@
 // output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — one workgroup
 // per (n, c) row with a shared-memory tree reduction. Window geometry and output shapes are the CPU
 // reference's (src/cpu/pool.cpp, ops::make_window); sums are accumulated in f32.
+#include "ops/pool.h"
 #include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/device.h"
@@ -23,11 +24,7 @@ void check_input(const GpuKernelContext& ctx, bool allow_int8) {
 }
 
 float lp_p(const GpuKernelContext& ctx) {
-  const ir::Attribute* a = ctx.node.attr("p");
-  if (!a) return 2.0f;
-  double p = a->kind == ir::Attribute::Kind::Float ? double(a->f) : double(a->i);
-  if (!(p > 0)) ctx.fail("attribute 'p' must be positive, got " + std::to_string(p));
-  return float(p);
+  return float(ops::lp_exponent(ctx.node, [&](const std::string& m) { ctx.fail(m); }));
 }
 
 // |v|^p with 0^p = 0 (WGSL's pow is undefined for a zero base).
@@ -38,17 +35,15 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
   const ir::Node& node = ctx.node;
   const Shape& xs = ctx.shape(0);
   DType t = ctx.dtype(0);
-  std::vector<int64_t> ks = node.attr_ints("kernel_shape", {});
-  if (ks.empty()) ctx.fail("attribute 'kernel_shape' is required");
-  Shape in_sp(xs.begin() + 2, xs.end());
-  bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
-  ops::Window win = convutil::window(ctx, in_sp, ks, ceil_mode);
-  bool include_pad = node.attr_int("count_include_pad", 0) != 0;
-  int64_t storage_order = node.attr_int("storage_order", 0);
-  if (storage_order != 0 && storage_order != 1) ctx.fail("storage_order must be 0 or 1");
-  float p_value = kind == PoolKind::Lp ? lp_p(ctx) : 0.0f;
-  Shape out{xs[0], xs[1]};
-  out.insert(out.end(), win.out.begin(), win.out.end());
+  ops::PoolParams pp =
+      ops::pool_params(node, xs, kind == PoolKind::Lp, [&](const std::string& m) { ctx.fail(m); });
+  const ops::Window& win = pp.win;
+  const Shape& out = pp.out;
+  const bool include_pad = pp.include_pad;
+  const int64_t storage_order = pp.storage_order;
+  const float p_value = float(pp.p);
+  const Shape& in_sp = win.in;
+  const Shape& ks = win.kernel;
   bool want_indices = kind == PoolKind::Max && ctx.output_wanted(1);
   ctx.set_output(0, t, out);
   if (want_indices) ctx.set_output(1, DType::Int64, out);
