@@ -176,7 +176,7 @@ TEST(RuntimeCapture, WholeGraphFallbackWhenPerOpFallbackIsOff) {
   EXPECT_TRUE(g.last_plan().whole_graph_fallback);
 }
 
-TEST(RuntimeInt64, PerOpOptinReproducesTheOldFallbacks) {
+TEST(RuntimeInt64, PerOpOptinReproducesOrtWebGpuFallbacks) {
   SKIP_WITHOUT_GPU();
   ModelBuilder b;
   b.input("a", DType::Int64, {4});
@@ -411,7 +411,7 @@ void recorded_and_replayed_match_cpu(Session& g, const std::string& model,
 
 // MatMul followed by an Add of a constant row runs as one kernel; other shapes of Add, or a MatMul
 // output that something else reads, keep the two nodes apart. Results match the CPU either way.
-TEST(RuntimeFusion, MatMulAddBiasRunsAsOneKernelOnlyWhenSafe) {
+TEST(RuntimeFusion, MatMulBiasRunsAsOneKernelOnlyWhenSafe) {
   SKIP_WITHOUT_GPU();
   auto model = [](const std::vector<int64_t>& bias_shape, bool expose_product, bool bias_first) {
     ModelBuilder b;
