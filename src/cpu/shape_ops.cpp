@@ -5,107 +5,37 @@
 
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/views.h"
 
 namespace onnxgpu::cpu {
 
 namespace {
 
+ops::Fail fail_of(const KernelContext& ctx) {
+  return [&ctx](const std::string& m) { ctx.fail(m); };
+}
+
 std::vector<Tensor> reshape(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  std::vector<int64_t> req;
-  if (ctx.opset < 5) {
-    if (!ctx.node.has_attr("shape")) ctx.fail("attribute 'shape' is required before opset 5");
-    req = ctx.node.attr_ints("shape");
-  } else {
-    req = int64_input(ctx, 1, "shape");
-  }
-  bool allowzero = ctx.opset >= 14 && ctx.node.attr_int("allowzero", 0) != 0;
-  Shape out(req.size());
-  int64_t infer = -1, known = 1;
-  for (size_t i = 0; i < req.size(); ++i) {
-    int64_t d = req[i];
-    if (d == 0 && !allowzero) {
-      if (int64_t(i) >= x.rank())
-        ctx.fail("shape " + ints_str(req) + " copies dimension " + std::to_string(i) + " (a 0) but the input " +
-                 x.describe() + " has rank " + std::to_string(x.rank()));
-      d = x.dim(int64_t(i));
-    } else if (d == -1) {
-      if (infer >= 0) ctx.fail("shape " + ints_str(req) + " has more than one -1");
-      infer = int64_t(i);
-      continue;
-    } else if (d < -1) {
-      ctx.fail("shape " + ints_str(req) + " has a negative dimension " + std::to_string(d));
-    }
-    out[i] = d;
-    known *= d;
-  }
-  if (infer >= 0) {
-    if (known == 0 || x.numel() % known != 0)
-      ctx.fail("cannot infer the -1 of shape " + ints_str(req) + " for input " + x.describe());
-    out[size_t(infer)] = x.numel() / known;
-  }
-  if (shape_numel(out) != x.numel())
-    ctx.fail("cannot reshape input " + x.describe() + " to " + shape_str(out) + " (shape input " + ints_str(req) +
-             "): element counts differ");
-  return {x.reshaped(out)};
+  return {x.reshaped(ops::reshape_output(ctx.node, ctx.opset, x.shape(), [&] { return int64_input(ctx, 1, "shape"); },
+                                         fail_of(ctx)))};
 }
 
 std::vector<Tensor> flatten(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  int64_t r = x.rank();
-  int64_t axis = ctx.node.attr_int("axis", 1);
-  if (axis < -r || axis > r)
-    ctx.fail("axis " + std::to_string(axis) + " is out of range [" + std::to_string(-r) + ", " + std::to_string(r) +
-             "] for input " + x.describe());
-  if (axis < 0) axis += r;
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x.dim(i);
-  return {x.reshaped({outer, inner})};
+  return {x.reshaped(ops::flatten_output(ctx.node, x.shape(), fail_of(ctx)))};
 }
 
 std::vector<Tensor> squeeze(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  bool have_axes = false;
-  std::vector<int64_t> axes;
-  if (ctx.opset < 13) {
-    have_axes = ctx.node.has_attr("axes");
-    axes = ctx.node.attr_ints("axes");
-  } else if (ctx.has_input(1)) {
-    have_axes = true;
-    axes = int64_input(ctx, 1, "axes");
-  }
-  std::vector<bool> drop(size_t(x.rank()), false);
-  if (have_axes && !axes.empty()) {  // empty axes squeeze every size-1 axis, as when omitted (as ONNX Runtime does)
-    for (int64_t a : normalize_axes(ctx, axes, x.rank())) {
-      if (x.dim(a) != 1)
-        ctx.fail("cannot squeeze axis " + std::to_string(a) + " of input " + x.describe() + ": its size is not 1");
-      drop[size_t(a)] = true;
-    }
-  } else {
-    for (int64_t i = 0; i < x.rank(); ++i) drop[size_t(i)] = x.dim(i) == 1;
-  }
-  Shape out;
-  for (int64_t i = 0; i < x.rank(); ++i)
-    if (!drop[size_t(i)]) out.push_back(x.dim(i));
-  return {x.reshaped(out)};
+  return {x.reshaped(ops::squeeze_output(ctx.node, ctx.opset, x.shape(), ctx.has_input(1),
+                                         [&] { return int64_input(ctx, 1, "axes"); }, fail_of(ctx)))};
 }
 
 std::vector<Tensor> unsqueeze(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  std::vector<int64_t> axes;
-  if (ctx.opset < 13) {
-    if (!ctx.node.has_attr("axes")) ctx.fail("attribute 'axes' is required before opset 13");
-    axes = ctx.node.attr_ints("axes");
-  } else {
-    axes = int64_input(ctx, 1, "axes");
-  }
-  int64_t out_rank = x.rank() + int64_t(axes.size());
-  std::vector<bool> inserted(size_t(out_rank), false);
-  for (int64_t a : normalize_axes(ctx, axes, out_rank)) inserted[size_t(a)] = true;
-  Shape out;
-  int64_t j = 0;
-  for (int64_t i = 0; i < out_rank; ++i) out.push_back(inserted[size_t(i)] ? 1 : x.dim(j++));
-  return {x.reshaped(out)};
+  return {x.reshaped(ops::unsqueeze_output(ctx.node, ctx.opset, x.shape(), [&] { return int64_input(ctx, 1, "axes"); },
+                                           fail_of(ctx)))};
 }
 
 std::vector<Tensor> shape_op(KernelContext& ctx) {

@@ -8,6 +8,7 @@
 
 #include "cpu/kernel.h"
 #include "onnxgpu/tensor.h"
+#include "ops/views.h"
 
 namespace onnxgpu::cpu {
 
@@ -118,18 +119,9 @@ inline int64_t int64_scalar_input(const KernelContext& ctx, size_t i, const char
   return t.int_at(0);
 }
 
-// Normalizes a list of axes for `rank` (negatives wrap); fails on out-of-range or repeated axes.
+// ops::normalize_axes through the kernel context: negatives wrap; out-of-range or repeated axes fail.
 inline std::vector<int64_t> normalize_axes(const KernelContext& ctx, const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<int64_t> r;
-  std::vector<bool> seen(size_t(rank), false);
-  for (int64_t a : axes) {
-    int64_t n = ctx.normalize_axis(a, rank);
-    if (rank == 0) ctx.fail("axis " + std::to_string(a) + " given for a rank-0 tensor");
-    if (seen[size_t(n)]) ctx.fail("axis " + std::to_string(a) + " is repeated");
-    seen[size_t(n)] = true;
-    r.push_back(n);
-  }
-  return r;
+  return ops::normalize_axes(axes, rank, [&](const std::string& m) { ctx.fail(m); });
 }
 
 // For error messages: "[1,2,3]".
