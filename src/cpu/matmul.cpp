@@ -3,9 +3,10 @@
 #include <array>
 #include <cmath>
 
-#include "ops/broadcast.h"
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
+#include "ops/broadcast.h"
+#include "ops/matmul.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -43,30 +44,17 @@ struct MatMulPlan {
 
 // numpy matmul shapes: 1-D operands are promoted (a prepended / appended 1) and the batch dims broadcast.
 MatMulPlan plan_matmul(const KernelContext& ctx, const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty())
-    ctx.fail("MatMul inputs must have rank >= 1, got A " + shape_str(a) + " and B " + shape_str(b));
+  ops::MatMulShape s = ops::matmul_shape(a, b, [&](const std::string& m) { ctx.fail(m); });
   MatMulPlan p;
-  Shape a2 = a, b2 = b;
-  if (a.size() == 1) a2.insert(a2.begin(), 1);
-  if (b.size() == 1) b2.push_back(1);
-  p.M = a2[a2.size() - 2];
-  p.K = a2.back();
-  p.N = b2.back();
-  if (b2[b2.size() - 2] != p.K)
-    ctx.fail("inner dimensions differ: A " + shape_str(a) + " and B " + shape_str(b));
-  Shape ab(a2.begin(), a2.end() - 2), bb(b2.begin(), b2.end() - 2);
-  try {
-    p.batch = ops::broadcast_shapes(ab, bb);
-  } catch (const InvalidArgument&) {
-    ctx.fail("batch dimensions of A " + shape_str(a) + " and B " + shape_str(b) + " cannot be broadcast");
-  }
-  p.a_off = ops::broadcast_index_map(ab, p.batch);
-  p.b_off = ops::broadcast_index_map(bb, p.batch);
+  p.M = s.M;
+  p.K = s.K;
+  p.N = s.N;
+  p.batch = s.batch;
+  p.a_off = ops::broadcast_index_map(s.a_batch, p.batch);
+  p.b_off = ops::broadcast_index_map(s.b_batch, p.batch);
   for (auto& o : p.a_off) o *= p.M * p.K;
   for (auto& o : p.b_off) o *= p.K * p.N;
-  p.out = p.batch;
-  if (a.size() != 1) p.out.push_back(p.M);
-  if (b.size() != 1) p.out.push_back(p.N);
+  p.out = s.out;
   return p;
 }
 
@@ -149,25 +137,18 @@ std::vector<Tensor> gemm(KernelContext& ctx) {
   const Tensor& A = ctx.input(0);
   const Tensor& B = ctx.input(1);
   const ir::Node& node = ctx.node;
-  bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
   double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
-  if (A.rank() != 2 || B.rank() != 2) ctx.fail("A and B must be 2-D, got " + A.describe() + " and " + B.describe());
-  if (A.dtype() != B.dtype()) ctx.fail("A is " + A.describe() + " but B is " + B.describe());
-  int64_t M = ta ? A.dim(1) : A.dim(0), K = ta ? A.dim(0) : A.dim(1);
-  int64_t Kb = tb ? B.dim(1) : B.dim(0), N = tb ? B.dim(0) : B.dim(1);
-  if (K != Kb)
-    ctx.fail("inner dimensions differ: A " + shape_str(A.shape()) + (ta ? " (transposed)" : "") + " and B " +
-             shape_str(B.shape()) + (tb ? " (transposed)" : ""));
-  Shape out{M, N};
-  std::vector<int64_t> cmap;
   const Tensor* C = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  ops::GemmShape g = ops::gemm_shape(node, A.shape(), B.shape(), C ? &C->shape() : nullptr,
+                                     [&](const std::string& m) { ctx.fail(m); });
+  if (A.dtype() != B.dtype()) ctx.fail("A is " + A.describe() + " but B is " + B.describe());
+  const bool ta = g.trans_a, tb = g.trans_b;
+  const int64_t M = g.M, K = g.K, N = g.N;
+  const Shape& out = g.out;
+  std::vector<int64_t> cmap;
   if (C) {
     if (C->dtype() != A.dtype()) ctx.fail("C is " + C->describe() + " but A is " + A.describe());
-    try {
-      cmap = ops::broadcast_index_map(C->shape(), out);
-    } catch (const InvalidArgument&) {
-      ctx.fail("C " + shape_str(C->shape()) + " cannot be broadcast to the output " + shape_str(out));
-    }
+    cmap = ops::broadcast_index_map(C->shape(), out);
   }
   Tensor Y(A.dtype(), out);
   visit_dtype(A.dtype(), [&]<class T>() {

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "ops/broadcast.h"
+#include "ops/matmul.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
@@ -47,26 +48,15 @@ struct Product {
 // numpy matmul shapes: 1-D operands are promoted (a 1 prepended to A / appended to B, then removed
 // from the output) and the batch dims broadcast.
 Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b, bool fold_batch = true) {
-  if (a.empty() || b.empty())
-    ctx.fail("MatMul inputs must have rank >= 1, got A " + shape_str(a) + " and B " + shape_str(b));
-  Shape a2 = a, b2 = b;
-  if (a.size() == 1) a2.insert(a2.begin(), 1);
-  if (b.size() == 1) b2.push_back(1);
+  ops::MatMulShape s = ops::matmul_shape(a, b, [&](const std::string& m) { ctx.fail(m); });
   Product p;
-  if (b2[b2.size() - 2] != a2.back()) ctx.fail("inner dimensions differ: A " + shape_str(a) + " and B " + shape_str(b));
-  p.M = u32_dim(ctx, a2[a2.size() - 2], "M");
-  p.K = u32_dim(ctx, a2.back(), "K");
-  p.N = u32_dim(ctx, b2.back(), "N");
-  p.a_batch.assign(a2.begin(), a2.end() - 2);
-  p.b_batch.assign(b2.begin(), b2.end() - 2);
-  try {
-    p.batch = ops::broadcast_shapes(p.a_batch, p.b_batch);
-  } catch (const Error&) {
-    ctx.fail("batch dimensions of A " + shape_str(a) + " and B " + shape_str(b) + " cannot be broadcast");
-  }
-  p.out = p.batch;
-  if (a.size() != 1) p.out.push_back(p.M);
-  if (b.size() != 1) p.out.push_back(p.N);
+  p.M = u32_dim(ctx, s.M, "M");
+  p.K = u32_dim(ctx, s.K, "K");
+  p.N = u32_dim(ctx, s.N, "N");
+  p.a_batch = s.a_batch;
+  p.b_batch = s.b_batch;
+  p.batch = s.batch;
+  p.out = s.out;
   // B without a batch: A's batch rows are just more rows of one product (same output layout).
   if (fold_batch && shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch)) {
     uint64_t rows = uint64_t(shape_numel(p.batch)) * p.M;
@@ -550,19 +540,15 @@ void fused_matmul(GpuKernelContext& ctx) {
 void gemm(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   const Shape &a = ctx.shape(0), &b = ctx.shape(1);
-  if (a.size() != 2 || b.size() != 2)
-    ctx.fail("A and B must be 2-D, got " + shape_str(a) + " and " + shape_str(b));
+  const ir::Node& node = ctx.node;
+  ops::GemmShape g = ops::gemm_shape(node, a, b, ctx.has_input(2) ? &ctx.shape(2) : nullptr,
+                                     [&](const std::string& m) { ctx.fail(m); });
   if (ctx.dtype(1) != t) ctx.fail("A and B have different types");
   if (!kMatMulTypes.has(t)) ctx.fail("Gemm does not support element type " + std::string(dtype_name(t)));
-  const ir::Node& node = ctx.node;
   Product pr;
-  pr.trans_a = node.attr_int("transA", 0) != 0;
-  pr.trans_b = node.attr_int("transB", 0) != 0;
-  int64_t M = pr.trans_a ? a[1] : a[0], K = pr.trans_a ? a[0] : a[1];
-  int64_t Kb = pr.trans_b ? b[1] : b[0], N = pr.trans_b ? b[0] : b[1];
-  if (K != Kb)
-    ctx.fail("inner dimensions differ: A " + shape_str(a) + (pr.trans_a ? " (transposed)" : "") + " and B " +
-             shape_str(b) + (pr.trans_b ? " (transposed)" : ""));
+  pr.trans_a = g.trans_a;
+  pr.trans_b = g.trans_b;
+  const int64_t M = g.M, K = g.K, N = g.N;
   pr.M = u32_dim(ctx, M, "M");
   pr.K = u32_dim(ctx, K, "K");
   pr.N = u32_dim(ctx, N, "N");
@@ -573,11 +559,8 @@ void gemm(GpuKernelContext& ctx) {
   if (ctx.has_input(2)) {
     const Shape& c = ctx.shape(2);
     if (ctx.dtype(2) != t) ctx.fail("C has a different type than A");
-    if (c.size() > 2) ctx.fail("C " + shape_str(c) + " cannot be broadcast to the output " + shape_str(pr.out));
-    Shape c2 = c;
+    Shape c2 = c;  // broadcasts to [M, N] (ops::gemm_shape)
     while (c2.size() < 2) c2.insert(c2.begin(), 1);
-    if ((c2[0] != 1 && c2[0] != M) || (c2[1] != 1 && c2[1] != N))
-      ctx.fail("C " + shape_str(c) + " cannot be broadcast to the output " + shape_str(pr.out));
     ep.has_c = true;
     ep.c_sm = c2[0] == 1 ? 0 : uint32_t(c2[1]);
     ep.c_sn = c2[1] == 1 ? 0 : 1;
