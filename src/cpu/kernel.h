@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "onnxgpu/tensor.h"
+#include "ops/fail.h"
 
 namespace onnxgpu::cpu {
 
@@ -32,6 +33,8 @@ class KernelContext {
 
   // Throws InvalidArgument "node 'n' (Op): msg".
   [[noreturn]] void fail(const std::string& msg) const;
+  // fail() as the src/ops rules take it.
+  ops::Fail fail_fn() const { return [this](const std::string& m) { fail(m); }; }
   // Throws NotImplemented "node 'n' (Op): msg".
   [[noreturn]] void unsupported(const std::string& msg) const;
 

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
-#include "ops/broadcast.h"
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/broadcast.h"
+#include "ops/layout.h"
 #include "ops/pad.h"
 #include "ops/slice.h"
 #include "ops/split.h"
@@ -54,25 +55,15 @@ std::vector<Tensor> transpose(KernelContext& ctx) {
 }
 
 std::vector<Tensor> concat(KernelContext& ctx) {
-  if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.input(i).shape());
+  ops::ConcatShape cs = ops::concat_shape(ctx.node, ctx.opset, shapes, ctx.fail_fn());
   const Tensor& first = ctx.input(0);
-  int64_t r = first.rank();
-  if (r == 0) ctx.fail("cannot concatenate scalars (input 0 is " + first.describe() + ")");
-  if (ctx.opset >= 4 && !ctx.node.has_attr("axis")) ctx.fail("attribute 'axis' is required");
-  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 1), r);
-  Shape out_shape = first.shape();
-  out_shape[size_t(axis)] = 0;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor& t = ctx.input(i);
-    if (t.dtype() != first.dtype())
-      ctx.fail("input " + std::to_string(i) + " is " + t.describe() + " but input 0 is " + first.describe());
-    bool ok = t.rank() == r;
-    for (int64_t d = 0; ok && d < r; ++d) ok = d == axis || t.dim(d) == first.dim(d);
-    if (!ok)
-      ctx.fail("input " + std::to_string(i) + " " + t.describe() + " does not match input 0 " + first.describe() +
-               " outside axis " + std::to_string(axis));
-    out_shape[size_t(axis)] += t.dim(axis);
-  }
+  for (size_t i = 0; i < ctx.num_inputs(); ++i)
+    if (ctx.input(i).dtype() != first.dtype())
+      ctx.fail("input " + std::to_string(i) + " is " + ctx.input(i).describe() + " but input 0 is " + first.describe());
+  const int64_t axis = cs.axis;
+  const Shape& out_shape = cs.out;
   Tensor out(first.dtype(), out_shape);
   int64_t outer = prod(out_shape, 0, size_t(axis));
   int64_t inner = prod(out_shape, size_t(axis) + 1, out_shape.size());
@@ -134,15 +125,7 @@ std::vector<Tensor> slice(KernelContext& ctx) {
 
 std::vector<Tensor> expand(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  std::vector<int64_t> shape = int64_input(ctx, 1, "shape");
-  for (int64_t d : shape)
-    if (d < 0) ctx.fail("shape " + ints_str(shape) + " has a negative dimension");
-  Shape out;
-  try {
-    out = ops::broadcast_shapes(x.shape(), shape);
-  } catch (const InvalidArgument& e) {
-    ctx.fail("cannot expand input " + x.describe() + " to shape " + ints_str(shape) + ": " + e.what());
-  }
+  Shape out = ops::expand_shape(x.shape(), int64_input(ctx, 1, "shape"), ctx.fail_fn());
   return {strided_copy(x, out, ops::broadcast_strides(x.shape(), out), 0)};
 }
 
@@ -232,37 +215,16 @@ std::vector<Tensor> pad(KernelContext& ctx) {
   return {y};
 }
 
-void check_rank4(const KernelContext& ctx, const Tensor& x) {
-  if (x.rank() != 4) ctx.fail("input must be 4-D [N,C,H,W], got " + x.describe());
-}
-
 std::vector<Tensor> depth_to_space(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  check_rank4(ctx, x);
-  int64_t b = ctx.node.attr_int("blocksize", 0);
-  if (b <= 0) ctx.fail("attribute 'blocksize' must be positive");
-  std::string mode = ctx.opset >= 11 ? ctx.node.attr_string("mode", "DCR") : "DCR";
-  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-  if (c % (b * b) != 0)
-    ctx.fail("channels of input " + x.describe() + " are not divisible by blocksize^2 = " + std::to_string(b * b));
-  int64_t oc = c / (b * b);
-  Tensor t;
-  if (mode == "DCR") t = transpose_view(x, {n, b, b, oc, h, w}, {0, 3, 4, 1, 5, 2});
-  else if (mode == "CRD") t = transpose_view(x, {n, oc, b, b, h, w}, {0, 1, 4, 2, 5, 3});
-  else ctx.fail("mode '" + mode + "' is not DCR or CRD");
-  return {t.reshaped({n, oc, h * b, w * b})};
+  ops::BlockTranspose t = ops::depth_to_space(ctx.node, ctx.opset, x.shape(), ctx.fail_fn());
+  return {transpose_view(x, t.view, t.perm).reshaped(t.out)};
 }
 
 std::vector<Tensor> space_to_depth(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  check_rank4(ctx, x);
-  int64_t b = ctx.node.attr_int("blocksize", 0);
-  if (b <= 0) ctx.fail("attribute 'blocksize' must be positive");
-  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-  if (h % b != 0 || w % b != 0)
-    ctx.fail("height and width of input " + x.describe() + " must be divisible by blocksize " + std::to_string(b));
-  Tensor t = transpose_view(x, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4});
-  return {t.reshaped({n, c * b * b, h / b, w / b})};
+  ops::BlockTranspose t = ops::space_to_depth(ctx.node, x.shape(), ctx.fail_fn());
+  return {transpose_view(x, t.view, t.perm).reshaped(t.out)};
 }
 
 }  // namespace

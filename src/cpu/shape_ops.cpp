@@ -11,31 +11,27 @@ namespace onnxgpu::cpu {
 
 namespace {
 
-ops::Fail fail_of(const KernelContext& ctx) {
-  return [&ctx](const std::string& m) { ctx.fail(m); };
-}
-
 std::vector<Tensor> reshape(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   return {x.reshaped(ops::reshape_output(ctx.node, ctx.opset, x.shape(), [&] { return int64_input(ctx, 1, "shape"); },
-                                         fail_of(ctx)))};
+                                         ctx.fail_fn()))};
 }
 
 std::vector<Tensor> flatten(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  return {x.reshaped(ops::flatten_output(ctx.node, x.shape(), fail_of(ctx)))};
+  return {x.reshaped(ops::flatten_output(ctx.node, x.shape(), ctx.fail_fn()))};
 }
 
 std::vector<Tensor> squeeze(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   return {x.reshaped(ops::squeeze_output(ctx.node, ctx.opset, x.shape(), ctx.has_input(1),
-                                         [&] { return int64_input(ctx, 1, "axes"); }, fail_of(ctx)))};
+                                         [&] { return int64_input(ctx, 1, "axes"); }, ctx.fail_fn()))};
 }
 
 std::vector<Tensor> unsqueeze(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   return {x.reshaped(ops::unsqueeze_output(ctx.node, ctx.opset, x.shape(), [&] { return int64_input(ctx, 1, "axes"); },
-                                           fail_of(ctx)))};
+                                           ctx.fail_fn()))};
 }
 
 std::vector<Tensor> shape_op(KernelContext& ctx) {

@@ -17,6 +17,7 @@
 #include "ir/graph.h"
 #include "onnxgpu/int64_policy.h"
 #include "onnxgpu/tensor.h"
+#include "ops/fail.h"
 #include "webgpu/shader/program.h"
 
 namespace onnxgpu::webgpu {
@@ -99,6 +100,8 @@ class GpuKernelContext {
   [[noreturn]] void unsupported(const std::string& reason) const;
   // The model is invalid: an error naming the node.
   [[noreturn]] void fail(const std::string& msg) const;
+  // fail() as the src/ops rules take it.
+  ops::Fail fail_fn() const { return [this](const std::string& m) { fail(m); }; }
   int64_t normalize_axis(int64_t axis, int64_t rank) const;
 
   // Filled by the kernel, read by the runtime.

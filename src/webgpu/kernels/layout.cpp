@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "ops/broadcast.h"
+#include "ops/layout.h"
 #include "ops/pad.h"
 #include "ops/slice.h"
 #include "ops/split.h"
@@ -317,26 +318,15 @@ void transpose(GpuKernelContext& ctx) {
 }
 
 void concat(GpuKernelContext& ctx) {
-  if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
-  const Shape& first = ctx.shape(0);
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
+  ops::ConcatShape cs = ops::concat_shape(ctx.node, ctx.opset, shapes, ctx.fail_fn());
   DType t = data_dtype(ctx, 0);
-  int64_t r = int64_t(first.size());
-  if (r == 0) ctx.fail("cannot concatenate scalars (input 0 is " + shape_str(first) + ")");
-  if (ctx.opset >= 4 && !ctx.node.has_attr("axis")) ctx.fail("attribute 'axis' is required");
-  int64_t axis = ctx.normalize_axis(ctx.node.attr_int("axis", 1), r);
-  Shape out = first;
-  out[size_t(axis)] = 0;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Shape& s = ctx.shape(i);
+  for (size_t i = 0; i < ctx.num_inputs(); ++i)
     if (ctx.dtype(i) != t)
       ctx.fail("input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.dtype(i))) + " but input 0 is " + std::string(dtype_name(t)));
-    bool ok = int64_t(s.size()) == r;
-    for (int64_t d = 0; ok && d < r; ++d) ok = d == axis || s[size_t(d)] == first[size_t(d)];
-    if (!ok)
-      ctx.fail("input " + std::to_string(i) + " " + shape_str(s) + " does not match input 0 " + shape_str(first) +
-               " outside axis " + std::to_string(axis));
-    out[size_t(axis)] += s[size_t(axis)];
-  }
+  const int64_t axis = cs.axis;
+  const Shape& out = cs.out;
   if (ctx.num_inputs() == 1) {
     ctx.alias_output(0, 0, out);
     return;
@@ -399,15 +389,7 @@ void slice(GpuKernelContext& ctx) {
 void expand(GpuKernelContext& ctx) {
   const Shape& x = ctx.shape(0);
   data_dtype(ctx, 0);
-  std::vector<int64_t> shape = int_list(ctx, 1, "shape");
-  for (int64_t d : shape)
-    if (d < 0) ctx.fail("shape " + ints_str(shape) + " has a negative dimension");
-  Shape out;
-  try {
-    out = ops::broadcast_shapes(x, shape);
-  } catch (const InvalidArgument& e) {
-    ctx.fail("cannot expand input " + shape_str(x) + " to shape " + ints_str(shape) + ": " + e.what());
-  }
+  Shape out = ops::expand_shape(x, int_list(ctx, 1, "shape"), ctx.fail_fn());
   strided_copy(ctx, 0, 0, out, StridedCopy{out, ops::broadcast_strides(x, out), shape_strides(out), 0, 0});
 }
 
@@ -461,40 +443,14 @@ void pad(GpuKernelContext& ctx) {
   padded_copy(ctx, mode, geo.out, geo.begin, fill);
 }
 
-void check_rank4(GpuKernelContext& ctx) {
-  if (ctx.shape(0).size() != 4) ctx.fail("input must be 4-D [N,C,H,W], got " + shape_str(ctx.shape(0)));
-}
-
-int64_t blocksize(GpuKernelContext& ctx) {
-  int64_t b = ctx.node.attr_int("blocksize", 0);
-  if (b <= 0) ctx.fail("attribute 'blocksize' must be positive");
-  return b;
-}
-
 void depth_to_space(GpuKernelContext& ctx) {
-  check_rank4(ctx);
-  int64_t b = blocksize(ctx);
-  std::string mode = ctx.opset >= 11 ? ctx.node.attr_string("mode", "DCR") : "DCR";
-  const Shape& x = ctx.shape(0);
-  int64_t n = x[0], c = x[1], h = x[2], w = x[3];
-  if (c % (b * b) != 0)
-    ctx.fail("channels of input " + shape_str(x) + " are not divisible by blocksize^2 = " + std::to_string(b * b));
-  int64_t oc = c / (b * b);
-  StridedCopy copy;
-  if (mode == "DCR") copy = transposed({n, b, b, oc, h, w}, {0, 3, 4, 1, 5, 2});
-  else if (mode == "CRD") copy = transposed({n, oc, b, b, h, w}, {0, 1, 4, 2, 5, 3});
-  else ctx.fail("mode '" + mode + "' is not DCR or CRD");
-  strided_copy(ctx, 0, 0, {n, oc, h * b, w * b}, copy);
+  ops::BlockTranspose t = ops::depth_to_space(ctx.node, ctx.opset, ctx.shape(0), ctx.fail_fn());
+  strided_copy(ctx, 0, 0, t.out, transposed(t.view, t.perm));
 }
 
 void space_to_depth(GpuKernelContext& ctx) {
-  check_rank4(ctx);
-  int64_t b = blocksize(ctx);
-  const Shape& x = ctx.shape(0);
-  int64_t n = x[0], c = x[1], h = x[2], w = x[3];
-  if (h % b != 0 || w % b != 0)
-    ctx.fail("height and width of input " + shape_str(x) + " must be divisible by blocksize " + std::to_string(b));
-  strided_copy(ctx, 0, 0, {n, c * b * b, h / b, w / b}, transposed({n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}));
+  ops::BlockTranspose t = ops::space_to_depth(ctx.node, ctx.shape(0), ctx.fail_fn());
+  strided_copy(ctx, 0, 0, t.out, transposed(t.view, t.perm));
 }
 
 }  // namespace

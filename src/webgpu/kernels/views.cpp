@@ -6,28 +6,24 @@ namespace onnxgpu::webgpu {
 
 namespace {
 
-ops::Fail fail_of(const GpuKernelContext& ctx) {
-  return [&ctx](const std::string& m) { ctx.fail(m); };
-}
-
 // An input whose value gives the new shape (Reshape's shape, the axes): known at plan time.
 ops::IntsInput value_of(GpuKernelContext& ctx, size_t i, const char* what) {
   return [&ctx, i, what] { return ctx.constant(i, what).to_int64_vector(); };
 }
 
 void reshape(GpuKernelContext& ctx) {
-  ctx.alias_output(0, 0, ops::reshape_output(ctx.node, ctx.opset, ctx.shape(0), value_of(ctx, 1, "shape"), fail_of(ctx)));
+  ctx.alias_output(0, 0, ops::reshape_output(ctx.node, ctx.opset, ctx.shape(0), value_of(ctx, 1, "shape"), ctx.fail_fn()));
 }
 
-void flatten(GpuKernelContext& ctx) { ctx.alias_output(0, 0, ops::flatten_output(ctx.node, ctx.shape(0), fail_of(ctx))); }
+void flatten(GpuKernelContext& ctx) { ctx.alias_output(0, 0, ops::flatten_output(ctx.node, ctx.shape(0), ctx.fail_fn())); }
 
 void squeeze(GpuKernelContext& ctx) {
   ctx.alias_output(0, 0, ops::squeeze_output(ctx.node, ctx.opset, ctx.shape(0), ctx.has_input(1),
-                                             value_of(ctx, 1, "axes"), fail_of(ctx)));
+                                             value_of(ctx, 1, "axes"), ctx.fail_fn()));
 }
 
 void unsqueeze(GpuKernelContext& ctx) {
-  ctx.alias_output(0, 0, ops::unsqueeze_output(ctx.node, ctx.opset, ctx.shape(0), value_of(ctx, 1, "axes"), fail_of(ctx)));
+  ctx.alias_output(0, 0, ops::unsqueeze_output(ctx.node, ctx.opset, ctx.shape(0), value_of(ctx, 1, "axes"), ctx.fail_fn()));
 }
 
 void identity(GpuKernelContext& ctx) { ctx.alias_output(0, 0, ctx.shape(0)); }
