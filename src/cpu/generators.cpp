@@ -3,6 +3,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/generators.h"
 #include "ops/range.h"
 
 namespace onnxgpu::cpu {
@@ -34,14 +35,8 @@ std::vector<Tensor> constant(KernelContext& ctx) {
 }
 
 std::vector<Tensor> constant_of_shape(KernelContext& ctx) {
-  std::vector<int64_t> shape = int64_input(ctx, 0, "input");
-  for (int64_t d : shape)
-    if (d < 0) ctx.fail("shape " + ints_str(shape) + " has a negative dimension");
-  Tensor value(DType::Float32, {1});
-  if (const Tensor* v = ctx.node.attr_tensor("value")) {
-    if (v->numel() != 1) ctx.fail("attribute 'value' must hold exactly one element, got " + v->describe());
-    value = *v;
-  }
+  Shape shape = ops::constant_of_shape_dims(int64_input(ctx, 0, "input"), ctx.fail_fn());
+  Tensor value = ops::constant_of_shape_value(ctx.node, ctx.fail_fn());
   Tensor out(value.dtype(), shape);
   ElementCopier copy(value, out);
   for (int64_t i = 0; i < out.numel(); ++i) copy(i, 0);
@@ -72,10 +67,7 @@ T one() {
 
 std::vector<Tensor> eye_like(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if (x.rank() != 2) ctx.fail("input must be 2-D, got " + x.describe());
-  DType dt = x.dtype();
-  if (ctx.node.has_attr("dtype")) dt = DType(ctx.node.attr_int("dtype", 0));
-  if (!kAllTypes.has(dt)) ctx.fail("dtype " + std::to_string(int(dt)) + " is not supported");
+  DType dt = ops::eye_like_dtype(ctx.node, x.dtype(), x.shape(), ctx.fail_fn());
   int64_t k = ctx.node.attr_int("k", 0);
   int64_t rows = x.dim(0), cols = x.dim(1);
   Tensor out(dt, x.shape());
@@ -91,6 +83,7 @@ std::vector<Tensor> eye_like(KernelContext& ctx) {
   return {out};
 }
 
+// An index value (a float index truncated).
 int64_t index_at(const Tensor& t, int64_t i) {
   if (dtype_is_float(t.dtype())) return int64_t(t.double_at(i));
   return t.int_at(i);
@@ -98,22 +91,11 @@ int64_t index_at(const Tensor& t, int64_t i) {
 
 std::vector<Tensor> one_hot(KernelContext& ctx) {
   const Tensor &idx = ctx.input(0), &depth_t = ctx.input(1), &values = ctx.input(2);
-  for (const Tensor* t : {&idx, &depth_t})
-    if (!kNumericTypes.has(t->dtype())) ctx.fail("indices and depth must be numeric, got " + t->describe());
-  if (depth_t.numel() != 1 || depth_t.rank() > 1)
-    ctx.fail("depth must be a scalar or a 1-element 1-D tensor, got " + depth_t.describe());
-  if (values.numel() != 2 || values.rank() != 1) ctx.fail("values must be [off_value, on_value], got " + values.describe());
-  int64_t depth = index_at(depth_t, 0);
-  if (depth < 0) ctx.fail("depth " + std::to_string(depth) + " is negative");
-  int64_t r = idx.rank();
-  int64_t axis = ctx.node.attr_int("axis", -1);
-  if (axis < -(r + 1) || axis > r)
-    ctx.fail("axis " + std::to_string(axis) + " is out of range for an output of rank " + std::to_string(r + 1));
-  if (axis < 0) axis += r + 1;
-  Shape out_shape = idx.shape();
-  out_shape.insert(out_shape.begin() + axis, depth);
-  int64_t inner = 1;
-  for (int64_t i = axis; i < r; ++i) inner *= idx.dim(i);
+  ops::check_one_hot_inputs(idx.dtype(), depth_t.dtype(), depth_t.shape(), values.shape(), ctx.fail_fn());
+  const int64_t depth = ops::one_hot_depth(depth_t, ctx.fail_fn());
+  ops::OneHotShape s = ops::one_hot_shape(ctx.node, idx.shape(), depth, ctx.fail_fn());
+  const Shape& out_shape = s.out;
+  const int64_t inner = s.inner;
   Tensor out(values.dtype(), out_shape);
   ElementCopier copy(values, out);
   for (int64_t i = 0; i < out.numel(); ++i) copy(i, 0);

@@ -7,6 +7,7 @@
 // tensors. Trilu reads k on the GPU at run time, so it works with any k.
 #include <cmath>
 
+#include "ops/generators.h"
 #include "ops/range.h"
 #include "webgpu/kernels/indexing_util.h"
 
@@ -19,14 +20,8 @@ void constant_of_shape(GpuKernelContext& ctx) {
   const Tensor& st = ctx.constant(0, "input");
   if (!dtype_is_integer(st.dtype()) || st.rank() > 1)
     ctx.fail("input 0 ('input') must be a 1-D integer tensor, got " + st.describe());
-  Shape shape = st.to_int64_vector();
-  for (int64_t d : shape)
-    if (d < 0) ctx.fail("shape " + shape_str(shape) + " has a negative dimension");
-  Tensor value(DType::Float32, {1});
-  if (const Tensor* v = ctx.node.attr_tensor("value")) {
-    if (v->numel() != 1) ctx.fail("attribute 'value' must hold exactly one element, got " + v->describe());
-    value = *v;
-  }
+  Shape shape = ops::constant_of_shape_dims(st.to_int64_vector(), ctx.fail_fn());
+  Tensor value = ops::constant_of_shape_value(ctx.node, ctx.fail_fn());
   DType t = value.dtype();
   if (t == DType::String) ctx.unsupported("string value");
   ctx.set_output(0, t, shape);
@@ -68,9 +63,7 @@ void range(GpuKernelContext& ctx) {
 
 void eye_like(GpuKernelContext& ctx) {
   const Shape& xs = ctx.shape(0);
-  if (xs.size() != 2) ctx.fail("input must be 2-D, got " + describe_input(ctx, 0));
-  DType t = ctx.node.has_attr("dtype") ? DType(ctx.node.attr_int("dtype", 0)) : ctx.dtype(0);
-  if (!kAllTypes.has(t)) ctx.fail("dtype " + std::to_string(int(t)) + " is not supported");
+  DType t = ops::eye_like_dtype(ctx.node, ctx.dtype(0), xs, ctx.fail_fn());
   int64_t k = ctx.node.attr_int("k", 0);
   ctx.set_output(0, t, xs);
   auto p = ctx.program("eye");
@@ -86,26 +79,13 @@ void eye_like(GpuKernelContext& ctx) {
 }
 
 void one_hot(GpuKernelContext& ctx) {
-  for (size_t i : {size_t(0), size_t(1)})
-    if (!kNumericTypes.has(ctx.dtype(i)))
-      ctx.fail("indices and depth must be numeric, got " + describe_input(ctx, i));
   const Shape &is = ctx.shape(0), &vs = ctx.shape(2);
-  if (shape_numel(ctx.shape(1)) != 1 || ctx.shape(1).size() > 1)
-    ctx.fail("depth must be a scalar or a 1-element 1-D tensor, got " + describe_input(ctx, 1));
-  if (shape_numel(vs) != 2 || vs.size() != 1) ctx.fail("values must be [off_value, on_value], got " + describe_input(ctx, 2));
+  ops::check_one_hot_inputs(ctx.dtype(0), ctx.dtype(1), ctx.shape(1), vs, ctx.fail_fn());
   if (!ctx.known(1)) ctx.unsupported("OneHot with a run-time depth: the output shape depends on its value");
-  const Tensor& dt = ctx.constant(1, "depth");
-  int64_t depth = dtype_is_float(dt.dtype()) ? int64_t(dt.double_at(0)) : dt.int_at(0);
-  if (depth < 0) ctx.fail("depth " + std::to_string(depth) + " is negative");
-  int64_t r = int64_t(is.size());
-  int64_t axis = ctx.node.attr_int("axis", -1);
-  if (axis < -(r + 1) || axis > r)
-    ctx.fail("axis " + std::to_string(axis) + " is out of range for an output of rank " + std::to_string(r + 1));
-  if (axis < 0) axis += r + 1;
-  Shape out = is;
-  out.insert(out.begin() + axis, depth);
-  int64_t inner = 1;
-  for (int64_t i = axis; i < r; ++i) inner *= is[size_t(i)];
+  const int64_t depth = ops::one_hot_depth(ctx.constant(1, "depth"), ctx.fail_fn());
+  ops::OneHotShape s = ops::one_hot_shape(ctx.node, is, depth, ctx.fail_fn());
+  const Shape& out = s.out;
+  const int64_t inner = s.inner;
   DType t = ctx.dtype(2);
   ctx.set_output(0, t, out);
   auto p = ctx.program("one_hot");
