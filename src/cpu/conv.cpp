@@ -7,7 +7,11 @@
 namespace onnxgpu::cpu {
 namespace {
 
-inline constexpr DTypeSet kConvTypes{DType::Float16, DType::Float32, DType::Float64};
+
+ops::Operand operand(const KernelContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return {};
+  return {ctx.input(i).dtype(), ctx.input(i).shape()};
+}
 
 int64_t get_group(const KernelContext& ctx) {
   return ops::conv_group(ctx.node, [&](const std::string& m) { ctx.fail(m); });
@@ -66,14 +70,9 @@ std::vector<double> conv_core(const KernelContext& ctx, const std::vector<double
 std::vector<Tensor> conv(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& W = ctx.input(1);
-  if (!kConvTypes.has(X.dtype())) ctx.fail("X must be float16, float32 or float64, got " + X.describe());
-  if (W.dtype() != X.dtype()) ctx.fail("W is " + W.describe() + " but X is " + X.describe());
+  ops::check_conv_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), ctx.fail_fn());
   std::vector<double> bias;
-  if (ctx.has_input(2)) {
-    const Tensor& B = ctx.input(2);
-    if (B.dtype() != X.dtype() || B.rank() != 1) ctx.fail("B must be a 1-D tensor of X's type, got " + B.describe());
-    bias = nn::to_doubles(B);
-  }
+  if (ctx.has_input(2)) bias = nn::to_doubles(ctx.input(2));
   Shape out;
   std::vector<double> y = conv_core(ctx, nn::to_doubles(X), X.shape(), nn::to_doubles(W), W.shape(), bias, out);
   return {nn::tensor_from_doubles(X.dtype(), out, y)};
@@ -82,22 +81,16 @@ std::vector<Tensor> conv(KernelContext& ctx) {
 std::vector<Tensor> conv_integer(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& W = ctx.input(1);
-  DTypeSet q{DType::Int8, DType::UInt8};
-  if (!q.has(X.dtype()) || !q.has(W.dtype()))
-    ctx.fail("X and W must be int8 or uint8, got " + X.describe() + " and " + W.describe());
+  ops::check_conv_integer_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), operand(ctx, 3), ctx.fail_fn());
   std::vector<double> x = nn::to_doubles(X), w = nn::to_doubles(W);
   if (ctx.has_input(2)) {
     const Tensor& z = ctx.input(2);
-    if (z.numel() != 1 || z.dtype() != X.dtype()) ctx.fail("x_zero_point must be a scalar of X's type, got " + z.describe());
     double zp = z.double_at(0);
     for (double& v : x) v -= zp;
   }
   if (ctx.has_input(3) && W.rank() >= 1) {
     const Tensor& z = ctx.input(3);
     int64_t M = W.dim(0);
-    if (z.dtype() != W.dtype() || (z.numel() != 1 && z.numel() != M))
-      ctx.fail("w_zero_point must be a scalar or have one value per output channel (" + std::to_string(M) +
-               ") of W's type, got " + z.describe());
     int64_t per = M == 0 ? 0 : W.numel() / M;
     for (int64_t i = 0; i < W.numel(); ++i) w[size_t(i)] -= z.double_at(z.numel() == 1 ? 0 : i / per);
   }
@@ -110,19 +103,14 @@ std::vector<Tensor> conv_transpose(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& W = ctx.input(1);
   const ir::Node& node = ctx.node;
-  if (!kConvTypes.has(X.dtype())) ctx.fail("X must be float16, float32 or float64, got " + X.describe());
-  if (W.dtype() != X.dtype()) ctx.fail("W is " + W.describe() + " but X is " + X.describe());
+  ops::check_conv_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), ctx.fail_fn());
   int64_t group = get_group(ctx);
-  ops::check_conv_transpose_shapes(X.shape(), W.shape(), group, [&](const std::string& m) { ctx.fail(m); });
+  ops::check_conv_transpose_shapes(X.shape(), W.shape(), group, ctx.has_input(2) ? ctx.input(2).dim(0) : -1,
+                                   ctx.fail_fn());
   int64_t N = X.dim(0), C = X.dim(1), Mg = W.dim(1), M = Mg * group;
   int64_t Cg = C / group;
   std::vector<double> bias;
-  if (ctx.has_input(2)) {
-    const Tensor& B = ctx.input(2);
-    if (B.dtype() != X.dtype() || B.rank() != 1 || B.dim(0) != M)
-      ctx.fail("B must be a 1-D tensor of X's type with " + std::to_string(M) + " values, got " + B.describe());
-    bias = nn::to_doubles(B);
-  }
+  if (ctx.has_input(2)) bias = nn::to_doubles(ctx.input(2));
   size_t r = size_t(X.rank() - 2);
   Shape in_sp(X.shape().begin() + 2, X.shape().end()), k_sp(W.shape().begin() + 2, W.shape().end());
   check_kernel_shape_attr(ctx, k_sp);

@@ -4,6 +4,7 @@
 
 #include "cpu/kernel.h"
 #include "cpu/shape_util.h"
+#include "ops/indexing.h"
 #include "ops/scatter.h"
 
 namespace onnxgpu::cpu {
@@ -93,23 +94,11 @@ struct NDTargets {
 
 NDTargets nd_targets(const KernelContext& ctx, const Tensor& data, const Tensor& it, int64_t batch_dims) {
   if (it.dtype() != DType::Int64) ctx.fail("indices must be int64, got " + it.describe());
-  int64_t r = data.rank(), q = it.rank(), b = batch_dims;
-  if (q < 1) ctx.fail("indices must have rank >= 1, got " + it.describe());
-  if (b < 0 || b >= q || b > r) ctx.fail("batch_dims " + std::to_string(b) + " is out of range");
-  int64_t k = it.dim(q - 1);
-  if (k > r - b)
-    ctx.fail("indices " + it.describe() + " address " + std::to_string(k) + " dimensions but data " + data.describe() +
-             " has only " + std::to_string(r - b) + " after the batch dimensions");
-  for (int64_t d = 0; d < b; ++d)
-    if (it.dim(d) != data.dim(d))
-      ctx.fail("batch dimension " + std::to_string(d) + " of indices " + it.describe() + " and data " +
-               data.describe() + " differ");
+  ops::NDLayout l = ops::nd_layout(data.shape(), it.shape(), batch_dims, data.describe(), it.describe(), ctx.fail_fn());
+  const int64_t b = l.b, k = l.k, batches = l.batches, batch_block = l.batch_block, per_batch = l.per_batch;
   NDTargets t;
-  t.tuple_shape = Shape(it.shape().begin(), it.shape().end() - 1);
-  t.slice = prod(data.shape(), size_t(b + k), size_t(r));
-  int64_t batches = prod(data.shape(), 0, size_t(b));
-  int64_t batch_block = prod(data.shape(), size_t(b), size_t(r));
-  int64_t per_batch = prod(it.shape(), size_t(b), size_t(q - 1));
+  t.tuple_shape = l.tuple_shape;
+  t.slice = l.slice;
   std::vector<int64_t> strides = shape_strides(data.shape());
   const int64_t* idx = it.data<int64_t>();
   t.starts.resize(size_t(batches * per_batch));

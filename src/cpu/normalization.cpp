@@ -123,16 +123,11 @@ std::vector<Tensor> batch_norm(KernelContext& ctx) {
 std::vector<Tensor> instance_norm(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   check_float(ctx, X, "input", DTypeSet{DType::Float16, DType::Float32, DType::Float64});
-  if (X.rank() < 3) ctx.fail("input must be [N, C, D1, ...] (rank >= 3), got " + X.describe());
-  double eps = ctx.node.attr_float("epsilon", 1e-5f);
-  int64_t C = X.dim(1);
   const Tensor& S = ctx.input(1);
   const Tensor& B = ctx.input(2);
-  for (const Tensor* p : {&S, &B}) {
-    if (p->dtype() != X.dtype() || p->rank() != 1 || p->dim(0) != C)
-      ctx.fail("scale and B must be 1-D of X's type with " + std::to_string(C) + " values (the channels of input " +
-               shape_str(X.shape()) + "), got " + p->describe());
-  }
+  ops::check_instance_norm(X.dtype(), X.shape(), S.dtype(), S.shape(), B.dtype(), B.shape(), ctx.fail_fn());
+  double eps = ctx.node.attr_float("epsilon", 1e-5f);
+  int64_t C = X.dim(1);
   std::vector<double> x = nn::to_doubles(X), s = nn::to_doubles(S), b = nn::to_doubles(B);
   std::vector<bool> reduced(size_t(X.rank()), true);
   reduced[0] = reduced[1] = false;

@@ -7,6 +7,30 @@
 
 namespace onnxgpu::ops {
 
+static std::string describe(const Operand& v) { return std::string(dtype_name(v.dtype)) + shape_str(v.shape); }
+
+void check_conv_inputs(const Operand& x, const Operand& w, const Operand& b, const Fail& fail) {
+  const DTypeSet types{DType::Float16, DType::Float32, DType::Float64};
+  if (!types.has(x.dtype)) raise(fail, "X must be float16, float32 or float64, got " + describe(x));
+  if (w.dtype != x.dtype) raise(fail, "W is " + describe(w) + " but X is " + describe(x));
+  if (b.given() && (b.dtype != x.dtype || b.shape.size() != 1))
+    raise(fail, "B must be a 1-D tensor of X's type, got " + describe(b));
+}
+
+void check_conv_integer_inputs(const Operand& x, const Operand& w, const Operand& x_zero, const Operand& w_zero,
+                               const Fail& fail) {
+  auto q = [](DType d) { return d == DType::Int8 || d == DType::UInt8; };
+  if (!q(x.dtype) || !q(w.dtype)) raise(fail, "X and W must be int8 or uint8, got " + describe(x) + " and " + describe(w));
+  if (x_zero.given() && (shape_numel(x_zero.shape) != 1 || x_zero.dtype != x.dtype))
+    raise(fail, "x_zero_point must be a scalar of X's type, got " + describe(x_zero));
+  if (w_zero.given() && !w.shape.empty()) {
+    const int64_t M = w.shape[0], n = shape_numel(w_zero.shape);
+    if (w_zero.dtype != w.dtype || (n != 1 && n != M))
+      raise(fail, "w_zero_point must be a scalar or have one value per output channel (" + std::to_string(M) +
+                      ") of W's type, got " + describe(w_zero));
+  }
+}
+
 int64_t conv_group(const ir::Node& node, const Fail& fail) {
   int64_t g = node.attr_int("group", 1);
   if (g <= 0) raise(fail, "group must be positive, got " + std::to_string(g));
@@ -38,13 +62,17 @@ void check_conv_shapes(const Shape& x, const Shape& w, int64_t group, int64_t bi
                     std::to_string(M) + " output channels");
 }
 
-void check_conv_transpose_shapes(const Shape& x, const Shape& w, int64_t group, const Fail& fail) {
+void check_conv_transpose_shapes(const Shape& x, const Shape& w, int64_t group, int64_t bias_size, const Fail& fail) {
   check_ranks(x, w, fail);
   int64_t C = x[1];
   if (w[0] != C)
     raise(fail, "X " + shape_str(x) + " has " + std::to_string(C) + " channels but W " + shape_str(w) + " expects " +
                     std::to_string(w[0]));
   if (C % group != 0) raise(fail, "X has " + std::to_string(C) + " channels, not divisible by group " + std::to_string(group));
+  const int64_t M = w[1] * group;
+  if (bias_size >= 0 && bias_size != M)
+    raise(fail, "B must be a 1-D tensor of X's type with " + std::to_string(M) + " values, got " +
+                    std::to_string(bias_size));
 }
 
 ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape& in, const Shape& kernel,

@@ -12,6 +12,19 @@
 
 namespace onnxgpu::ops {
 
+// An input as the checks see it: dtype Undefined when the optional input is absent.
+struct Operand {
+  DType dtype = DType::Undefined;
+  Shape shape;
+  bool given() const { return dtype != DType::Undefined; }
+};
+// Conv / ConvTranspose: X float16, float32 or float64, W of X's type, B (optional) 1-D of X's type.
+void check_conv_inputs(const Operand& x, const Operand& w, const Operand& b, const Fail& fail);
+// ConvInteger: X and W int8 or uint8, x_zero_point a scalar of X's type, w_zero_point a scalar or one
+// value per output channel of W's type.
+void check_conv_integer_inputs(const Operand& x, const Operand& w, const Operand& x_zero, const Operand& w_zero,
+                               const Fail& fail);
+
 // Attribute 'group' (> 0).
 int64_t conv_group(const ir::Node& node, const Fail& fail);
 // Attribute 'kernel_shape', when given, must be the weights' spatial dims.
@@ -19,8 +32,9 @@ void check_kernel_shape(const ir::Node& node, const Shape& from_weights, const F
 // Conv's X [N, C, D...] and W [M, C / group, k...]: ranks >= 3 and equal, C = W[1] * group, M divisible
 // by group, and the bias, when given (`bias_size` >= 0), of M values.
 void check_conv_shapes(const Shape& x, const Shape& w, int64_t group, int64_t bias_size, const Fail& fail);
-// ConvTranspose's X [N, C, D...] and W [C, M / group, k...]: ranks >= 3 and equal, C divisible by group.
-void check_conv_transpose_shapes(const Shape& x, const Shape& w, int64_t group, const Fail& fail);
+// ConvTranspose's X [N, C, D...] and W [C, M / group, k...]: ranks >= 3 and equal, C divisible by group,
+// and the bias, when given (`bias_size` >= 0), of M values.
+void check_conv_transpose_shapes(const Shape& x, const Shape& w, int64_t group, int64_t bias_size, const Fail& fail);
 
 struct ConvTransposeGeometry {
   std::vector<int64_t> strides, dilations;

@@ -1,5 +1,5 @@
-// LayerNormalization, the part both kernel sets share: the normalized axes and the stash type, read
-// and checked once. Used by the CPU reference (src/cpu/normalization.cpp) and the GPU kernel
+// LayerNormalization and InstanceNormalization, the part both kernel sets share: the normalized axes
+// and the stash type, the shapes of the inputs, read and checked once. Used by the CPU reference (src/cpu/normalization.cpp) and the GPU kernel
 // (src/webgpu/kernels/normalization.cpp).
 #pragma once
 #include <cstdint>
@@ -16,5 +16,9 @@ struct LayerNormParams {
 };
 
 LayerNormParams layer_norm_params(const ir::Node& node, int64_t rank, const Fail& fail);
+
+// InstanceNormalization: X [N, C, D1, ...] (rank >= 3), scale and B 1-D of X's type with C values.
+void check_instance_norm(DType x_dtype, const Shape& x, DType scale_dtype, const Shape& scale, DType b_dtype,
+                         const Shape& b, const Fail& fail);
 
 }  // namespace onnxgpu::ops

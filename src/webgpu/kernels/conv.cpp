@@ -11,7 +11,6 @@ namespace onnxgpu::webgpu {
 
 namespace {
 
-bool conv_type(DType t) { return t == DType::Float16 || t == DType::Float32 || t == DType::Float64; }
 
 int64_t get_group(const GpuKernelContext& ctx) {
   return ops::conv_group(ctx.node, [&](const std::string& m) { ctx.fail(m); });
@@ -21,20 +20,19 @@ void check_kernel_shape_attr(const GpuKernelContext& ctx, const Shape& from_weig
   ops::check_kernel_shape(ctx.node, from_weights, [&](const std::string& m) { ctx.fail(m); });
 }
 
+ops::Operand operand(const GpuKernelContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return {};
+  return {ctx.dtype(i), ctx.shape(i)};
+}
+
 // Common checks of X, W and B (dtype, ranks). Returns whether there is a bias.
 bool check_inputs(const GpuKernelContext& ctx) {
-  DType t = ctx.dtype(0);
-  std::string xd = std::string(dtype_name(t)) + " " + shape_str(ctx.shape(0));
-  if (!conv_type(t)) ctx.fail("X must be float16, float32 or float64, got " + xd);
-  if (ctx.dtype(1) != t) ctx.fail("W is " + std::string(dtype_name(ctx.dtype(1))) + " but X is " + xd);
-  if (ctx.shape(0).size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + xd);
+  ops::check_conv_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), ctx.fail_fn());
+  if (ctx.shape(0).size() < 3)
+    ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(ctx.shape(0)));
   if (ctx.shape(1).size() != ctx.shape(0).size())
     ctx.fail("weights W " + shape_str(ctx.shape(1)) + " must have the rank of X " + shape_str(ctx.shape(0)));
-  if (!ctx.has_input(2)) return false;
-  if (ctx.dtype(2) != t || ctx.shape(2).size() != 1)
-    ctx.fail("B must be a 1-D tensor of X's type, got " + std::string(dtype_name(ctx.dtype(2))) + " " +
-             shape_str(ctx.shape(2)));
-  return true;
+  return ctx.has_input(2);
 }
 
 // A program over x, w (and the bias b) of X's float type writing y of shape `out`; `binds` gets the
@@ -200,20 +198,9 @@ void conv(GpuKernelContext& ctx, bool integer) {
   if (!integer) {
     has_bias = check_inputs(ctx);
   } else {
-    auto q = [](DType d) { return d == DType::Int8 || d == DType::UInt8; };
-    if (!q(t) || !q(ctx.dtype(1)))
-      ctx.fail("X and W must be int8 or uint8, got " + std::string(dtype_name(t)) + " and " +
-               std::string(dtype_name(ctx.dtype(1))));
-    if (xs.size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(xs));
-    if (ws.size() != xs.size()) ctx.fail("weights W " + shape_str(ws) + " must have the rank of X " + shape_str(xs));
+    ops::check_conv_integer_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), operand(ctx, 3), ctx.fail_fn());
     has_xz = ctx.has_input(2);
     has_wz = ctx.has_input(3);
-    if (has_xz && (shape_numel(ctx.shape(2)) != 1 || ctx.dtype(2) != t))
-      ctx.fail("x_zero_point must be a scalar of X's type, got " + std::string(dtype_name(ctx.dtype(2))) + " " +
-               shape_str(ctx.shape(2)));
-    if (has_wz && (ctx.dtype(3) != ctx.dtype(1) || (shape_numel(ctx.shape(3)) != 1 && shape_numel(ctx.shape(3)) != ws[0])))
-      ctx.fail("w_zero_point must be a scalar or have one value per output channel (" + std::to_string(ws[0]) +
-               ") of W's type, got " + std::string(dtype_name(ctx.dtype(3))) + " " + shape_str(ctx.shape(3)));
   }
   DType yt = integer ? DType::Int32 : t;
   int64_t group = get_group(ctx);
@@ -319,11 +306,8 @@ void conv_transpose(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   const ir::Node& node = ctx.node;
   int64_t group = get_group(ctx);
-  ops::check_conv_transpose_shapes(xs, ws, group, [&](const std::string& m) { ctx.fail(m); });
+  ops::check_conv_transpose_shapes(xs, ws, group, has_bias ? ctx.shape(2)[0] : -1, ctx.fail_fn());
   int64_t N = xs[0], Mg = ws[1], M = Mg * group;
-  if (has_bias && ctx.shape(2)[0] != M)
-    ctx.fail("B must be a 1-D tensor of X's type with " + std::to_string(M) + " values, got " +
-             std::string(dtype_name(ctx.dtype(2))) + " " + shape_str(ctx.shape(2)));
   size_t r = xs.size() - 2;
   Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
   check_kernel_shape_attr(ctx, k_sp);

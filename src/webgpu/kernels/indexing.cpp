@@ -21,6 +21,7 @@
 // in one invocation. (A parallel last-writer-wins pass for reduction 'none' would need an atomic u32
 // temporary, which the program builder does not offer.)
 // Both ops first copy data to the output (one dispatch), then scatter (a second dispatch).
+#include "ops/indexing.h"
 #include "ops/scatter.h"
 #include "webgpu/kernels/indexing_util.h"
 
@@ -131,38 +132,13 @@ void gather_elements(GpuKernelContext& ctx) {
   ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.out(0)});
 }
 
-// GatherND / ScatterND addressing, validated as the CPU kernel does.
-struct NDLayout {
-  int64_t b = 0, k = 0;      // batch dims, index tuple length
-  Shape tuple_shape;         // indices.shape[:-1]
-  int64_t slice = 1;         // elements per addressed slice
-  int64_t tuples = 0;        // index tuples
-  int64_t per_batch = 0;     // tuples per batch
-  int64_t batch_block = 0;   // data elements per batch
-};
+// GatherND / ScatterND addressing (src/ops/indexing.h).
+using ops::NDLayout;
 
 NDLayout nd_layout(const GpuKernelContext& ctx, int64_t batch_dims) {
   check_index_type(ctx, 1, true);
-  const Shape &xs = ctx.shape(0), &is = ctx.shape(1);
-  int64_t r = int64_t(xs.size()), q = int64_t(is.size()), b = batch_dims;
-  if (q < 1) ctx.fail("indices must have rank >= 1, got " + describe_input(ctx, 1));
-  if (b < 0 || b >= q || b > r) ctx.fail("batch_dims " + std::to_string(b) + " is out of range");
-  NDLayout l;
-  l.b = b;
-  l.k = is[size_t(q - 1)];
-  if (l.k > r - b)
-    ctx.fail("indices " + describe_input(ctx, 1) + " address " + std::to_string(l.k) + " dimensions but data " +
-             describe_input(ctx, 0) + " has only " + std::to_string(r - b) + " after the batch dimensions");
-  for (int64_t d = 0; d < b; ++d)
-    if (is[size_t(d)] != xs[size_t(d)])
-      ctx.fail("batch dimension " + std::to_string(d) + " of indices " + describe_input(ctx, 1) + " and data " +
-               describe_input(ctx, 0) + " differ");
-  l.tuple_shape = Shape(is.begin(), is.end() - 1);
-  l.tuples = shape_numel(l.tuple_shape);
-  l.slice = prod(xs, size_t(b + l.k), size_t(r));
-  l.per_batch = prod(is, size_t(b), size_t(q - 1));
-  l.batch_block = prod(xs, size_t(b), size_t(r));
-  return l;
+  return ops::nd_layout(ctx.shape(0), ctx.shape(1), batch_dims, describe_input(ctx, 0), describe_input(ctx, 1),
+                        ctx.fail_fn());
 }
 
 // WGSL that sets `off` to the data offset of tuple `t` (plus `base`), or `continue`s / `return`s

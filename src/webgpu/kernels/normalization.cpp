@@ -190,15 +190,9 @@ void instance_norm(GpuKernelContext& ctx) {
   check_float(ctx, 0, "input", DTypeSet{DType::Float16, DType::Float32, DType::Float64});
   const Shape& xs = ctx.shape(0);
   DType t = ctx.dtype(0);
-  if (xs.size() < 3) ctx.fail("input must be [N, C, D1, ...] (rank >= 3), got " + shape_str(xs));
+  ops::check_instance_norm(t, xs, ctx.dtype(1), ctx.shape(1), ctx.dtype(2), ctx.shape(2), ctx.fail_fn());
   float eps = ctx.node.attr_float("epsilon", 1e-5f);
   int64_t C = xs[1];
-  for (size_t i : {size_t(1), size_t(2)}) {
-    const Shape& s = ctx.shape(i);
-    if (ctx.dtype(i) != t || s.size() != 1 || s[0] != C)
-      ctx.fail("scale and B must be 1-D of X's type with " + std::to_string(C) + " values (the channels of input " +
-               shape_str(xs) + "), got " + std::string(dtype_name(ctx.dtype(i))) + shape_str(s));
-  }
   uint32_t rows = u32_size(ctx, xs[0] * C);
   uint32_t len = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
   ctx.set_output(0, t, xs);

@@ -1,0 +1,37 @@
+#include "ops/indexing.h"
+
+#include <string>
+
+namespace onnxgpu::ops {
+
+static int64_t prod(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+NDLayout nd_layout(const Shape& data, const Shape& indices, int64_t batch_dims, const std::string& describe_data,
+                   const std::string& describe_indices, const Fail& fail) {
+  const int64_t r = int64_t(data.size()), q = int64_t(indices.size()), b = batch_dims;
+  if (q < 1) raise(fail, "indices must have rank >= 1, got " + describe_indices);
+  if (b < 0 || b >= q || b > r) raise(fail, "batch_dims " + std::to_string(b) + " is out of range");
+  NDLayout l;
+  l.b = b;
+  l.k = indices[size_t(q - 1)];
+  if (l.k > r - b)
+    raise(fail, "indices " + describe_indices + " address " + std::to_string(l.k) + " dimensions but data " +
+                    describe_data + " has only " + std::to_string(r - b) + " after the batch dimensions");
+  for (int64_t d = 0; d < b; ++d)
+    if (indices[size_t(d)] != data[size_t(d)])
+      raise(fail, "batch dimension " + std::to_string(d) + " of indices " + describe_indices + " and data " +
+                      describe_data + " differ");
+  l.tuple_shape = Shape(indices.begin(), indices.end() - 1);
+  l.tuples = shape_numel(l.tuple_shape);
+  l.slice = prod(data, size_t(b + l.k), size_t(r));
+  l.batches = prod(data, 0, size_t(b));
+  l.per_batch = prod(indices, size_t(b), size_t(q - 1));
+  l.batch_block = prod(data, size_t(b), size_t(r));
+  return l;
+}
+
+}  // namespace onnxgpu::ops

@@ -1,0 +1,25 @@
+// GatherND and ScatterND, the part both kernel sets share: how index tuples address the data.
+// indices [b batch dims..., tuple dims..., k]: each k-tuple addresses a slice of the data's dims
+// after the b batch dims (which indices and data share) and the k indexed ones.
+#pragma once
+#include <cstdint>
+
+#include "onnxgpu/tensor.h"
+#include "ops/fail.h"
+
+namespace onnxgpu::ops {
+
+struct NDLayout {
+  int64_t b = 0, k = 0;     // batch dims, index tuple length
+  Shape tuple_shape;        // indices.shape[:-1]
+  int64_t tuples = 0;       // index tuples
+  int64_t slice = 1;        // elements per addressed slice
+  int64_t batches = 1;      // product of the batch dims
+  int64_t per_batch = 0;    // tuples per batch
+  int64_t batch_block = 0;  // data elements per batch
+};
+// `data`, `indices`: the shapes; `describe_data` / `describe_indices` name them in messages.
+NDLayout nd_layout(const Shape& data, const Shape& indices, int64_t batch_dims, const std::string& describe_data,
+                   const std::string& describe_indices, const Fail& fail);
+
+}  // namespace onnxgpu::ops
