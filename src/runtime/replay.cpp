@@ -125,28 +125,13 @@ void Replay::finish(size_t from, const std::function<void(webgpu::CommandBatch&)
   const size_t nodes = model_.graph.nodes.size();
   std::vector<uint32_t> status((nodes + 1) * webgpu::shader::kStatusWords, 0);  // a record per node
   reads.push_back({plan_.status->get(), 0, status.size() * 4, status.data()});
+  // The last step, when it is a GPU segment, carries the copies and readbacks in its own submit.
   const size_t end = plan_.steps.size();
-  bool read = false;
-  for (size_t i = from; i < end; ++i) {
-    const Step& s = plan_.steps[i];
-    if (s.cpu) {
-      run_cpu(s);
-      continue;
-    }
-    webgpu::CommandBatch batch = encoder_.encode(plan_, s);
-    if (i + 1 < end) {
-      dev.submit(batch);
-      continue;
-    }
-    copies(batch);
-    dev.submit_and_read(batch, reads);
-    read = true;
-  }
-  if (!read) {
-    webgpu::CommandBatch batch = dev.batch();
-    copies(batch);
-    dev.submit_and_read(batch, reads);
-  }
+  const bool gpu_last = end > from && !plan_.steps[end - 1].cpu;
+  run(from, gpu_last ? end - 1 : end);
+  webgpu::CommandBatch batch = gpu_last ? encoder_.encode(plan_, plan_.steps[end - 1]) : dev.batch();
+  copies(batch);
+  dev.submit_and_read(batch, reads);
   for (size_t d = 0; d < nodes; ++d)
     if (const uint32_t* record = &status[d * webgpu::shader::kStatusWords]; record[0])
       throw InvalidArgument(model_.graph.nodes[d].describe() + " on the GPU: " + status_message(record));
