@@ -79,6 +79,17 @@ struct PlanReport {
   int dispatches = 0;     // GPU dispatches per run
   bool captured = false;  // recorded once and replayed
   bool replayed = false;  // the last run was a replay
+  // Shape families: a run whose input shapes differ from the plan's only in sizes (same names, dtypes,
+  // ranks and value-keyed values) re-derives the recorded plan for them (sizes, workgroup counts,
+  // shape arithmetic, buffer capacities) instead of recording anew, then replays it.
+  bool refreshed = false;                  // the last run re-derived the plan for new sizes
+  std::vector<std::string> symbolic_dims;  // input dims that took several sizes in this plan: "past_key_0[2]"
+  // Nodes whose kernel saw other sizes in a refresh: their kernel ran again and chose the same
+  // programs (tiles, paths), the plan's guards; another choice plans anew, kept beside this plan.
+  std::vector<std::string> guarded_nodes;
+  int capacity_growths = 0;  // buffers this plan regrew (geometrically) for larger sizes
+  std::string refresh_refused;  // why the last refresh of this plan was refused (a guard), if it was
+  double plan_ms = 0;        // host time the last run spent planning or refreshing (0: plain replay)
   bool whole_graph_fallback = false;
   std::vector<PlanFallback> fallbacks;
   std::string int64_strategy;

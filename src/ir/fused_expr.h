@@ -26,12 +26,14 @@ struct FusedOperand {
   static FusedOperand step(size_t m) { return {Kind::Step, m, 0.0f}; }
   static FusedOperand product() { return {Kind::Product, 0, 0.0f}; }
   static FusedOperand constant(float v) { return {Kind::Constant, 0, v}; }
+  bool operator==(const FusedOperand&) const = default;
 };
 
 // One step: an ONNX elementwise op ("Add", "Tanh", "Where", ...) over its operands in ONNX input order.
 struct FusedStep {
   std::string op;
   std::vector<FusedOperand> args;
+  bool operator==(const FusedStep&) const = default;
 };
 
 struct FusedExpr {
@@ -42,6 +44,7 @@ struct FusedExpr {
   size_t num_inputs = 0;
 
   size_t node_input(size_t k) const { return first_input + k; }
+  bool operator==(const FusedExpr&) const = default;
 };
 
 }  // namespace onnxgpu::ir

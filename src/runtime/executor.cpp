@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <chrono>
 #include <type_traits>
 
 #include "cpu/graph_runner.h"
@@ -9,7 +10,11 @@
 namespace onnxgpu::runtime {
 
 GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
-    : model_(model), options_(options), device_(shared_device()), constants_(std::make_unique<SessionConstants>()) {
+    : model_(model),
+      options_(options),
+      device_(shared_device()),
+      constants_(std::make_unique<SessionConstants>()),
+      fusion_(std::make_unique<Fusion>(model.graph, options.fusion, model.opset(""), &constants_->derived)) {
   if (options_.profile && !device_->features().timestamp_query)
     throw InvalidArgument("profiling (onnxgpu.profile) needs GPU timestamp queries, which " +
                           device_->adapter().summary() + " does not offer");
@@ -75,7 +80,11 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
   std::lock_guard<std::mutex> lock(device_mutex());  // one GPU queue for every session of the process
   const std::string sig = signature_of(feeds, device_feeds);
   if (!whole_graph_cpu_.count(sig) && options_.capture) {
-    if (std::shared_ptr<Plan> plan = plans_.find(sig, feeds)) {
+    const auto start = std::chrono::steady_clock::now();
+    std::shared_ptr<Plan> plan = plans_.find(sig, feeds);
+    const bool refreshed = !plan && (plan = refresh_for(sig, feeds, device_feeds));
+    const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (plan) {
       try {
         write_inputs(*plan, options_.int64, feeds, device_feeds);
         Replay replay(*plan, model_, options_.int64, *encoder_);
@@ -83,6 +92,8 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
         if (options_.profile) profile_.runs++;
         report_ = plan->report;
         report_.replayed = true;
+        report_.refreshed = refreshed;
+        report_.plan_ms = refreshed ? plan_ms : 0;
         return outputs;
       } catch (const ReplanNeeded&) {
         plans_.drop(plan.get());  // a CPU node's output shape changed with the data: plan again
@@ -102,13 +113,35 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
   else return to_device(outputs);
 }
 
+std::shared_ptr<Plan> GpuExecutor::refresh_for(const std::string& signature,
+                                               const std::unordered_map<std::string, Tensor>& feeds,
+                                               const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  for (const std::shared_ptr<Plan>& plan : plans_.family(family_of(feeds, device_feeds), feeds)) {
+    Planner planner(model_, options_, *plan, *constants_, *fusion_, *encoder_);
+    std::string why;
+    if (!planner.refresh(feeds, device_feeds, why)) {
+      plan->report.refresh_refused = why;
+      continue;
+    }
+    plan->signature = signature;
+    plan->report.signature = signature;
+    plan->report.refresh_refused.clear();
+    plans_.touch(plan.get());
+    return plan;
+  }
+  return nullptr;
+}
+
 template <typename Out>
 std::vector<Out> GpuExecutor::plan_and_run(const std::string& signature,
                                            const std::unordered_map<std::string, Tensor>& feeds,
                                            const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  const auto start = std::chrono::steady_clock::now();
   auto plan = std::make_shared<Plan>();
   plan->device = device_;
-  Planner planner(model_, options_, *plan, *constants_, *encoder_);
+  plan->family = family_of(feeds, device_feeds);
+  plan->signature = signature;
+  Planner planner(model_, options_, *plan, *constants_, *fusion_, *encoder_);
   size_t ran = planner.build(feeds, device_feeds);
   Replay replay(*plan, model_, options_.int64, *encoder_);
   std::vector<Out> outputs = finish<Out>(replay, ran);
@@ -119,7 +152,8 @@ std::vector<Out> GpuExecutor::plan_and_run(const std::string& signature,
   plan->report.signature = signature;
   plan->report.captured = options_.capture;
   report_ = plan->report;
-  if (options_.capture) plans_.add(signature, plan);
+  report_.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (options_.capture) plans_.add(plan);
   return outputs;
 }
 

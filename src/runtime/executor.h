@@ -1,7 +1,7 @@
 // The WebGPU executor: runs a model on the GPU for a session. Each run's input signature finds its
-// recorded plan in the cache (plan_cache.h) and replays it (replay.h), or the planner (planner.h)
-// makes one, running the model as it goes; a plan kept per signature gives dynamic shapes the
-// benefit of capture. With fallback_per_op_not_whole_graph off, a signature whose plan needs the CPU
+// recorded plan in the cache (plan_cache.h) and replays it (replay.h); a run whose shapes differ only
+// in sizes refreshes a plan of its family for them (planner.h) and replays it; otherwise the planner
+// makes a plan, running the model as it goes. With fallback_per_op_not_whole_graph off, a signature whose plan needs the CPU
 // runs whole on the CPU reference.
 #pragma once
 #include <memory>
@@ -40,6 +40,9 @@ class GpuExecutor {
   template <typename Out>
   std::vector<Out> plan_and_run(const std::string& signature, const std::unordered_map<std::string, Tensor>& feeds,
                                 const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+  // A plan of this run's family refreshed for its sizes (planner.h), or null when none takes them.
+  std::shared_ptr<Plan> refresh_for(const std::string& signature, const std::unordered_map<std::string, Tensor>& feeds,
+                                    const std::unordered_map<std::string, DeviceTensor>& device_feeds);
   std::vector<Tensor> run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
                                              const std::unordered_map<std::string, DeviceTensor>& device_feeds);
   std::vector<DeviceTensor> to_device(const std::vector<Tensor>& outputs);
@@ -48,6 +51,7 @@ class GpuExecutor {
   SessionOptions options_;
   std::shared_ptr<webgpu::Device> device_;
   std::unique_ptr<SessionConstants> constants_;  // uploaded once, shared by every plan
+  std::unique_ptr<Fusion> fusion_;               // the graph's fusable groups, found once
   PlanCache plans_;
   std::set<std::string> whole_graph_cpu_;  // signatures that fell back whole (fallback_per_op off)
   std::string whole_graph_reason_;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "ir/graph.h"
 #include "onnxgpu/session.h"
 #include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::runtime {
 
@@ -40,7 +42,10 @@ struct RecordedDispatch {
   const webgpu::Pipeline* pipeline;
   webgpu::BindGroupHandle group;
   uint32_t x, y, z;
-  uint32_t node;  // index of the graph node it belongs to
+  uint32_t node;            // index of the graph node it belongs to
+  std::vector<int> slots;   // the slots it binds, in binding order (after the uniforms and status)
+  uint64_t uniform_offset;  // where its uniforms start in the segment's uniform buffer, and their size
+  uint64_t uniform_bytes;
 };
 
 struct Step {
@@ -51,6 +56,31 @@ struct Step {
   std::vector<StepValue> inputs;   // the node's inputs, then values its subgraphs read from outside
   size_t explicit_inputs = 0;
   std::vector<StepValue> outputs;
+};
+
+// What the planner decided, in the order it decided it, so that a refresh (planner.h) can walk the
+// graph again for other sizes and check that every decision comes out the same.
+struct KernelRecord {  // one call of a GPU kernel (a node's, or a fused group's)
+  size_t index = 0;    // the graph node it is placed at
+  const ir::Node* node = nullptr;  // a graph node; null for a fused node (compared by fused_same)
+  ir::Node fused;                  // the fused node, when it is one
+  std::vector<webgpu::GpuValueInfo> inputs;  // what the kernel saw (runtime values left out)
+  bool ok = false;                 // the kernel took the node
+  std::string reason;              // why not
+  std::vector<webgpu::GpuKernelContext::OutputSpec> outputs;
+  std::vector<webgpu::TempSpec> temps;
+  std::vector<webgpu::DispatchSpec> dispatches;
+};
+struct FoldRecord {  // one node computed at plan time
+  size_t index = 0;
+  std::vector<const Tensor*> outputs;  // in Plan::constants (a refresh rewrites them in place)
+};
+struct Recording {
+  std::vector<int> slot_requests;  // the slot each buffer request got, in order
+  std::vector<KernelRecord> kernels;
+  std::vector<FoldRecord> folds;
+  std::vector<std::pair<int, const Tensor*>> constant_uploads;  // folded values the GPU reads, by slot
+  std::string not_refreshable;  // why the plan cannot serve other sizes ("" when it can)
 };
 
 // Where a graph output is found after a run.
@@ -74,6 +104,11 @@ struct Plan {
   std::vector<std::pair<std::string, Tensor>> value_keys;
   std::unordered_map<size_t, std::string> fused_kernels;  // node index -> the fused kernel placed there
   PlanReport report;
+  // The family of input signatures the plan can serve (names, dtypes, ranks: planner.h, refresh), the
+  // signature it serves now, and the signature it was recorded for.
+  std::string family, signature;
+  std::map<std::string, Shape> input_shapes;  // as recorded: the dims that differ later are symbolic
+  Recording recording;
 
   bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
     for (const auto& [name, want] : value_keys) {

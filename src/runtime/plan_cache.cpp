@@ -17,20 +17,36 @@ std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
 std::shared_ptr<Plan> PlanCache::find(const std::string& signature,
                                       const std::unordered_map<std::string, Tensor>& feeds) {
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
-    if (it->first != signature || !it->second->serves(feeds)) continue;
+    if ((*it)->signature != signature || !(*it)->serves(feeds)) continue;
     plans_.splice(plans_.begin(), plans_, it);
-    return plans_.front().second;
+    return plans_.front();
   }
   return nullptr;
 }
 
-void PlanCache::add(const std::string& signature, std::shared_ptr<Plan> plan) {
-  plans_.emplace_front(signature, std::move(plan));
+std::vector<std::shared_ptr<Plan>> PlanCache::family(const std::string& family,
+                                                     const std::unordered_map<std::string, Tensor>& feeds) const {
+  std::vector<std::shared_ptr<Plan>> out;
+  for (const auto& p : plans_)
+    if (p->family == family && p->serves(feeds)) out.push_back(p);
+  return out;
+}
+
+void PlanCache::touch(const Plan* plan) {
+  for (auto it = plans_.begin(); it != plans_.end(); ++it)
+    if (it->get() == plan) {
+      plans_.splice(plans_.begin(), plans_, it);
+      return;
+    }
+}
+
+void PlanCache::add(std::shared_ptr<Plan> plan) {
+  plans_.push_front(std::move(plan));
   if (plans_.size() > kMaxPlans) plans_.pop_back();
 }
 
 void PlanCache::drop(const Plan* plan) {
-  plans_.remove_if([&](const auto& entry) { return entry.second.get() == plan; });
+  plans_.remove_if([&](const auto& p) { return p.get() == plan; });
 }
 
 }  // namespace onnxgpu::runtime

@@ -1,0 +1,180 @@
+// Generation on WebGPU with capture: a decode loop whose past grows by one position each step, and
+// prompts of several lengths, served by one recorded plan refreshed for each step's sizes (a shape
+// family: runtime/planner.h). Each step's outputs are checked against an uncaptured run of the same
+// inputs, and the plan report must say that the steps replayed the recording.
+// Run by ctest (models_generation), which generates the models and sets ONNXGPU_MODELS_DIR.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "onnxgpu/error.h"
+#include "onnxgpu/session.h"
+#include "runtime/compare.h"
+
+namespace fs = std::filesystem;
+using namespace onnxgpu;
+
+namespace {
+
+const runtime::Tolerance kTol{/*rtol=*/1e-3, /*atol=*/1e-4};
+
+fs::path model_path(const std::string& model) {
+  const char* d = std::getenv("ONNXGPU_MODELS_DIR");
+  if (!d) {
+    ADD_FAILURE() << "ONNXGPU_MODELS_DIR is not set: run this through ctest (ctest -R models_generation)";
+    return {};
+  }
+  fs::path p = fs::path(d) / model / "model.onnx";
+  if (!fs::exists(p)) ADD_FAILURE() << p << " does not exist (did models_generate run?)";
+  return fs::exists(p) ? p : fs::path();
+}
+
+SessionOptions gpu(bool capture) {
+  SessionOptions o;
+  o.ep = "webgpu";
+  o.capture = capture;
+  return o;
+}
+
+// The decode step's past inputs (past_*) and the presents that feed them (present_*), by position.
+struct KvNames {
+  std::vector<std::string> past, present;
+};
+
+KvNames kv_names(const Session& s) {
+  KvNames kv;
+  for (const auto& i : s.inputs())
+    if (i.name.rfind("past", 0) == 0) kv.past.push_back(i.name);
+  for (const auto& o : s.outputs())
+    if (o.name.rfind("present", 0) == 0) kv.present.push_back(o.name);
+  return kv;
+}
+
+// A past's shape [batch, heads, length, head_dim] from the declared dims (symbolic ones: batch 1).
+Shape past_shape(const Session& s, const std::string& name, int64_t length) {
+  for (const auto& i : s.inputs())
+    if (i.name == name) {
+      Shape shape;
+      for (size_t d = 0; d < i.shape.size(); ++d) shape.push_back(d == 2 ? length : std::max<int64_t>(i.shape[d], 1));
+      return shape;
+    }
+  ADD_FAILURE() << "no input " << name;
+  return {};
+}
+
+size_t output_index(const Session& s, const std::string& name) {
+  for (size_t k = 0; k < s.outputs().size(); ++k)
+    if (s.outputs()[k].name == name) return k;
+  ADD_FAILURE() << "no output " << name;
+  return 0;
+}
+
+int64_t argmax_last_row(const Tensor& logits) {
+  const float* v = logits.data<float>();
+  const int64_t vocab = logits.shape().back();
+  const float* row = v + (logits.numel() - vocab);
+  return int64_t(std::max_element(row, row + vocab) - row);
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+}  // namespace
+
+// 40 greedy decode steps with the KV cache kept on the GPU (presents fed back as device tensors):
+// every step's outputs equal an uncaptured run's on the same inputs, and after the first steps
+// every step replays the one recorded plan, refreshed for its past length.
+TEST(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
+  fs::path path = model_path("gpt2_kv_tiny");
+  if (path.empty()) return;
+  try {
+    Session captured(path.string(), gpu(true));
+    Session reference(path.string(), gpu(false));
+    const KvNames kv = kv_names(captured);
+    ASSERT_FALSE(kv.past.empty());
+    ASSERT_EQ(kv.past.size(), kv.present.size());
+    const size_t logits_at = output_index(captured, "logits");
+    const int64_t p0 = 3;
+    std::unordered_map<std::string, Tensor> past_host;  // the reference's past, on the host
+    std::unordered_map<std::string, DeviceTensor> past_gpu;
+    for (const auto& name : kv.past) past_host[name] = Tensor(DType::Float32, past_shape(captured, name, p0));
+    int64_t token = 7;
+    int replayed = 0, refreshed = 0;
+    for (int step = 0; step < 40; ++step) {
+      SCOPED_TRACE("decode step " + std::to_string(step));
+      const int64_t position = p0 + step;
+      std::unordered_map<std::string, Tensor> feeds{
+          {"input_ids", Tensor::from_vector<int64_t>({1, 1}, {token})},
+          {"position_ids", Tensor::from_vector<int64_t>({1, 1}, {position})}};
+      std::unordered_map<std::string, Tensor> ref_feeds = feeds;
+      for (const auto& [n, t] : past_host) ref_feeds[n] = t;
+      if (step == 0)
+        for (const auto& [n, t] : past_host) feeds[n] = t;  // the first past comes from the host
+      std::vector<DeviceTensor> outs = captured.run_on_device(feeds, past_gpu);
+      std::vector<Tensor> want = reference.run(ref_feeds);
+      PlanReport report = captured.last_plan();
+      replayed += report.replayed;
+      refreshed += report.refreshed;
+      ASSERT_EQ(outs.size(), want.size());
+      for (size_t k = 0; k < outs.size(); ++k) {
+        auto c = runtime::compare_tensors(outs[k].to_host(), want[k], kTol);
+        ASSERT_TRUE(c.passed) << "output '" << captured.outputs()[k].name << "': " << c.message;
+      }
+      if (step >= 2) {
+        EXPECT_TRUE(report.replayed && report.refreshed) << "signature " << report.signature;
+        EXPECT_TRUE(has(report.symbolic_dims, kv.past[0] + "[2]")) << "past length not reported as symbolic";
+      }
+      token = argmax_last_row(want[logits_at]);
+      past_gpu.clear();
+      past_host.clear();
+      for (size_t i = 0; i < kv.past.size(); ++i) {
+        const size_t at = output_index(captured, kv.present[i]);
+        ASSERT_EQ(outs[at].shape()[2], position + 1);
+        past_gpu[kv.past[i]] = outs[at];
+        past_host[kv.past[i]] = want[at];
+      }
+    }
+    EXPECT_GE(replayed, 38);
+    EXPECT_GE(refreshed, 38);
+    EXPECT_GT(captured.last_plan().capacity_growths, 0) << "the past outgrew its first buffers: they regrow";
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}
+
+// A prompt of three lengths through one session: the second and third refresh the first's plan.
+TEST(ModelsGeneration, PrefillOfThreeLengthsReplaysOnePlan) {
+  fs::path path = model_path("gpt2_kv_tiny");
+  if (path.empty()) return;
+  try {
+    Session captured(path.string(), gpu(true));
+    Session reference(path.string(), gpu(false));
+    const KvNames kv = kv_names(captured);
+    int n = 0;
+    for (int64_t length : {5, 9, 3, 9}) {
+      SCOPED_TRACE("prompt of " + std::to_string(length));
+      std::vector<int64_t> ids, positions;
+      for (int64_t i = 0; i < length; ++i) {
+        ids.push_back((i * 37 + 11) % 50);
+        positions.push_back(i);
+      }
+      std::unordered_map<std::string, Tensor> feeds{
+          {"input_ids", Tensor::from_vector<int64_t>({1, length}, ids)},
+          {"position_ids", Tensor::from_vector<int64_t>({1, length}, positions)}};
+      for (const auto& name : kv.past) feeds[name] = Tensor(DType::Float32, past_shape(captured, name, 0));
+      std::vector<Tensor> got = captured.run(feeds), want = reference.run(feeds);
+      for (size_t k = 0; k < got.size(); ++k) {
+        auto c = runtime::compare_tensors(got[k], want[k], kTol);
+        EXPECT_TRUE(c.passed) << "output '" << captured.outputs()[k].name << "': " << c.message;
+      }
+      PlanReport report = captured.last_plan();
+      if (n++ > 0) EXPECT_TRUE(report.replayed && report.refreshed) << report.refresh_refused;
+    }
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}
