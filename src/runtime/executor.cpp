@@ -5,6 +5,7 @@
 
 #include "cpu/graph_runner.h"
 #include "runtime/gpu_values.h"
+#include "runtime/refresh.h"
 #include "runtime/replay.h"
 
 namespace onnxgpu::runtime {
@@ -117,9 +118,9 @@ std::shared_ptr<Plan> GpuExecutor::refresh_for(const std::string& signature,
                                                const std::unordered_map<std::string, Tensor>& feeds,
                                                const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   for (const std::shared_ptr<Plan>& plan : plans_.family(family_of(feeds, device_feeds), feeds)) {
-    Planner planner(model_, options_, *plan, *constants_, *fusion_, *encoder_);
+    Refresh refresh(model_, options_, *plan, *fusion_);
     std::string why;
-    if (!planner.refresh(feeds, device_feeds, why)) {
+    if (!refresh.run(feeds, device_feeds, why)) {
       plan->report.refresh_refused = why;
       continue;
     }

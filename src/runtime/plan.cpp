@@ -2,6 +2,8 @@
 
 #include "runtime/gpu_values.h"
 
+#include <algorithm>
+
 namespace onnxgpu::runtime {
 
 Tensor Plan::download(int slot, DType dtype, const Shape& shape, const Int64Policy& policy) {
@@ -13,6 +15,18 @@ Tensor Plan::download(int slot, DType dtype, const Shape& shape, const Int64Poli
 void Plan::upload(int slot, const Tensor& t, const Int64Policy& policy, const std::string& name) {
   GpuUpload u = to_gpu(t, policy, name);
   if (u.bytes) device->write(slots[size_t(slot)].buffer->get(), u.data, u.bytes);
+}
+
+webgpu::BindGroupHandle bind_dispatch(const Plan& plan, const Step& step, const RecordedDispatch& d) {
+  const uint64_t max_binding = plan.device->limits().max_storage_buffer_binding_size / 4 * 4;
+  std::vector<webgpu::BufferBinding> entries;
+  entries.emplace_back(step.uniforms->get(), d.uniform_offset, d.uniform_bytes);
+  entries.emplace_back(plan.status->get(), 0, plan.status->capacity);
+  for (int s : d.slots) {
+    const webgpu::Buffer& b = *plan.slots[size_t(s)].buffer;
+    entries.emplace_back(b.get(), 0, max_binding ? std::min(b.capacity, max_binding) : b.capacity);
+  }
+  return plan.device->bind_group(*d.pipeline, entries);
 }
 
 Plan::~Plan() {

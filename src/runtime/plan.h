@@ -52,33 +52,61 @@ struct Step {
   bool cpu = false;
   std::vector<RecordedDispatch> dispatches;  // GPU segment
   std::shared_ptr<webgpu::Buffer> uniforms;
+  std::vector<uint32_t> uniform_data;  // what `uniforms` holds
   const ir::Node* node = nullptr;  // CPU node
   std::vector<StepValue> inputs;   // the node's inputs, then values its subgraphs read from outside
   size_t explicit_inputs = 0;
   std::vector<StepValue> outputs;
 };
 
-// What the planner decided, in the order it decided it, so that a refresh (planner.h) can walk the
-// graph again for other sizes and check that every decision comes out the same.
+// What the planner decided, in the order it decided it, with the values each decision read (by id),
+// so that a refresh (refresh.h) can redo only the decisions whose values changed size or content.
+struct PlanValue {  // a value as the plan has it now
+  DType dtype = DType::Undefined;
+  Shape shape;
+  const Tensor* constant = nullptr;  // a weight, or a folded value in Plan::constants
+  int slot = -1;
+};
 struct KernelRecord {  // one call of a GPU kernel (a node's, or a fused group's)
-  size_t index = 0;    // the graph node it is placed at
-  const ir::Node* node = nullptr;  // a graph node; null for a fused node (compared by fused_same)
-  ir::Node fused;                  // the fused node, when it is one
-  std::vector<webgpu::GpuValueInfo> inputs;  // what the kernel saw (runtime values left out)
+  size_t index = 0;                // the graph node it is placed at
+  const ir::Node* node = nullptr;  // a graph node; null for a fused node (then `fused`)
+  ir::Node fused;
+  std::vector<int> inputs;         // value ids of the node's inputs (-1: omitted)
+  std::vector<int> outputs;        // value ids of its outputs (-1: not wanted)
   bool ok = false;                 // the kernel took the node
   std::string reason;              // why not
-  std::vector<webgpu::GpuKernelContext::OutputSpec> outputs;
+  std::vector<webgpu::GpuKernelContext::OutputSpec> results;
   std::vector<webgpu::TempSpec> temps;
   std::vector<webgpu::DispatchSpec> dispatches;
+  std::vector<int> out_slots;      // per output: its buffer (-1: none; a view's is its input's)
+  std::vector<int> temp_slots;     // the temporaries', then those of outputs written though unwanted
+  std::vector<size_t> unwanted;    // the output index of each of the latter
+  size_t first_dispatch = 0;       // where its dispatches start in the plan's GPU step
+  bool dispatched = false;         // false: described only (outputs read only for their shapes)
 };
-struct FoldRecord {  // one node computed at plan time
+struct FoldRecord {  // a node computed at plan time
   size_t index = 0;
-  std::vector<const Tensor*> outputs;  // in Plan::constants (a refresh rewrites them in place)
+  bool shape_only = false;  // Shape / Size
+  std::vector<int> inputs, outputs;
+};
+struct DecisionRecord {  // which fused group is placed at a node (fusion.h), decided on values' facts
+  size_t index = 0;
+  bool attention = false;
+  std::vector<int> queried;  // the values whose facts the decision read
+  bool found = false;
+  ir::Node group;            // the fused node, when found
 };
 struct Recording {
-  std::vector<int> slot_requests;  // the slot each buffer request got, in order
-  std::vector<KernelRecord> kernels;
+  std::vector<PlanValue> values;
+  std::unordered_map<std::string, int> ids;
+  struct Event {
+    enum class Kind { Fold, Decision, Kernel } kind;
+    size_t record;
+  };
+  std::vector<Event> events;  // in plan order
   std::vector<FoldRecord> folds;
+  std::vector<DecisionRecord> decisions;
+  std::deque<KernelRecord> kernels;  // never moved: the planner's open segment points into them
   std::vector<std::pair<int, const Tensor*>> constant_uploads;  // folded values the GPU reads, by slot
   std::string not_refreshable;  // why the plan cannot serve other sizes ("" when it can)
 };
@@ -126,5 +154,9 @@ struct Plan {
 
   ~Plan();  // buffers go back to the device's pool (weights stay with the session)
 };
+
+// A recorded dispatch's bind group: its uniforms, the status records, then each bound slot's whole
+// buffer (a refresh may put a larger value there: kernels index by the sizes in their uniforms).
+webgpu::BindGroupHandle bind_dispatch(const Plan& plan, const Step& step, const RecordedDispatch& d);
 
 }  // namespace onnxgpu::runtime

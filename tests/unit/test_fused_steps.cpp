@@ -45,7 +45,7 @@ struct Planned {
     ctx = std::make_unique<webgpu::GpuKernelContext>(node, 17, policy, lim, inputs);
   }
   void run() { (*webgpu::gpu_registry().find(node.op_type, webgpu::kFusedDomain))(*ctx); }
-  const std::string& source() const { return ctx->dispatches.at(0).source; }
+  std::string source() const { return ctx->dispatches.at(0).source(); }
 };
 
 webgpu::GpuValueInfo f32(Shape s, const Tensor* constant = nullptr) { return {DType::Float32, std::move(s), constant}; }

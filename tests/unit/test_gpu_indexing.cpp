@@ -496,7 +496,7 @@ void check_direct(const std::string& what, ir::Node node, int64_t opset, const s
     std::copy(d.uniforms.begin(), d.uniforms.end(), data.begin());
     uniforms.push_back(dev->create_buffer(ub, webgpu::kUniformUsage));
     dev->write(uniforms.back(), data.data(), ub);
-    const webgpu::Pipeline& p = dev->pipeline(d.source);
+    const webgpu::Pipeline& p = dev->pipeline(d.source());
     std::vector<webgpu::BufferBinding> entries{{uniforms.back().get(), 0, ub}, {status.get(), 0, 16}};
     for (const auto& b : d.bindings) {
       ASSERT_NE(b.kind, webgpu::ValueRef::Kind::Temp);

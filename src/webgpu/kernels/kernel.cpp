@@ -61,9 +61,7 @@ void GpuKernelContext::dispatch(const shader::Program& p, std::vector<ValueRef> 
   if (const shader::TensorDecl* t = p.inexact_value_use())
     unsupported("computes on " + std::string(dtype_name(t->dtype)) + " values (tensor '" + t->name +
                 "'), which the GPU would round to float32");
-  DispatchSpec d;
-  d.source = p.source();
-  d.program_name = p.name();
+  DispatchSpec d{p};
   d.uniforms = p.uniform_data();
   d.bindings = std::move(bindings);
   if (x == 0) {

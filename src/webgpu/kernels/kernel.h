@@ -45,8 +45,10 @@ struct ValueRef {
 };
 
 struct DispatchSpec {
-  std::string source;              // WGSL
-  std::string program_name;
+  // The program. Its WGSL is assembled only when a pipeline is made (source()): a refresh of a
+  // recorded plan compares programs without assembling them (shader::Program::same_source).
+  shader::Program program;
+  std::string source() const { return program.source(); }
   std::vector<uint32_t> uniforms;  // slot 0 is filled by the runtime
   std::vector<ValueRef> bindings;  // in the program's tensor order
   uint32_t x = 1, y = 1, z = 1;    // workgroup counts

@@ -309,6 +309,21 @@ std::string Program::source() const {
 
 std::vector<uint32_t> Program::uniform_data() const { return uniforms_; }
 
+bool Program::same_source(const Program& o) const {
+  // source() is a function of these (and of constant texts); a tensor's accessors of its name,
+  // binding, direction, rank and type (sizes come from uniforms).
+  if (name_ != o.name_ || wg_ != o.wg_ || guard_ != o.guard_ || uniforms_.size() != o.uniforms_.size() ||
+      tensors_.size() != o.tensors_.size() || uniform_fns_ != o.uniform_fns_ || decls_ != o.decls_ || body_ != o.body_)
+    return false;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const TensorDecl &a = tensors_[i], &b = o.tensors_[i];
+    if (a.name != b.name || a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.output != b.output ||
+        a.binding != b.binding || a.type.family != b.type.family)
+      return false;
+  }
+  return true;
+}
+
 std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
   std::vector<std::pair<std::string, std::string>> kv(values.begin(), values.end());
   std::sort(kv.begin(), kv.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });

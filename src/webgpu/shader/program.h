@@ -85,6 +85,8 @@ class Program {
   const TensorDecl* inexact_value_use() const;
 
   std::string source() const;                 // the whole WGSL module
+  // Whether two programs have the same source(), told without assembling it.
+  bool same_source(const Program& other) const;
   std::vector<uint32_t> uniform_data() const;  // slot 0 is the status slot, set by the runtime
 
  private:
