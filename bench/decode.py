@@ -23,7 +23,7 @@ over CHECK_STEPS steps; and whether the two engines' greedy tokens agree.
   bench/decode.py --report-only RAW [--doc F] [--update-doc docs/benchmarks.md]
 
 --doc writes the markdown section alone; --update-doc puts it into a page between the markers
-<!-- generation:begin --> and <!-- generation:end --> (replacing what is there, else before "## Targets");
+<!-- generation:begin --> and <!-- generation:end --> (replacing what is there, else after the latency table);
 bench/compare keeps that block when it rewrites docs/benchmarks.md. Models and binaries come as for
 bench/compare (its --make-bundle packs both decode models' skeletons). Raw results: JSON lines, one per process.
 """
@@ -50,7 +50,7 @@ PROFILES = {  # model size, first past length, steps, rounds, deadline (s, count
 }
 CONFIGS = ["capture", "no-capture"]  # onnxgpu's; the peer runs its growing loop without capture (it cannot
 # capture a growing past: /work/shared/peer/README.md, "Decode loop")
-BEGIN, END = "<!-- generation:begin -->", "<!-- generation:end -->"
+BEGIN, END = compare.GEN_BEGIN, compare.GEN_END
 T_START = time.monotonic()
 
 
@@ -267,17 +267,6 @@ def adapter_str(meta):
         str(m.get("adapter_error", "?"))[:100]
 
 
-def splice(doc_text, section):
-    """The page with the section between the markers (replaced), else inserted before '## Targets' (else at the end)."""
-    if BEGIN in doc_text and END in doc_text:
-        i, j = doc_text.index(BEGIN), doc_text.index(END) + len(END)
-        return doc_text[:i] + section.rstrip("\n") + doc_text[j:]
-    k = doc_text.find("\n## Targets")
-    if k < 0:
-        return doc_text.rstrip("\n") + "\n\n" + section
-    return doc_text[:k + 1] + section + "\n" + doc_text[k + 1:]
-
-
 def write_report(raw_path, doc, update_doc):
     meta, recs = compare.load_raw(raw_path)
     section = build_section(meta, recs)
@@ -288,7 +277,7 @@ def write_report(raw_path, doc, update_doc):
     if update_doc:
         text = open(update_doc).read() if os.path.exists(update_doc) else ""
         with open(update_doc, "w") as f:
-            f.write(splice(text, section))
+            f.write(compare.splice_generation(text, section))
         log(f"section -> {update_doc}")
 
 
