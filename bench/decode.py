@@ -220,8 +220,6 @@ def build_section(meta, recs):
     for m in models:
         info = meta.get("model_bytes", {}).get(m, {})
         peer = summary(recs, "peer", m, "no-capture")
-        mean_past = meta.get("past_start", 0) + meta.get("steps", 0) / 2.0
-        per_token = info.get("weights", 0) + info.get("kv_per_position", 0) * mean_past
         rows = [("onnxgpu", c) for c in CONFIGS] + [("peer", "no-capture")]
         for engine, config in rows:
             g = peer if engine == "peer" else summary(recs, engine, m, config)
@@ -229,6 +227,9 @@ def build_section(meta, recs):
                 L.append(f"| {m} | {engine} | {config} | failed: {str(g.get('error'))[:160].replace('|', '/')} "
                          "| - | - | - | - | - | - | - |")
                 continue
+            ps, pe = g["past"]  # the timed steps (2..N) feed pasts ps+1 .. pe
+            mean_past = (ps + 1 + pe) / 2.0 if ps is not None and pe is not None and pe > ps else (ps or 0)
+            per_token = info.get("weights", 0) + info.get("kv_per_position", 0) * mean_past
             tps = 1000.0 / g["median"] if g["median"] else None
             use = per_token / (g["median"] / 1000.0) / bw if bw and g["median"] else None
             ratio = g["median"] / peer["median"] if engine == "onnxgpu" and "median" in peer else None
@@ -360,17 +361,27 @@ def main():
     log(f"profile {a.profile}, size {a.size}, past {a.past_start} + {a.steps} steps, raw -> {a.raw}")
     r = Run(a, a.onnxgpu, a.peer, env, a.raw)
 
+    # Per model: onnxgpu with capture and the peer next to each other (the peer first in even rounds), then
+    # onnxgpu without capture. onnxgpu's loop gets --time-limit: its share of the time left (a loop that plans
+    # every step anew can be slow), so that the processes after it still run; the peer has no such option.
+    jobs = []
     for rnd in range(1, a.rounds + 1):
         for m in models:
-            jobs = [("onnxgpu", c, og_cmd(r, path[m], c, a.steps, a.past_start)) for c in configs]
-            jobs.append(("peer", "no-capture", peer_cmd(r, path[m], a.steps, a.past_start)))
-            if rnd % 2 == 0:  # alternate who goes first
-                jobs = jobs[-1:] + jobs[:-1]
-            for engine, config, cmd in jobs:
-                if r.left() <= 0:
-                    log(f"deadline ({a.deadline:.0f} s) reached: {engine} {m} {config} r{rnd} not run")
-                    continue
-                r.run(engine, m, config, rnd, cmd)
+            pair = [("onnxgpu", configs[0]), ("peer", "no-capture")] if configs else [("peer", "no-capture")]
+            if rnd % 2 == 0:
+                pair.reverse()
+            jobs += [(rnd, m, e, c) for e, c in pair + [("onnxgpu", c) for c in configs[1:]]]
+    checks = len(models) * 2 if a.check_steps > 0 else 0
+    for n, (rnd, m, engine, config) in enumerate(jobs):
+        if r.left() <= 0:
+            log(f"deadline ({a.deadline:.0f} s) reached: {engine} {m} {config} r{rnd} not run")
+            continue
+        if engine == "peer":
+            cmd = peer_cmd(r, path[m], a.steps, a.past_start)
+        else:
+            share = r.left() / (len(jobs) - n + 0.5 * checks)
+            cmd = og_cmd(r, path[m], config, a.steps, a.past_start, ["--time-limit", f"{max(20.0, share):.0f}"])
+        r.run(engine, m, config, rnd, cmd)
     if a.check_steps > 0:
         for m in models:
             for engine, cmd in (("onnxgpu", og_cmd(r, path[m], "capture", a.check_steps, a.past_start, ["--check"])),

@@ -579,7 +579,8 @@ def inflate(size, root, force=False, names=None):
                           "bytes": os.path.getsize(out) + (os.path.getsize(data_path) if external else 0),
                           "external_data": data_name if external else None,
                           "config": model_config(name, size), "description": DESCRIPTIONS[name]}
-        print(f"inflate: {size}/{name}: {params / 1e6:.1f}M parameters, {os.path.getsize(out) / 2**20:.0f} MiB",
+        print(f"inflate: {size}/{name}: {params / 1e6:.1f}M parameters, {manifest[name]['bytes'] / 2**20:.0f} MiB"
+              + (f" ({data_name})" if external else ""),
               file=sys.stderr)
         with open(manifest_path, "w") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
