@@ -220,10 +220,11 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
   int64_t past = f.past_start;
   int64_t next = f.start_token;
   if (f.prompt > 0) {
-    std::vector<int64_t> prompt(size_t(f.prompt));
-    const int64_t vocab = std::max<int64_t>(1, s.outputs()[d.logits].has_shape && s.outputs()[d.logits].shape.back() > 0
-                                                   ? s.outputs()[d.logits].shape.back()
-                                                   : std::numeric_limits<int64_t>::max());
+    // The prompt: start token, +1, ... modulo the vocabulary (the logits' last dim, when the model declares it).
+    const TensorInfo& lg = s.outputs()[d.logits];
+    const int64_t vocab = lg.has_shape && !lg.shape.empty() && lg.shape.back() > 0 ? lg.shape.back()
+                                                                                    : std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> prompt(static_cast<size_t>(f.prompt));
     for (int64_t i = 0; i < f.prompt; ++i) prompt[size_t(i)] = (f.start_token + i) % vocab;
     r.prefill = step(prompt, past);
     past += f.prompt;
