@@ -825,7 +825,8 @@ segments because a CPU node between segments also reads its GPU inputs back (one
 builds the models (see its docstring). `bench/compare [--profile P] [--size S] [--models a,b] [--configs
 capture,no-capture,cpu] [--runs N] [--warmup N] [--rounds N] [--time-limit S] [--deadline S] [--raw F]
 [--doc F] [--chart F]` runs the matrix and writes this page; `--report-only RAW` rewrites it from a raw file;
-`--make-bundle` packs bench/.carry for the device machine. Generated files stay out of git: bench/models,
+`--make-bundle` packs bench/.carry for the device machine (every model's skeleton, exported where missing; with
+`--models`, those models'). Generated files stay out of git: bench/models,
 bench/.peer (the peer built from /work/shared/peer with its build.sh, library cached in bench/.peer/.cache),
 bench/.carry, bench/results (raw JSON lines). `bench/variants.py --bundle .carry --cases bert,gpt2
 --variants 'base;NAME=ENV=VALUE|ENV=VALUE'` runs engine variants (MatMul tiles, split-K, Dawn toggles, the
@@ -894,8 +895,9 @@ here, rewrite the page from the raw file (the command recorded in it is kept):
 ```
 
 **The generation benchmark** (bench/decode.py) takes the same bundle (`--make-bundle` also exports the
-llama_kv skeleton; the full llama_kv inflates to 3.4 GB, its weights in `llama_kv.onnx.data`), in a call of
-its own: `run` with `carry: ["bench/.carry"]`, `kind: "nvidia-h200"`, `timeout_s: 600`, and:
+llama_kv skeleton; `bench/compare --make-bundle --size full --models gpt2_kv,llama_kv` packs only the two decode
+models'; the full llama_kv inflates to 3.4 GB, its weights in `llama_kv.onnx.data`), in a call of its own: `run`
+with `carry: ["bench/.carry"]`, `kind: "nvidia-h200"`, `timeout_s: 600`, and:
 
 ```
 cd bench && PYTHONUNBUFFERED=1 python3 decode.py --profile h200 --bundle .carry --raw $OUT/decode_raw.jsonl --doc $OUT/generation.md 2>&1 | tee $OUT/decode_log.txt
@@ -955,8 +957,13 @@ def main():
     a.configs = [c for c in a.configs.split(",") if c]
     models = [m for m in a.models.split(",") if m]
 
-    if a.make_bundle:  # bench/compare's models and bench/decode.py's (llama_kv)
-        make_models.export(a.size, a.models_root, names=make_models.ALL_MODELS)
+    if a.make_bundle:  # bench/compare's models and bench/decode.py's (llama_kv), or those --models names
+        explicit = a.models != ",".join(make_models.CASE_NAMES)
+        names = sorted({make_models.case_model(m) for m in models}) if explicit else make_models.ALL_MODELS
+        for n in names:
+            if n not in make_models.ALL_MODELS:
+                raise SystemExit(f"--make-bundle: unknown model {n!r}; known: {', '.join(make_models.ALL_MODELS)}")
+        make_models.export(a.size, a.models_root, names=names)
         make_bundle(a.size, a.onnxgpu, a.models_root)
         return
 
