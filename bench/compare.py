@@ -732,9 +732,30 @@ def build_report(meta, recs, doc_path, chart_path, command):
     L.append(NOTES)
     L.append(TOOLS_SECTION)
     L.append(H200_SECTION)
+    text = "\n".join(L)
+    old = open(doc_path).read() if os.path.exists(doc_path) else ""
+    if GEN_BEGIN in old and GEN_END in old:  # bench/decode.py's section: kept where the page is rewritten
+        text = splice_generation(text, old[old.index(GEN_BEGIN):old.index(GEN_END) + len(GEN_END)] + "\n")
     with open(doc_path, "w") as f:
-        f.write("\n".join(L))
+        f.write(text)
     log(f"report: {doc_path}" + (f", {chart_path}" if chart_path and ratios else ""))
+
+
+# bench/decode.py's "Generation" section lives between these markers in docs/benchmarks.md.
+GEN_BEGIN, GEN_END = "<!-- generation:begin -->", "<!-- generation:end -->"
+
+
+def splice_generation(doc_text, section):
+    """The page with the section between the markers (replaced), else inserted after the latency table: before
+    '## Targets' or '## Where the time goes' (else at the end)."""
+    if GEN_BEGIN in doc_text and GEN_END in doc_text:
+        i, j = doc_text.index(GEN_BEGIN), doc_text.index(GEN_END) + len(GEN_END)
+        return doc_text[:i] + section.rstrip("\n") + doc_text[j:]
+    for heading in ("\n## Targets", "\n## Where the time goes"):
+        k = doc_text.find(heading)
+        if k >= 0:
+            return doc_text[:k + 1] + section + "\n" + doc_text[k + 1:]
+    return doc_text.rstrip("\n") + "\n\n" + section
 
 
 def make_chart(models, ratios, path, sws):
@@ -804,12 +825,29 @@ segments because a CPU node between segments also reads its GPU inputs back (one
 builds the models (see its docstring). `bench/compare [--profile P] [--size S] [--models a,b] [--configs
 capture,no-capture,cpu] [--runs N] [--warmup N] [--rounds N] [--time-limit S] [--deadline S] [--raw F]
 [--doc F] [--chart F]` runs the matrix and writes this page; `--report-only RAW` rewrites it from a raw file;
-`--make-bundle` packs bench/.carry for the device machine. Generated files stay out of git: bench/models,
+`--make-bundle` packs bench/.carry for the device machine (every model's skeleton, exported where missing; with
+`--models`, those models'). Generated files stay out of git: bench/models,
 bench/.peer (the peer built from /work/shared/peer with its build.sh, library cached in bench/.peer/.cache),
 bench/.carry, bench/results (raw JSON lines). `bench/variants.py --bundle .carry --cases bert,gpt2
 --variants 'base;NAME=ENV=VALUE|ENV=VALUE'` runs engine variants (MatMul tiles, split-K, Dawn toggles, the
 chunked submits, see docs/webgpu.md) alternating in one call, with each one's latency, host time and GPU
 profile: how the choices in docs/performance.md were measured.
+
+`onnxgpu decode MODEL --steps N --past-start P0 [--start-token T] [--prompt L] [--capture|--no-capture]
+[--time-limit S] [--check [--check-ref cpu|no-capture]] [--json]` (tools/cmd_decode.cpp) runs a greedy
+generation loop on a decode-step model (inputs input_ids, position_ids, past_*; outputs logits, present_*),
+the loop of ort_peer's `--decode-loop`: step k feeds past length P0+k at position P0+k (step 0: zeros from
+the host), the presents stay on the GPU and feed the next step as `DeviceTensor`s (`Session::run_on_device`),
+the logits are read back for the argmax. `--prompt L` first runs a prefill of L tokens (its time: the
+first-token time). JSON: `decode_loop` {`ms_per_step` {median, min, max, mean, n} over steps 2..N,
+`first_step_ms`, `first_token_ms`, `tokens_per_s`, `step_ms`, `tokens`, `replayed` (per step, from
+`Session::last_plan().replayed`), `replayed_steps`, `planned_steps`, `prefill`, `present_shape`},
+`session_create_ms`, `plan` (the last step's), `weight_bytes` (every initializer), `bytes_per_token`
+{weights, kv_cache_mean, total} and `achieved_gb_per_s`; `--check` adds `check` {allclose, argmax_match,
+max_abs_diff, steps_compared, match}: the same loop on the CPU EP fed the same tokens (a mismatch exits 1).
+`bench/decode.py` runs it side by side with `ort_peer --decode-loop` on gpt2_kv and llama_kv (see its
+docstring) and writes the Generation section of this page (between `<!-- generation:begin/end -->`, which
+bench/compare keeps when it rewrites the page).
 """
 
 H200_SECTION = """## How to run on the H200
@@ -854,6 +892,23 @@ here, rewrite the page from the raw file (the command recorded in it is kept):
 
 ```
 /usr/bin/python3 bench/compare.py --report-only <files_at>/raw.jsonl --doc docs/benchmarks.md --chart docs/benchmarks_ratio.png
+```
+
+**The generation benchmark** (bench/decode.py) takes the same bundle (`--make-bundle` also exports the
+llama_kv skeleton; `bench/compare --make-bundle --size full --models gpt2_kv,llama_kv` packs only the two decode
+models'; the full llama_kv inflates to 3.4 GB, its weights in `llama_kv.onnx.data`), in a call of its own: `run`
+with `carry: ["bench/.carry"]`, `kind: "nvidia-h200"`, `timeout_s: 600`, and:
+
+```
+cd bench && PYTHONUNBUFFERED=1 python3 decode.py --profile h200 --bundle .carry --raw $OUT/decode_raw.jsonl --doc $OUT/generation.md 2>&1 | tee $OUT/decode_log.txt
+```
+
+It inflates gpt2_kv and llama_kv (full), then per model runs `onnxgpu decode --capture`, `--no-capture` and
+`ort_peer --decode-loop` from past 128 for 896 steps (to past 1023), then short `--check` / `--check-cpu`
+loops (8 steps); `--deadline` 480 s. Back here:
+
+```
+/usr/bin/python3 bench/decode.py --report-only <files_at>/decode_raw.jsonl --update-doc docs/benchmarks.md
 ```
 """
 
@@ -902,8 +957,13 @@ def main():
     a.configs = [c for c in a.configs.split(",") if c]
     models = [m for m in a.models.split(",") if m]
 
-    if a.make_bundle:
-        make_models.export(a.size, a.models_root)
+    if a.make_bundle:  # bench/compare's models and bench/decode.py's (llama_kv), or those --models names
+        explicit = a.models != ",".join(make_models.CASE_NAMES)
+        names = sorted({make_models.case_model(m) for m in models}) if explicit else make_models.ALL_MODELS
+        for n in names:
+            if n not in make_models.ALL_MODELS:
+                raise SystemExit(f"--make-bundle: unknown model {n!r}; known: {', '.join(make_models.ALL_MODELS)}")
+        make_models.export(a.size, a.models_root, names=names)
         make_bundle(a.size, a.onnxgpu, a.models_root)
         return
 

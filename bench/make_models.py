@@ -44,9 +44,21 @@ SIZES = {
     "small": dict(width=768, heads=12, layers=4, gpt2_vocab=50257, bert_vocab=30522, emb_vocab=8192, mlp=(1024, 4096)),
     "tiny": dict(width=256, heads=4, layers=2, gpt2_vocab=4096, bert_vocab=4096, emb_vocab=4096, mlp=(256, 1024)),
 }
+# The Llama-style decode step (llama_kv), per size. full: the shape of a ~0.85B Llama (TinyLlama's width, heads
+# and MLP with 8 K/V heads and 16 layers: 853M parameters, 3.4 GB in float32, so its inflated model keeps the
+# weights in external data, past protobuf's 2 GB); small: the same with 4 layers (311M); tiny: width 256.
+LLAMA_SIZES = {
+    "full": dict(width=2048, heads=32, kv_heads=8, layers=16, mlp=5632, vocab=32000),
+    "small": dict(width=2048, heads=32, kv_heads=8, layers=4, mlp=5632, vocab=32000),
+    "tiny": dict(width=256, heads=8, kv_heads=2, layers=2, mlp=688, vocab=4096),
+}
 GPT2_CTX, BERT_CTX = 1024, 512
+EXTERNAL_DATA_MIN_BYTES = 1800 * 2**20  # inflated models larger than this keep their weights in <model>.onnx.data
 
-MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn"]
+MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn"]  # bench/compare's models
+# The generation benchmark's (bench/decode.py) decode-step models; llama_kv is made only when asked for.
+DECODE_MODELS = ["gpt2_kv", "llama_kv"]
+ALL_MODELS = MODEL_NAMES + ["llama_kv"]
 # Benchmark cases: a model file run at the dims of PROFILES[profile][case]. A case named like a model
 # uses that model; the others name theirs here.
 CASE_MODEL = {"gpt2_s16": "gpt2"}
@@ -89,6 +101,9 @@ DESCRIPTIONS = {  # sizes in the manifest's config
     "bert": "BERT encoder (post-LN): INT64 input_ids, attention_mask, token_type_ids -> last_hidden_state",
     "cnn": "small ResNet-style CNN: 5 conv3x3 (BN folded) + ReLU, a residual add, 2 max pools, global average "
            "pool, linear 128->10",
+    "llama_kv": "Llama-style decode step with KV cache, plain ONNX ops: RMSNorm, rotary embedding from position_ids, "
+                "grouped-query attention (K/V heads repeated by Expand), SiLU MLP, untied LM head; past_key_i/"
+                "past_value_i [batch,kv_heads,past_seq,head_dim] -> logits + present_key_i/present_value_i",
 }
 
 
@@ -96,6 +111,9 @@ def model_config(name, size):
     """What an input generator and a report need to know about a model of this size."""
     c = SIZES[size]
     d = {"size": size}
+    if name == "llama_kv":
+        d.update(LLAMA_SIZES[size])
+        return d
     if name in ("int64_embedding", "gpt2", "gpt2_kv", "bert"):
         d["width"] = c["width"]
     if name in ("gpt2", "gpt2_kv", "bert"):
@@ -333,6 +351,119 @@ def build_torch_models(size):
     return models
 
 
+def build_llama_model(size):
+    """The Llama-style decode step (llama_kv): RMSNorm as x / Sqrt(ReduceMean(x^2) + eps) * w; rotary embedding
+    computed from position_ids (Cast, Mul by inv_freq, Concat, Cos, Sin; rotate_half by Slice/Neg/Concat);
+    grouped-query attention, the K/V heads repeated after the cache (Unsqueeze/Expand/Reshape), so the presents
+    hold the kv_heads; a causal mask offset by the past (Range from Shape); SiLU MLP (gate * up); no biases;
+    untied LM head. Same interface as gpt2_kv (input_ids, position_ids, past_key_i/past_value_i)."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    c = LLAMA_SIZES[size]
+    C, H, KVH, L, I, V = c["width"], c["heads"], c["kv_heads"], c["layers"], c["mlp"], c["vocab"]
+    D, REP, EPS = C // H, H // KVH, 1e-5
+    neg = torch.finfo(torch.float32).min
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(C))
+
+        def forward(self, x):
+            return self.weight * (x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + EPS))
+
+    def rotate_half(x):
+        return torch.cat([-x[..., D // 2:], x[..., :D // 2]], dim=-1)
+
+    def repeat_kv(x):
+        b, _, s, _ = x.size()
+        return x[:, :, None, :, :].expand(b, KVH, REP, s, D).reshape(b, H, s, D)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(C, H * D, bias=False)
+            self.k_proj = nn.Linear(C, KVH * D, bias=False)
+            self.v_proj = nn.Linear(C, KVH * D, bias=False)
+            self.o_proj = nn.Linear(H * D, C, bias=False)
+
+        def forward(self, x, cos, sin, past_k, past_v):
+            b, t = x.size(0), x.size(1)
+            q = self.q_proj(x).view(b, t, H, D).transpose(1, 2)
+            k = self.k_proj(x).view(b, t, KVH, D).transpose(1, 2)
+            v = self.v_proj(x).view(b, t, KVH, D).transpose(1, 2)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            k = torch.cat([past_k, k], dim=2)
+            v = torch.cat([past_v, v], dim=2)
+            total = k.size(2)
+            att = torch.matmul(q, repeat_kv(k).transpose(-1, -2)) * (1.0 / math.sqrt(D))
+            q_pos = torch.arange(t) + (total - t)
+            future = torch.arange(total).unsqueeze(0) > q_pos.unsqueeze(1)  # causal mask, offset by the past
+            att = F.softmax(att.masked_fill(future, neg), dim=-1)
+            y = torch.matmul(att, repeat_kv(v)).transpose(1, 2).reshape(b, t, C)
+            return self.o_proj(y), k, v
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm = RMSNorm()
+            self.self_attn = Attention()
+            self.post_attention_layernorm = RMSNorm()
+            self.gate_proj = nn.Linear(C, I, bias=False)
+            self.up_proj = nn.Linear(C, I, bias=False)
+            self.down_proj = nn.Linear(I, C, bias=False)
+
+        def forward(self, x, cos, sin, past_k, past_v):
+            a, k, v = self.self_attn(self.input_layernorm(x), cos, sin, past_k, past_v)
+            x = x + a
+            h = self.post_attention_layernorm(x)
+            return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h)), k, v
+
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = nn.Embedding(V, C)
+            self.layers = nn.ModuleList([Block() for _ in range(L)])
+            self.norm = RMSNorm()
+            self.lm_head = nn.Linear(C, V, bias=False)
+            self.register_buffer("inv_freq", 1.0 / (10000.0 ** (torch.arange(0, D, 2, dtype=torch.float32) / D)),
+                                 persistent=False)
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, 0.0, 0.02)
+
+        def forward(self, input_ids, position_ids, *past):
+            x = self.embed_tokens(input_ids)
+            freqs = position_ids[:, :, None].to(torch.float32) * self.inv_freq[None, None, :]
+            emb = torch.cat([freqs, freqs], dim=-1)
+            cos, sin = emb.cos()[:, None], emb.sin()[:, None]  # [batch, 1, seq, head_dim]
+            presents = []
+            for i, block in enumerate(self.layers):
+                x, k, v = block(x, cos, sin, past[2 * i], past[2 * i + 1])
+                presents += [k, v]
+            return (self.lm_head(self.norm(x)), *presents)
+
+    torch.manual_seed(6)
+    module = Llama()
+    in_names, out_names = ["input_ids", "position_ids"], ["logits"]
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "position_ids": {0: "batch", 1: "seq"},
+            "logits": {0: "batch", 1: "seq"}}
+    past = []
+    for i in range(L):
+        for kv in ("key", "value"):
+            past.append(torch.randn(1, KVH, 4, D))
+            in_names.append(f"past_{kv}_{i}")
+            out_names.append(f"present_{kv}_{i}")
+            axes[f"past_{kv}_{i}"] = {0: "batch", 2: "past_seq"}
+            axes[f"present_{kv}_{i}"] = {0: "batch", 2: "total_seq"}
+    ids = torch.randint(0, V, (1, 2))
+    pos_ids = torch.arange(4, 6).unsqueeze(0)
+    return {"llama_kv": (module, (ids, pos_ids, *past), in_names, out_names, axes)}
+
+
 def strip_to_skeleton(model, model_name):
     """Empties float initializers of >= STRIP_MIN_ELEMENTS elements; records how to refill them."""
     import numpy as np
@@ -348,33 +479,40 @@ def strip_to_skeleton(model, model_name):
         spec = {"seed": seed, "mean": float(arr.mean()), "std": float(arr.std())}
         init.ClearField("raw_data")
         init.ClearField("float_data")
+        init.ClearField("external_data")  # (a > 2 GB export's, read in by onnx.load)
+        init.data_location = TensorProto.DEFAULT
         init.doc_string = FILL_MARK + json.dumps(spec, sort_keys=True)
         stripped += n
     return stripped
 
 
-def export(size, root, force=False):
+def export(size, root, force=False, names=None):
+    """names: the models to export (default MODEL_NAMES, bench/compare's); skeletons already there are kept."""
+    import tempfile
     import torch
     import onnx
 
     out_dir = os.path.join(root, "skel", size)
     os.makedirs(out_dir, exist_ok=True)
-    todo = [n for n in MODEL_NAMES if force or not os.path.exists(os.path.join(out_dir, n + ".onnx"))]
+    todo = [n for n in (names or MODEL_NAMES) if force or not os.path.exists(os.path.join(out_dir, n + ".onnx"))]
     if not todo:
         return
-    models = build_torch_models(size)
+    models = build_torch_models(size) if any(n != "llama_kv" for n in todo) else {}
+    if "llama_kv" in todo:
+        models.update(build_llama_model(size))
     kwargs = {}
     if int(torch.__version__.split(".")[0]) >= 2:
         kwargs["dynamo"] = False  # the TorchScript exporter, as with torch 1.13
     for name in todo:
         module, args, in_names, out_names, axes = models[name]
         module.eval()
-        tmp = os.path.join(out_dir, name + ".full.tmp.onnx")
-        with torch.no_grad():
-            torch.onnx.export(module, args, tmp, opset_version=17, input_names=in_names, output_names=out_names,
-                              dynamic_axes=axes, do_constant_folding=True, **kwargs)
-        m = onnx.load(tmp)
-        os.remove(tmp)
+        # A folder of its own: past 2 GB, torch writes the weights as external data files beside the model.
+        with tempfile.TemporaryDirectory(dir=out_dir) as tmp_dir:
+            tmp = os.path.join(tmp_dir, name + ".onnx")
+            with torch.no_grad():
+                torch.onnx.export(module, args, tmp, opset_version=17, input_names=in_names, output_names=out_names,
+                                  dynamic_axes=axes, do_constant_folding=True, **kwargs)
+            m = onnx.load(tmp)  # external data read in, and the tensors marked as holding their data
         stripped = strip_to_skeleton(m, name)
         m.doc_string = DESCRIPTIONS[name]
         meta = dict(model_config(name, size), model=name, torch=torch.__version__, opset=17,
@@ -397,7 +535,9 @@ def fill_values(spec, n):
     return ((rs.random_sample(n) * 2.0 - 1.0) * half_width + spec["mean"]).astype(np.float32)
 
 
-def inflate(size, root, force=False):
+def inflate(size, root, force=False, names=None):
+    """names: the models to inflate (default MODEL_NAMES). A model over EXTERNAL_DATA_MIN_BYTES keeps its weights
+    in <model>.onnx.data beside it (ONNX external data, one file)."""
     import numpy as np
     import onnx
 
@@ -405,7 +545,7 @@ def inflate(size, root, force=False):
     os.makedirs(out_dir, exist_ok=True)
     manifest_path = os.path.join(out_dir, "manifest.json")
     manifest = json.load(open(manifest_path)) if os.path.exists(manifest_path) else {}
-    for name in MODEL_NAMES:
+    for name in names or MODEL_NAMES:
         skel = os.path.join(skel_dir, name + ".onnx")
         out = os.path.join(out_dir, name + ".onnx")
         if not os.path.exists(skel):
@@ -424,12 +564,23 @@ def inflate(size, root, force=False):
             init.raw_data = fill_values(spec, n).tobytes()
             init.doc_string = ""
         tmp = out + ".tmp"
-        onnx.save(m, tmp)
+        data_name = name + ".onnx.data"
+        data_path = os.path.join(out_dir, data_name)
+        if os.path.exists(data_path):
+            os.remove(data_path)  # onnx appends to an existing external data file
+        external = sum(len(i.raw_data) for i in m.graph.initializer) > EXTERNAL_DATA_MIN_BYTES
+        if external:
+            onnx.save_model(m, tmp, save_as_external_data=True, all_tensors_to_one_file=True, location=data_name,
+                            size_threshold=1024)
+        else:
+            onnx.save(m, tmp)
         os.replace(tmp, out)
         manifest[name] = {"skeleton_sha256": skel_sha, "model_sha256": sha256_file(out), "parameters": params,
-                          "bytes": os.path.getsize(out), "config": model_config(name, size),
-                          "description": DESCRIPTIONS[name]}
-        print(f"inflate: {size}/{name}: {params / 1e6:.1f}M parameters, {os.path.getsize(out) / 2**20:.0f} MiB",
+                          "bytes": os.path.getsize(out) + (os.path.getsize(data_path) if external else 0),
+                          "external_data": data_name if external else None,
+                          "config": model_config(name, size), "description": DESCRIPTIONS[name]}
+        print(f"inflate: {size}/{name}: {params / 1e6:.1f}M parameters, {manifest[name]['bytes'] / 2**20:.0f} MiB"
+              + (f" ({data_name})" if external else ""),
               file=sys.stderr)
         with open(manifest_path, "w") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
@@ -487,12 +638,13 @@ def make_input(model_name, value_info, shape, dims, rs, vocab):
     raise SystemExit(f"inputs: {model_name}.{name}: no rule for this int64 input")
 
 
-def make_inputs(size, profile, root, force=False):
+def make_inputs(size, profile, root, force=False, names=None):
+    """names: only the cases of these models (default: every case)."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
 
-    for name in CASE_NAMES:
+    for name in [c for c in CASE_NAMES if names is None or case_model(c) in names]:
         model_path = os.path.join(root, size, case_model(name) + ".onnx")
         out_dir = os.path.join(root, size, "inputs", profile, name)
         dims = PROFILES[profile][name]
@@ -519,13 +671,19 @@ def main():
     ap.add_argument("--profile", choices=sorted(PROFILES), default="swiftshader")
     ap.add_argument("--root", default=DEFAULT_ROOT, help="models folder (default bench/models)")
     ap.add_argument("--force", action="store_true", help="redo even when up to date")
+    ap.add_argument("--models", help="comma-separated models for export and inflate (default: bench/compare's, "
+                    + ",".join(MODEL_NAMES) + "; also known: llama_kv)")
     a = ap.parse_args()
+    names = [n for n in a.models.split(",") if n] if a.models else None
+    for n in names or []:
+        if n not in ALL_MODELS:
+            ap.error(f"unknown model {n!r}; known: {', '.join(ALL_MODELS)}")
     if a.step in ("export", "all"):
-        export(a.size, a.root, a.force)
+        export(a.size, a.root, a.force, names)
     if a.step in ("inflate", "all"):
-        inflate(a.size, a.root, a.force)
+        inflate(a.size, a.root, a.force, names)
     if a.step in ("inputs", "all"):
-        make_inputs(a.size, a.profile, a.root, a.force)
+        make_inputs(a.size, a.profile, a.root, a.force, names)
 
 
 if __name__ == "__main__":

@@ -10,5 +10,6 @@ void add_run_command(CLI::App& app);
 void add_conformance_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_decode_command(CLI::App& app);
 
 }  // namespace onnxgpu::tools

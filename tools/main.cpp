@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   onnxgpu::tools::add_conformance_command(app);
   onnxgpu::tools::add_plan_command(app);
   onnxgpu::tools::add_bench_command(app);
+  onnxgpu::tools::add_decode_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

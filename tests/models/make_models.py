@@ -331,6 +331,241 @@ def build_cnn_tiny():
 
 
 # ----------------------------------------------------------------------------
+# decode-step models with a KV cache (torch export)
+# ----------------------------------------------------------------------------
+# The interface both share (the one ort_peer's --decode-loop and `onnxgpu decode` drive):
+#   inputs  input_ids int64 [batch, seq], position_ids int64 [batch, seq],
+#           past_key_<i>, past_value_<i> f32 [batch, kv_heads, past_seq, head_dim]
+#   outputs logits f32 [batch, seq, vocab],
+#           present_key_<i>, present_value_<i> = Concat(past, new, axis 2) [batch, kv_heads, total_seq, head_dim]
+# past_seq may be 0 (a prefill): the graph is exported once for any past length.
+
+KV_POSITIONS = 128   # positions the models know (a 40-step loop after a prompt fits)
+
+
+def _kv_io(layers):
+    in_names, out_names = ["input_ids", "position_ids"], ["logits"]
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "position_ids": {0: "batch", 1: "seq"},
+            "logits": {0: "batch", 1: "seq"}}
+    for i in range(layers):
+        for kv in ("key", "value"):
+            in_names.append("past_%s_%d" % (kv, i))
+            out_names.append("present_%s_%d" % (kv, i))
+            axes["past_%s_%d" % (kv, i)] = {0: "batch", 2: "past_seq"}
+            axes["present_%s_%d" % (kv, i)] = {0: "batch", 2: "total_seq"}
+    return in_names, out_names, axes
+
+
+def _kv_datasets(m, rng, V, layers, kv_heads, head_dim):
+    """Three steps, references from torch:
+       0: a prefill, batch 1: past 0 + a 7-token prompt at positions 0..6;
+       1: a decode step, batch 1: the past is the presents of torch's own 5-token prefill, 1 token at 5;
+       2: batch 2: a random past of 3 + 2 tokens at positions 3, 4 (the causal mask inside the new tokens)."""
+    def run(ids, past):
+        B, T = ids.shape
+        P = past[0].shape[2]
+        pos = np.broadcast_to(np.arange(P, P + T, dtype=np.int64), (B, T)).copy()
+        ins = [ids, pos] + list(past)
+        return ins, torch_run(m, ins)
+
+    def zeros_past(B, P):
+        return [np.zeros((B, kv_heads, P, head_dim), np.float32) for _ in range(2 * layers)]
+
+    datasets = [run(_ids(rng, (1, 7), V), zeros_past(1, 0))]
+    _, prefill_out = run(_ids(rng, (1, 5), V), zeros_past(1, 0))
+    datasets.append(run(_ids(rng, (1, 1), V), prefill_out[1:]))
+    rand_past = [rng.standard_normal((2, kv_heads, 3, head_dim)).astype(np.float32) for _ in range(2 * layers)]
+    datasets.append(run(_ids(rng, (2, 2), V), rand_past))
+    for ins, outs in datasets:   # presents = Concat(past, new) along the sequence axis
+        for k in range(2 * layers):
+            assert np.array_equal(outs[1 + k][:, :, :ins[2 + k].shape[2]], ins[2 + k])
+    return datasets
+
+
+def _kv_export(m, V, layers, kv_heads, head_dim):
+    import torch
+    in_names, out_names, axes = _kv_io(layers)
+    # The dummy step avoids sizes 0 and 1 so that no dimension is specialised: batch 2, past 3, seq 2.
+    g = torch.Generator().manual_seed(7)
+    ids = torch.randint(0, V, (2, 2), generator=g)
+    pos = torch.arange(3, 5).unsqueeze(0).expand(2, 2).contiguous()
+    past = [torch.randn(2, kv_heads, 3, head_dim, generator=g) for _ in range(2 * layers)]
+    return torch_export(m, (ids, pos, *past), in_names, out_names, axes)
+
+
+def build_gpt2_kv_tiny():
+    """GPT-2 decode step. The causal mask is HF GPT-2's: a constant lower-triangular bool table
+    [1, 1, 128, 128] sliced at [total - seq : total, :total], total = past_seq + seq read from the past's
+    Shape, so the shape values flow Shape -> Gather -> Add/Sub -> Slice -> Where."""
+    import torch
+    from torch import nn
+
+    V, C, H, L = 100, 32, 2, 2
+    D = C // H
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(C, 3 * C)
+            self.c_proj = nn.Linear(C, C)
+            self.register_buffer("bias", torch.tril(torch.ones(KV_POSITIONS, KV_POSITIONS, dtype=torch.bool))
+                                 .view(1, 1, KV_POSITIONS, KV_POSITIONS), persistent=False)
+
+        def forward(self, x, past_k, past_v):
+            B, T, _ = x.size()
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q = q.view(B, T, H, D).transpose(1, 2)
+            k = torch.cat([past_k, k.view(B, T, H, D).transpose(1, 2)], dim=2)
+            v = torch.cat([past_v, v.view(B, T, H, D).transpose(1, 2)], dim=2)
+            S = k.size(2)
+            att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D)
+            causal = self.bias[:, :, S - T:S, :S]
+            att = torch.where(causal, att, torch.tensor(torch.finfo(torch.float32).min))
+            att = torch.softmax(att, dim=-1)
+            y = torch.matmul(att, v).transpose(1, 2).reshape(B, T, C)
+            return self.c_proj(y), k, v
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(C)
+            self.attn = Attention()
+            self.ln_2 = nn.LayerNorm(C)
+            self.fc = nn.Linear(C, 4 * C)
+            self.act = nn.GELU(approximate="tanh")
+            self.proj = nn.Linear(4 * C, C)
+
+        def forward(self, x, past_k, past_v):
+            a, k, v = self.attn(self.ln_1(x), past_k, past_v)
+            x = x + a
+            return x + self.proj(self.act(self.fc(self.ln_2(x)))), k, v
+
+    class GPT2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(V, C)
+            self.wpe = nn.Embedding(KV_POSITIONS, C)
+            self.h = nn.ModuleList([Block() for _ in range(L)])
+            self.ln_f = nn.LayerNorm(C)
+
+        def forward(self, input_ids, position_ids, *past):
+            x = self.wte(input_ids) + self.wpe(position_ids)
+            presents = []
+            for i, blk in enumerate(self.h):
+                x, k, v = blk(x, past[2 * i], past[2 * i + 1])
+                presents += [k, v]
+            return (torch.matmul(self.ln_f(x), self.wte.weight.t()), *presents)   # tied LM head
+
+    gen = torch.Generator().manual_seed(2024)
+    m = GPT2().eval()
+    _randomize(m, gen)
+    model = _kv_export(m, V, L, H, D)
+    assert any(n.op_type == "Slice" for n in model.graph.node), "gpt2_kv_tiny: the mask Slice is missing"
+    return model, _kv_datasets(m, np.random.default_rng(11), V, L, H, D)
+
+
+def build_llama_kv_tiny():
+    """Llama-style decode step in plain ONNX ops: RMSNorm (Pow, ReduceMean, Add, Sqrt, Div, Mul), rotary
+    position embedding from position_ids (Cast, Mul by inv_freq, Concat, Cos, Sin; rotate_half by Slice, Neg,
+    Concat), grouped-query attention (4 query heads share 2 K/V heads: Unsqueeze, Expand, Reshape), a causal
+    mask offset by the past (Range from Shape, Greater, Where), SiLU MLP (Sigmoid, Mul: gate * up), no biases,
+    an untied LM head. The presents hold the 2 K/V heads (before the repeat), as Llama's cache does."""
+    import torch
+    from torch import nn
+
+    V, C, H, KVH, L, I = 100, 32, 4, 2, 2, 64
+    D, REP, EPS = C // H, H // KVH, 1e-5
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(C))
+
+        def forward(self, x):
+            var = x.pow(2).mean(-1, keepdim=True)
+            return self.weight * (x / torch.sqrt(var + EPS))
+
+    def rotate_half(x):
+        return torch.cat([-x[..., D // 2:], x[..., :D // 2]], dim=-1)
+
+    def repeat_kv(x):
+        B, _, S, _ = x.size()
+        return x[:, :, None, :, :].expand(B, KVH, REP, S, D).reshape(B, H, S, D)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(C, H * D, bias=False)
+            self.k_proj = nn.Linear(C, KVH * D, bias=False)
+            self.v_proj = nn.Linear(C, KVH * D, bias=False)
+            self.o_proj = nn.Linear(H * D, C, bias=False)
+
+        def forward(self, x, cos, sin, past_k, past_v):
+            B, T, _ = x.size()
+            q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)
+            k = self.k_proj(x).view(B, T, KVH, D).transpose(1, 2)
+            v = self.v_proj(x).view(B, T, KVH, D).transpose(1, 2)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            k = torch.cat([past_k, k], dim=2)
+            v = torch.cat([past_v, v], dim=2)
+            S = k.size(2)
+            att = torch.matmul(q, repeat_kv(k).transpose(-1, -2)) / math.sqrt(D)
+            q_pos = torch.arange(T) + (S - T)
+            future = torch.arange(S).unsqueeze(0) > q_pos.unsqueeze(1)   # causal, offset by the past
+            att = att.masked_fill(future, torch.finfo(torch.float32).min)
+            att = torch.softmax(att, dim=-1)
+            y = torch.matmul(att, repeat_kv(v)).transpose(1, 2).reshape(B, T, C)
+            return self.o_proj(y), k, v
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm = RMSNorm()
+            self.self_attn = Attention()
+            self.post_attention_layernorm = RMSNorm()
+            self.gate_proj = nn.Linear(C, I, bias=False)
+            self.up_proj = nn.Linear(C, I, bias=False)
+            self.down_proj = nn.Linear(I, C, bias=False)
+
+        def forward(self, x, cos, sin, past_k, past_v):
+            a, k, v = self.self_attn(self.input_layernorm(x), cos, sin, past_k, past_v)
+            x = x + a
+            h = self.post_attention_layernorm(x)
+            return x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h)), k, v
+
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = nn.Embedding(V, C)
+            self.layers = nn.ModuleList([Block() for _ in range(L)])
+            self.norm = RMSNorm()
+            self.lm_head = nn.Linear(C, V, bias=False)
+            self.register_buffer("inv_freq", 1.0 / (10000.0 ** (torch.arange(0, D, 2, dtype=torch.float32) / D)),
+                                 persistent=False)
+
+        def forward(self, input_ids, position_ids, *past):
+            x = self.embed_tokens(input_ids)
+            freqs = position_ids[:, :, None].to(torch.float32) * self.inv_freq[None, None, :]
+            emb = torch.cat([freqs, freqs], dim=-1)
+            cos, sin = emb.cos()[:, None], emb.sin()[:, None]   # [batch, 1, seq, head_dim]
+            presents = []
+            for i, blk in enumerate(self.layers):
+                x, k, v = blk(x, cos, sin, past[2 * i], past[2 * i + 1])
+                presents += [k, v]
+            return (self.lm_head(self.norm(x)), *presents)
+
+    gen = torch.Generator().manual_seed(4242)
+    m = Llama().eval()
+    _randomize(m, gen)
+    model = _kv_export(m, V, L, KVH, D)
+    ops = {n.op_type for n in model.graph.node}
+    for op in ("Pow", "ReduceMean", "Sqrt", "Cos", "Sin", "Neg", "Expand", "Sigmoid"):
+        assert op in ops, "llama_kv_tiny: no %s node in the export" % op
+    return model, _kv_datasets(m, np.random.default_rng(12), V, L, KVH, D)
+
+
+# ----------------------------------------------------------------------------
 # hand-built models
 # ----------------------------------------------------------------------------
 
@@ -672,6 +907,8 @@ BUILDERS = {
     "int64_embedding": build_int64_embedding,
     "mlp": build_mlp,
     "cnn_tiny": build_cnn_tiny,
+    "gpt2_kv_tiny": build_gpt2_kv_tiny,
+    "llama_kv_tiny": build_llama_kv_tiny,
 }
 
 

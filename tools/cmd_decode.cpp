@@ -1,0 +1,482 @@
+// onnxgpu decode MODEL --steps N --past-start P0 [--start-token T] [--prompt L] [engine flags] [--check] [--json]
+//
+// A greedy generation loop on a decode-step model with its KV cache as inputs and outputs, the same
+// loop as ort_peer's --decode-loop (/work/shared/peer/README.md, "Decode loop"), so the two engines
+// can be set side by side:
+//   inputs  input_ids int64 [1, seq], position_ids int64 [1, seq] (optional), past_<x> [.., past_seq, D]
+//   outputs logits (else the first output not named present_*), present_<x> [.., past_seq + seq, D]
+// past_<x> pairs with present_<x>; the sequence axis is the past's rank - 2; other symbolic dims are 1.
+// Step k feeds past length P0 + k at position P0 + k. Step 0's past is zeros of length P0, uploaded from
+// the host; every later step's past is the previous step's presents, which stay on the GPU
+// (Session::run_on_device: DeviceTensors fed back as device_feeds, never read to the host). Only the
+// logits are read back, every step, for the greedy argmax that becomes the next input_ids.
+// --prompt L first runs a prefill of L tokens (T, T+1, ... mod vocab) at positions P0..P0+L-1 from the
+// zero past P0; its time is the first-token time, and the loop then starts from its presents.
+// A step's time covers run_on_device + the logits readback + the argmax (ep cpu: Session::run).
+// --check runs the same loop again, untimed, on a reference session (the CPU EP, or WebGPU without
+// capture: --check-ref), fed the same tokens, and compares every step's logits and argmax; a mismatch
+// is an error (exit 1) after the report.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "commands.h"
+#include "common.h"
+
+namespace onnxgpu::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+struct DecodeFlags {
+  std::string model;
+  EngineFlags engine;
+  int steps = 16;
+  int64_t past_start = 1;
+  int64_t start_token = 0;
+  int64_t prompt = 0;
+  double time_limit_s = 0;  // 0: none
+  bool check = false;
+  std::string check_ref = "cpu";
+  double rtol = 1e-3, atol = 1e-4;
+  bool json = false;
+};
+
+// Which inputs and outputs play which part (as ort_peer's decode_io).
+struct DecodeIo {
+  std::string ids, pos;             // pos "" when the model has no position_ids
+  std::vector<std::string> pasts;   // past_<x>, in graph order
+  std::vector<size_t> present_of;   // per past: index of present_<x> among the outputs
+  size_t logits = 0;                // index among the outputs
+  std::vector<Shape> past_shapes;   // with the sequence axis set per step
+  std::vector<DType> past_dtypes;
+  size_t seq_axis = 0;
+};
+
+DecodeIo decode_io(const Session& s) {
+  DecodeIo d;
+  const auto& outs = s.outputs();
+  auto output_index = [&](const std::string& name) -> std::optional<size_t> {
+    for (size_t j = 0; j < outs.size(); ++j)
+      if (outs[j].name == name) return j;
+    return std::nullopt;
+  };
+  for (const auto& in : s.inputs()) {
+    if (in.name == "input_ids") {
+      d.ids = in.name;
+    } else if (in.name == "position_ids") {
+      d.pos = in.name;
+    } else if (in.name.rfind("past_", 0) == 0) {
+      std::string want = "present_" + in.name.substr(5);
+      auto j = output_index(want);
+      if (!j) throw InvalidArgument("decode: input '" + in.name + "' has no output '" + want + "'");
+      if (!in.has_shape || in.shape.size() < 2)
+        throw InvalidArgument("decode: input '" + in.name + "' must be a tensor of known rank >= 2");
+      if (!d.pasts.empty() && in.shape.size() != d.past_shapes[0].size())
+        throw InvalidArgument("decode: past inputs differ in rank ('" + in.name + "' and '" + d.pasts[0] + "')");
+      d.pasts.push_back(in.name);
+      d.present_of.push_back(*j);
+      Shape shape = in.shape;
+      for (auto& v : shape) v = v < 0 ? 1 : v;  // other symbolic dims (batch) are 1
+      d.past_shapes.push_back(shape);
+      d.past_dtypes.push_back(in.dtype);
+    } else {
+      throw InvalidArgument("decode: input '" + in.name + "' is not input_ids, position_ids or past_*");
+    }
+    if ((in.name == "input_ids" || in.name == "position_ids") && in.dtype != DType::Int64)
+      throw InvalidArgument("decode: input '" + in.name + "' must be int64, the model declares " +
+                            std::string(dtype_name(in.dtype)));
+  }
+  if (d.ids.empty()) throw InvalidArgument("decode: the model has no input 'input_ids'");
+  if (d.pasts.empty()) throw InvalidArgument("decode: the model has no past_* inputs");
+  d.seq_axis = d.past_shapes[0].size() - 2;
+  auto lg = output_index("logits");
+  if (!lg)
+    for (size_t j = 0; j < outs.size() && !lg; ++j)
+      if (outs[j].name.rfind("present_", 0) != 0) lg = j;
+  if (!lg) throw InvalidArgument("decode: the model has no logits output");
+  d.logits = *lg;
+  return d;
+}
+
+// Bytes of the model's initializers (the weights one token reads at least once), from the dims: no
+// tensor data is decoded, and external data is counted without being read.
+uint64_t initializer_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InvalidArgument("decode: cannot read model '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  onnx::ModelProto mp;
+  if (!mp.ParseFromString(ss.str())) throw InvalidArgument("decode: '" + path + "' is not an ONNX model");
+  uint64_t bytes = 0;
+  for (const auto& t : mp.graph().initializer()) {
+    uint64_t n = 1;
+    for (auto d : t.dims()) n *= uint64_t(d);
+    bytes += n * dtype_size(DType(t.data_type()));
+  }
+  return bytes;
+}
+
+// The last position's row of the logits [.., seq, vocab] as floats.
+std::vector<float> last_logits_row(const Tensor& t, const std::string& name) {
+  if (t.dtype() != DType::Float32)
+    throw InvalidArgument("decode: logits '" + name + "' are " + std::string(dtype_name(t.dtype())) +
+                          ", only float32 is read");
+  if (t.rank() < 1 || t.numel() == 0) throw InvalidArgument("decode: logits '" + name + "' are empty");
+  const int64_t v = t.dim(t.rank() - 1);
+  const float* p = t.data<float>() + (t.numel() - v);
+  return {p, p + v};
+}
+
+int64_t argmax(const std::vector<float>& row) {
+  return int64_t(std::max_element(row.begin(), row.end()) - row.begin());  // first maximum, like ort_peer
+}
+
+struct StepRecord {
+  double ms = 0;
+  int64_t token = 0;     // fed at this step
+  int64_t past = 0;      // past length fed
+  int64_t seq = 0;       // tokens fed
+  bool replayed = false, captured = false;
+  int dispatches = 0;
+  std::vector<float> logits;  // last position's row
+};
+
+struct LoopResult {
+  std::optional<StepRecord> prefill;
+  std::vector<StepRecord> steps;
+  bool time_limited = false;
+  PlanReport last_plan;
+  Shape present_shape;
+};
+
+// One generation loop on `s`. forced: tokens to feed (a reference loop), else start token then argmax.
+LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const LoopResult* forced) {
+  const bool on_device = s.options().ep == "webgpu";
+  LoopResult r;
+  auto ids_tensor = [](const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>({1, int64_t(v.size())}, v); };
+  auto pos_tensor = [](int64_t p0, int64_t n) {
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = p0 + i;
+    return Tensor::from_vector<int64_t>({1, n}, v);
+  };
+  // Step 0's past: zeros of length P0, from the host.
+  std::unordered_map<std::string, Tensor> host_past;
+  for (size_t k = 0; k < d.pasts.size(); ++k) {
+    Shape shape = d.past_shapes[k];
+    shape[d.seq_axis] = f.past_start;
+    host_past[d.pasts[k]] = Tensor(d.past_dtypes[k], shape);  // zero-filled
+  }
+  std::unordered_map<std::string, DeviceTensor> dev_past;  // webgpu: the previous presents
+  std::unordered_map<std::string, Tensor> cpu_past;        // cpu: the previous presents
+  bool first = true;
+  auto t_loop = Clock::now();
+
+  // One step: tokens at positions past..past+n-1; returns its record, and moves the presents into the pasts.
+  auto step = [&](const std::vector<int64_t>& tokens, int64_t past) {
+    StepRecord rec;
+    rec.token = tokens.back();
+    rec.past = past;
+    rec.seq = int64_t(tokens.size());
+    std::unordered_map<std::string, Tensor> feeds;
+    auto t0 = Clock::now();
+    feeds[d.ids] = ids_tensor(tokens);
+    if (!d.pos.empty()) feeds[d.pos] = pos_tensor(past, int64_t(tokens.size()));
+    Tensor logits;
+    if (on_device) {
+      if (first)
+        for (const auto& [n, t] : host_past) feeds[n] = t;
+      std::vector<DeviceTensor> outs = s.run_on_device(feeds, first ? std::unordered_map<std::string, DeviceTensor>{} : dev_past);
+      logits = outs[d.logits].to_host();
+      rec.logits = last_logits_row(logits, s.outputs()[d.logits].name);
+      for (size_t k = 0; k < d.pasts.size(); ++k) dev_past[d.pasts[k]] = outs[d.present_of[k]];
+      r.present_shape = outs[d.present_of[0]].shape();
+    } else {
+      for (size_t k = 0; k < d.pasts.size(); ++k) feeds[d.pasts[k]] = first ? host_past[d.pasts[k]] : cpu_past[d.pasts[k]];
+      std::vector<Tensor> outs = s.run(feeds);
+      rec.logits = last_logits_row(outs[d.logits], s.outputs()[d.logits].name);
+      for (size_t k = 0; k < d.pasts.size(); ++k) cpu_past[d.pasts[k]] = outs[d.present_of[k]];
+      r.present_shape = outs[d.present_of[0]].shape();
+    }
+    rec.ms = ms_since(t0);
+    first = false;
+    PlanReport plan = s.last_plan();
+    rec.replayed = plan.replayed;
+    rec.captured = plan.captured;
+    rec.dispatches = plan.dispatches;
+    r.last_plan = std::move(plan);
+    return rec;
+  };
+
+  int64_t past = f.past_start;
+  int64_t next = f.start_token;
+  if (f.prompt > 0) {
+    // The prompt: start token, +1, ... modulo the vocabulary (the logits' last dim, when the model declares it).
+    const TensorInfo& lg = s.outputs()[d.logits];
+    const int64_t vocab = lg.has_shape && !lg.shape.empty() && lg.shape.back() > 0 ? lg.shape.back()
+                                                                                    : std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> prompt(static_cast<size_t>(f.prompt));
+    for (int64_t i = 0; i < f.prompt; ++i) prompt[size_t(i)] = (f.start_token + i) % vocab;
+    r.prefill = step(prompt, past);
+    past += f.prompt;
+    next = forced && !forced->steps.empty() ? forced->steps[0].token : argmax(r.prefill->logits);
+  }
+  for (int k = 0; k < f.steps; ++k) {
+    if (forced) {
+      if (size_t(k) >= forced->steps.size()) break;
+      next = forced->steps[size_t(k)].token;
+    } else if (k > 0 && f.time_limit_s > 0 && ms_since(t_loop) > f.time_limit_s * 1000.0) {
+      r.time_limited = true;
+      break;
+    }
+    StepRecord rec = step({next}, past + k);
+    next = argmax(rec.logits);
+    r.steps.push_back(std::move(rec));
+  }
+  return r;
+}
+
+nlohmann::json stats(std::vector<double> v) {
+  if (v.empty()) return nullptr;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  size_t n = v.size();
+  double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {{"median", median}, {"min", v.front()}, {"max", v.back()}, {"mean", sum / double(n)}, {"n", n}};
+}
+
+struct CheckResult {
+  bool allclose = true, argmax_match = true;
+  double max_abs = 0, max_rel = 0;
+  int64_t n_mismatch = 0;
+  int steps_compared = 0;
+  int first_bad_step = -1;  // -1 prefill, 0.. steps; only meaningful when !allclose || !argmax_match
+  std::string first_bad;
+};
+
+CheckResult compare_loops(const LoopResult& a, const LoopResult& ref, double atol, double rtol) {
+  CheckResult c;
+  auto one = [&](const StepRecord& x, const StepRecord& y, int k) {
+    c.steps_compared++;
+    bool ok = x.logits.size() == y.logits.size();
+    for (size_t i = 0; ok && i < x.logits.size(); ++i) {
+      double d = std::fabs(double(x.logits[i]) - double(y.logits[i]));
+      bool bad = !(d <= atol + rtol * std::fabs(double(y.logits[i])));
+      c.max_abs = std::max(c.max_abs, d);
+      if (y.logits[i] != 0) c.max_rel = std::max(c.max_rel, d / std::fabs(double(y.logits[i])));
+      if (bad) {
+        c.n_mismatch++;
+        if (c.allclose) {
+          c.allclose = false;
+          c.first_bad_step = k;
+          std::ostringstream m;
+          m << "step " << k << " (past " << x.past << "): logit " << i << " is " << x.logits[i] << ", the reference "
+            << y.logits[i];
+          c.first_bad = m.str();
+        }
+      }
+    }
+    if (!ok) {
+      c.allclose = false;
+      if (c.first_bad.empty()) c.first_bad = "step " + std::to_string(k) + ": logits of different sizes";
+    }
+    if (argmax(x.logits) != argmax(y.logits)) {
+      if (c.argmax_match && c.allclose) {
+        c.first_bad_step = k;
+        c.first_bad = "step " + std::to_string(k) + ": argmax " + std::to_string(argmax(x.logits)) + ", the reference " +
+                      std::to_string(argmax(y.logits));
+      }
+      c.argmax_match = false;
+    }
+  };
+  if (a.prefill && ref.prefill) one(*a.prefill, *ref.prefill, -1);
+  for (size_t k = 0; k < a.steps.size() && k < ref.steps.size(); ++k) one(a.steps[k], ref.steps[k], int(k));
+  if (a.steps.size() != ref.steps.size()) {
+    c.allclose = false;
+    c.first_bad = "the reference ran " + std::to_string(ref.steps.size()) + " steps, the loop " + std::to_string(a.steps.size());
+  }
+  return c;
+}
+
+void decode_command(const DecodeFlags& f) {
+  if (f.steps < 1) throw CLI::ValidationError("--steps", "must be >= 1");
+  if (f.past_start < 0) throw CLI::ValidationError("--past-start", "must be >= 0");
+  if (f.prompt < 0) throw CLI::ValidationError("--prompt", "must be >= 0");
+  SessionOptions options = f.engine.options();
+  const bool gpu = options.ep == "webgpu";
+
+  auto t_create = Clock::now();
+  Session session(f.model, options);
+  const double load_ms = ms_since(t_create);
+  const DecodeIo d = decode_io(session);
+  const uint64_t weight_bytes = initializer_bytes(f.model);
+
+  LoopResult r = run_loop(session, d, f, nullptr);
+
+  // KV cache read per step: every past tensor, at the step's length (attention reads all of it at least once).
+  uint64_t kv_bytes_per_position = 0;
+  for (size_t k = 0; k < d.pasts.size(); ++k) {
+    Shape shape = d.past_shapes[k];
+    shape[d.seq_axis] = 1;
+    kv_bytes_per_position += uint64_t(shape_numel(shape)) * dtype_size(d.past_dtypes[k]);
+  }
+  std::vector<double> timed, all_ms;
+  double kv_sum = 0;
+  int replayed = 0, captured = 0;
+  for (size_t k = 0; k < r.steps.size(); ++k) {
+    const auto& s = r.steps[k];
+    all_ms.push_back(s.ms);
+    replayed += s.replayed;
+    captured += s.captured;
+    if (k >= 1) {  // steps 2..N, as ort_peer
+      timed.push_back(s.ms);
+      kv_sum += double(kv_bytes_per_position) * double(s.past);
+    }
+  }
+  nlohmann::json st = stats(timed);
+  const double median = timed.empty() ? r.steps[0].ms : st["median"].get<double>();
+  const double kv_mean = timed.empty() ? double(kv_bytes_per_position) * double(r.steps[0].past) : kv_sum / double(timed.size());
+
+  nlohmann::json j;
+  j["harness"] = "onnxgpu decode";
+  j["model"] = f.model;
+  j["ep"] = options.ep;
+  j["capture"] = gpu && options.capture;
+  j["int64_strategy"] = r.last_plan.int64_strategy;
+  j["load_ms"] = load_ms;
+  j["session_create_ms"] = load_ms;  // the Session constructor (planning happens at the first step)
+  j["inputs"] = {{"input_ids", d.ids}, {"position_ids", d.pos.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.pos)},
+                 {"pasts", d.pasts.size()}, {"past_shape", d.past_shapes[0]}, {"seq_axis", d.seq_axis}};
+  nlohmann::json loop;
+  loop["mode"] = "growing";
+  loop["steps"] = r.steps.size();
+  loop["steps_requested"] = f.steps;
+  loop["time_limited"] = r.time_limited;
+  loop["past_start"] = f.past_start + f.prompt;
+  loop["past_end"] = f.past_start + f.prompt + int64_t(r.steps.size()) - 1;
+  loop["start_token"] = f.start_token;
+  loop["prompt"] = f.prompt;
+  loop["scope"] = gpu ? "run_on_device (input_ids/position_ids uploaded, the previous presents fed as device tensors) + "
+                        "logits readback + argmax"
+                      : "Session::run with host tensors (presents back to the host) + argmax";
+  loop["ms_per_step"] = st;
+  loop["first_step_ms"] = r.steps[0].ms;
+  loop["prefill"] = r.prefill ? nlohmann::json{{"tokens", f.prompt}, {"ms", r.prefill->ms}, {"replayed", r.prefill->replayed},
+                                               {"past", r.prefill->past}}
+                              : nlohmann::json(nullptr);
+  loop["first_token_ms"] = r.prefill ? r.prefill->ms : r.steps[0].ms;
+  loop["tokens_per_s"] = median > 0 ? 1000.0 / median : 0.0;
+  loop["replayed_steps"] = replayed;
+  loop["captured_steps"] = captured;
+  loop["planned_steps"] = int(r.steps.size()) - replayed;
+  std::vector<bool> rep;
+  std::vector<int64_t> tokens;
+  for (const auto& s : r.steps) {
+    rep.push_back(s.replayed);
+    tokens.push_back(s.token);
+  }
+  loop["replayed"] = rep;
+  loop["step_ms"] = all_ms;
+  loop["tokens"] = tokens;
+  loop["last_argmax"] = argmax(r.steps.back().logits);
+  loop["present_shape"] = r.present_shape;
+  loop["dispatches_last_step"] = r.steps.back().dispatches;
+  j["decode_loop"] = loop;
+  j["plan"] = plan_json(r.last_plan);
+  j["weight_bytes"] = weight_bytes;
+  j["kv_bytes_per_position"] = kv_bytes_per_position;
+  j["bytes_per_token"] = {
+      {"weights", weight_bytes},
+      {"kv_cache_mean", kv_mean},
+      {"total", double(weight_bytes) + kv_mean},
+      {"scope", "every initializer once + the past KV cache once per step (mean over the timed steps): a lower bound "
+                "on what one token reads"}};
+  j["achieved_gb_per_s"] = median > 0 ? (double(weight_bytes) + kv_mean) / (median * 1e6) : 0.0;
+
+  std::optional<CheckResult> check;
+  if (f.check) {
+    SessionOptions ro = options;
+    if (f.check_ref == "cpu") {
+      ro.ep = "cpu";
+    } else {
+      ro.ep = "webgpu";
+      ro.capture = false;
+    }
+    Session ref(f.model, ro);
+    LoopResult rr = run_loop(ref, d, f, &r);
+    check = compare_loops(r, rr, f.atol, f.rtol);
+    j["check"] = {{"reference", f.check_ref == "cpu" ? "ep cpu" : "ep webgpu, no capture"},
+                  {"allclose", check->allclose},
+                  {"argmax_match", check->argmax_match},
+                  {"max_abs_diff", check->max_abs},
+                  {"max_rel_diff", check->max_rel},
+                  {"n_mismatch", check->n_mismatch},
+                  {"steps_compared", check->steps_compared},
+                  {"atol", f.atol},
+                  {"rtol", f.rtol},
+                  {"match", check->allclose && check->argmax_match}};
+    if (!check->first_bad.empty()) j["check"]["first_mismatch"] = check->first_bad;
+  }
+
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s  ep=%s capture=%s  %zu steps, past %lld -> %lld%s\n", f.model.c_str(), options.ep.c_str(),
+                j["capture"].get<bool>() ? "on" : "off", r.steps.size(), (long long)(f.past_start + f.prompt),
+                (long long)(f.past_start + f.prompt + int64_t(r.steps.size()) - 1), r.time_limited ? " (time limit)" : "");
+    if (r.prefill) std::printf("prefill of %lld tokens: %.3f ms\n", (long long)f.prompt, r.prefill->ms);
+    std::printf("first step %.3f ms; ms per step (steps 2..N): median %.3f  min %.3f  max %.3f  -> %.1f tokens/s\n",
+                r.steps[0].ms, median, timed.empty() ? median : st["min"].get<double>(),
+                timed.empty() ? median : st["max"].get<double>(), loop["tokens_per_s"].get<double>());
+    std::printf("steps replayed %d of %zu (captured %d)\n", replayed, r.steps.size(), captured);
+    std::printf("weights %.1f MB, KV cache read %.2f MB per token (mean): %.1f GB/s at the median\n",
+                double(weight_bytes) / 1e6, kv_mean / 1e6, j["achieved_gb_per_s"].get<double>());
+    std::printf("tokens:");
+    for (size_t k = 0; k < tokens.size() && k < 32; ++k) std::printf(" %lld", (long long)tokens[k]);
+    std::printf("%s\n", tokens.size() > 32 ? " ..." : "");
+    if (check)
+      std::printf("check against %s: %s (max abs diff %g over %d steps%s%s)\n", j["check"]["reference"].get<std::string>().c_str(),
+                  check->allclose && check->argmax_match ? "match" : "MISMATCH", check->max_abs, check->steps_compared,
+                  check->first_bad.empty() ? "" : "; first: ", check->first_bad.c_str());
+  }
+  std::fflush(stdout);
+  if (check && !(check->allclose && check->argmax_match))
+    throw Error("decode --check: the loop differs from the reference (" + j["check"]["reference"].get<std::string>() +
+                "): " + check->first_bad);
+}
+
+}  // namespace
+
+void add_decode_command(CLI::App& app) {
+  auto f = std::make_shared<DecodeFlags>();
+  auto* cmd = app.add_subcommand("decode", "greedy generation loop on a KV-cache decode-step model, the cache kept on the GPU");
+  cmd->add_option("model", f->model, "model.onnx (inputs input_ids, position_ids, past_*; outputs logits, present_*)")
+      ->required();
+  f->engine.add_to(cmd);
+  cmd->add_option("--steps", f->steps, "decode steps (default 16)")->check(CLI::PositiveNumber);
+  cmd->add_option("--past-start", f->past_start, "past length of the first step (zeros; default 1)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--start-token", f->start_token, "input_ids of the first step (default 0)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prompt", f->prompt, "first a prefill of this many tokens (start token, +1, ...): the first-token time")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time-limit", f->time_limit_s, "stop the loop after this many seconds (>= 1 step)");
+  cmd->add_flag("--check", f->check, "run the loop again on a reference session, fed the same tokens; compare every step");
+  cmd->add_option("--check-ref", f->check_ref, "the reference of --check: cpu (default) or no-capture (webgpu)")
+      ->check(CLI::IsMember({"cpu", "no-capture"}));
+  cmd->add_option("--rtol", f->rtol, "relative tolerance of --check (default 1e-3)");
+  cmd->add_option("--atol", f->atol, "absolute tolerance of --check (default 1e-4)");
+  cmd->add_flag("--json", f->json, "JSON output");
+  cmd->callback([f] { decode_command(*f); });
+}
+
+}  // namespace onnxgpu::tools
