@@ -225,7 +225,7 @@ def build_section(meta, recs):
     for m in models:
         info = meta.get("model_bytes", {}).get(m, {})
         peer = summary(recs, "peer", m, "no-capture")
-        rows = [("onnxgpu", c) for c in CONFIGS] + [("peer", "no-capture")]
+        rows = [("onnxgpu", c) for c in meta.get("configs", CONFIGS)] + [("peer", "no-capture")]
         for engine, config in rows:
             g = peer if engine == "peer" else summary(recs, engine, m, config)
             if "median" not in g:
@@ -356,7 +356,7 @@ def main():
     bw = BANDWIDTH.get(a.profile, (None, ""))
     meta = {"kind": "meta", "date": time.strftime("%Y-%m-%d %H:%M"), "profile": a.profile, "size": a.size,
             "models": models, "steps": a.steps, "past_start": a.past_start, "rounds": a.rounds,
-            "check_steps": a.check_steps, "deadline_s": a.deadline, "command": command,
+            "check_steps": a.check_steps, "configs": configs, "deadline_s": a.deadline, "command": command,
             "onnxgpu_commit": bundle_info.get("commit") or compare.git_commit() or "?", "bundle": bundle_info or None,
             "machine": compare.machine_description(a.onnxgpu, env), "bandwidth": list(bw),
             "manifest": {m: manifest.get(m) for m in models},
