@@ -841,8 +841,11 @@ the host), the presents stay on the GPU and feed the next step as `DeviceTensor`
 the logits are read back for the argmax. `--prompt L` first runs a prefill of L tokens (its time: the
 first-token time). JSON: `decode_loop` {`ms_per_step` {median, min, max, mean, n} over steps 2..N,
 `first_step_ms`, `first_token_ms`, `tokens_per_s`, `step_ms`, `tokens`, `replayed` (per step, from
-`Session::last_plan().replayed`), `replayed_steps`, `planned_steps`, `prefill`, `present_shape`},
-`session_create_ms`, `plan` (the last step's), `weight_bytes` (every initializer), `bytes_per_token`
+`Session::last_plan().replayed`), `refreshed` (per step: the plan re-derived for the step's new sizes),
+`plan_ms` (per step: host time planning or refreshing), `replayed_steps`, `refreshed_steps`, `planned_steps`,
+`plan_ms_per_step_mean`, `prefill`, `present_shape`}, `session_create_ms`, `plan` (the last step's),
+`plan_family` {refreshed, symbolic_dims, guarded_nodes, capacity_growths, refresh_refused, plan_ms} (the last
+step's), `weight_bytes` (every initializer), `bytes_per_token`
 {weights, kv_cache_mean, total} and `achieved_gb_per_s`; `--check` adds `check` {allclose, argmax_match,
 max_abs_diff, steps_compared, match}: the same loop on the CPU EP fed the same tokens (a mismatch exits 1).
 `bench/decode.py` runs it side by side with `ort_peer --decode-loop` on gpt2_kv and llama_kv (see its

@@ -111,7 +111,8 @@ class Run:
         if ok and st:
             what = f"{st.get('median', float('nan')):.3f} ms/step, first {loop.get('first_step_ms', float('nan')):.0f} ms"
             if engine == "onnxgpu":
-                what += f", replayed {loop.get('replayed_steps')}/{loop.get('steps')}"
+                what += (f", replayed {loop.get('replayed_steps')}/{loop.get('steps')}"
+                         f" (refreshed {loop.get('refreshed_steps')}, plan {loop.get('plan_ms_per_step_mean') or 0:.2f} ms/step)")
         elif ok:
             what = "ok"
         else:
@@ -159,7 +160,10 @@ def summary(recs, engine, model, config):
          "tokens": loops[0].get("tokens"), "steps": loops[0].get("steps"),
          "past": (loops[0].get("past_start"), loops[0].get("past_end"))}
     if engine == "onnxgpu":
-        g["replayed"] = f"{loops[0].get('replayed_steps')}/{loops[0].get('steps')}"
+        lp = loops[0]
+        g["replayed"] = f"{lp.get('replayed_steps')}/{lp.get('steps')}"
+        if lp.get("refreshed_steps") is not None:  # plans that serve a shape family
+            g["replayed"] += f" ({lp['refreshed_steps']} refreshed, plan {lp.get('plan_ms_per_step_mean', 0):.2f} ms/step)"
         g["time_limited"] = any(lp.get("time_limited") for lp in loops)
     return g
 
@@ -212,15 +216,16 @@ def build_section(meta, recs):
              "compilation included), after session creation. Bytes per token: every weight once + the past KV cache "
              "once at the mean past length of the timed steps, a lower bound; bandwidth use = those bytes / the "
              f"median step time / the device's bandwidth ({bw_src}). The peer cannot capture a growing past, so it "
-             "runs without capture; onnxgpu's replayed column says how many steps replayed a recorded plan (each new "
-             "past length is a new input signature, planned and recorded anew unless the plan serves the family).\n")
+             "runs without capture; onnxgpu's replayed column says how many steps replayed a recorded plan, how many of "
+             "those first refreshed it for the step's new sizes (a plan serving a shape family), and the mean host "
+             "time a step spent planning or refreshing (steps 2..N).\n")
     L.append("| model | engine | config | ms / token median (min-max) | tokens / s | first token ms | session create ms | "
              "GB read / token | bandwidth use | ratio og / peer | replayed |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for m in models:
         info = meta.get("model_bytes", {}).get(m, {})
         peer = summary(recs, "peer", m, "no-capture")
-        rows = [("onnxgpu", c) for c in CONFIGS] + [("peer", "no-capture")]
+        rows = [("onnxgpu", c) for c in meta.get("configs", CONFIGS)] + [("peer", "no-capture")]
         for engine, config in rows:
             g = peer if engine == "peer" else summary(recs, engine, m, config)
             if "median" not in g:
@@ -351,7 +356,7 @@ def main():
     bw = BANDWIDTH.get(a.profile, (None, ""))
     meta = {"kind": "meta", "date": time.strftime("%Y-%m-%d %H:%M"), "profile": a.profile, "size": a.size,
             "models": models, "steps": a.steps, "past_start": a.past_start, "rounds": a.rounds,
-            "check_steps": a.check_steps, "deadline_s": a.deadline, "command": command,
+            "check_steps": a.check_steps, "configs": configs, "deadline_s": a.deadline, "command": command,
             "onnxgpu_commit": bundle_info.get("commit") or compare.git_commit() or "?", "bundle": bundle_info or None,
             "machine": compare.machine_description(a.onnxgpu, env), "bandwidth": list(bw),
             "manifest": {m: manifest.get(m) for m in models},

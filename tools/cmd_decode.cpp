@@ -12,7 +12,9 @@
 // logits are read back, every step, for the greedy argmax that becomes the next input_ids.
 // --prompt L first runs a prefill of L tokens (T, T+1, ... mod vocab) at positions P0..P0+L-1 from the
 // zero past P0; its time is the first-token time, and the loop then starts from its presents.
-// A step's time covers run_on_device + the logits readback + the argmax (ep cpu: Session::run).
+// A step's time covers run_on_device + the logits readback + the argmax (ep cpu: Session::run). Per step
+// the plan report says whether it replayed a recording, and whether that recording was refreshed for the
+// step's new sizes (a plan serving a shape family) or planned anew, with the host time spent planning.
 // --check runs the same loop again, untimed, on a reference session (the CPU EP, or WebGPU without
 // capture: --check-ref), fed the same tokens, and compares every step's logits and argmax; a mismatch
 // is an error (exit 1) after the report.
@@ -147,6 +149,8 @@ struct StepRecord {
   int64_t past = 0;      // past length fed
   int64_t seq = 0;       // tokens fed
   bool replayed = false, captured = false;
+  bool refreshed = false;  // the plan was re-derived for this step's sizes (a shape family), then replayed
+  double plan_ms = 0;      // host time the step spent planning or refreshing (0: a plain replay)
   int dispatches = 0;
   std::vector<float> logits;  // last position's row
 };
@@ -212,6 +216,8 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     PlanReport plan = s.last_plan();
     rec.replayed = plan.replayed;
     rec.captured = plan.captured;
+    rec.refreshed = plan.refreshed;
+    rec.plan_ms = plan.plan_ms;
     rec.dispatches = plan.dispatches;
     r.last_plan = std::move(plan);
     return rec;
@@ -332,12 +338,15 @@ void decode_command(const DecodeFlags& f) {
   }
   std::vector<double> timed, all_ms;
   double kv_sum = 0;
-  int replayed = 0, captured = 0;
+  int replayed = 0, captured = 0, refreshed = 0;
+  double plan_ms_total = 0;
   for (size_t k = 0; k < r.steps.size(); ++k) {
     const auto& s = r.steps[k];
     all_ms.push_back(s.ms);
     replayed += s.replayed;
     captured += s.captured;
+    refreshed += s.refreshed;
+    if (k >= 1) plan_ms_total += s.plan_ms;
     if (k >= 1) {  // steps 2..N, as ort_peer
       timed.push_back(s.ms);
       kv_sum += double(kv_bytes_per_position) * double(s.past);
@@ -379,13 +388,20 @@ void decode_command(const DecodeFlags& f) {
   loop["replayed_steps"] = replayed;
   loop["captured_steps"] = captured;
   loop["planned_steps"] = int(r.steps.size()) - replayed;
-  std::vector<bool> rep;
+  loop["refreshed_steps"] = refreshed;
+  loop["plan_ms_per_step_mean"] = timed.empty() ? 0.0 : plan_ms_total / double(timed.size());  // steps 2..N
+  std::vector<bool> rep, refr;
+  std::vector<double> plan_ms;
   std::vector<int64_t> tokens;
   for (const auto& s : r.steps) {
     rep.push_back(s.replayed);
+    refr.push_back(s.refreshed);
+    plan_ms.push_back(s.plan_ms);
     tokens.push_back(s.token);
   }
   loop["replayed"] = rep;
+  loop["refreshed"] = refr;
+  loop["plan_ms"] = plan_ms;
   loop["step_ms"] = all_ms;
   loop["tokens"] = tokens;
   loop["last_argmax"] = argmax(r.steps.back().logits);
@@ -393,6 +409,9 @@ void decode_command(const DecodeFlags& f) {
   loop["dispatches_last_step"] = r.steps.back().dispatches;
   j["decode_loop"] = loop;
   j["plan"] = plan_json(r.last_plan);
+  j["plan_family"] = {{"refreshed", r.last_plan.refreshed},          {"symbolic_dims", r.last_plan.symbolic_dims},
+                      {"guarded_nodes", r.last_plan.guarded_nodes},  {"capacity_growths", r.last_plan.capacity_growths},
+                      {"refresh_refused", r.last_plan.refresh_refused}, {"plan_ms", r.last_plan.plan_ms}};
   j["weight_bytes"] = weight_bytes;
   j["kv_bytes_per_position"] = kv_bytes_per_position;
   j["bytes_per_token"] = {
@@ -438,7 +457,11 @@ void decode_command(const DecodeFlags& f) {
     std::printf("first step %.3f ms; ms per step (steps 2..N): median %.3f  min %.3f  max %.3f  -> %.1f tokens/s\n",
                 r.steps[0].ms, median, timed.empty() ? median : st["min"].get<double>(),
                 timed.empty() ? median : st["max"].get<double>(), loop["tokens_per_s"].get<double>());
-    std::printf("steps replayed %d of %zu (captured %d)\n", replayed, r.steps.size(), captured);
+    std::printf("steps replayed %d of %zu (refreshed for new sizes %d, captured %d); planning %.3f ms per step (mean, "
+                "steps 2..N)\n",
+                replayed, r.steps.size(), refreshed, captured, loop["plan_ms_per_step_mean"].get<double>());
+    if (!r.last_plan.refresh_refused.empty())
+      std::printf("last refresh refused: %s\n", r.last_plan.refresh_refused.c_str());
     std::printf("weights %.1f MB, KV cache read %.2f MB per token (mean): %.1f GB/s at the median\n",
                 double(weight_bytes) / 1e6, kv_mean / 1e6, j["achieved_gb_per_s"].get<double>());
     std::printf("tokens:");
