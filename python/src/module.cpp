@@ -151,6 +151,11 @@ py::dict plan_dict(const PlanReport& r) {
   d["dispatches"] = r.dispatches;
   d["captured"] = r.captured;
   d["replayed"] = r.replayed;
+  d["refreshed"] = r.refreshed;
+  d["symbolic_dims"] = r.symbolic_dims;
+  d["guarded_nodes"] = r.guarded_nodes;
+  d["capacity_growths"] = r.capacity_growths;
+  d["plan_ms"] = r.plan_ms;
   d["whole_graph_fallback"] = r.whole_graph_fallback;
   d["fallbacks"] = fallbacks;
   d["int64"] = int64;

@@ -88,8 +88,12 @@ bool has(const std::vector<std::string>& v, const std::string& x) { return std::
 // 40 greedy decode steps with the KV cache kept on the GPU (presents fed back as device tensors):
 // every step's outputs equal an uncaptured run's on the same inputs, and after the first steps
 // every step replays the one recorded plan, refreshed for its past length.
-TEST(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
-  fs::path path = model_path("gpt2_kv_tiny");
+// gpt2_kv_tiny: GPT-2's causal mask sliced by Shape arithmetic; llama_kv_tiny: RMSNorm, rotary
+// position embedding from position_ids, grouped-query attention (K and V expanded), SiLU MLP.
+class ModelsGeneration : public testing::TestWithParam<std::string> {};
+
+TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
+  fs::path path = model_path(GetParam());
   if (path.empty()) return;
   try {
     Session captured(path.string(), gpu(true));
@@ -147,8 +151,8 @@ TEST(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
 }
 
 // A prompt of three lengths through one session: the second and third refresh the first's plan.
-TEST(ModelsGeneration, PrefillOfThreeLengthsReplaysOnePlan) {
-  fs::path path = model_path("gpt2_kv_tiny");
+TEST_P(ModelsGeneration, PrefillOfThreeLengthsReplaysOnePlan) {
+  fs::path path = model_path(GetParam());
   if (path.empty()) return;
   try {
     Session captured(path.string(), gpu(true));
@@ -178,3 +182,5 @@ TEST(ModelsGeneration, PrefillOfThreeLengthsReplaysOnePlan) {
     FAIL() << e.what();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(DecodeSteps, ModelsGeneration, testing::Values("gpt2_kv_tiny", "llama_kv_tiny"));

@@ -1,4 +1,5 @@
 """IOBinding and OrtValue: host bindings, and outputs kept on the GPU feeding the next run."""
+import os
 import numpy as np
 import pytest
 
@@ -129,3 +130,47 @@ def test_gpu_values_chain_runs(dt):
     cb.bind_output("y", "webgpu")
     with pytest.raises(onnxgpu.InvalidArgument, match="webgpu"):
         cpu.run_with_iobinding(cb)
+
+
+def test_decode_loop_keeps_the_kv_cache_on_the_gpu_and_replays(models_dir):
+    """A greedy decode loop as ONNX Runtime users write it: presents bound to 'webgpu' and fed back as the
+    next step's past. The past grows by one position a step, and one recorded plan serves every step
+    (refreshed for its sizes); each step's logits match a plain run of the same inputs."""
+    path = os.path.join(models_dir, "gpt2_kv_tiny", "model.onnx")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} missing: run through ctest (models_generate makes it)")
+    sess = onnxgpu.InferenceSession(path, providers=["WebGpuExecutionProvider"])
+    so = onnxgpu.SessionOptions()
+    so.add_session_config_entry("gpu_graph_capture", "0")
+    plain = onnxgpu.InferenceSession(path, so, providers=["WebGpuExecutionProvider"])
+    past_names = [i.name for i in sess.get_inputs() if i.name.startswith("past")]
+    present_names = [o.name for o in sess.get_outputs() if o.name.startswith("present")]
+    heads, head_dim = sess.get_inputs()[2].shape[1], sess.get_inputs()[2].shape[3]
+    past_host = {n: np.zeros((1, heads, 2, head_dim), np.float32) for n in past_names}
+    past_gpu = None
+    token, refreshed = 3, 0
+    for step in range(12):
+        position = 2 + step
+        b = sess.io_binding()
+        b.bind_cpu_input("input_ids", np.array([[token]], np.int64))
+        b.bind_cpu_input("position_ids", np.array([[position]], np.int64))
+        for i, n in enumerate(past_names):
+            if past_gpu is None:
+                b.bind_cpu_input(n, past_host[n])
+            else:
+                b.bind_ortvalue_input(n, past_gpu[i])
+        b.bind_output("logits", "cpu")
+        for n in present_names:
+            b.bind_output(n, "webgpu")
+        sess.run_with_iobinding(b)
+        outs = b.get_outputs()
+        assert all(v.device_name() == "webgpu" for v in outs[1:])
+        want = plain.run(None, {"input_ids": np.array([[token]], np.int64),
+                                "position_ids": np.array([[position]], np.int64), **past_host})
+        assert_close(outs[0].numpy(), want[0], what=f"step {step} logits")
+        refreshed += sess.get_capture_plan()["refreshed"]
+        past_gpu = outs[1:]
+        past_host = {n: want[1 + present_names.index(n.replace("past", "present"))] for n in past_names}
+        assert past_gpu[0].shape()[2] == position + 1
+        token = int(np.argmax(want[0][0, -1]))
+    assert refreshed >= 10, sess.get_capture_plan()

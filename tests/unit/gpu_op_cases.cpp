@@ -415,8 +415,6 @@ std::vector<Case> build() {
   for (const auto& [op, dom] : math) {
     B b(op);
     b.x("X", S3, dom).tol(10).note("transcendental functions in f32: 10x tolerance");
-    // WGSL bounds sin and cos by an absolute error of 2^-11 on [-pi, pi] (SwiftShader is near it).
-    if (std::string(op) == "Sin" || std::string(op) == "Cos") b.atol(1.0 / 2048).note("WGSL: |error| <= 2^-11 on [-pi, pi]");
     add(b);
   }
   add(B("Round").xg("X", S3, [](DType dt, const Shape& s, Rng& r) {

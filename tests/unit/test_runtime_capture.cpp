@@ -292,10 +292,13 @@ TEST(RuntimeCapture, SignaturesAreRecordedOnceAndReplayed) {
   };
   EXPECT_EQ(g.run(feed(2, -1.0f))[0].data<float>()[0], 0.0f);
   EXPECT_FALSE(g.last_plan().replayed);
-  EXPECT_EQ(g.run(feed(5, 2.0f))[0].shape(), (Shape{5, 4}));
-  EXPECT_FALSE(g.last_plan().replayed);
-  auto y = g.run(feed(2, 3.0f));  // the first signature again: replayed with new values
-  EXPECT_TRUE(g.last_plan().replayed);
+  EXPECT_EQ(g.run(feed(5, 2.0f))[0].shape(), (Shape{5, 4}));  // same family: the plan refreshed, replayed
+  EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed);
+  EXPECT_EQ(g.run(feed(5, 4.0f))[0].data<float>()[19], 4.0f);  // the signature it serves now: a plain replay
+  EXPECT_TRUE(g.last_plan().replayed && !g.last_plan().refreshed);
+  auto y = g.run(feed(2, 3.0f));  // the first signature again: refreshed back, replayed with new values
+  EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed);
+  EXPECT_EQ(y[0].shape(), (Shape{2, 4}));
   EXPECT_EQ(y[0].data<float>()[7], 3.0f);
 }
 
@@ -843,4 +846,113 @@ TEST(RuntimeFusion, AWideningScalarKeepsTheActivationOut) {
   recorded_and_replayed_match_cpu(s, b.bytes(), feeds, 1e-5);
   EXPECT_EQ(s.last_plan().dispatches, 2);
   EXPECT_EQ(s.run(feeds)[0].shape(), (Shape{1, 3, 5}));
+}
+
+// ---- Shape families: one recorded plan refreshed for other sizes (runtime/refresh.h) -------------
+
+namespace {
+
+// y = x + Range(0, n) and its prefix sums, where n = Shape(x)[0]: a shape chain folded at plan time
+// (Shape -> Gather -> Range), re-evaluated by each refresh, on INT64 values beyond 32 bits.
+std::string int64_shape_chain_model() {
+  ModelBuilder b;
+  b.input("x", DType::Int64, {-1});
+  b.initializer("zero", Tensor::scalar<int64_t>(0));
+  b.initializer("one", Tensor::scalar<int64_t>(1));
+  b.initializer("step", Tensor::scalar<int64_t>(3000000000LL));
+  b.node("Shape", {"x"}, {"shape"});
+  b.node("Gather", {"shape", "zero"}, {"n"});
+  b.node("Mul", {"n", "step"}, {"limit"});
+  b.node("Range", {"zero", "limit", "step"}, {"r"});
+  b.node("Add", {"x", "r"}, {"y"});
+  b.node("CumSum", {"y", "zero"}, {"z"});
+  b.output("y", DType::Int64);
+  b.output("z", DType::Int64);
+  return b.bytes();
+}
+
+Tensor int64_values(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(kBig[size_t(i) % 4] + i);
+  return Tensor::from_vector<int64_t>({n}, v);
+}
+
+}  // namespace
+
+TEST(RuntimeFamily, SizesOfOneFamilyRefreshOnePlan) {
+  SKIP_WITHOUT_GPU();
+  Session g = Session::from_bytes(int64_shape_chain_model(), gpu());
+  Session c = Session::from_bytes(int64_shape_chain_model(), cpu());
+  int k = 0;
+  for (int64_t n : {5, 9, 3, 9, 40, 2}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    std::unordered_map<std::string, Tensor> feeds{{"x", int64_values(n)}};
+    auto got = g.run(feeds), want = c.run(feeds);
+    expect_same(got[0], want[0]);
+    expect_same(got[1], want[1]);
+    const PlanReport p = g.last_plan();
+    if (k++ == 0) {
+      EXPECT_FALSE(p.replayed);
+      continue;
+    }
+    EXPECT_TRUE(p.replayed);
+    EXPECT_TRUE(p.refreshed) << "n = " << n << ": " << p.refresh_refused;
+    EXPECT_EQ(p.symbolic_dims, std::vector<std::string>{"x[0]"});
+  }
+  EXPECT_GT(g.last_plan().capacity_growths, 0) << "n = 40 outgrew the buffers recorded for n = 5";
+}
+
+// A product whose tile depends on M (runtime/../webgpu/kernels/matmul.cpp: a smaller tile for M <= 32):
+// a run past that bound fails the plan's guard and is planned anew; both plans then serve their sizes.
+TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 64});
+  std::vector<float> w(64 * 48);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 13) - 6) * 0.0625f;
+  b.initializer("w", Tensor::from_vector<float>({64, 48}, w));
+  b.node("MatMul", {"x", "w"}, {"y"}, "product");
+  b.output("y", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  struct Want {
+    int64_t m;
+    bool replayed, refreshed;
+  };
+  for (Want want : {Want{4, false, false}, Want{8, true, true}, Want{100, false, false}, Want{64, true, true},
+                    Want{4, true, true}, Want{64, true, false}}) {
+    SCOPED_TRACE("M = " + std::to_string(want.m));
+    std::vector<float> x(size_t(want.m * 64));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.5f;
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({want.m, 64}, x)}};
+    expect_same(g.run(feeds).at(0), c.run(feeds).at(0));
+    EXPECT_EQ(g.last_plan().replayed, want.replayed);
+    EXPECT_EQ(g.last_plan().refreshed, want.refreshed);
+  }
+}
+
+// A model that reads an input's values at plan time (Reshape's shape fed as an input) is keyed on
+// them: a run with other values is never served by a refresh of the first plan.
+TEST(RuntimeFamily, ValueKeyedInputsAreNotRefreshed) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1});
+  b.input("shape", DType::Int64, {2});
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  auto run = [&](int64_t rows, int64_t cols) {
+    std::vector<float> x(size_t(rows * cols));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);
+    auto y = g.run({{"x", Tensor::from_vector<float>({rows * cols}, x)},
+                    {"shape", Tensor::from_vector<int64_t>({2}, {rows, cols})}});
+    EXPECT_EQ(y.at(0).shape(), (Shape{rows, cols}));
+    EXPECT_EQ(y.at(0).data<float>()[rows * cols - 1], float(rows * cols - 1));
+  };
+  run(2, 3);
+  run(3, 2);
+  EXPECT_FALSE(g.last_plan().refreshed);
+  run(2, 3);
+  EXPECT_TRUE(g.last_plan().replayed);
+  EXPECT_FALSE(g.last_plan().refreshed);
 }

@@ -342,8 +342,11 @@ fn pow_f32(a: f32, b: f32) -> f32 {
 }
 )";
 
-// sin, cos and tan with the C library's results for any argument: WGSL's are accurate only within
-// [-pi, pi]. Beyond 2, x is reduced to r in [-pi/4, pi/4] and a quadrant n exactly, with 4/pi to 192
+// sin, cos and tan with the C library's results for any argument. WGSL's own are accurate only to
+// 2^-11 absolute (SwiftShader's cos(0.1) is 0.9948397 where it is 0.9950042: a rotary embedding
+// drifts past 1e-4), so every argument is reduced to r in [-pi/4, pi/4] and a quadrant n, and sin r,
+// cos r come from minimax polynomials (Cephes' sinf / cosf, within 1 ulp there). Below 2 the
+// reduction is x - n pi/2 with pi/2 in two parts; beyond, x is reduced to r in [-pi/4, pi/4] and a quadrant n exactly, with 4/pi to 192
 // bits in integer arithmetic (the method of ARM's optimized-routines sinf: a 32x96-bit product gives
 // the 2.62 fixed-point remainder).
 const char* kTrig = R"(
@@ -364,26 +367,39 @@ fn trig_reduce(x: f32) -> TrigReduced {
   res.y = res.y - (n << 30u);
   return TrigReduced(w64_to_f32_signed(res) * 3.4061215800865545e-19, n);
 }
+fn sin_poly(r: f32) -> f32 {
+  let z = r * r;
+  return r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+}
+fn cos_poly(r: f32) -> f32 {
+  let z = r * r;
+  return 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+}
+// x = r + n pi/2 with |r| <= pi/4: r, and n mod 4 (for x < 0 too).
+fn trig_quadrant(x: f32) -> TrigReduced {
+  if (abs(x) < 2.0) {
+    let n = round(x * 0.6366197723675814);
+    return TrigReduced((x - n * 1.5707963705062866) + n * 4.371139000186243e-8, u32(i32(n)) & 3u);
+  }
+  let t = trig_reduce(x);  // of |x|: x < 0 is -r - n pi/2
+  if (x < 0.0) { return TrigReduced(-t.r, (4u - (t.n & 3u)) & 3u); }
+  return TrigReduced(t.r, t.n & 3u);
+}
 fn sin_f32(x: f32) -> f32 {
   if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
-  if (abs(x) < 2.0) { return sin(x); }
-  let t = trig_reduce(x);
-  let q = t.n & 3u;
-  var s = select(sin(t.r), cos(t.r), (q & 1u) == 1u);
-  s = select(s, -s, q >= 2u);
-  return select(s, -s, x < 0.0);
+  let t = trig_quadrant(x);
+  let s = select(sin_poly(t.r), cos_poly(t.r), (t.n & 1u) == 1u);
+  return select(s, -s, t.n >= 2u);
 }
 fn cos_f32(x: f32) -> f32 {
   if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
-  if (abs(x) < 2.0) { return cos(x); }
-  let t = trig_reduce(x);
-  let q = t.n & 3u;
-  let c = select(cos(t.r), sin(t.r), (q & 1u) == 1u);
-  return select(c, -c, q == 1u || q == 2u);
+  let t = trig_quadrant(x);
+  let c = select(cos_poly(t.r), sin_poly(t.r), (t.n & 1u) == 1u);
+  return select(c, -c, t.n == 1u || t.n == 2u);
 }
 fn tan_f32(x: f32) -> f32 {
   if (isnan_f32(x) || abs(x) == f32_inf()) { return f32_nan(); }
-  if (abs(x) < 0.78) { return tan(x); }
+  if (abs(x) < 0.78) { return sin_poly(x) / cos_poly(x); }
   var r = x;
   var odd = false;
   if (abs(x) < 2.0) {
@@ -395,8 +411,8 @@ fn tan_f32(x: f32) -> f32 {
     r = select(t.r, -t.r, x < 0.0);
     odd = (t.n & 1u) == 1u;
   }
-  let s = sin(r);
-  let c = cos(r);
+  let s = sin_poly(r);
+  let c = cos_poly(r);
   return select(s / c, -c / s, odd);
 }
 )";
