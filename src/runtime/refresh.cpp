@@ -57,6 +57,30 @@ bool same_choices(const KernelRecord& r, const webgpu::GpuKernelContext& ctx) {
 
 std::string node_label(const ir::Node& n) { return n.name.empty() ? n.describe() : n.name; }
 
+// Two nodes compute the same function of their inputs: same op, attributes, fused expression, and the
+// same inputs and wanted outputs by position (names aside: a model repeats its layers).
+bool same_function(const ir::Node& a, const ir::Node& b) {
+  if (&a == &b) return true;
+  if (a.op_type != b.op_type || a.domain != b.domain || a.inputs.size() != b.inputs.size() ||
+      a.outputs.size() != b.outputs.size() || a.attrs.size() != b.attrs.size() || bool(a.fused) != bool(b.fused) ||
+      (a.fused && !(*a.fused == *b.fused)))
+    return false;
+  for (size_t i = 0; i < a.inputs.size(); ++i)
+    if (a.inputs[i].empty() != b.inputs[i].empty()) return false;
+  for (size_t i = 0; i < a.outputs.size(); ++i)
+    if (a.outputs[i].empty() != b.outputs[i].empty()) return false;
+  for (auto i = a.attrs.begin(), j = b.attrs.begin(); i != a.attrs.end(); ++i, ++j)
+    if (i->first != j->first || !same_attr(i->second, j->second)) return false;
+  return true;
+}
+
+// The same constant: the same tensor, or small ones of equal contents (the shape arithmetic a model
+// repeats per layer); large ones only by identity, so no refresh compares weights.
+bool same_constant(const Tensor* a, const Tensor* b) {
+  if (a == b) return true;
+  return a && b && a->nbytes() <= 65536 && same_value(*a, *b);
+}
+
 }  // namespace
 
 Refresh::Refresh(const ir::Model& model, const SessionOptions& options, Plan& plan, const Fusion& fusion)
@@ -119,13 +143,18 @@ bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
 // A fold that read a changed value, computed again; outputs that come out different change too.
 void Refresh::refold(const FoldRecord& f) {
   const ir::Node& node = model_.graph.nodes[f.index];
+  std::vector<const Tensor*> ins;
+  for (int id : f.inputs) ins.push_back(id < 0 ? nullptr : value(id).constant);
   std::vector<Tensor> outs;
-  if (f.shape_only) {
-    outs = fold_shape_op(node, value(f.inputs.at(0)).shape);
+  if (const std::vector<Tensor>* same = folded_before(node, f, ins)) {
+    for (const Tensor& t : *same) outs.push_back(t.clone());
   } else {
-    std::vector<const Tensor*> ins;
-    for (int id : f.inputs) ins.push_back(id < 0 ? nullptr : value(id).constant);
-    outs = cpu::run_node(node, model_.opsets, ins);
+    if (f.shape_only) outs = fold_shape_op(node, value(f.inputs.at(0)).shape);
+    else outs = cpu::run_node(node, model_.opsets, ins);
+    Fold done{&node, f.shape_only ? std::vector<const Tensor*>{} : ins,
+              f.shape_only ? value(f.inputs.at(0)).shape : Shape{}, {}};
+    for (const Tensor& t : outs) done.outputs.push_back(t.clone());
+    folds_.push_back(std::move(done));
   }
   for (size_t k = 0; k < f.outputs.size() && k < outs.size(); ++k) {
     const int id = f.outputs[k];
@@ -137,6 +166,23 @@ void Refresh::refold(const FoldRecord& f) {
     replaced_.emplace_back(was.constant, &t);
     change(id, PlanValue{t.dtype(), t.shape(), &t, was.slot});
   }
+}
+
+// A fold this refresh has computed already: the same function of the same values (a model repeats
+// its shape arithmetic in every layer), or null.
+const std::vector<Tensor>* Refresh::folded_before(const ir::Node& node, const FoldRecord& f,
+                                                  const std::vector<const Tensor*>& ins) const {
+  for (const Fold& d : folds_) {
+    if (!same_function(*d.node, node)) continue;
+    if (f.shape_only) {
+      if (d.shape == value(f.inputs.at(0)).shape) return &d.outputs;
+      continue;
+    }
+    bool same = d.inputs.size() == ins.size();
+    for (size_t i = 0; same && i < ins.size(); ++i) same = same_constant(d.inputs[i], ins[i]);
+    if (same) return &d.outputs;
+  }
+  return nullptr;
 }
 
 // A fusion decision that read a changed value, made again: it must place the same group.
@@ -177,7 +223,30 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   }
   webgpu::GpuKernelContext ctx(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), infos);
   std::string reason;
-  if (!kernel || !run_kernel(*kernel, ctx, reason) || !same_choices(k, ctx))
+  // A kernel is a function of its node's op, attributes and inputs' facts: one this refresh called
+  // already on the same (another layer's) gives the same choices without building its programs again.
+  const KernelRecord* same = nullptr;
+  for (const auto& [m, r] : kernels_) {
+    const ir::Node& other = r.node ? *r.node : r.fused;
+    if (!same_function(other, node) || r.inputs.size() != infos.size()) continue;
+    bool alike = true;
+    for (size_t i = 0; alike && i < infos.size(); ++i) {
+      const PlanValue* v = r.inputs[i] < 0 ? nullptr : &value(r.inputs[i]);
+      alike = v ? infos[i].dtype == v->dtype && infos[i].shape == v->shape && same_constant(infos[i].constant, v->constant) &&
+                      !feed_.count(r.inputs[i]) && !feed_.count(k.inputs[i])
+                : infos[i].dtype == DType::Undefined;
+    }
+    if (alike) {
+      same = &r;
+      break;
+    }
+  }
+  if (same) {
+    ctx.outputs = same->results;
+    ctx.temps = same->temps;
+    ctx.dispatches = same->dispatches;
+  }
+  if (!kernel || (!same && !run_kernel(*kernel, ctx, reason)) || !same_choices(k, ctx))
     throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
                       (reason.empty() ? "" : " (" + reason + ")"));
   for (size_t i = 0; i < k.outputs.size() && i < ctx.outputs.size(); ++i) {

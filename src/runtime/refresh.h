@@ -43,6 +43,14 @@ class Refresh {
   void change(int id, PlanValue v);
   bool any_changed(const std::vector<int>& ids) const;
   void refold(const FoldRecord& f);
+  struct Fold {  // a fold this refresh computed: its node, inputs (or Shape's input shape), outputs
+    const ir::Node* node;
+    std::vector<const Tensor*> inputs;
+    Shape shape;
+    std::vector<Tensor> outputs;
+  };
+  const std::vector<Tensor>* folded_before(const ir::Node& node, const FoldRecord& f,
+                                           const std::vector<const Tensor*>& ins) const;
   void redecide(const DecisionRecord& d);
   void recall(size_t n, const KernelRecord& k);
   void apply(const std::unordered_map<std::string, Tensor>& feeds,
@@ -60,6 +68,7 @@ class Refresh {
   std::vector<std::pair<const Tensor*, const Tensor*>> replaced_;  // recorded -> fresh
   std::deque<std::pair<size_t, KernelRecord>> kernels_;             // kernels called again, new records
   std::vector<std::string> guarded_;            // their nodes
+  std::deque<Fold> folds_;                      // folds computed again
 };
 
 }  // namespace onnxgpu::runtime
