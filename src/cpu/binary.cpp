@@ -22,6 +22,10 @@ class Indexer {
     else if (is_trailing(in, out)) kind_ = Kind::Trailing, n_ = shape_numel(in);
     else map_ = ops::broadcast_index_map(in, out);
   }
+  bool same() const { return kind_ == Kind::Same; }
+  bool scalar() const { return kind_ == Kind::Scalar; }
+  bool trailing() const { return kind_ == Kind::Trailing; }
+  int64_t period() const { return n_; }  // a trailing input's element count
   int64_t operator()(int64_t i) const {
     switch (kind_) {
       case Kind::Same: return i;
@@ -63,7 +67,29 @@ Tensor broadcast_binary(const KernelContext& ctx, const Tensor& a, const Tensor&
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   O* po = out.data<O>();
-  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = O(f(acc_t<A>(pa[ia(i)]), acc_t<B>(pb[ib(i)])));
+  const int64_t n = out.numel();
+  auto at = [&](int64_t i, A a, B b) { po[i] = O(f(acc_t<A>(a), acc_t<B>(b))); };
+  // The common layouts as plain loops the compiler vectorizes (the same values as the generic loop):
+  // equal shapes, a scalar operand, a bias row repeated over the rows.
+  if (ia.same() && ib.same()) {
+    for (int64_t i = 0; i < n; ++i) at(i, pa[i], pb[i]);
+  } else if (ia.same() && ib.scalar()) {
+    const B bv = pb[0];
+    for (int64_t i = 0; i < n; ++i) at(i, pa[i], bv);
+  } else if (ia.scalar() && ib.same()) {
+    const A av = pa[0];
+    for (int64_t i = 0; i < n; ++i) at(i, av, pb[i]);
+  } else if (ia.same() && ib.trailing()) {
+    const int64_t w = ib.period();
+    for (int64_t r = 0; r < n; r += w)
+      for (int64_t j = 0; j < w; ++j) at(r + j, pa[r + j], pb[j]);
+  } else if (ia.trailing() && ib.same()) {
+    const int64_t w = ia.period();
+    for (int64_t r = 0; r < n; r += w)
+      for (int64_t j = 0; j < w; ++j) at(r + j, pa[j], pb[r + j]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) at(i, pa[ia(i)], pb[ib(i)]);
+  }
   return out;
 }
 
