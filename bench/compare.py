@@ -809,7 +809,9 @@ bench/.peer (the peer built from /work/shared/peer with its build.sh, library ca
 bench/.carry, bench/results (raw JSON lines). `bench/variants.py --bundle .carry --cases bert,gpt2
 --variants 'base;NAME=ENV=VALUE|ENV=VALUE'` runs engine variants (MatMul tiles, split-K, Dawn toggles, the
 chunked submits, see docs/webgpu.md) alternating in one call, with each one's latency, host time and GPU
-profile: how the choices in docs/performance.md were measured.
+profile: how the choices in docs/performance.md were measured. `bench/cpu_compare.py` compares the CPU EPs alone
+(onnxgpu's CPU kernels, with MatMul / Gemm / Conv on oneDNN, against ONNX Runtime's CPU EP) on the
+2-core development machine: figures and what bounds them in docs/cpu.md.
 """
 
 H200_SECTION = """## How to run on the H200

@@ -13,6 +13,10 @@ const Tensor* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->parent_) {
     auto it = s->values_.find(name);
     if (it != s->values_.end()) return &it->second;
+    if (s->constants_) {
+      auto c = s->constants_->find(name);
+      if (c != s->constants_->end()) return &c->second;
+    }
   }
   return nullptr;
 }
@@ -76,7 +80,7 @@ std::vector<Tensor> run_node(const ir::Node& node, const OpsetMap& opsets, const
 std::vector<Tensor> run_graph(const ir::Graph& g, const OpsetMap& opsets,
                               const std::unordered_map<std::string, Tensor>& inputs, const Scope* outer) {
   Scope scope(outer);
-  for (const auto& [name, t] : g.initializers) scope.set(name, t);
+  scope.set_constants(&g.initializers);  // an input of the same name overrides (found first)
   for (const auto& [name, t] : inputs) scope.set(name, t);
   for (const auto& in : g.inputs)
     if (!scope.find(in.name) && !inputs.count(in.name))
