@@ -777,8 +777,9 @@ NOTES = """## What is measured, and what differs between the two
   without pinning. Peer no-capture rows keep the dims dynamic, as onnxgpu does.
 - Both engines' outputs are compared with the peer's CPU EP outputs (`output_K.pb` beside the inputs),
   atol 1e-4, rtol 1e-3. onnxgpu compares the last timed run; the peer every configuration once.
-- onnxgpu's `cpu` EP is its reference CPU runner (plain loops, one thread, written for correctness), so the
-  cpu rows compare a reference with ONNX Runtime's optimized CPU kernels; they are there for completeness.
+- onnxgpu's `cpu` EP runs float32 MatMul / Gemm / Conv on oneDNN and the other ops on its reference kernels
+  (plain loops, written for correctness); the cpu rows compare that with ONNX Runtime's optimized CPU kernels.
+  `bench/cpu_compare.py` compares the two CPU EPs alone on the 2-core development machine: docs/cpu.md.
 - `onnxgpu bench --time-limit` stops a slow configuration early (marked `[time limit]`), so that a model
   whose nodes fall back to the CPU cannot eat the budget.
 - Raw results (every process's JSON, exit code, wall time, peak RSS): the `--raw` JSON lines file.
@@ -809,9 +810,7 @@ bench/.peer (the peer built from /work/shared/peer with its build.sh, library ca
 bench/.carry, bench/results (raw JSON lines). `bench/variants.py --bundle .carry --cases bert,gpt2
 --variants 'base;NAME=ENV=VALUE|ENV=VALUE'` runs engine variants (MatMul tiles, split-K, Dawn toggles, the
 chunked submits, see docs/webgpu.md) alternating in one call, with each one's latency, host time and GPU
-profile: how the choices in docs/performance.md were measured. `bench/cpu_compare.py` compares the CPU EPs alone
-(onnxgpu's CPU kernels, with MatMul / Gemm / Conv on oneDNN, against ONNX Runtime's CPU EP) on the
-2-core development machine: figures and what bounds them in docs/cpu.md.
+profile: how the choices in docs/performance.md were measured.
 """
 
 H200_SECTION = """## How to run on the H200
