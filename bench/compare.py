@@ -798,8 +798,9 @@ NOTES = """## What is measured, and what differs between the two
   without pinning. Peer no-capture rows keep the dims dynamic, as onnxgpu does.
 - Both engines' outputs are compared with the peer's CPU EP outputs (`output_K.pb` beside the inputs),
   atol 1e-4, rtol 1e-3. onnxgpu compares the last timed run; the peer every configuration once.
-- onnxgpu's `cpu` EP is its reference CPU runner (plain loops, one thread, written for correctness), so the
-  cpu rows compare a reference with ONNX Runtime's optimized CPU kernels; they are there for completeness.
+- onnxgpu's `cpu` EP runs float32 MatMul / Gemm / Conv on oneDNN and the other ops on its reference kernels
+  (plain loops, written for correctness); the cpu rows compare that with ONNX Runtime's optimized CPU kernels.
+  `bench/cpu_compare.py` compares the two CPU EPs alone on the 2-core development machine: docs/cpu.md.
 - `onnxgpu bench --time-limit` stops a slow configuration early (marked `[time limit]`), so that a model
   whose nodes fall back to the CPU cannot eat the budget.
 - Raw results (every process's JSON, exit code, wall time, peak RSS): the `--raw` JSON lines file.

@@ -27,6 +27,11 @@ struct SessionOptions {
   // a model given as bytes: the current directory). Widen it only for models you trust. Config entry
   // "onnxgpu.external_data_root".
   std::string external_data_root;
+  // Threads of the CPU kernels' library products (MatMul, Gemm, Conv: src/cpu/blas.h) on the cpu EP and
+  // the webgpu EP's CPU nodes; 0 = the number of cores (ONNX Runtime's default). A value > 0 is applied
+  // process-wide when the session is created. Config entry "onnxgpu.intra_op_num_threads"; Python's
+  // SessionOptions.intra_op_num_threads.
+  int intra_op_num_threads = 0;
   // ONNX Runtime-style config entries, e.g. {"gpu_graph_capture", "1"}, {"onnxgpu.int64.strategy", "cast_to_i32"}.
   // Applied on top of the fields above when the session is created.
   std::map<std::string, std::string> config;

@@ -94,7 +94,8 @@ class SessionOptions:
     'onnxgpu.int64.fail_loud', 'onnxgpu.int64.fallback_per_op', 'onnxgpu.ep', 'onnxgpu.fusion',
     'onnxgpu.profile') are applied by the engine on top of int64_policy; other keys (ORT's 'session.*' ...)
     are accepted and ignored by the engine. graph_optimization_level ORT_DISABLE_ALL turns fusion off.
-    Threading, logging, profiling and memory attributes are accepted and stored only."""
+    intra_op_num_threads sets the CPU kernels' threads (config entry 'onnxgpu.intra_op_num_threads'); the
+    other threading, logging, profiling and memory attributes are accepted and stored only."""
 
     def __init__(self):
         self._config = {}
@@ -131,6 +132,9 @@ class SessionOptions:
         # ORT_DISABLE_ALL: no graph rewrites, so no fused kernels either (unless set explicitly).
         if self._graph_optimization_level == GraphOptimizationLevel.ORT_DISABLE_ALL:
             config.setdefault("onnxgpu.fusion", "0")
+        # intra_op_num_threads: the threads of the CPU kernels' library products (0 = the number of cores).
+        if self._intra > 0:
+            config.setdefault("onnxgpu.intra_op_num_threads", str(self._intra))
         return config
 
     # -- stored-only attributes, validated like ORT's pybind layer

@@ -1,5 +1,6 @@
 // Elementwise ops of two or more inputs with numpy broadcasting: arithmetic, comparisons, logic,
 // BitShift, Where, PRelu and the variadic Max/Min/Sum/Mean.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/broadcast.h"
@@ -18,14 +19,32 @@ class Indexer {
   Indexer(const Shape& in, const Shape& out) {
     if (shape_numel(in) == 1) kind_ = Kind::Scalar;
     else if (in == out) kind_ = Kind::Same;
+    else if (is_trailing(in, out)) kind_ = Kind::Trailing, n_ = shape_numel(in);
     else map_ = ops::broadcast_index_map(in, out);
   }
+  bool same() const { return kind_ == Kind::Same; }
+  bool scalar() const { return kind_ == Kind::Scalar; }
+  bool trailing() const { return kind_ == Kind::Trailing; }
+  int64_t period() const { return n_; }  // a trailing input's element count
   int64_t operator()(int64_t i) const {
-    return kind_ == Kind::Same ? i : kind_ == Kind::Scalar ? 0 : map_[size_t(i)];
+    switch (kind_) {
+      case Kind::Same: return i;
+      case Kind::Scalar: return 0;
+      case Kind::Trailing: return i % n_;
+      default: return map_[size_t(i)];
+    }
   }
 
  private:
-  enum class Kind { Same, Scalar, Map } kind_ = Kind::Map;
+  // `in` is `out`'s last dims (after leading 1s): a bias row repeated over the rows, no map needed.
+  static bool is_trailing(const Shape& in, const Shape& out) {
+    size_t lead = 0;
+    while (lead < in.size() && in[lead] == 1) ++lead;
+    size_t n = in.size() - lead;
+    return n <= out.size() && std::equal(in.begin() + lead, in.end(), out.end() - n);
+  }
+  enum class Kind { Same, Scalar, Trailing, Map } kind_ = Kind::Map;
+  int64_t n_ = 1;
   std::vector<int64_t> map_;
 };
 
@@ -48,7 +67,29 @@ Tensor broadcast_binary(const KernelContext& ctx, const Tensor& a, const Tensor&
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   O* po = out.data<O>();
-  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = O(f(acc_t<A>(pa[ia(i)]), acc_t<B>(pb[ib(i)])));
+  const int64_t n = out.numel();
+  auto at = [&](int64_t i, A a, B b) { po[i] = O(f(acc_t<A>(a), acc_t<B>(b))); };
+  // The common layouts as plain loops the compiler vectorizes (the same values as the generic loop):
+  // equal shapes, a scalar operand, a bias row repeated over the rows.
+  if (ia.same() && ib.same()) {
+    for (int64_t i = 0; i < n; ++i) at(i, pa[i], pb[i]);
+  } else if (ia.same() && ib.scalar()) {
+    const B bv = pb[0];
+    for (int64_t i = 0; i < n; ++i) at(i, pa[i], bv);
+  } else if (ia.scalar() && ib.same()) {
+    const A av = pa[0];
+    for (int64_t i = 0; i < n; ++i) at(i, av, pb[i]);
+  } else if (ia.same() && ib.trailing()) {
+    const int64_t w = ib.period();
+    for (int64_t r = 0; r < n; r += w)
+      for (int64_t j = 0; j < w; ++j) at(r + j, pa[r + j], pb[j]);
+  } else if (ia.trailing() && ib.same()) {
+    const int64_t w = ia.period();
+    for (int64_t r = 0; r < n; r += w)
+      for (int64_t j = 0; j < w; ++j) at(r + j, pa[j], pb[r + j]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) at(i, pa[ia(i)], pb[ib(i)]);
+  }
   return out;
 }
 
@@ -161,7 +202,12 @@ Tensor pow_kernel(KernelContext& ctx) {
         } else if constexpr (std::is_same_v<V, double>) {
           return std::pow(x, double(y));
         } else {
-          return V(std::pow(double(x), double(y)));  // float base: compute in double, round once
+          // float base: compute in double, round once. Squares and cubes (GELU's x^3) by multiplying:
+          // x * x is exact in double, the cube rounds once there, as pow() does (to within its error).
+          const double dx = double(x), dy = double(y);
+          if (dy == 2.0) return V(dx * dx);
+          if (dy == 3.0) return V(dx * dx * dx);
+          return V(std::pow(dx, dy));
         }
       });
     }, "Pow exponent");

@@ -1,5 +1,9 @@
-// Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond). Computed in double.
+// Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond). float32 Conv goes through the
+// library (src/cpu/blas.h: im2col + sgemm) while it is enabled; the reference kernels below compute
+// in double and are the other types' path and the check.
 #include <algorithm>
+
+#include "cpu/blas.h"
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 #include "ops/conv.h"
@@ -67,10 +71,74 @@ std::vector<double> conv_core(const KernelContext& ctx, const std::vector<double
   return y;
 }
 
+// float32 Conv through the library. Per image and group: the columns of every output position's
+// window (im2col: [Cg * k, out positions], zero where the window lies over padding, which then
+// multiplies the weights as ONNX defines it) times the group's weights [Mg, Cg * k], added to the
+// bias. A 1x1 kernel with unit strides and no padding reads the input itself as the columns.
+Tensor conv_library(const KernelContext& ctx, const Tensor& X, const Tensor& W, const Tensor* bias_t) {
+  const Shape& xs = X.shape();
+  const Shape& ws = W.shape();
+  int64_t group = get_group(ctx);
+  ops::check_conv_shapes(xs, ws, group, bias_t ? bias_t->numel() : -1, [&](const std::string& m) { ctx.fail(m); });
+  int64_t N = xs[0], C = xs[1], M = ws[0], Cg = ws[1];
+  Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
+  check_kernel_shape_attr(ctx, k_sp);
+  nn::Window win = nn::make_window(ctx, in_sp, k_sp, false);
+  Shape out_shape{N, M};
+  out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
+  Tensor Y = Tensor::uninitialized(DType::Float32, out_shape);  // every element is written
+  const int64_t in_sz = shape_numel(in_sp), k_sz = shape_numel(k_sp), out_sz = shape_numel(win.out);
+  const int64_t Mg = M / group, rows = Cg * k_sz;
+  if (Y.numel() == 0) return Y;
+  // tap[op * k_sz + ki]: the input offset the kernel position ki reads at output position op, -1 on padding.
+  std::vector<int64_t> tap(size_t(out_sz * k_sz), -1);
+  bool identity = k_sz == 1 && out_sz == in_sz;
+  {
+    std::vector<std::pair<int64_t, int64_t>> taps;
+    std::vector<int64_t> o(in_sp.size(), 0);
+    for (int64_t op = 0; op < out_sz; ++op, nn::next_index(o, win.out)) {
+      nn::window_taps(win, o, taps);
+      for (const auto& [ki, xi] : taps) tap[size_t(op * k_sz + ki)] = xi;
+    }
+    for (int64_t op = 0; identity && op < out_sz; ++op) identity = tap[size_t(op)] == op;
+  }
+  const float* x = X.data<float>();
+  const float* w = W.data<float>();
+  float* y = Y.data<float>();
+  std::vector<float> col(identity ? 0 : size_t(rows * out_sz));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < group; ++g) {
+      const float* xg = x + (n * C + g * Cg) * in_sz;
+      const float* cols = xg;
+      if (!identity) {
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t ki = 0; ki < k_sz; ++ki) {
+            float* dst = col.data() + (c * k_sz + ki) * out_sz;
+            const float* xc = xg + c * in_sz;
+            for (int64_t op = 0; op < out_sz; ++op) {
+              int64_t xi = tap[size_t(op * k_sz + ki)];
+              dst[op] = xi >= 0 ? xc[xi] : 0.0f;
+            }
+          }
+        cols = col.data();
+      }
+      float* yg = y + (n * M + g * Mg) * out_sz;
+      if (bias_t) {
+        const float* b = bias_t->data<float>();
+        for (int64_t m = 0; m < Mg; ++m) std::fill(yg + m * out_sz, yg + (m + 1) * out_sz, b[g * Mg + m]);
+      }
+      blas::sgemm(false, false, Mg, out_sz, rows, 1.0f, w + g * Mg * rows, rows, cols, out_sz, bias_t ? 1.0f : 0.0f,
+                  yg, out_sz);
+    }
+  return Y;
+}
+
 std::vector<Tensor> conv(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& W = ctx.input(1);
   ops::check_conv_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), ctx.fail_fn());
+  if (X.dtype() == DType::Float32 && W.dtype() == DType::Float32 && blas::enabled())
+    return {conv_library(ctx, X, W, ctx.has_input(2) ? &ctx.input(2) : nullptr)};
   std::vector<double> bias;
   if (ctx.has_input(2)) bias = nn::to_doubles(ctx.input(2));
   Shape out;

@@ -1,5 +1,10 @@
 #include "cpu/graph_runner.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
 #include "cpu/kernel.h"
 
 namespace onnxgpu::cpu {
@@ -8,6 +13,10 @@ const Tensor* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->parent_) {
     auto it = s->values_.find(name);
     if (it != s->values_.end()) return &it->second;
+    if (s->constants_) {
+      auto c = s->constants_->find(name);
+      if (c != s->constants_->end()) return &c->second;
+    }
   }
   return nullptr;
 }
@@ -19,6 +28,16 @@ int64_t opset_for(const OpsetMap& opsets, const std::string& domain) {
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+// ONNXGPU_CPU_PROFILE=1: each top-level run_graph prints the time per op type to stderr (where the CPU
+// time goes: per-op overhead or compute).
+bool profile_ops() {
+  static const bool on = [] {
+    const char* v = std::getenv("ONNXGPU_CPU_PROFILE");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
 }  // namespace
 
 std::vector<Tensor> run_node(const ir::Node& node, const OpsetMap& opsets, const std::vector<const Tensor*>& inputs,
@@ -61,7 +80,7 @@ std::vector<Tensor> run_node(const ir::Node& node, const OpsetMap& opsets, const
 std::vector<Tensor> run_graph(const ir::Graph& g, const OpsetMap& opsets,
                               const std::unordered_map<std::string, Tensor>& inputs, const Scope* outer) {
   Scope scope(outer);
-  for (const auto& [name, t] : g.initializers) scope.set(name, t);
+  scope.set_constants(&g.initializers);  // an input of the same name overrides (found first)
   for (const auto& [name, t] : inputs) scope.set(name, t);
   for (const auto& in : g.inputs)
     if (!scope.find(in.name) && !inputs.count(in.name))
@@ -77,6 +96,8 @@ std::vector<Tensor> run_graph(const ir::Graph& g, const OpsetMap& opsets,
   std::unordered_map<std::string, bool> is_output;
   for (const auto& o : g.outputs) is_output[o.name] = true;
 
+  const bool profile = profile_ops() && !outer;
+  std::map<std::string, std::pair<double, int>> op_ms;  // op type -> (ms, nodes)
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     std::vector<const Tensor*> ins;
@@ -89,7 +110,13 @@ std::vector<Tensor> run_graph(const ir::Graph& g, const OpsetMap& opsets,
       if (!t) throw InvalidArgument(node.describe() + ": input '" + name + "' has no value");
       ins.push_back(t);
     }
+    auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs = run_node(node, opsets, ins, &scope);
+    if (profile) {
+      auto& [ms, count] = op_ms[node.op_type];
+      ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++count;
+    }
     for (size_t k = 0; k < outs.size(); ++k)
       if (!node.outputs[k].empty()) scope.set(node.outputs[k], std::move(outs[k]));
     for (const auto& name : node.inputs) {
@@ -98,6 +125,15 @@ std::vector<Tensor> run_graph(const ir::Graph& g, const OpsetMap& opsets,
           !g.is_initializer(name) && !inputs.count(name))
         scope.erase(name);
     }
+  }
+  if (profile) {
+    std::vector<std::pair<double, std::string>> by_time;
+    double total = 0;
+    for (const auto& [op, v] : op_ms) by_time.emplace_back(v.first, op), total += v.first;
+    std::sort(by_time.rbegin(), by_time.rend());
+    std::fprintf(stderr, "[onnxgpu cpu profile] %.3f ms in %zu nodes:", total, g.nodes.size());
+    for (const auto& [ms, op] : by_time) std::fprintf(stderr, " %s %.3f (%d)", op.c_str(), ms, op_ms[op].second);
+    std::fprintf(stderr, "\n");
   }
   std::vector<Tensor> result;
   for (const auto& o : g.outputs) {

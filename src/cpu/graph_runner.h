@@ -17,9 +17,13 @@ class Scope {
   const Tensor* find(const std::string& name) const;
   void set(const std::string& name, Tensor t) { values_[name] = std::move(t); }
   void erase(const std::string& name) { values_.erase(name); }
+  // A graph's initializers, read in place (below the values set here, above the parent's): a run
+  // need not copy every weight into the scope.
+  void set_constants(const std::map<std::string, Tensor>* c) { constants_ = c; }
 
  private:
   std::unordered_map<std::string, Tensor> values_;
+  const std::map<std::string, Tensor>* constants_ = nullptr;
   const Scope* parent_;
 };
 

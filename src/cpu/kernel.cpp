@@ -1,6 +1,7 @@
 #include "cpu/kernel.h"
 
 #include <mutex>
+#include <string_view>
 
 #include "ops/axis.h"
 
@@ -22,18 +23,20 @@ int64_t KernelContext::normalize_axis(int64_t axis, int64_t rank) const {
 }
 
 void KernelRegistry::add(const std::string& op_type, Kernel k, const std::string& domain) {
-  kernels_[domain + "::" + op_type] = std::move(k);
+  kernels_[domain][op_type] = std::move(k);
 }
 
 const Kernel* KernelRegistry::find(const std::string& op_type, const std::string& domain) const {
-  std::string d = (domain == "ai.onnx") ? "" : domain;
-  auto it = kernels_.find(d + "::" + op_type);
-  return it == kernels_.end() ? nullptr : &it->second;
+  auto d = kernels_.find(domain == "ai.onnx" ? std::string_view() : std::string_view(domain));
+  if (d == kernels_.end()) return nullptr;
+  auto it = d->second.find(op_type);
+  return it == d->second.end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> KernelRegistry::op_types() const {
   std::vector<std::string> r;
-  for (const auto& [k, v] : kernels_) r.push_back(k.substr(k.find("::") + 2));
+  for (const auto& [domain, ops] : kernels_)
+    for (const auto& [op, k] : ops) r.push_back(op);
   return r;
 }
 

@@ -57,7 +57,8 @@ class KernelRegistry {
   std::vector<std::string> op_types() const;
 
  private:
-  std::map<std::string, Kernel> kernels_;  // key: domain + "::" + op_type
+  // domain -> op_type -> kernel; found without building a key string (once per node and run).
+  std::map<std::string, std::map<std::string, Kernel, std::less<>>, std::less<>> kernels_;
 };
 
 // The registry with every family registered (built once).

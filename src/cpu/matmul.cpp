@@ -1,8 +1,11 @@
 // MatMul, MatMulInteger, Gemm, Einsum, Det.
-// Floats accumulate in double; integers accumulate exactly with two's complement wrap-around (as numpy).
+// float32 MatMul and Gemm go through the library (src/cpu/blas.h: oneDNN, float32 accumulation) while
+// it is enabled; the reference kernels below are the other types' path and the check: floats
+// accumulate in double; integers accumulate exactly with two's complement wrap-around (as numpy).
 #include <array>
 #include <cmath>
 
+#include "cpu/blas.h"
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 #include "ops/broadcast.h"
@@ -58,12 +61,39 @@ MatMulPlan plan_matmul(const KernelContext& ctx, const Shape& a, const Shape& b)
   return p;
 }
 
+// float32 through the library: one product per batch element; when every batch element reads the
+// same B and A's matrices lie back to back (the usual [batch, seq, K] x [K, N]), one product whose
+// rows are the whole batch's.
+void matmul_library(const MatMulPlan& p, const Tensor& A, const Tensor& B, Tensor& Y) {
+  const float* a = A.data<float>();
+  const float* b = B.data<float>();
+  float* y = Y.data<float>();
+  const size_t nb = p.a_off.size();
+  bool shared_b = true, packed_a = true;
+  for (size_t bi = 0; bi < nb; ++bi) {
+    shared_b = shared_b && p.b_off[bi] == p.b_off[0];
+    packed_a = packed_a && p.a_off[bi] == int64_t(bi) * p.M * p.K;
+  }
+  if (nb > 1 && shared_b && packed_a) {
+    blas::sgemm(false, false, int64_t(nb) * p.M, p.N, p.K, 1.0f, a, p.K, b + p.b_off[0], p.N, 0.0f, y, p.N);
+    return;
+  }
+  for (size_t bi = 0; bi < nb; ++bi)
+    blas::sgemm(false, false, p.M, p.N, p.K, 1.0f, a + p.a_off[bi], p.K, b + p.b_off[bi], p.N, 0.0f,
+                y + int64_t(bi) * p.M * p.N, p.N);
+}
+
 std::vector<Tensor> matmul(KernelContext& ctx) {
   const Tensor& A = ctx.input(0);
   const Tensor& B = ctx.input(1);
   if (A.dtype() != B.dtype())
     ctx.fail("A is " + A.describe() + " but B is " + B.describe() + "; they must have the same type");
   MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  if (A.dtype() == DType::Float32 && blas::enabled()) {
+    Tensor Y = Tensor::uninitialized(DType::Float32, p.out);  // every element is written
+    matmul_library(p, A, B, Y);
+    return {Y};
+  }
   Tensor Y(A.dtype(), p.out);
   visit_dtype(A.dtype(), [&]<class T>() {
     const T* a = A.data<T>();
@@ -149,6 +179,20 @@ std::vector<Tensor> gemm(KernelContext& ctx) {
   if (C) {
     if (C->dtype() != A.dtype()) ctx.fail("C is " + C->describe() + " but A is " + A.describe());
     cmap = ops::broadcast_index_map(C->shape(), out);
+  }
+  // float32 through the library: Y starts as C broadcast, then Y = alpha * A'B' + beta * Y. alpha 0
+  // and beta 0 with a C stay on the reference, which multiplies by them (0 * inf is NaN) where a
+  // BLAS skips the term.
+  if (A.dtype() == DType::Float32 && blas::enabled() && alpha != 0.0 && !(C && beta == 0.0)) {
+    Tensor Y = Tensor::uninitialized(DType::Float32, out);  // every element is written
+    float* y = Y.data<float>();
+    if (C) {
+      const float* c = C->data<float>();
+      for (size_t i = 0; i < cmap.size(); ++i) y[i] = c[cmap[i]];
+    }
+    blas::sgemm(ta, tb, M, N, K, float(alpha), A.data<float>(), ta ? M : K, B.data<float>(), tb ? K : N,
+                C ? float(beta) : 0.0f, y, N);
+    return {Y};
   }
   Tensor Y(A.dtype(), out);
   visit_dtype(A.dtype(), [&]<class T>() {

@@ -1,4 +1,5 @@
 // BatchNormalization, InstanceNormalization, LayerNormalization, MeanVarianceNormalization. Computed in double.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/broadcast.h"
@@ -143,12 +144,65 @@ std::vector<Tensor> instance_norm(KernelContext& ctx) {
 
 // ---------------------------------------------------------------------------------- LayerNormalization
 
+// `p` (after leading 1s) is the last dims of `x`: its element i % numel(p) scales element i of x.
+bool trailing_param(const Shape& p, const Shape& x) {
+  size_t lead = 0;
+  while (lead < p.size() && p[lead] == 1) ++lead;
+  size_t n = p.size() - lead;
+  return n <= x.size() && std::equal(p.begin() + lead, p.end(), x.end() - n);
+}
+
+// float32 LayerNormalization with a row-wise Scale and B and only Y wanted (a transformer's): the
+// reference's arithmetic in the reference's order, row by row, without its per-element group and
+// broadcast maps or a double copy of X. Returns false when the case is not that one.
+bool layer_norm_rows(const KernelContext& ctx, int64_t axis, double eps, Tensor& Y) {
+  const Tensor& X = ctx.input(0);
+  if (X.dtype() != DType::Float32 || ctx.output_wanted(1) || ctx.output_wanted(2)) return false;
+  const Tensor* par[2] = {nullptr, nullptr};
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!ctx.has_input(i)) continue;
+    const Tensor& p = ctx.input(i);
+    if (p.dtype() != DType::Float32 || !trailing_param(p.shape(), X.shape())) return false;
+    par[i - 1] = &p;
+  }
+  const int64_t inner = shape_numel(Shape(X.shape().begin() + axis, X.shape().end()));
+  if (inner == 0) return false;
+  const int64_t rows = X.numel() / inner;
+  const float* x = X.data<float>();
+  const float* scale = par[0] ? par[0]->data<float>() : nullptr;
+  const float* bias = par[1] ? par[1]->data<float>() : nullptr;
+  const int64_t sn = par[0] ? par[0]->numel() : 1, bn = par[1] ? par[1]->numel() : 1;
+  Y = Tensor::uninitialized(DType::Float32, X.shape());
+  float* y = Y.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * inner;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < inner; ++j) mean += double(xr[j]);
+    mean /= double(inner);
+    for (int64_t j = 0; j < inner; ++j) {
+      double d = double(xr[j]) - mean;
+      var += d * d;
+    }
+    var /= double(inner);
+    const double inv_std = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < inner; ++j) {
+      const int64_t i = r * inner + j;
+      double v = (double(xr[j]) - mean) * inv_std;
+      if (scale) v *= double(scale[i % sn]);
+      if (bias) v += double(bias[i % bn]);
+      y[i] = nn::from_double<float>(v);
+    }
+  }
+  return true;
+}
+
 std::vector<Tensor> layer_norm(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   check_float(ctx, X, "X");
   const ir::Node& node = ctx.node;
   const auto [axis, stash] = ops::layer_norm_params(node, X.rank(), [&](const std::string& m) { ctx.fail(m); });
   double eps = node.attr_float("epsilon", 1e-5f);
+  if (Tensor Y; layer_norm_rows(ctx, axis, eps, Y)) return {Y};
   std::vector<bool> reduced(size_t(X.rank()), false);
   for (int64_t d = axis; d < X.rank(); ++d) reduced[size_t(d)] = true;
   std::vector<double> x = nn::to_doubles(X);

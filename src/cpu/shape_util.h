@@ -2,6 +2,7 @@
 // Data movement is type-generic: elements are copied as dtype_size() bytes (or as std::string for
 // DType::String), never dispatched per C++ type.
 #pragma once
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -62,16 +63,47 @@ inline Tensor take_elements(const Tensor& src, Shape shape, const std::vector<in
 // A new tensor of `shape` whose element at coordinates c is src[base + sum(c[d] * strides[d])]: a strided
 // view made contiguous (transpose, slice, broadcast all reduce to this).
 inline Tensor strided_copy(const Tensor& src, Shape shape, const std::vector<int64_t>& strides, int64_t base) {
-  Tensor out(src.dtype(), std::move(shape));
+  const bool str = src.dtype() == DType::String;
+  // Every element is written below: no zero fill first (strings need constructed storage).
+  Tensor out = str ? Tensor(src.dtype(), std::move(shape)) : Tensor::uninitialized(src.dtype(), std::move(shape));
   const Shape& s = out.shape();
   int64_t n = out.numel();
   if (n == 0) return out;
   ElementCopier copy(src, out);
-  std::vector<int64_t> c(s.size(), 0);
+  if (s.empty()) {
+    copy(0, base);
+    return out;
+  }
+  // Row by row along the last dim: one memcpy when it is contiguous in src, else a typed loop.
+  const size_t last = s.size() - 1;
+  const int64_t len = s[last], step = strides[last];
+  const size_t esize = str ? 0 : dtype_size(src.dtype());
+  auto copy_row = [&](int64_t dst_i, int64_t src_i) {
+    if (str) {
+      for (int64_t j = 0; j < len; ++j) copy(dst_i + j, src_i + j * step);
+    } else if (step == 1) {
+      copy.run(dst_i, src_i, len);
+    } else {
+      auto typed = [&]<class W>() {
+        const W* in = static_cast<const W*>(src.raw()) + src_i;
+        W* o = static_cast<W*>(out.raw()) + dst_i;
+        for (int64_t j = 0; j < len; ++j) o[j] = in[j * step];
+      };
+      switch (esize) {
+        case 1: typed.template operator()<uint8_t>(); break;
+        case 2: typed.template operator()<uint16_t>(); break;
+        case 4: typed.template operator()<uint32_t>(); break;
+        case 8: typed.template operator()<uint64_t>(); break;
+        default:
+          for (int64_t j = 0; j < len; ++j) copy(dst_i + j, src_i + j * step);
+      }
+    }
+  };
+  std::vector<int64_t> c(last, 0);
   int64_t off = base;
-  for (int64_t i = 0; i < n; ++i) {
-    copy(i, off);
-    for (int64_t d = int64_t(s.size()) - 1; d >= 0; --d) {
+  for (int64_t i = 0; i < n; i += len) {
+    copy_row(i, off);
+    for (int64_t d = int64_t(last) - 1; d >= 0; --d) {
       size_t k = size_t(d);
       if (++c[k] < s[k]) {
         off += strides[k];

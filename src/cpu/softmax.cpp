@@ -45,12 +45,14 @@ void add_softmax(KernelRegistry& r, const std::string& op, SoftmaxKind kind) {
           // A row of all -inf (or with +inf) would give inf - inf: shift by 0 then, so IEEE decides.
           double shift = std::isinf(mx) ? 0.0 : mx;
           double sum = 0;
+          if (kind == SoftmaxKind::Softmax) {  // each exp once: kept in the row, then divided by the sum
+            for (int64_t i = 0; i < s.n; ++i) sum += (row[size_t(i)] = std::exp(row[size_t(i)] - shift));
+            for (int64_t i = 0; i < s.n; ++i) od[s.at(o, i, k)] = from_double<T>(row[size_t(i)] / sum);
+            continue;
+          }
           for (int64_t i = 0; i < s.n; ++i) sum += std::exp(row[size_t(i)] - shift);
           double log_sum = std::log(sum);
-          for (int64_t i = 0; i < s.n; ++i) {
-            double v = row[size_t(i)] - shift;
-            od[s.at(o, i, k)] = from_double<T>(kind == SoftmaxKind::Softmax ? std::exp(v) / sum : v - log_sum);
-          }
+          for (int64_t i = 0; i < s.n; ++i) od[s.at(o, i, k)] = from_double<T>(row[size_t(i)] - shift - log_sum);
         }
     }, kSoftmaxTypes, op);
     return {out};

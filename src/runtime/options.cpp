@@ -1,6 +1,9 @@
 #include "runtime/options.h"
 
 #include <set>
+#include <string>
+
+#include "cpu/blas.h"
 
 namespace onnxgpu {
 
@@ -34,6 +37,17 @@ bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "0" || v == "false" || v == "False") return false;
   throw InvalidArgument("session config entry '" + key + "': expected 0 or 1, got '" + v + "'");
 }
+int parse_threads(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || n < 0)
+    throw InvalidArgument("session config entry '" + key + "': expected an integer >= 0, got '" + v + "'");
+  return n;
+}
 }  // namespace
 
 void apply_config_entries(SessionOptions& o) {
@@ -46,10 +60,14 @@ void apply_config_entries(SessionOptions& o) {
     else if (key == "onnxgpu.int64.strategy") o.int64.strategy = Int64Policy::parse_strategy(value);
     else if (key == "onnxgpu.int64.fail_loud") o.int64.fail_loud = parse_bool(key, value);
     else if (key == "onnxgpu.int64.fallback_per_op") o.int64.fallback_per_op_not_whole_graph = parse_bool(key, value);
+    else if (key == "onnxgpu.intra_op_num_threads") o.intra_op_num_threads = parse_threads(key, value);
     else if (key.rfind("onnxgpu.", 0) == 0) throw InvalidArgument("unknown session config entry '" + key + "'");
   }
   if (o.ep != "webgpu" && o.ep != "cpu")
     throw InvalidArgument("unknown execution provider '" + o.ep + "' (expected webgpu or cpu)");
+  if (o.intra_op_num_threads < 0)
+    throw InvalidArgument("intra_op_num_threads must be >= 0, got " + std::to_string(o.intra_op_num_threads));
+  if (o.intra_op_num_threads > 0) cpu::blas::set_num_threads(o.intra_op_num_threads);
 }
 
 }  // namespace runtime
