@@ -41,7 +41,7 @@ PEER_DIR = os.path.join(HERE, ".peer")
 CARRY_DIR = os.path.join(HERE, ".carry")
 SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 NVIDIA_ICD = "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"
-RUNTIME_LIBS = ["libonnx.so.1", "libonnx_proto.so.1", "libprotobuf.so.32"]
+RUNTIME_LIBS = ["libonnx.so.1", "libonnx_proto.so.1", "libprotobuf.so.32", "libdnnl.so.2", "libgomp.so.1", "libOpenCL.so.1"]
 GL_PACKAGES = ["libvulkan1", "libglvnd0", "libegl1", "libgl1", "libglx0", "libopengl0", "libgles2"]
 
 DEFAULTS = {  # per profile: model size, timed runs, warmup runs, rounds, per-process time limit (s)
