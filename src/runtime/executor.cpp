@@ -124,7 +124,6 @@ std::shared_ptr<Plan> GpuExecutor::refresh_for(const std::string& signature,
       plan->report.refresh_refused = why;
       continue;
     }
-    plan->signature = signature;
     plan->report.signature = signature;
     plan->report.refresh_refused.clear();
     plans_.touch(plan.get());
@@ -141,7 +140,6 @@ std::vector<Out> GpuExecutor::plan_and_run(const std::string& signature,
   auto plan = std::make_shared<Plan>();
   plan->device = device_;
   plan->family = family_of(feeds, device_feeds);
-  plan->signature = signature;
   Planner planner(model_, options_, *plan, *constants_, *fusion_, *encoder_);
   size_t ran = planner.build(feeds, device_feeds);
   Replay replay(*plan, model_, options_.int64, *encoder_);

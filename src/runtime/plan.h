@@ -24,8 +24,7 @@ namespace onnxgpu::runtime {
 constexpr uint64_t kMinBinding = 16;
 
 struct Slot {
-  std::shared_ptr<webgpu::Buffer> buffer;
-  uint64_t bytes = 0;   // what the value needs
+  std::shared_ptr<webgpu::Buffer> buffer;  // bound whole: a slot holds values of several sizes
   bool pinned = false;  // graph inputs/outputs and weights: never reused
 };
 
@@ -132,9 +131,9 @@ struct Plan {
   std::vector<std::pair<std::string, Tensor>> value_keys;
   std::unordered_map<size_t, std::string> fused_kernels;  // node index -> the fused kernel placed there
   PlanReport report;
-  // The family of input signatures the plan can serve (names, dtypes, ranks: planner.h, refresh), the
-  // signature it serves now, and the signature it was recorded for.
-  std::string family, signature;
+  // The family of input signatures the plan can serve (plan_cache.h); the signature it serves now is
+  // report.signature.
+  std::string family;
   std::map<std::string, Shape> input_shapes;  // as recorded: the dims that differ later are symbolic
   Recording recording;
 

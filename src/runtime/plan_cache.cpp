@@ -4,20 +4,39 @@
 
 namespace onnxgpu::runtime {
 
-std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
-                         const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+namespace {
+// "name:what" for every input, by name; `what` says what of a host or a GPU input the key holds.
+template <typename Host, typename Gpu>
+std::string inputs_key(const std::unordered_map<std::string, Tensor>& feeds,
+                       const std::unordered_map<std::string, DeviceTensor>& device_feeds, Host host, Gpu gpu) {
   std::map<std::string, std::string> sorted;
-  for (const auto& [n, t] : feeds) sorted[n] = t.describe();
-  for (const auto& [n, t] : device_feeds) sorted[n] = std::string(dtype_name(t.dtype())) + shape_str(t.shape());
+  for (const auto& [n, t] : feeds) sorted[n] = host(t);
+  for (const auto& [n, t] : device_feeds) sorted[n] = gpu(t);
   std::string s;
   for (const auto& [n, d] : sorted) s += (s.empty() ? "" : " ") + n + ":" + d;
   return s;
+}
+}  // namespace
+
+std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
+                         const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  return inputs_key(feeds, device_feeds, [](const Tensor& t) { return t.describe(); },
+                    [](const DeviceTensor& t) { return std::string(dtype_name(t.dtype())) + shape_str(t.shape()); });
+}
+
+std::string family_of(const std::unordered_map<std::string, Tensor>& feeds,
+                      const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  auto rank = [](DType dtype, const Shape& shape) {
+    return std::string(dtype_name(dtype)) + " rank " + std::to_string(shape.size());
+  };
+  return inputs_key(feeds, device_feeds, [&](const Tensor& t) { return rank(t.dtype(), t.shape()); },
+                    [&](const DeviceTensor& t) { return rank(t.dtype(), t.shape()) + " on the GPU"; });
 }
 
 std::shared_ptr<Plan> PlanCache::find(const std::string& signature,
                                       const std::unordered_map<std::string, Tensor>& feeds) {
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
-    if ((*it)->signature != signature || !(*it)->serves(feeds)) continue;
+    if ((*it)->report.signature != signature || !(*it)->serves(feeds)) continue;
     plans_.splice(plans_.begin(), plans_, it);
     return plans_.front();
   }

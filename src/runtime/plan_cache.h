@@ -16,8 +16,13 @@
 
 namespace onnxgpu::runtime {
 
+// A run's input signature: each input's name, dtype and shape.
 std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
                          const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+// Its family: names, dtypes and ranks, and which inputs are on the GPU. A plan can be refreshed for
+// any signature of its family (refresh.h).
+std::string family_of(const std::unordered_map<std::string, Tensor>& feeds,
+                      const std::unordered_map<std::string, DeviceTensor>& device_feeds);
 
 class PlanCache {
  public:

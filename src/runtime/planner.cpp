@@ -2,24 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 
 #include "cpu/graph_runner.h"
 #include "runtime/gpu_values.h"
 #include "webgpu/device.h"
 
 namespace onnxgpu::runtime {
-
-std::string family_of(const std::unordered_map<std::string, Tensor>& feeds,
-                      const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
-  std::map<std::string, std::string> sorted;
-  for (const auto& [n, t] : feeds) sorted[n] = std::string(dtype_name(t.dtype())) + " rank " + std::to_string(t.shape().size());
-  for (const auto& [n, t] : device_feeds)
-    sorted[n] = std::string(dtype_name(t.dtype())) + " rank " + std::to_string(t.shape().size()) + " on the GPU";
-  std::string s;
-  for (const auto& [n, d] : sorted) s += (s.empty() ? "" : ", ") + n + ": " + d;
-  return s;
-}
 
 Planner::Planner(const ir::Model& model, const SessionOptions& options, Plan& plan, SessionConstants& constants,
                  const Fusion& fusion, SegmentEncoder& encoder)
@@ -111,14 +99,12 @@ int Planner::alloc(uint64_t bytes, bool pinned) {
     if (it != free_.end() && !it->second.empty()) {
       int s = it->second.back();
       it->second.pop_back();
-      plan_.slots[size_t(s)].bytes = bytes;
       refs_[size_t(s)] = 1;
       return s;
     }
   }
   Slot slot;
   slot.buffer = std::make_shared<webgpu::Buffer>(plan_.device->acquire(cap));
-  slot.bytes = bytes;
   slot.pinned = pinned;
   plan_.report.gpu_buffer_bytes += cap;
   plan_.slots.push_back(std::move(slot));
@@ -148,7 +134,7 @@ int Planner::slot_of(const std::string& name) {
           plan_.device->create_buffer(std::max<uint64_t>(u.bytes, kMinBinding), webgpu::kStorageUsage, name));
       if (u.bytes) plan_.device->write(buf->get(), u.data, u.bytes);
     }
-    Slot slot{buf, buf->size, true};  // shared with the session's constants
+    Slot slot{buf, true};  // shared with the session's constants
     plan_.slots.push_back(slot);
     refs_.push_back(1);
     v.slot = int(plan_.slots.size() - 1);

@@ -30,11 +30,6 @@ struct SessionConstants {
   std::map<std::string, Tensor> derived;  // host copies of the constants fusion made, by name
 };
 
-// The family of an input signature: names, dtypes and ranks, and whether each input is on the GPU.
-// A plan can be refreshed for any signature of its family (refresh.h).
-std::string family_of(const std::unordered_map<std::string, Tensor>& feeds,
-                      const std::unordered_map<std::string, DeviceTensor>& device_feeds);
-
 // Shape or Size of a value of this shape, folded at plan time.
 std::vector<Tensor> fold_shape_op(const ir::Node& node, const Shape& shape);
 

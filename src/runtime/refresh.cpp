@@ -328,7 +328,6 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     p.report.gpu_buffer_bytes += buffer.capacity - slot.buffer->capacity;
     if (slot.buffer.use_count() == 1) dev.recycle(std::move(*slot.buffer));
     slot.buffer = std::make_shared<webgpu::Buffer>(std::move(buffer));
-    slot.bytes = need[size_t(s)];
     p.report.capacity_growths++;
   }
   for (auto& [id, v] : values_) {
