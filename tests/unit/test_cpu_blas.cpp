@@ -8,35 +8,13 @@
 
 #include "cpu/blas.h"
 #include "cpu/kernel.h"
+#include "ir_attributes.h"
 
 using namespace onnxgpu;
+using namespace onnxgpu::testing;
 
 namespace {
 
-ir::Attribute ints(std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-ir::Attribute int1(int64_t v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-ir::Attribute flt(float v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-ir::Attribute str(std::string v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::String;
-  a.s = std::move(v);
-  return a;
-}
 
 ir::Node make_node(const std::string& op, size_t n_in, std::map<std::string, ir::Attribute> attrs = {}) {
   ir::Node n;
