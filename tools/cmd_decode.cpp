@@ -151,6 +151,7 @@ struct StepRecord {
   bool replayed = false, captured = false;
   bool refreshed = false;  // the plan was re-derived for this step's sizes (a shape family), then replayed
   double plan_ms = 0;      // host time the step spent planning or refreshing (0: a plain replay)
+  int appended_in_place = 0;  // presents fed back whose past the step found in place (no copy)
   int dispatches = 0;
   std::vector<float> logits;  // last position's row
 };
@@ -218,6 +219,7 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     rec.captured = plan.captured;
     rec.refreshed = plan.refreshed;
     rec.plan_ms = plan.plan_ms;
+    rec.appended_in_place = plan.appended_in_place;
     rec.dispatches = plan.dispatches;
     r.last_plan = std::move(plan);
     return rec;
@@ -338,7 +340,7 @@ void decode_command(const DecodeFlags& f) {
   }
   std::vector<double> timed, all_ms;
   double kv_sum = 0;
-  int replayed = 0, captured = 0, refreshed = 0;
+  int replayed = 0, captured = 0, refreshed = 0, in_place = 0;
   double plan_ms_total = 0;
   for (size_t k = 0; k < r.steps.size(); ++k) {
     const auto& s = r.steps[k];
@@ -346,6 +348,7 @@ void decode_command(const DecodeFlags& f) {
     replayed += s.replayed;
     captured += s.captured;
     refreshed += s.refreshed;
+    in_place += s.appended_in_place > 0 && s.appended_in_place == int(r.last_plan.appended_outputs.size());
     if (k >= 1) plan_ms_total += s.plan_ms;
     if (k >= 1) {  // steps 2..N, as ort_peer
       timed.push_back(s.ms);
@@ -389,6 +392,8 @@ void decode_command(const DecodeFlags& f) {
   loop["captured_steps"] = captured;
   loop["planned_steps"] = int(r.steps.size()) - replayed;
   loop["refreshed_steps"] = refreshed;
+  loop["appended_in_place_steps"] = in_place;  // every present's past found in place: no KV copy
+  loop["appended_outputs"] = r.last_plan.appended_outputs;
   loop["plan_ms_per_step_mean"] = timed.empty() ? 0.0 : plan_ms_total / double(timed.size());  // steps 2..N
   std::vector<bool> rep, refr;
   std::vector<double> plan_ms;
@@ -462,6 +467,9 @@ void decode_command(const DecodeFlags& f) {
                 replayed, r.steps.size(), refreshed, captured, loop["plan_ms_per_step_mean"].get<double>());
     if (!r.last_plan.refresh_refused.empty())
       std::printf("last refresh refused: %s\n", r.last_plan.refresh_refused.c_str());
+    if (gpu)
+      std::printf("KV cache appended in place (%zu presents, no copy) in %d of %zu steps\n",
+                  r.last_plan.appended_outputs.size(), in_place, r.steps.size());
     std::printf("weights %.1f MB, KV cache read %.2f MB per token (mean): %.1f GB/s at the median\n",
                 double(weight_bytes) / 1e6, kv_mean / 1e6, j["achieved_gb_per_s"].get<double>());
     std::printf("tokens:");

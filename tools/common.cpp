@@ -176,6 +176,8 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"symbolic_dims", p.symbolic_dims},
           {"guarded_nodes", p.guarded_nodes},
           {"capacity_growths", p.capacity_growths},
+          {"appended_outputs", p.appended_outputs},
+          {"appended_in_place", p.appended_in_place},
           {"plan_ms", p.plan_ms},
           {"whole_graph_fallback", p.whole_graph_fallback},
           {"fallbacks", fallbacks},

@@ -94,6 +94,11 @@ struct PlanReport {
   std::vector<std::string> guarded_nodes;
   int capacity_growths = 0;  // buffers this plan regrew (geometrically) for larger sizes
   std::string refresh_refused;  // why the last refresh of this plan was refused (a guard), if it was
+  // KV caches appended in place: graph outputs Concat(past input, new) kept in a buffer with spare
+  // room, handed out without a copy; when the caller feeds one back as its past, the next run writes
+  // only the new rows (how many of them did so in the last run: appended_in_place).
+  std::vector<std::string> appended_outputs;
+  int appended_in_place = 0;
   double plan_ms = 0;        // host time the last run spent planning or refreshing (0: plain replay)
   bool whole_graph_fallback = false;
   std::vector<PlanFallback> fallbacks;

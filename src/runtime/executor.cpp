@@ -6,6 +6,7 @@
 #include "cpu/graph_runner.h"
 #include "runtime/gpu_values.h"
 #include "runtime/refresh.h"
+#include "runtime/resident.h"
 #include "runtime/replay.h"
 
 namespace onnxgpu::runtime {
@@ -24,13 +25,13 @@ GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
 }
 
 GpuExecutor::~GpuExecutor() {
-  std::lock_guard<std::mutex> lock(device_mutex());  // plans give their buffers back to the shared pool
+  std::lock_guard<std::recursive_mutex> lock(device_mutex());  // plans give their buffers back to the shared pool
   plans_.clear();
   constants_.reset();
 }
 
 Profile GpuExecutor::profile() const {
-  std::lock_guard<std::mutex> lock(device_mutex());
+  std::lock_guard<std::recursive_mutex> lock(device_mutex());
   Profile p;
   p.runs = profile_.runs;
   if (p.runs == 0) return p;
@@ -47,14 +48,14 @@ Profile GpuExecutor::profile() const {
 }
 
 void GpuExecutor::reset_profile() {
-  std::lock_guard<std::mutex> lock(device_mutex());
+  std::lock_guard<std::recursive_mutex> lock(device_mutex());
   auto fused = std::move(profile_.fused);  // a property of the recorded plans, which stay
   profile_ = ProfileSums{};
   profile_.fused = std::move(fused);
 }
 
 PlanReport GpuExecutor::last_report() const {
-  std::lock_guard<std::mutex> lock(device_mutex());
+  std::lock_guard<std::recursive_mutex> lock(device_mutex());
   return report_;
 }
 
@@ -78,7 +79,7 @@ std::vector<Out> finish(Replay& replay, size_t from) {
 template <typename Out>
 std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Tensor>& feeds,
                                        const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
-  std::lock_guard<std::mutex> lock(device_mutex());  // one GPU queue for every session of the process
+  std::lock_guard<std::recursive_mutex> lock(device_mutex());  // one GPU queue for every session of the process
   const std::string sig = signature_of(feeds, device_feeds);
   if (!whole_graph_cpu_.count(sig) && options_.capture) {
     const auto start = std::chrono::steady_clock::now();
@@ -159,11 +160,7 @@ std::vector<Out> GpuExecutor::plan_and_run(const std::string& signature,
 std::vector<Tensor> GpuExecutor::run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
                                                         const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   std::unordered_map<std::string, Tensor> all = feeds;
-  for (const auto& [name, d] : device_feeds) {
-    std::vector<std::byte> bytes(gpu_bytes(d.dtype(), d.shape(), options_.int64));
-    if (!bytes.empty()) device_->read(d.storage()->buffer.get(), bytes.data(), bytes.size());
-    all[name] = from_gpu(bytes.data(), d.dtype(), d.shape(), options_.int64);
-  }
+  for (const auto& [name, d] : device_feeds) all[name] = read_device_tensor(d);
   std::vector<Tensor> outs = cpu::run_graph(model_.graph, model_.opsets, all);
   report_ = PlanReport{};
   report_.ep = "webgpu";

@@ -7,12 +7,14 @@
 namespace onnxgpu::runtime {
 
 Tensor Plan::download(int slot, DType dtype, const Shape& shape, const Int64Policy& policy) {
+  if (const Resident* r = resident_at(slot)) return read_device_tensor(DeviceTensor(dtype, shape, r->storage));
   std::vector<std::byte> bytes(gpu_bytes(dtype, shape, policy));
   if (!bytes.empty()) device->read(slots[size_t(slot)].buffer->get(), bytes.data(), bytes.size());
   return from_gpu(bytes.data(), dtype, shape, policy);
 }
 
 void Plan::upload(int slot, const Tensor& t, const Int64Policy& policy, const std::string& name) {
+  if (resident_at(slot)) throw Error("internal: a host value written into the appended buffer of '" + name + "'");
   GpuUpload u = to_gpu(t, policy, name);
   if (u.bytes) device->write(slots[size_t(slot)].buffer->get(), u.data, u.bytes);
 }
@@ -30,6 +32,8 @@ webgpu::BindGroupHandle bind_dispatch(const Plan& plan, const Step& step, const 
 }
 
 Plan::~Plan() {
+  // A resident buffer goes with its storage, when the presents handed out are gone too.
+  for (const Resident& r : residents) slots.at(size_t(r.slot)).buffer.reset();
   for (auto& s : slots)
     if (s.buffer && s.buffer.use_count() == 1) device->recycle(std::move(*s.buffer));
 }

@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "onnxgpu/session.h"
+#include "runtime/resident.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 
@@ -136,6 +137,7 @@ struct Plan {
   std::string family;
   std::map<std::string, Shape> input_shapes;  // as recorded: the dims that differ later are symbolic
   Recording recording;
+  std::vector<Resident> residents;  // KV caches appended in place (resident.h)
 
   bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
     for (const auto& [name, want] : value_keys) {
@@ -147,7 +149,15 @@ struct Plan {
     return true;
   }
 
-  // A slot's value read back to the host, and a host tensor written into a slot.
+  // The resident whose buffer is slot `slot`, or null.
+  const Resident* resident_at(int slot) const {
+    for (const Resident& r : residents)
+      if (r.slot == slot) return &r;
+    return nullptr;
+  }
+
+  // A slot's value read back to the host (packed, from a resident buffer too), and a host tensor
+  // written into a slot.
   Tensor download(int slot, DType dtype, const Shape& shape, const Int64Policy& policy);
   void upload(int slot, const Tensor& t, const Int64Policy& policy, const std::string& name);
 

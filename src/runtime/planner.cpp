@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cpu/graph_runner.h"
+#include "ops/layout.h"
 #include "runtime/gpu_values.h"
 #include "webgpu/device.h"
 
@@ -36,9 +37,17 @@ size_t Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   plan_.status = std::make_shared<webgpu::Buffer>(dev.create_buffer(
       4 * webgpu::shader::kStatusWords * (g_.nodes.size() + 1), webgpu::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
+  for (const AppendPair& p : append_pairs(g_)) {
+    auto d = device_feeds.find(p.input);
+    if (d != device_feeds.end() && webgpu::shader::type_info(d->second.dtype(), policy_).storage_bits >= 32) {
+      appendable_.emplace(p.node, p);
+      unplaced_.emplace(p.input, &d->second);
+    }
+  }
   add_inputs(feeds, device_feeds);
   write_inputs(plan_, policy_, feeds, device_feeds);
   place_nodes();
+  while (!unplaced_.empty()) materialize(unplaced_.begin()->first);  // read by no node: a slot still
   close_segment();
   finish_report();
   return executed_;
@@ -57,7 +66,55 @@ void Planner::add_inputs(const std::unordered_map<std::string, Tensor>& feeds,
     add(name, t.dtype(), t.shape());
     values_[name].feed = &t;
   }
-  for (const auto& [name, t] : device_feeds) add(name, t.dtype(), t.shape());
+  for (const auto& [name, t] : device_feeds) {
+    if (unplaced_.count(name)) {  // its slot comes with its Concat (make_resident) or when first bound
+      webgpu::shader::type_info(t.dtype(), policy_);
+      values_[name] = Value{t.dtype(), t.shape(), nullptr, -1};
+      plan_.input_shapes[name] = t.shape();
+      continue;
+    }
+    add(name, t.dtype(), t.shape());
+  }
+}
+
+// A past fed as a DeviceTensor whose Concat did not take it in place: a slot of its own, written now
+// (and by write_inputs on later runs).
+int Planner::materialize(const std::string& name) {
+  const DeviceTensor* d = unplaced_.at(name);
+  unplaced_.erase(name);
+  Value& v = values_.at(name);
+  v.slot = alloc(gpu_bytes(v.dtype, v.shape, policy_), true);
+  plan_.inputs.emplace_back(name, v.slot);
+  webgpu::CommandBatch batch = plan_.device->batch();
+  copy_device_tensor(batch, *d, plan_.slots[size_t(v.slot)].buffer->get());
+  plan_.device->submit(batch);
+  return v.slot;
+}
+
+// The Concat at `index` took its past in place: one buffer with spare room for both, the past copied in.
+void Planner::make_resident(size_t index, const ir::Node& node, const webgpu::GpuKernelContext& ctx) {
+  Resident r;
+  r.pair = appendable_.at(index);
+  r.dtype = ctx.outputs.at(0).dtype;
+  std::vector<Shape> shapes;
+  for (const auto& in : node.inputs) shapes.push_back(values_.at(in).shape);
+  r.axis = ops::concat_shape(node, model_.opset(""), shapes, ctx.fail_fn()).axis;
+  const Shape& out = ctx.outputs[0].shape;
+  RowLayout layout = row_layout(out, r.axis, 0);
+  layout.rows = uint64_t(resident_rows(*plan_.device, r, layout, out[size_t(r.axis)], policy_));
+  r.slot = int(plan_.slots.size());
+  plan_.slots.emplace_back();
+  refs_.push_back(1);
+  give_buffer(plan_, r, layout, policy_);
+  const DeviceTensor* past = unplaced_.at(r.pair.input);
+  webgpu::CommandBatch batch = plan_.device->batch();
+  copy_device_tensor(batch, *past, r.storage->buffer.get(), r.axis, int64_t(layout.rows));
+  plan_.device->submit(batch);
+  values_.at(r.pair.input).slot = r.slot;
+  plan_.inputs.emplace_back(r.pair.input, r.slot);
+  unplaced_.erase(r.pair.input);
+  plan_.report.appended_outputs.push_back(r.pair.output);
+  plan_.residents.push_back(std::move(r));
 }
 
 void Planner::place_nodes() {
@@ -122,6 +179,7 @@ void Planner::release(int slot) {
 int Planner::slot_of(const std::string& name) {
   Value& v = values_.at(name);
   if (v.slot >= 0) return v.slot;
+  if (unplaced_.count(name)) return materialize(name);
   // A constant the GPU needs: weights are uploaded once per session, folded values once per plan.
   auto w = g_.initializers.find(name);
   auto dv = constants_.derived.find(name);
@@ -244,6 +302,8 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
     touches_int64 |= v.dtype == DType::Int64;
   }
   webgpu::GpuKernelContext ctx(node, model_.opset(node.domain), policy_, plan_.device->limits(), infos);
+  const bool appendable = &node == &g_.nodes[index] && appendable_.count(index) && unplaced_.count(node.inputs[0]);
+  if (appendable) ctx.in_place_input = 0;
   // What the kernel chooses is recorded, taken or not, so that a refresh can check it chooses the same.
   Recording& recording = plan_.recording;
   recording.events.push_back({Recording::Event::Kind::Kernel, recording.kernels.size()});
@@ -267,6 +327,7 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
     return false;
   }
   note_value_keys(node, ctx);
+  if (appendable && ctx.in_place_done) make_resident(index, node, ctx);
   rec.results = std::move(ctx.outputs);
   rec.temps = std::move(ctx.temps);
   rec.dispatches = std::move(ctx.dispatches);
@@ -312,7 +373,13 @@ std::vector<int> Planner::output_slots(const ir::Node& node, const std::vector<w
     if (i >= node.outputs.size() || node.outputs[i].empty()) continue;
     const auto& o = outputs[i];
     int slot;
-    if (o.alias_of >= 0) {
+    const Resident* resident = nullptr;
+    for (const Resident& r : plan_.residents)
+      if (r.pair.output == node.outputs[i]) resident = &r;
+    if (resident) {  // the Concat appending in place: its past's buffer
+      slot = resident->slot;
+      refs_[size_t(slot)]++;
+    } else if (o.alias_of >= 0) {
       slot = slot_of(node.inputs[size_t(o.alias_of)]);
       refs_[size_t(slot)]++;
     } else {
@@ -330,9 +397,11 @@ void Planner::record_dispatches(const ir::Node& node, KernelRecord& rec) {
   std::vector<int> out_slots = rec.out_slots;
   for (const auto& t : rec.temps) temp_slots.push_back(alloc(gpu_bytes(t.dtype, t.shape, policy_)));
   rec.first_dispatch = pending_.size();
-  for (const auto& d : rec.dispatches) {
+  const ResidentLayouts layouts = resident_layouts(plan_);
+  for (auto& d : rec.dispatches) {
     if (!rec.dispatched) break;
     std::vector<int> bound;
+    std::vector<uint64_t> numel;
     for (const auto& b : d.bindings) {
       int slot = -1;
       switch (b.kind) {
@@ -349,7 +418,12 @@ void Planner::record_dispatches(const ir::Node& node, KernelRecord& rec) {
         case webgpu::ValueRef::Kind::Temp: slot = temp_slots.at(size_t(b.index)); break;
       }
       bound.push_back(slot);
+      const Shape* shape = b.kind == webgpu::ValueRef::Kind::Input    ? &values_.at(node.inputs[size_t(b.index)]).shape
+                           : b.kind == webgpu::ValueRef::Kind::Output ? &rec.results[size_t(b.index)].shape
+                                                                      : nullptr;
+      numel.push_back(shape ? uint64_t(shape_numel(*shape)) : 0);
     }
+    pitch_bindings(d, bound, numel, layouts);
     pending_.emplace_back(&d, std::move(bound));
     pending_nodes_.push_back(rec.index);
   }
@@ -483,6 +557,7 @@ void Planner::run_on_cpu(const ir::Node& node) {
   auto add_input = [&](const std::string& name) {
     StepValue sv;
     sv.name = name;
+    if (unplaced_.count(name)) materialize(name);
     if (!name.empty()) {
       const Value& v = values_.at(name);
       sv.dtype = v.dtype;

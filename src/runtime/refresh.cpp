@@ -203,6 +203,35 @@ void Refresh::redecide(const DecisionRecord& d) {
                       " are not those recorded");
 }
 
+// The kernel's dispatches with their bindings in appended buffers pitched, as the planner did
+// (record_dispatches), by the layouts this refresh gives those buffers.
+void Refresh::pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const {
+  const ResidentLayouts plan_layouts = resident_layouts(plan_);
+  const ResidentLayouts layouts = [&](int slot) -> const RowLayout* {
+    auto r = relayout_.find(slot);
+    return r != relayout_.end() ? &r->second : plan_layouts(slot);
+  };
+  for (webgpu::DispatchSpec& d : ctx.dispatches) {
+    std::vector<int> slots;
+    std::vector<uint64_t> numel;
+    for (const webgpu::ValueRef& b : d.bindings) {
+      int slot = -1;
+      const Shape* shape = nullptr;
+      if (b.kind == webgpu::ValueRef::Kind::Input && k.inputs.at(size_t(b.index)) >= 0) {
+        const PlanValue& v = value(k.inputs[size_t(b.index)]);
+        slot = v.slot;
+        shape = &v.shape;
+      } else if (b.kind == webgpu::ValueRef::Kind::Output && size_t(b.index) < k.out_slots.size()) {
+        slot = k.out_slots[size_t(b.index)];
+        shape = &ctx.outputs.at(size_t(b.index)).shape;
+      }
+      slots.push_back(slot);
+      numel.push_back(shape ? uint64_t(shape_numel(*shape)) : 0);
+    }
+    pitch_bindings(d, slots, numel, layouts);
+  }
+}
+
 // A kernel that read a changed value, called again: it must choose as recorded (the guard); its
 // outputs' shapes and its dispatches' uniforms and workgroup counts are the new ones.
 void Refresh::recall(size_t n, const KernelRecord& k) {
@@ -222,18 +251,26 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     infos.push_back({v.dtype, v.shape, v.constant, f == feed_.end() ? nullptr : f->second});
   }
   webgpu::GpuKernelContext ctx(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), infos);
+  const Resident* resident = nullptr;  // the Concat appending in place, resident.h
+  for (const Resident& r : plan_.residents)
+    if (k.node && r.pair.node == k.index) resident = &r;
+  if (resident) ctx.in_place_input = 0;
+  auto resident_slot = [&](int slot) { return slot >= 0 && plan_.resident_at(slot) != nullptr; };
   std::string reason;
   // A kernel is a function of its node's op, attributes and inputs' facts: one this refresh called
   // already on the same (another layer's) gives the same choices without building its programs again.
+  // (Bindings in an appended buffer alike too: they are pitched below, each with its own buffer's.)
   const KernelRecord* same = nullptr;
   for (const auto& [m, r] : kernels_) {
     const ir::Node& other = r.node ? *r.node : r.fused;
-    if (!same_function(other, node) || r.inputs.size() != infos.size()) continue;
-    bool alike = true;
+    if (resident || !same_function(other, node) || r.inputs.size() != infos.size()) continue;
+    bool alike = r.out_slots.size() == k.out_slots.size();
+    for (size_t i = 0; alike && i < k.out_slots.size(); ++i) alike = resident_slot(r.out_slots[i]) == resident_slot(k.out_slots[i]);
     for (size_t i = 0; alike && i < infos.size(); ++i) {
       const PlanValue* v = r.inputs[i] < 0 ? nullptr : &value(r.inputs[i]);
       alike = v ? infos[i].dtype == v->dtype && infos[i].shape == v->shape && same_constant(infos[i].constant, v->constant) &&
-                      !feed_.count(r.inputs[i]) && !feed_.count(k.inputs[i])
+                      !feed_.count(r.inputs[i]) && !feed_.count(k.inputs[i]) &&
+                      resident_slot(v->slot) == resident_slot(value(k.inputs[i]).slot)
                 : infos[i].dtype == DType::Undefined;
     }
     if (alike) {
@@ -246,7 +283,18 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     ctx.temps = same->temps;
     ctx.dispatches = same->dispatches;
   }
-  if (!kernel || (!same && !run_kernel(*kernel, ctx, reason)) || !same_choices(k, ctx))
+  if (!kernel || (!same && !run_kernel(*kernel, ctx, reason)) || (resident && !ctx.in_place_done))
+    throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
+                      (reason.empty() ? "" : " (" + reason + ")"));
+  if (resident) {  // the appended buffer: another layout when the present outgrows it or its shape moves
+    RowLayout want = row_layout(ctx.outputs.at(0).shape, resident->axis, int64_t(resident->layout.rows));
+    if (want.outer != resident->layout.outer || want.inner != resident->layout.inner || want.used > want.rows) {
+      want.rows = uint64_t(resident_rows(*plan_.device, *resident, want, int64_t(want.used), options_.int64));
+      relayout_[resident->slot] = want;
+    }
+  }
+  if (k.dispatched) pitch(k, ctx);
+  if (!same_choices(k, ctx))
     throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
                       (reason.empty() ? "" : " (" + reason + ")"));
   for (size_t i = 0; i < k.outputs.size() && i < ctx.outputs.size(); ++i) {
@@ -317,7 +365,7 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
   std::map<int, webgpu::Buffer> regrown;
   for (size_t s = 0; s < need.size(); ++s) {
     const uint64_t cap = plan_.slots[s].buffer->capacity;
-    if (need[s] <= cap) continue;
+    if (need[s] <= cap || plan_.resident_at(int(s))) continue;  // appended buffers: relayout_ below
     regrown.emplace(int(s), dev.acquire(std::max<uint64_t>(need[s], std::min<uint64_t>(2 * cap, max_binding))));
   }
 
@@ -330,6 +378,12 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     slot.buffer = std::make_shared<webgpu::Buffer>(std::move(buffer));
     p.report.capacity_growths++;
   }
+  for (const auto& [slot, layout] : relayout_)  // a new buffer: the next run copies the past in
+    for (Resident& r : p.residents)
+      if (r.slot == slot) {
+        give_buffer(p, r, layout, policy);
+        p.report.capacity_growths++;
+      }
   for (auto& [id, v] : values_) {
     for (const auto& [was, now] : replaced_)
       if (v.constant == now) v.constant = was;  // the recorded tensor takes the fresh value below

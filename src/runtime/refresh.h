@@ -13,6 +13,7 @@
 // value that grows by a row per run regrows its buffer only log(n) times.
 #pragma once
 #include <deque>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -53,6 +54,7 @@ class Refresh {
                                            const std::vector<const Tensor*>& ins) const;
   void redecide(const DecisionRecord& d);
   void recall(size_t n, const KernelRecord& k);
+  void pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const;
   void apply(const std::unordered_map<std::string, Tensor>& feeds,
              const std::unordered_map<std::string, DeviceTensor>& device_feeds);
 
@@ -69,6 +71,7 @@ class Refresh {
   std::deque<std::pair<size_t, KernelRecord>> kernels_;             // kernels called again, new records
   std::vector<std::string> guarded_;            // their nodes
   std::deque<Fold> folds_;                      // folds computed again
+  std::map<int, RowLayout> relayout_;           // appended buffers that need another layout, by slot
 };
 
 }  // namespace onnxgpu::runtime

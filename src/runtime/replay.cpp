@@ -62,15 +62,15 @@ void write_inputs(Plan& plan, const Int64Policy& policy, const std::unordered_ma
   webgpu::Device& dev = *plan.device;
   webgpu::CommandBatch batch = dev.batch();
   for (const auto& [name, slot] : plan.inputs) {
+    if (plan.resident_at(slot)) continue;  // below
     auto h = host.find(name);
     if (h != host.end()) {
       plan.upload(slot, h->second, policy, name);
       continue;
     }
-    const DeviceTensor& d = device.at(name);
-    uint64_t bytes = gpu_bytes(d.dtype(), d.shape(), policy);
-    if (bytes) batch.copy(d.storage()->buffer.get(), 0, plan.slots[size_t(slot)].buffer->get(), 0, (bytes + 3) / 4 * 4);
+    copy_device_tensor(batch, device.at(name), plan.slots[size_t(slot)].buffer->get());
   }
+  prepare_residents(plan, device, host, policy, batch);
   std::vector<uint32_t> zeros(plan.status->capacity / 4, 0);
   dev.write(plan.status->get(), zeros.data(), zeros.size() * 4);
   if (!batch.empty()) dev.submit(batch);
@@ -144,7 +144,7 @@ std::vector<Tensor> Replay::finish_on_host(size_t from) {
   std::vector<webgpu::ReadRequest> reads;
   for (size_t k = 0; k < n; ++k) {
     const OutputSource& o = plan_.outputs[k];
-    if (o.slot < 0) continue;
+    if (o.slot < 0 || plan_.resident_at(o.slot)) continue;  // a resident buffer is read packed, after
     size_t bytes = gpu_bytes(o.dtype, o.shape, policy_);
     void* dst = nullptr;
     if (same_bytes_on_host(o.dtype, policy_)) {
@@ -163,6 +163,7 @@ std::vector<Tensor> Replay::finish_on_host(size_t from) {
   for (size_t k = 0; k < n; ++k) {
     const OutputSource& o = plan_.outputs[k];
     if (o.constant) outputs.push_back(o.constant->clone());
+    else if (plan_.resident_at(o.slot)) outputs.push_back(plan_.download(o.slot, o.dtype, o.shape, policy_));
     else if (direct[k].defined()) outputs.push_back(std::move(direct[k]));
     else outputs.push_back(from_gpu(staged[k].data(), o.dtype, o.shape, policy_));
   }
@@ -174,6 +175,10 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   std::vector<std::shared_ptr<DeviceTensor::Storage>> kept;
   auto copy_outputs = [&](webgpu::CommandBatch& batch) {  // each output into a buffer of its own
     for (const OutputSource& o : plan_.outputs) {
+      if (const Resident* r = plan_.resident_at(o.slot)) {  // handed out as it lies: no copy
+        kept.push_back(r->storage);
+        continue;
+      }
       auto st = std::make_shared<DeviceTensor::Storage>();
       st->device = plan_.device;
       st->policy = policy_;
@@ -190,6 +195,8 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   };
   std::vector<webgpu::ReadRequest> reads;
   finish(from, copy_outputs, reads);
+  for (const Resident& r : plan_.residents)  // the newest present of each appended buffer
+    r.storage->filled = plan_.outputs.at(r.pair.output_index).shape.at(size_t(r.axis));
   std::vector<DeviceTensor> outputs;
   for (size_t k = 0; k < plan_.outputs.size(); ++k)
     outputs.emplace_back(plan_.outputs[k].dtype, plan_.outputs[k].shape, kept[k]);

@@ -3,11 +3,12 @@
 #include <cstdlib>
 
 #include "runtime/gpu_values.h"
+#include "runtime/resident.h"
 
 namespace onnxgpu::runtime {
 
-std::mutex& device_mutex() {
-  static std::mutex m;
+std::recursive_mutex& device_mutex() {
+  static std::recursive_mutex m;
   return m;
 }
 
@@ -35,16 +36,14 @@ std::shared_ptr<webgpu::Device> shared_device() {
 namespace onnxgpu {
 
 DeviceTensor::Storage::~Storage() {
-  std::lock_guard<std::mutex> lock(runtime::device_mutex());
+  std::lock_guard<std::recursive_mutex> lock(runtime::device_mutex());
   device->recycle(std::move(buffer));
 }
 
 Tensor DeviceTensor::to_host() const {
   if (!storage_) throw InvalidArgument("DeviceTensor::to_host: the tensor is empty");
-  std::lock_guard<std::mutex> lock(runtime::device_mutex());
-  std::vector<std::byte> bytes(runtime::gpu_bytes(dtype_, shape_, storage_->policy));
-  if (!bytes.empty()) storage_->device->read(storage_->buffer.get(), bytes.data(), bytes.size());
-  return runtime::from_gpu(bytes.data(), dtype_, shape_, storage_->policy);
+  std::lock_guard<std::recursive_mutex> lock(runtime::device_mutex());
+  return runtime::read_device_tensor(*this);
 }
 
 }  // namespace onnxgpu

@@ -87,7 +87,8 @@ bool has(const std::vector<std::string>& v, const std::string& x) { return std::
 
 // 40 greedy decode steps with the KV cache kept on the GPU (presents fed back as device tensors):
 // every step's outputs equal an uncaptured run's on the same inputs, and after the first steps
-// every step replays the one recorded plan, refreshed for its past length.
+// every step replays the one recorded plan, refreshed for its past length, with the KV cache appended
+// in place (runtime/resident.h).
 // gpt2_kv_tiny: GPT-2's causal mask sliced by Shape arithmetic; llama_kv_tiny: RMSNorm, rotary
 // position embedding from position_ids, grouped-query attention (K and V expanded), SiLU MLP.
 class ModelsGeneration : public testing::TestWithParam<std::string> {};
@@ -107,7 +108,7 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
     std::unordered_map<std::string, DeviceTensor> past_gpu;
     for (const auto& name : kv.past) past_host[name] = Tensor(DType::Float32, past_shape(captured, name, p0));
     int64_t token = 7;
-    int replayed = 0, refreshed = 0;
+    int replayed = 0, refreshed = 0, in_place = 0;
     for (int step = 0; step < 40; ++step) {
       SCOPED_TRACE("decode step " + std::to_string(step));
       const int64_t position = p0 + step;
@@ -123,6 +124,9 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
       PlanReport report = captured.last_plan();
       replayed += report.replayed;
       refreshed += report.refreshed;
+      // Every present a KV cache appended in place, its past found there (no copy) on most steps.
+      if (step >= 1) EXPECT_EQ(report.appended_outputs.size(), kv.present.size());
+      in_place += report.appended_in_place == int(kv.present.size());
       ASSERT_EQ(outs.size(), want.size());
       for (size_t k = 0; k < outs.size(); ++k) {
         auto c = runtime::compare_tensors(outs[k].to_host(), want[k], kTol);
@@ -144,6 +148,7 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
     }
     EXPECT_GE(replayed, 38);
     EXPECT_GE(refreshed, 38);
+    EXPECT_GE(in_place, 35) << "steps that outgrew the buffers copy; the others append in place";
     EXPECT_GT(captured.last_plan().capacity_growths, 0) << "the past outgrew its first buffers: they regrow";
   } catch (const Error& e) {
     FAIL() << e.what();

@@ -956,3 +956,115 @@ TEST(RuntimeFamily, ValueKeyedInputsAreNotRefreshed) {
   EXPECT_TRUE(g.last_plan().replayed);
   EXPECT_FALSE(g.last_plan().refreshed);
 }
+
+namespace {
+
+// A decode step's KV caches in miniature: present = Concat(past, new) along the sequence axis, a float
+// cache read by a product and a Transpose + ReduceSum, an INT64 one (values beyond 32 bits) read by Add.
+std::string appending_model() {
+  ModelBuilder b;
+  b.input("past", DType::Float32, {1, 3, -1, 4}).input("x", DType::Float32, {1, 3, -1, 4});
+  b.input("ipast", DType::Int64, {2, -1}).input("ix", DType::Int64, {2, -1});
+  b.initializer("two", Tensor::scalar<float>(2.0f));
+  std::vector<float> w(20);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) * 0.25f;
+  b.initializer("w", Tensor::from_vector<float>({4, 5}, w));
+  b.initializer("ibig", Tensor::from_vector<int64_t>({2, 1}, {3000000000LL, -(1LL << 40)}));
+  b.node("Mul", {"x", "two"}, {"k"});
+  ModelBuilder::attr(b.node("Concat", {"past", "k"}, {"present"}), "axis", 2);
+  b.node("MatMul", {"present", "w"}, {"y"});
+  b.node("Transpose", {"present"}, {"t"});
+  b.node("ReduceSum", {"t"}, {"s"});
+  ModelBuilder::attr(b.node("Concat", {"ipast", "ix"}, {"ipresent"}), "axis", -1);
+  b.node("Add", {"ipresent", "ibig"}, {"iy"});
+  b.output("present", DType::Float32).output("y", DType::Float32).output("s", DType::Float32);
+  b.output("ipresent", DType::Int64).output("iy", DType::Int64);
+  return b.bytes();
+}
+
+// Step k's new rows (n of them).
+std::unordered_map<std::string, Tensor> appending_feeds(int k, int64_t n) {
+  std::vector<float> x(size_t(12 * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((int(i) * 5 + k * 3) % 11 - 5) * 0.125f;
+  std::vector<int64_t> ix(size_t(2 * n));
+  for (size_t i = 0; i < ix.size(); ++i) ix[i] = (int64_t(k) << 33) + int64_t(i) - 7;
+  return {{"x", Tensor::from_vector<float>({1, 3, n, 4}, x)}, {"ix", Tensor::from_vector<int64_t>({2, n}, ix)}};
+}
+
+}  // namespace
+
+// KV caches appended in place (runtime/resident.h): the presents fed back as the pasts are kept in a
+// buffer with spare room, handed out without a copy, and the next run writes only the new rows. Every
+// output of every step matches the CPU; every present handed out keeps its values while later runs
+// append (and regrow) the buffer; feeding an older present (a branch) copies and is right too.
+TEST(RuntimeAppend, PresentsFedBackAppendInPlace) {
+  SKIP_WITHOUT_GPU();
+  Session g = Session::from_bytes(appending_model(), gpu());
+  Session c = Session::from_bytes(appending_model(), cpu());
+  std::unordered_map<std::string, Tensor> host = appending_feeds(0, 2);
+  host["past"] = Tensor(DType::Float32, {1, 3, 2, 4});
+  host["ipast"] = Tensor::from_vector<int64_t>({2, 2}, {1LL << 35, -3, 5, -(1LL << 50)});
+  std::vector<Tensor> want = c.run(host);
+  std::vector<DeviceTensor> got = g.run_on_device(host);
+  std::vector<std::vector<DeviceTensor>> held{got};  // every step's outputs, kept
+  std::vector<std::vector<Tensor>> wanted{want};
+  auto check = [&](const std::vector<DeviceTensor>& d, const std::vector<Tensor>& w) {
+    for (size_t o = 0; o < w.size(); ++o) expect_same(d.at(o).to_host(), w[o]);
+  };
+  check(got, want);
+  // Step k feeds step `from`'s presents.
+  auto step = [&](int k, int64_t n, size_t from) {
+    std::unordered_map<std::string, Tensor> feeds = appending_feeds(k, n), cfeeds = feeds;
+    cfeeds["past"] = wanted[from][0];
+    cfeeds["ipast"] = wanted[from][3];
+    want = c.run(cfeeds);
+    got = g.run_on_device(feeds, {{"past", held[from][0]}, {"ipast", held[from][3]}});
+    check(got, want);
+    held.push_back(got);
+    wanted.push_back(want);
+  };
+  // In place every step but those that plan anew (a kernel's guard: new buffers, the pasts copied in)
+  // or outgrow the buffers (a larger one, the pasts copied in).
+  int in_place = 0, growths = 0;
+  for (int k = 1; k <= 24; ++k) {
+    SCOPED_TRACE("step " + std::to_string(k));
+    step(k, k == 9 ? 2 : 1, held.size() - 1);
+    const PlanReport p = g.last_plan();
+    EXPECT_EQ(p.appended_outputs, (std::vector<std::string>{"present", "ipresent"}));
+    const bool grew = p.capacity_growths > growths;
+    growths = p.capacity_growths;
+    if (k >= 2 && p.replayed && !grew) EXPECT_EQ(p.appended_in_place, 2) << "the presents fed back were not found in place";
+    in_place += p.appended_in_place == 2;
+  }
+  EXPECT_GE(in_place, 18);
+  EXPECT_GT(g.last_plan().capacity_growths, 0) << "26 positions outgrew the 16 first made";
+  // A branch: an older present fed again is copied (the newer ones hold the buffer), then appends in place.
+  step(25, 1, 10);
+  EXPECT_EQ(g.last_plan().appended_in_place, 0);
+  step(26, 1, held.size() - 1);
+  EXPECT_EQ(g.last_plan().appended_in_place, 2);
+  for (size_t s = 0; s < held.size(); ++s) {
+    SCOPED_TRACE("presents of step " + std::to_string(s));
+    expect_same(held[s][0].to_host(), wanted[s][0]);
+    expect_same(held[s][3].to_host(), wanted[s][3]);
+  }
+  // The presents feed the host path (packed) and a session without capture alike.
+  std::unordered_map<std::string, Tensor> feeds = appending_feeds(30, 1);
+  feeds["past"] = held.back()[0].to_host();
+  feeds["ipast"] = held.back()[3].to_host();
+  std::vector<Tensor> host_out = g.run(feeds), cpu_out = c.run(feeds);
+  for (size_t o = 0; o < host_out.size(); ++o) expect_same(host_out[o], cpu_out[o]);
+  SessionOptions off = gpu();
+  off.capture = false;
+  Session u = Session::from_bytes(appending_model(), off);
+  std::vector<DeviceTensor> prev = held.back();
+  std::vector<Tensor> cprev = wanted.back();
+  for (int k = 31; k < 34; ++k) {
+    std::unordered_map<std::string, Tensor> f = appending_feeds(k, 1), cf = f;
+    cf["past"] = cprev[0];
+    cf["ipast"] = cprev[3];
+    cprev = c.run(cf);
+    prev = u.run_on_device(f, {{"past", prev[0]}, {"ipast", prev[3]}});
+    for (size_t o = 0; o < cprev.size(); ++o) expect_same(prev[o].to_host(), cprev[o]);
+  }
+}

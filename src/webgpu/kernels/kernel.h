@@ -106,6 +106,12 @@ class GpuKernelContext {
   ops::Fail fail_fn() const { return [this](const std::string& m) { fail(m); }; }
   int64_t normalize_axis(int64_t axis, int64_t rank) const;
 
+  // Set by the runtime before the kernel runs: input `in_place_input` already lies in output 0's
+  // buffer at its place (the past of a KV cache appended in place, runtime/resident.h). A kernel that
+  // honours it (Concat) neither binds nor copies that input and sets in_place_done; the others ignore it.
+  int in_place_input = -1;
+  bool in_place_done = false;
+
   // Filled by the kernel, read by the runtime.
   struct OutputSpec {
     DType dtype = DType::Undefined;

@@ -335,10 +335,14 @@ void concat(GpuKernelContext& ctx) {
   // One dispatch per input (each binds one input and the output, so any number of inputs fits the
   // device's storage-buffer limit), copying its rows into the output's rows at its offset.
   int64_t outer = prod(out, 0, size_t(axis)), inner = prod(out, size_t(axis) + 1, out.size());
+  // An input already in place in the output's buffer (an appended KV cache) is skipped: the runtime
+  // keeps only 32- and 64-bit elements so, whose rows never share a word with their neighbours'.
+  const bool skip_first = ctx.in_place_input == 0 && shader::type_info(t, ctx.policy).storage_bits >= 32;
+  ctx.in_place_done = skip_first;
   int64_t out_row = out[size_t(axis)] * inner, offset = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     int64_t row = ctx.shape(i)[size_t(axis)] * inner;
-    dispatch_copy(ctx, i, 0, out, StridedCopy{{outer, row}, {row, 1}, {out_row, 1}, 0, offset});
+    if (i > 0 || !skip_first) dispatch_copy(ctx, i, 0, out, StridedCopy{{outer, row}, {row, 1}, {out_row, 1}, 0, offset});
     offset += row;
   }
 }

@@ -154,6 +154,14 @@ void Program::uniform_array(const std::string& name, const std::vector<uint32_t>
   uniform_fns_ += "fn " + name + "(i: u32) -> u32 { return P(" + u(off) + " + i); }\n";
 }
 
+void Program::pitch(size_t index, uint32_t len, uint32_t stride) {
+  TensorDecl& t = tensors_.at(index);
+  if (t.type.storage_bits < 32) throw Error("program " + name_ + ": tensor '" + t.name + "' of sub-word elements cannot be pitched");
+  if (t.pitch < 0) t.pitch = int(alloc(2));
+  uniforms_[size_t(t.pitch)] = len;
+  uniforms_[size_t(t.pitch) + 1] = stride;
+}
+
 void Program::broadcast_index(const std::string& fn_name, const Shape& from, const Shape& to) {
   if (from.size() > to.size()) throw Error("broadcast_index: rank of " + shape_str(from) + " exceeds " + shape_str(to));
   size_t r = to.size(), lead = r - from.size();
@@ -191,6 +199,13 @@ std::string Program::accessors(const TensorDecl& t) const {
   std::string s;
   std::string access = t.output ? "read_write" : "read";
   bool sub_word = t.type.storage_bits < 32;
+  // Where element i lies in the buffer: at i, or (pitched) in rows of `len` elements `stride` apart.
+  std::string at = "i";
+  if (t.pitch >= 0) {
+    const uint32_t off = uint32_t(t.pitch);
+    at = n + "_addr(i)";
+    s += "fn " + n + "_addr(i: u32) -> u32 { return (i / P(" + u(off) + ")) * P(" + u(off + 1) + ") + i % P(" + u(off) + "); }\n";
+  }
   std::string elem;
   if (sub_word) elem = t.output ? "atomic<u32>" : "u32";
   else if (t.type.storage_bits == 64) elem = "vec2<u32>";
@@ -210,12 +225,12 @@ std::string Program::accessors(const TensorDecl& t) const {
   switch (t.dtype) {
     case DType::Float16: load = "unpack2x16float(" + n + "_bits(i)).x"; break;
     case DType::BFloat16: load = "bitcast<f32>(" + n + "_bits(i) << 16u)"; break;
-    case DType::Float64: load = "f64_to_f32(" + n + "_buf[i])"; break;
+    case DType::Float64: load = "f64_to_f32(" + n + "_buf[" + at + "])"; break;
     case DType::Int8: load = "bitcast<i32>(" + n + "_bits(i) << 24u) >> 24u"; break;
     case DType::Int16: load = "bitcast<i32>(" + n + "_bits(i) << 16u) >> 16u"; break;
     case DType::UInt8: case DType::UInt16: load = n + "_bits(i)"; break;
     case DType::Bool: load = "select(0u, 1u, " + n + "_bits(i) != 0u)"; break;
-    default: load = t.output ? n + "_buf[i]" : n + "_buf[i]"; break;
+    default: load = n + "_buf[" + at + "]"; break;
   }
   s += "fn " + n + "_load(i: u32) -> " + v + " { return " + load + "; }\n";
   // Raw element access: the element's storage bits, whatever the dtype (vec2<u32> for 64-bit ones, u32
@@ -223,7 +238,7 @@ std::string Program::accessors(const TensorDecl& t) const {
   // float64 and NaN payloads included).
   const bool wide = t.type.storage_bits == 64;
   s += "alias " + n + "_raw_t = " + std::string(wide ? "vec2<u32>" : "u32") + ";\n";
-  std::string raw = sub_word ? n + "_bits(i)" : wide ? n + "_buf[i]" : "bitcast<u32>(" + n + "_buf[i])";
+  std::string raw = sub_word ? n + "_bits(i)" : wide ? n + "_buf[" + at + "]" : "bitcast<u32>(" + n + "_buf[" + at + "])";
   s += "fn " + n + "_raw(i: u32) -> " + n + "_raw_t { return " + raw + "; }\n";
   if (t.output) {
     // The raw store (see _raw) and, for sub-word types, the store of a whole word of packed elements
@@ -248,10 +263,10 @@ std::string Program::accessors(const TensorDecl& t) const {
       }
       s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_store_raw(i, " + bits + "); }\n";
     } else {
-      s += "fn " + n + "_store_raw(i: u32, v: " + n + "_raw_t) { " + n + "_buf[i] = " +
+      s += "fn " + n + "_store_raw(i: u32, v: " + n + "_raw_t) { " + n + "_buf[" + at + "] = " +
            (wide ? std::string("v") : "bitcast<" + elem + ">(v)") + "; }\n";
-      if (t.dtype == DType::Float64) s += "fn " + n + "_store(i: u32, v: f32) { " + n + "_buf[i] = f32_to_f64(v); }\n";
-      else s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_buf[i] = v; }\n";
+      if (t.dtype == DType::Float64) s += "fn " + n + "_store(i: u32, v: f32) { " + n + "_buf[" + at + "] = f32_to_f64(v); }\n";
+      else s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_buf[" + at + "] = v; }\n";
     }
   }
   return s;
@@ -318,7 +333,7 @@ bool Program::same_source(const Program& o) const {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const TensorDecl &a = tensors_[i], &b = o.tensors_[i];
     if (a.name != b.name || a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.output != b.output ||
-        a.binding != b.binding || a.type.family != b.type.family)
+        a.binding != b.binding || a.type.family != b.type.family || a.pitch != b.pitch)
       return false;
   }
   return true;

@@ -10,6 +10,7 @@
 //                                      otherwise): moves without computing, exact for every dtype
 //   fn x_store_word(w: u32, word: u32)  sub-word outputs: a whole word of packed elements
 //   const x_rank: u32;  fn x_shape(d: u32) -> u32;  fn x_stride(d: u32) -> u32;  fn x_numel() -> u32
+//   fn x_addr(i: u32) -> u32           a pitched tensor's element i in its buffer (see pitch())
 // and the arithmetic helpers of x's family: add_<fam>, lt_<fam>, to_i64_<fam>, from_f32_<fam> ...
 // `$x` in the body is replaced with x's family name, so `add_$x(a, b)` is add_i64 for INT64.
 //
@@ -38,6 +39,8 @@ struct TensorDecl {
   bool output;
   TypeInfo type;
   uint32_t binding;
+  // A pitched tensor (Program::pitch): the uniform index of its row length; its row stride follows.
+  int pitch = -1;
 };
 
 class Program {
@@ -61,6 +64,13 @@ class Program {
   void uniform_raw(const std::string& name, const std::string& like, const Tensor& value);
   // An array: `name(i)` returns element i (u32).
   void uniform_array(const std::string& name, const std::vector<uint32_t>& values);
+
+  // Tensor `index` (in declaration order) lies in its buffer in rows with gaps: element i (row-major
+  // linear index) is at (i / len) * stride + i % len. A buffer with spare capacity along an axis (a KV
+  // cache appended in place, runtime/resident.h) holds its tensors so; the runtime pitches the bindings
+  // that lie in one after the kernel has made its program, so no kernel knows of it. Called again it
+  // sets new values. 32- and 64-bit elements only.
+  void pitch(size_t index, uint32_t len, uint32_t stride);
 
   // Broadcast index: adds `fn <fn_name>(i: u32) -> u32`, the element of `from` that broadcasts to
   // element i of a tensor of shape `to` (numpy rules).

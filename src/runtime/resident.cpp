@@ -1,0 +1,224 @@
+#include "runtime/resident.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <set>
+
+#include "ops/layout.h"
+#include "runtime/gpu_values.h"
+#include "runtime/plan.h"
+#include "runtime/shared_device.h"
+
+namespace onnxgpu::runtime {
+
+namespace {
+
+uint64_t prod(const Shape& s, size_t from, size_t to) {
+  uint64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= uint64_t(s[d]);
+  return p;
+}
+
+// Bytes of one element on the GPU.
+uint64_t element_bytes(DType dtype, const Int64Policy& policy) { return gpu_bytes(dtype, Shape{1}, policy); }
+
+// Where `t` lies in its storage, seen along `axis` (its storage's pitch axis when pitched).
+RowLayout stored_layout(const DeviceTensor& t, int64_t axis) {
+  const DeviceTensor::Storage& st = *t.storage();
+  if (st.pitch_axis >= 0) return row_layout(t.shape(), st.pitch_axis, st.pitch_rows);
+  return row_layout(t.shape(), axis, axis < 0 ? 0 : t.shape()[size_t(axis)]);
+}
+
+// Encodes the copy of a tensor laid out as `from` in `src` into `dst` laid out as `to` (same outer,
+// used, inner): one copy when both are contiguous, else one per outer row.
+void copy_rows(webgpu::CommandBatch& batch, WGPUBuffer src, const RowLayout& from, WGPUBuffer dst,
+               const RowLayout& to, uint64_t esize) {
+  const uint64_t row = from.used * from.inner * esize;
+  if (row == 0 || from.outer == 0) return;
+  if ((from.rows == from.used || from.outer == 1) && (to.rows == to.used || to.outer == 1)) {
+    batch.copy(src, 0, dst, 0, (from.outer * row + 3) / 4 * 4);
+    return;
+  }
+  for (uint64_t o = 0; o < from.outer; ++o)
+    batch.copy(src, o * from.rows * from.inner * esize, dst, o * to.rows * to.inner * esize, row);
+}
+
+}  // namespace
+
+RowLayout row_layout(const Shape& shape, int64_t axis, int64_t rows) {
+  if (axis < 0) return RowLayout{1, uint64_t(shape_numel(shape)), uint64_t(shape_numel(shape)), 1};
+  const size_t a = size_t(axis);
+  return RowLayout{prod(shape, 0, a), uint64_t(shape[a]), uint64_t(rows), prod(shape, a + 1, shape.size())};
+}
+
+Tensor read_device_tensor(const DeviceTensor& t) {
+  const DeviceTensor::Storage& st = *t.storage();
+  const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
+  std::vector<std::byte> data(bytes);
+  if (st.pitch_axis < 0) {
+    if (bytes) st.device->read(st.buffer.get(), data.data(), bytes);
+    return from_gpu(data.data(), t.dtype(), t.shape(), st.policy);
+  }
+  // Pitched: the rows read whole, then packed.
+  const RowLayout l = stored_layout(t, st.pitch_axis);
+  const uint64_t esize = element_bytes(t.dtype(), st.policy), row = l.used * l.inner * esize;
+  const uint64_t span = ((l.outer - 1) * l.rows * l.inner * esize + row + 3) / 4 * 4;
+  std::vector<std::byte> all(span);
+  if (row && l.outer) st.device->read(st.buffer.get(), all.data(), span);
+  for (uint64_t o = 0; row && o < l.outer; ++o)
+    std::memcpy(data.data() + o * row, all.data() + o * l.rows * l.inner * esize, row);
+  return from_gpu(data.data(), t.dtype(), t.shape(), st.policy);
+}
+
+void copy_device_tensor(webgpu::CommandBatch& batch, const DeviceTensor& t, WGPUBuffer dst, int64_t axis, int64_t rows) {
+  const DeviceTensor::Storage& st = *t.storage();
+  const uint64_t esize = element_bytes(t.dtype(), st.policy);
+  const int64_t src_axis = st.pitch_axis;
+  if (axis < 0 && src_axis < 0) {  // contiguous to contiguous (any element size)
+    const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
+    if (bytes) batch.copy(st.buffer.get(), 0, dst, 0, (bytes + 3) / 4 * 4);
+    return;
+  }
+  if (axis >= 0 && src_axis >= 0 && axis != src_axis) {
+    // Pitched along another axis (a present fed as another pair's past): through the host, rarely.
+    Tensor h = read_device_tensor(t);
+    GpuUpload u = to_gpu(h, st.policy, "a pitched DeviceTensor");
+    const RowLayout to = row_layout(t.shape(), axis, rows);
+    const uint64_t row = to.used * to.inner * esize;
+    for (uint64_t o = 0; row && o < to.outer; ++o)
+      st.device->write(dst, static_cast<const std::byte*>(u.data) + o * row, row, o * to.rows * to.inner * esize);
+    return;
+  }
+  const int64_t a = axis >= 0 ? axis : src_axis;
+  const RowLayout to = axis >= 0 ? row_layout(t.shape(), a, rows) : row_layout(t.shape(), a, t.shape()[size_t(a)]);
+  copy_rows(batch, st.buffer.get(), stored_layout(t, a), dst, to, esize);
+}
+
+std::vector<AppendPair> append_pairs(const ir::Graph& g) {
+  std::set<std::string> inputs;
+  for (const auto& i : g.inputs)
+    if (!g.initializers.count(i.name)) inputs.insert(i.name);
+  std::unordered_map<std::string, size_t> output_index;
+  for (size_t k = 0; k < g.outputs.size(); ++k) output_index.emplace(g.outputs[k].name, k);
+  // How many nodes read each value other than for its shape.
+  std::unordered_map<std::string, int> readers;
+  for (const auto& n : g.nodes) {
+    const bool shape_only = n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !shape_only) readers[in]++;
+    for (const auto& in : n.implicit_inputs()) readers[in]++;
+  }
+  std::vector<AppendPair> pairs;
+  std::set<std::string> taken;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op_type != "Concat" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) continue;
+    const std::string& past = n.inputs[0];
+    auto out = output_index.find(n.outputs[0]);
+    if (out == output_index.end() || !inputs.count(past) || readers[past] != 1 || output_index.count(past) ||
+        !taken.insert(past).second)
+      continue;
+    // The output must be a graph output once (two names of one buffer would alias on the way out).
+    if (std::count_if(g.outputs.begin(), g.outputs.end(), [&](const ir::ValueInfo& o) { return o.name == n.outputs[0]; }) != 1)
+      continue;
+    pairs.push_back(AppendPair{i, past, n.outputs[0], out->second});
+  }
+  return pairs;
+}
+
+int64_t resident_rows(const webgpu::Device& dev, const Resident& r, const RowLayout& layout, int64_t needed,
+                      const Int64Policy& policy) {
+  const uint64_t per_row = std::max<uint64_t>(layout.outer * layout.inner, 1);  // elements per position
+  const uint64_t esize = element_bytes(r.dtype, policy);
+  const uint64_t max_binding = dev.limits().max_storage_buffer_binding_size;
+  uint64_t most = (uint64_t(1) << 32) / per_row;  // 32-bit element indices
+  if (max_binding) most = std::min<uint64_t>(most, max_binding / (per_row * esize));
+  if (uint64_t(needed) > most)
+    throw InvalidArgument("graph output '" + r.pair.output + "' needs " + std::to_string(needed) +
+                          " positions along axis " + std::to_string(r.axis) + ", more than a GPU buffer of " +
+                          dev.adapter().summary() + " can hold (" + std::to_string(most) + ")");
+  return int64_t(std::min<uint64_t>(std::bit_ceil(uint64_t(std::max<int64_t>(needed, 16))), most));
+}
+
+void give_buffer(Plan& plan, Resident& r, const RowLayout& layout, const Int64Policy& policy) {
+  webgpu::Device& dev = *plan.device;
+  auto st = std::make_shared<DeviceTensor::Storage>();
+  st->device = plan.device;
+  st->policy = policy;
+  st->pitch_axis = r.axis;
+  st->pitch_rows = int64_t(layout.rows);
+  st->buffer = dev.acquire(std::max<uint64_t>(layout.outer * layout.rows * layout.inner * element_bytes(r.dtype, policy), kMinBinding));
+  const uint64_t was = r.storage ? r.storage->buffer.capacity : 0;
+  r.storage = st;
+  r.layout = layout;
+  plan.report.gpu_buffer_bytes += st->buffer.capacity - std::min(was, st->buffer.capacity);
+  Slot& slot = plan.slots.at(size_t(r.slot));
+  slot.buffer = std::shared_ptr<webgpu::Buffer>(st, &st->buffer);  // held with the storage
+  slot.pinned = true;
+  for (Step& step : plan.steps)
+    for (RecordedDispatch& d : step.dispatches)
+      if (std::find(d.slots.begin(), d.slots.end(), r.slot) != d.slots.end()) d.group = bind_dispatch(plan, step, d);
+}
+
+ResidentLayouts resident_layouts(const Plan& plan) {
+  return [&plan](int slot) -> const RowLayout* {
+    for (const Resident& r : plan.residents)
+      if (r.slot == slot) return &r.layout;
+    return nullptr;
+  };
+}
+
+void pitch_bindings(webgpu::DispatchSpec& d, const std::vector<int>& slots, const std::vector<uint64_t>& numel,
+                    const ResidentLayouts& layouts) {
+  bool any = false;
+  for (size_t j = 0; j < slots.size(); ++j) {
+    const RowLayout* l = slots[j] >= 0 ? layouts(slots[j]) : nullptr;
+    if (!l) continue;
+    // A value in the buffer is [outer, n, inner] for its own n (a view of one too: same elements).
+    const uint64_t len = l->outer ? numel[j] / l->outer : 0;
+    d.program.pitch(j, uint32_t(len), uint32_t(l->rows * l->inner));
+    any = true;
+  }
+  if (any) {
+    const uint32_t status = d.uniforms.empty() ? 0 : d.uniforms[0];
+    d.uniforms = d.program.uniform_data();
+    d.uniforms[0] = status;
+  }
+}
+
+void prepare_residents(Plan& plan, const std::unordered_map<std::string, DeviceTensor>& device,
+                       const std::unordered_map<std::string, Tensor>& host, const Int64Policy& policy,
+                       webgpu::CommandBatch& batch) {
+  plan.report.appended_in_place = 0;
+  for (Resident& r : plan.residents) {
+    const Shape& present = plan.outputs.at(r.pair.output_index).shape;
+    const RowLayout want = row_layout(present, r.axis, int64_t(r.layout.rows));
+    if (want.outer != r.layout.outer || want.inner != r.layout.inner || want.used > r.layout.rows)
+      throw Error("graph output '" + r.pair.output + "' " + shape_str(present) + " does not fit its appended buffer");
+    auto d = device.find(r.pair.input);
+    const bool in_place = d != device.end() && d->second.storage() == r.storage &&
+                          d->second.shape().size() == present.size() && r.storage->filled >= 0 &&
+                          d->second.shape()[size_t(r.axis)] == r.storage->filled;
+    if (in_place) {
+      plan.report.appended_in_place++;
+      continue;
+    }
+    // Copied in. Presents handed out hold the buffer (beyond this resident and its slot): a new one.
+    if (r.storage.use_count() > 2) give_buffer(plan, r, r.layout, policy);
+    r.storage->filled = -1;
+    if (d != device.end()) {
+      copy_device_tensor(batch, d->second, r.storage->buffer.get(), r.axis, int64_t(r.layout.rows));
+      continue;
+    }
+    const Tensor& t = host.at(r.pair.input);
+    GpuUpload u = to_gpu(t, policy, r.pair.input);
+    const RowLayout from = row_layout(t.shape(), r.axis, t.shape()[size_t(r.axis)]);
+    const uint64_t esize = element_bytes(r.dtype, policy), row = from.used * from.inner * esize;
+    for (uint64_t o = 0; row && o < from.outer; ++o)
+      plan.device->write(r.storage->buffer.get(), static_cast<const std::byte*>(u.data) + o * row, row,
+                         o * r.layout.rows * r.layout.inner * esize);
+  }
+}
+
+}  // namespace onnxgpu::runtime

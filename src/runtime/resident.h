@@ -1,0 +1,95 @@
+// KV caches appended in place.
+//
+// A graph output `present` = Concat(past, new, ...) of a graph input `past` that nothing else reads
+// (Shape and Size aside) is what a decode step's KV cache is: the caller feeds each run's present back
+// as the next run's past. In a plan whose past arrives as a DeviceTensor, such a pair is *resident*:
+// its values live in one buffer with spare room along the concat axis, [outer, rows, inner] elements
+// with the tensor's first shape[axis] positions filled. The present is handed out as a DeviceTensor
+// of that buffer (no copy); fed back as the past, it is already in place, so the Concat writes only
+// the new rows, and every kernel that reads the past or present reads the buffer through its pitch
+// (shader::Program::pitch, applied by the runtime to the bindings that lie in the buffer: no kernel
+// knows of it).
+//
+// Any other past (a host tensor, a contiguous DeviceTensor, an older present of the same buffer) is
+// copied into the buffer first; and when presents handed out still hold the buffer, the plan takes a
+// new one before copying, so nothing a caller holds is ever overwritten. An append writes only
+// positions beyond the newest present's, which no older present reads. Capacity grows geometrically
+// (to the next power of two): outgrowing it is one run that copies the past into a larger buffer.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+#include "onnxgpu/session.h"
+#include "runtime/shared_device.h"
+#include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
+
+namespace onnxgpu::runtime {
+
+struct Plan;
+
+// Where a tensor lies in a buffer: [outer, rows, inner] elements, its first `used` of the `rows`
+// positions along its axis filled (rows == used: contiguous).
+struct RowLayout {
+  uint64_t outer = 1, used = 0, rows = 0, inner = 1;
+};
+// The layout of a tensor of `shape` along `axis` in a buffer with room for `rows` positions there.
+RowLayout row_layout(const Shape& shape, int64_t axis, int64_t rows);
+
+// A DeviceTensor read back to the host, whatever its storage's layout (the caller holds the device lock).
+Tensor read_device_tensor(const DeviceTensor& t);
+// Encodes the copy of a DeviceTensor into a buffer: contiguous at the start of `dst` (axis < 0), or
+// laid out along `axis` with room for `rows` positions.
+void copy_device_tensor(webgpu::CommandBatch& batch, const DeviceTensor& t, WGPUBuffer dst, int64_t axis = -1,
+                        int64_t rows = 0);
+
+// The Concat nodes of a graph that could append in place: a graph output that concatenates, first, a
+// graph input read by nothing else but Shape / Size. Whether a plan keeps one resident also depends on
+// the run (the past fed as a DeviceTensor; 32- or 64-bit elements on the GPU).
+struct AppendPair {
+  size_t node = 0;  // the Concat
+  std::string input, output;
+  size_t output_index = 0;  // among the graph's outputs
+};
+std::vector<AppendPair> append_pairs(const ir::Graph& g);
+
+// A pair a plan keeps resident: the buffer (a DeviceTensor storage, shared with the presents handed
+// out) bound as the plan's slot for both values.
+struct Resident {
+  AppendPair pair;
+  int slot = -1;
+  int64_t axis = 0;
+  DType dtype = DType::Undefined;
+  RowLayout layout;  // outer, rows, inner (used: the newest present's length, as `storage->filled`)
+  std::shared_ptr<DeviceTensor::Storage> storage;
+};
+
+// The room to make for `needed` positions: the next power of two (16 at least), within the device's
+// binding size and 32-bit element indexing; an error naming the output when even `needed` does not fit.
+int64_t resident_rows(const webgpu::Device& dev, const Resident& r, const RowLayout& layout, int64_t needed,
+                      const Int64Policy& policy);
+// A new buffer for resident `r` laid out as `layout`, bound as its slot's buffer; the recorded
+// dispatches that bind the slot are bound anew.
+void give_buffer(Plan& plan, Resident& r, const RowLayout& layout, const Int64Policy& policy);
+
+// The layout of the resident whose buffer is slot `slot`, or null.
+using ResidentLayouts = std::function<const RowLayout*(int slot)>;
+ResidentLayouts resident_layouts(const Plan& plan);
+// Pitches the bindings of `d` that lie in a resident buffer (per binding: its slot, or -1, and the
+// element count of the value bound).
+void pitch_bindings(webgpu::DispatchSpec& d, const std::vector<int>& slots, const std::vector<uint64_t>& numel,
+                    const ResidentLayouts& layouts);
+
+// Before a run: each resident's past is in place (the newest present of its buffer) or copied in,
+// into a new buffer when presents handed out hold the old one or the layout changed. Counts the
+// in-place ones in the plan's report.
+void prepare_residents(Plan& plan, const std::unordered_map<std::string, DeviceTensor>& device,
+                       const std::unordered_map<std::string, Tensor>& host, const Int64Policy& policy,
+                       webgpu::CommandBatch& batch);
+
+}  // namespace onnxgpu::runtime
