@@ -263,7 +263,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   const KernelRecord* same = nullptr;
   for (const auto& [m, r] : kernels_) {
     const ir::Node& other = r.node ? *r.node : r.fused;
-    if (resident || !same_function(other, node) || r.inputs.size() != infos.size()) continue;
+    if (!same_function(other, node) || r.inputs.size() != infos.size()) continue;
     bool alike = r.out_slots.size() == k.out_slots.size();
     for (size_t i = 0; alike && i < k.out_slots.size(); ++i) alike = resident_slot(r.out_slots[i]) == resident_slot(k.out_slots[i]);
     for (size_t i = 0; alike && i < infos.size(); ++i) {
@@ -282,6 +282,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     ctx.outputs = same->results;
     ctx.temps = same->temps;
     ctx.dispatches = same->dispatches;
+    ctx.in_place_done = resident != nullptr;  // `same` appends in place too: its output is resident alike
   }
   if (!kernel || (!same && !run_kernel(*kernel, ctx, reason)) || (resident && !ctx.in_place_done))
     throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +

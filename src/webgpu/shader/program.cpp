@@ -103,10 +103,10 @@ const std::string& Program::add_tensor(const std::string& name, DType dtype, con
     uniforms_[off + r + d] = uint32_t(strides[d]);
   }
   uniforms_[off + 2 * r] = uint32_t(n);
-  uniform_fns_ += "const " + name + "_rank: u32 = " + u(r) + ";\n";
-  uniform_fns_ += "fn " + name + "_shape(d: u32) -> u32 { return P(" + u(off) + " + d); }\n";
-  uniform_fns_ += "fn " + name + "_stride(d: u32) -> u32 { return P(" + u(off + r) + " + d); }\n";
-  uniform_fns_ += "fn " + name + "_numel() -> u32 { return P(" + u(off + 2 * r) + "); }\n";
+  uniform_fns_.append("const " + name + "_rank: u32 = " + u(r) + ";\n");
+  uniform_fns_.append("fn " + name + "_shape(d: u32) -> u32 { return P(" + u(off) + " + d); }\n");
+  uniform_fns_.append("fn " + name + "_stride(d: u32) -> u32 { return P(" + u(off + r) + " + d); }\n");
+  uniform_fns_.append("fn " + name + "_numel() -> u32 { return P(" + u(off + 2 * r) + "); }\n");
   tensors_.push_back(std::move(t));
   return tensors_.back().type.family;
 }
@@ -114,26 +114,26 @@ const std::string& Program::add_tensor(const std::string& name, DType dtype, con
 void Program::uniform(const std::string& name, uint32_t value) {
   uint32_t off = alloc(1);
   uniforms_[off] = value;
-  uniform_fns_ += "fn " + name + "() -> u32 { return P(" + u(off) + "); }\n";
+  uniform_fns_.append("fn " + name + "() -> u32 { return P(" + u(off) + "); }\n");
 }
 
 void Program::uniform_i32(const std::string& name, int32_t value) {
   uint32_t off = alloc(1);
   std::memcpy(&uniforms_[off], &value, 4);
-  uniform_fns_ += "fn " + name + "() -> i32 { return bitcast<i32>(P(" + u(off) + ")); }\n";
+  uniform_fns_.append("fn " + name + "() -> i32 { return bitcast<i32>(P(" + u(off) + ")); }\n");
 }
 
 void Program::uniform_f32(const std::string& name, float value) {
   uint32_t off = alloc(1);
   std::memcpy(&uniforms_[off], &value, 4);
-  uniform_fns_ += "fn " + name + "() -> f32 { return bitcast<f32>(P(" + u(off) + ")); }\n";
+  uniform_fns_.append("fn " + name + "() -> f32 { return bitcast<f32>(P(" + u(off) + ")); }\n");
 }
 
 void Program::uniform_i64(const std::string& name, int64_t value) {
   uint32_t off = alloc(2);
   uniforms_[off] = uint32_t(uint64_t(value));
   uniforms_[off + 1] = uint32_t(uint64_t(value) >> 32);
-  uniform_fns_ += "fn " + name + "() -> w64 { return w64(P(" + u(off) + "), P(" + u(off + 1) + ")); }\n";
+  uniform_fns_.append("fn " + name + "() -> w64 { return w64(P(" + u(off) + "), P(" + u(off + 1) + ")); }\n");
 }
 
 void Program::uniform_raw(const std::string& name, const std::string& like, const Tensor& value) {
@@ -145,13 +145,13 @@ void Program::uniform_raw(const std::string& name, const std::string& like, cons
   uint32_t off = alloc(wide ? 2 : 1);
   if (value.nbytes()) std::memcpy(&uniforms_[off], value.raw(), std::min<size_t>(value.nbytes(), size_t(t->type.storage_bits / 8)));
   std::string bits = wide ? "vec2<u32>(P(" + u(off) + "), P(" + u(off + 1) + "))" : "P(" + u(off) + ")";
-  uniform_fns_ += "fn " + name + "() -> " + like + "_raw_t { return " + bits + "; }\n";
+  uniform_fns_.append("fn " + name + "() -> " + like + "_raw_t { return " + bits + "; }\n");
 }
 
 void Program::uniform_array(const std::string& name, const std::vector<uint32_t>& values) {
   uint32_t off = alloc(uint32_t(std::max<size_t>(values.size(), 1)));
   std::copy(values.begin(), values.end(), uniforms_.begin() + off);
-  uniform_fns_ += "fn " + name + "(i: u32) -> u32 { return P(" + u(off) + " + i); }\n";
+  uniform_fns_.append("fn " + name + "(i: u32) -> u32 { return P(" + u(off) + " + i); }\n");
 }
 
 void Program::pitch(size_t index, uint32_t len, uint32_t stride) {
@@ -180,7 +180,7 @@ void Program::broadcast_index(const std::string& fn_name, const Shape& from, con
          "    off = off + (rem % n) * " + fn_name + "_strides(u32(d));\n"
          "    rem = rem / n;\n  }\n";
   f += "  return off;\n}\n";
-  decls_ += f;
+  decls_.append(f);
 }
 
 void Program::set_threads(uint64_t n) {
@@ -287,7 +287,7 @@ const TensorDecl* Program::inexact_value_use() const {
   for (const auto& t : tensors_) {
     if (t.type.exact) continue;
     for (const std::string& fn : {t.name + "_load", t.name + "_store"})
-      if (calls(decls_, fn) || calls(body_, fn)) return &t;
+      if (calls(decls_.str(), fn) || calls(body_.str(), fn)) return &t;
   }
   return nullptr;
 }
@@ -305,10 +305,10 @@ std::string Program::source() const {
   for (const auto& t : tensors_) families.insert(t.type.family);
   for (const auto& f : families) s += family_helpers(f);
   for (const auto& t : tensors_) s += accessors(t);
-  s += uniform_fns_;
+  s += uniform_fns_.str();
   std::map<std::string, std::string> fam;
   for (const auto& t : tensors_) fam[t.name] = t.type.family;
-  s += substitute(decls_, fam);
+  s += substitute(decls_.str(), fam);
   s += "@compute @workgroup_size(" + std::to_string(wg_) + ")\n";
   s += "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n"
        "        @builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {\n";
@@ -317,7 +317,7 @@ std::string Program::source() const {
   s += "  let wg = wid.x + wid.y * nwg.x;\n";
   s += "  let gi = wg * " + u(wg_) + " + lid;\n";
   if (guard_) s += "  if (gi >= threads()) { return; }\n";
-  s += substitute(body_, fam);
+  s += substitute(body_.str(), fam);
   s += "}\n";
   return s;
 }

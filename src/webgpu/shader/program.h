@@ -18,6 +18,7 @@
 // so one pipeline serves every input-shape signature.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,10 +78,10 @@ class Program {
   void broadcast_index(const std::string& fn_name, const Shape& from, const Shape& to);
 
   // Module-scope WGSL (helper functions, workgroup variables, constants).
-  void declare(const std::string& wgsl) { decls_ += wgsl + "\n"; }
+  void declare(const std::string& wgsl) { decls_.append(wgsl + "\n"); }
   // The body of main(). Available there: `gi` (linear invocation index), `lid` (local index),
   // `wg` (linear workgroup index) and `threads()` (the thread count given to set_threads).
-  void body(const std::string& wgsl) { body_ += wgsl + "\n"; }
+  void body(const std::string& wgsl) { body_.append(wgsl + "\n"); }
   // One invocation per element of [0, n): main() returns early for gi >= n.
   void set_threads(uint64_t n);
 
@@ -111,8 +112,27 @@ class Program {
   bool guard_ = false;
   std::vector<TensorDecl> tensors_;
   std::vector<uint32_t> uniforms_{0};  // slot 0: status slot of this dispatch
-  std::string uniform_fns_;
-  std::string decls_, body_;
+  // WGSL text shared between copies of a program until one appends (a refresh copies a recorded
+  // program for every layer's kernel and compares it with the one recorded: both cheap so).
+  class Text {
+   public:
+    void append(const std::string& t) {
+      if (!p_) p_ = std::make_shared<std::string>();
+      else if (p_.use_count() > 1) p_ = std::make_shared<std::string>(*p_);
+      *p_ += t;
+    }
+    const std::string& str() const {
+      static const std::string empty;
+      return p_ ? *p_ : empty;
+    }
+    bool operator==(const Text& o) const { return p_ == o.p_ || str() == o.str(); }
+    bool operator!=(const Text& o) const { return !(*this == o); }
+
+   private:
+    std::shared_ptr<std::string> p_;
+  };
+  Text uniform_fns_;
+  Text decls_, body_;
 };
 
 // The WGSL statement that copies element `si` of tensor `src` to element `di` of output `dst`, bit for
