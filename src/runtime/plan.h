@@ -138,6 +138,7 @@ struct Plan {
   std::map<std::string, Shape> input_shapes;  // as recorded: the dims that differ later are symbolic
   Recording recording;
   std::vector<Resident> residents;  // KV caches appended in place (resident.h)
+  std::vector<int> resident_of_slot;  // by slot: its index in `residents`, or -1 (add_resident keeps it)
 
   bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
     for (const auto& [name, want] : value_keys) {
@@ -151,9 +152,13 @@ struct Plan {
 
   // The resident whose buffer is slot `slot`, or null.
   const Resident* resident_at(int slot) const {
-    for (const Resident& r : residents)
-      if (r.slot == slot) return &r;
-    return nullptr;
+    if (slot < 0 || size_t(slot) >= resident_of_slot.size() || resident_of_slot[size_t(slot)] < 0) return nullptr;
+    return &residents[size_t(resident_of_slot[size_t(slot)])];
+  }
+  void add_resident(Resident r) {
+    if (resident_of_slot.size() <= size_t(r.slot)) resident_of_slot.resize(size_t(r.slot) + 1, -1);
+    resident_of_slot[size_t(r.slot)] = int(residents.size());
+    residents.push_back(std::move(r));
   }
 
   // A slot's value read back to the host (packed, from a resident buffer too), and a host tensor

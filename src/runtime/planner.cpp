@@ -114,7 +114,7 @@ void Planner::make_resident(size_t index, const ir::Node& node, const webgpu::Gp
   plan_.inputs.emplace_back(r.pair.input, r.slot);
   unplaced_.erase(r.pair.input);
   plan_.report.appended_outputs.push_back(r.pair.output);
-  plan_.residents.push_back(std::move(r));
+  plan_.add_resident(std::move(r));
 }
 
 void Planner::place_nodes() {
@@ -374,8 +374,9 @@ std::vector<int> Planner::output_slots(const ir::Node& node, const std::vector<w
     const auto& o = outputs[i];
     int slot;
     const Resident* resident = nullptr;
-    for (const Resident& r : plan_.residents)
-      if (r.pair.output == node.outputs[i]) resident = &r;
+    if (!plan_.residents.empty() && node.op_type == "Concat")
+      for (const Resident& r : plan_.residents)
+        if (r.pair.output == node.outputs[i]) resident = &r;
     if (resident) {  // the Concat appending in place: its past's buffer
       slot = resident->slot;
       refs_[size_t(slot)]++;

@@ -252,8 +252,9 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   }
   webgpu::GpuKernelContext ctx(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), infos);
   const Resident* resident = nullptr;  // the Concat appending in place, resident.h
-  for (const Resident& r : plan_.residents)
-    if (k.node && r.pair.node == k.index) resident = &r;
+  if (k.node && k.node->op_type == "Concat")
+    for (const Resident& r : plan_.residents)
+      if (r.pair.node == k.index) resident = &r;
   if (resident) ctx.in_place_input = 0;
   auto resident_slot = [&](int slot) { return slot >= 0 && plan_.resident_at(slot) != nullptr; };
   std::string reason;

@@ -163,9 +163,8 @@ void give_buffer(Plan& plan, Resident& r, const RowLayout& layout, const Int64Po
 
 ResidentLayouts resident_layouts(const Plan& plan) {
   return [&plan](int slot) -> const RowLayout* {
-    for (const Resident& r : plan.residents)
-      if (r.slot == slot) return &r.layout;
-    return nullptr;
+    const Resident* r = plan.resident_at(slot);
+    return r ? &r->layout : nullptr;
   };
 }
 
