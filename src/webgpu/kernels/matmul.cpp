@@ -8,8 +8,9 @@
 // [S, 768] @ [768, N] product. When the output has too few tiles to fill the GPU (short sequences, a
 // single row) the K range is split over workgroups and the partial sums added by a second pass.
 // Gemm uses the same kernel with the transposes as index options and an epilogue alpha * AB + beta * C.
-// What float kernels share (the product, its epilogue, the operands and how results are put) is
-// declared in matmul.h.
+// Products of a few rows (M <= 4: a decode step's [1, K] @ [K, N]) are bound by reading B, which the
+// tiled kernel reads at a fraction of the memory bandwidth: they run gemv.cpp's kernels instead.
+// Both share what matmul.h declares: the product, its epilogue, the operands and how results are put.
 //
 // Integers (int32, int64, uint32, uint64) run one invocation per output element with the family
 // helpers, so INT64 is exact (wrapping like numpy) by construction.
@@ -457,8 +458,8 @@ void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep)
     ctx.set_output(k, t, part);
   }
   if (shape_numel(pr.out) == 0) return;
-  if (dtype_is_float(t)) tiled_float(ctx, t, pr, ep);
-  else simple_integer(ctx, t, pr, ep);
+  if (!dtype_is_float(t)) simple_integer(ctx, t, pr, ep);
+  else if (!gemv_float(ctx, t, pr, ep)) tiled_float(ctx, t, pr, ep);
 }
 
 void matmul(GpuKernelContext& ctx) {

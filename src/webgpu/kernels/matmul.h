@@ -1,6 +1,7 @@
 // The pieces the float product kernels share: what a product is (Product), its epilogue, the operands
 // a kernel declares and binds, and how a result is stored (put: through the output's strides or into
-// its parts, the epilogue applied). matmul.cpp holds MatMul / Gemm, the tiled kernel and the integer one.
+// its parts, the epilogue applied). matmul.cpp holds MatMul / Gemm, the tiled kernel and the integer
+// one; gemv.cpp the kernel of products with few rows (a decode step's one-row products).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -64,5 +65,10 @@ bool b_read_along_k(const Product& pr);
 // element, [batch][splits][M][N] float32), then the epilogue, stored through put.
 void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
                const Shape& part_shape, uint32_t splits);
+
+// gemv.cpp: products of at most kGemvMaxRows rows (batch handled) as bandwidth-bound matrix-vector
+// kernels. Returns false, having emitted nothing, when it does not take the product.
+inline constexpr uint32_t kGemvMaxRows = 4;
+bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep);
 
 }  // namespace onnxgpu::webgpu::products
