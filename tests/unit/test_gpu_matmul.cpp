@@ -186,28 +186,53 @@ TEST(GpuGemm, IntegersExact) {
 
 // ------------------------------------------------------------------- Products of a few rows (gemv.cpp)
 
-// One row (a decode step's products): K and N neither multiples of 4 nor of a workgroup, K short (one
-// pass) and long (split over workgroups, then the sum pass), B a weight or an input.
+// Runs `body` with the default settings (a small B in one pass) and again with every product of the
+// columns kernel split over workgroups where K allows ($ONNXGPU_GEMV=small=0: partial sums, then the
+// sum pass), so that small shapes check both paths.
+void for_both_paths(const std::function<void(bool split)>& body) {
+  body(false);
+  const char* before = std::getenv("ONNXGPU_GEMV");
+  std::string saved = before ? before : "";
+  ::setenv("ONNXGPU_GEMV", "small=0", 1);
+  {
+    SCOPED_TRACE("ONNXGPU_GEMV=small=0 (K split)");
+    body(true);
+  }
+  if (before) ::setenv("ONNXGPU_GEMV", saved.c_str(), 1);
+  else ::unsetenv("ONNXGPU_GEMV");
+}
+
+// One row (a decode step's products): K and N neither multiples of 4 nor of a workgroup, K short and
+// long, B a weight or an input.
 TEST(GpuGemv, OneRow) {
-  uint32_t seed = 200;
-  for (int64_t k : {1, 3, 37, 768, 3072})
-    for (int64_t n : {1, 5, 50, 769}) {
-      ++seed;
-      check_matmul(DType::Float32, {1, k}, {k, n}, seed, seed % 2 == 0);
-    }
-  check_matmul(DType::Float32, {1, 1, 768}, {768, 2304}, 230, true);  // GPT-2's q, k, v projection
-  check_matmul(DType::Float32, {768}, {768, 50}, 231);                // A 1-D
+  for_both_paths([](bool) {
+    uint32_t seed = 200;
+    for (int64_t k : {1, 3, 37, 768, 3072})
+      for (int64_t n : {1, 5, 50, 769}) {
+        ++seed;
+        check_matmul(DType::Float32, {1, k}, {k, n}, seed, seed % 2 == 0);
+      }
+    check_matmul(DType::Float32, {1, 1, 768}, {768, 2304}, 230, true);  // GPT-2's q, k, v projection
+    check_matmul(DType::Float32, {768}, {768, 50}, 231);                // A 1-D
+  });
+}
+
+// A weight over the one-pass bound (8M elements): 64-column workgroups, K split, the sum pass.
+TEST(GpuGemv, LargeWeight) {
+  check_matmul(DType::Float32, {1, 1, 2048}, {2048, 4100}, 232, true);
 }
 
 // A few rows (A's batch folded into M when B has none), B's batch in the grid, broadcast batch dims.
 TEST(GpuGemv, FewRowsAndBatches) {
-  check_matmul(DType::Float32, {2, 1, 37}, {37, 50}, 240);          // M = 2 (a batch of two rows)
-  check_matmul(DType::Float32, {3, 770}, {770, 33}, 241);           // M = 3, K split
-  check_matmul(DType::Float32, {4, 1, 768}, {768, 5}, 242, true);   // M = 4
-  check_matmul(DType::Float32, {3, 1, 37}, {3, 37, 50}, 243);       // one product per batch element
-  check_matmul(DType::Float32, {2, 1, 1, 769}, {3, 769, 5}, 244);   // broadcast batch, K split
-  check_matmul(DType::Float32, {1, 12, 1, 64}, {1, 12, 64, 129}, 245);  // attention's scores of one query
-  check_matmul(DType::Float32, {5, 64}, {64, 70}, 246);             // M = 5: the tiled kernel
+  for_both_paths([](bool) {
+    check_matmul(DType::Float32, {2, 1, 37}, {37, 50}, 240);          // M = 2 (a batch of two rows)
+    check_matmul(DType::Float32, {3, 770}, {770, 33}, 241);           // M = 3
+    check_matmul(DType::Float32, {4, 1, 768}, {768, 5}, 242, true);   // M = 4
+    check_matmul(DType::Float32, {3, 1, 37}, {3, 37, 50}, 243);       // one product per batch element
+    check_matmul(DType::Float32, {2, 1, 1, 769}, {3, 769, 5}, 244);   // broadcast batch
+    check_matmul(DType::Float32, {1, 12, 1, 64}, {1, 12, 64, 129}, 245);  // attention's scores of one query
+    check_matmul(DType::Float32, {5, 64}, {64, 70}, 246);             // M = 5: the tiled kernel
+  });
 }
 
 TEST(GpuGemv, OtherFloatTypes) {
@@ -217,17 +242,20 @@ TEST(GpuGemv, OtherFloatTypes) {
   check_matmul(DType::Float64, {1, 37}, {37, 5}, 253);  // on the CPU by design: the GPU would round it
 }
 
-// Gemm: B transposed (rows contiguous along k: the rows kernel), A transposed, alpha, beta and C of
-// each broadcast shape.
+// Gemm: B transposed (rows contiguous along k: the rows kernel, which splits a long K over workgroups
+// when the rows are few), A transposed, alpha, beta and C of each broadcast shape.
 TEST(GpuGemv, GemmTransposes) {
-  Shape c_row{50}, c_full{1, 769}, c_col{3, 1}, c_scalar{}, c_n5{5};
-  check_gemm(DType::Float32, 1, 768, 50, false, true, 1.0f, 1.0f, &c_row, 260);
-  check_gemm(DType::Float32, 1, 37, 769, false, true, 0.5f, 2.0f, &c_full, 261);
-  check_gemm(DType::Float32, 1, 3072, 5, true, true, 1.0f, 1.0f, &c_n5, 262);  // A transposed, K split
-  check_gemm(DType::Float32, 3, 1000, 7, false, true, 1.5f, -1.0f, &c_col, 263);  // M = 3, K split
-  check_gemm(DType::Float32, 1, 3, 1, false, true, 1.0f, 1.0f, &c_scalar, 264);
-  check_gemm(DType::Float32, 1, 768, 50, false, false, 0.5f, 2.0f, &c_row, 265);
-  check_gemm(DType::Float32, 1, 1, 769, true, false, 1.0f, 1.0f, nullptr, 266);
+  for_both_paths([](bool) {
+    Shape c_row{50}, c_full{1, 769}, c_col{3, 1}, c_scalar{}, c_n5{5};
+    check_gemm(DType::Float32, 1, 768, 50, false, true, 1.0f, 1.0f, &c_row, 260);
+    check_gemm(DType::Float32, 1, 37, 769, false, true, 0.5f, 2.0f, &c_full, 261);
+    check_gemm(DType::Float32, 1, 3072, 5, true, true, 1.0f, 1.0f, &c_n5, 262);  // A transposed, K split
+    check_gemm(DType::Float32, 3, 1000, 7, false, true, 1.5f, -1.0f, &c_col, 263);  // M = 3
+    check_gemm(DType::Float32, 1, 3, 1, false, true, 1.0f, 1.0f, &c_scalar, 264);
+    check_gemm(DType::Float32, 1, 768, 50, false, false, 0.5f, 2.0f, &c_row, 265);
+    check_gemm(DType::Float32, 1, 1, 769, true, false, 1.0f, 1.0f, nullptr, 266);
+    check_gemm(DType::Float32, 1, 4100, 5, false, true, 1.0f, 1.0f, &c_n5, 267);  // rows kernel, K split
+  });
 }
 
 // A model of a few nodes on the GPU (recorded, then replayed) against the CPU reference; returns the
@@ -252,77 +280,82 @@ Tensor weights(const Shape& s, uint32_t seed, float scale = 0.1f) {
 // x + (x W + b) on one row, the residual of a transformer block (one kernel: bias and residual in the
 // epilogue), with and without K split; then an activation (Tanh, Neg) in the epilogue.
 TEST(GpuGemv, FusedBiasResidualActivation) {
-  for (int64_t k : {37, 768}) {
-    SCOPED_TRACE("K = " + std::to_string(k));
-    testing::ModelBuilder b;
-    b.input("x", DType::Float32, {1, 1, k}).output("y", DType::Float32).output("t", DType::Float32);
-    b.initializer("w", weights({k, k}, 300));
-    b.initializer("c", weights({k}, 301, 1.0f));
-    b.initializer("w2", weights({k, 50}, 302));
-    b.initializer("c2", weights({50}, 303, 1.0f));
-    b.node("MatMul", {"x", "w"}, {"h"});
-    b.node("Add", {"c", "h"}, {"hb"});
-    b.node("Add", {"x", "hb"}, {"y"});
-    b.node("MatMul", {"y", "w2"}, {"h2"});
-    b.node("Add", {"h2", "c2"}, {"a2"});
-    b.node("Tanh", {"a2"}, {"t2"});
-    b.node("Neg", {"t2"}, {"t"});
-    PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, 1, k}, 304)}});
-    EXPECT_EQ(p.fused_nodes, 7);
-  }
+  for_both_paths([](bool) {
+    for (int64_t k : {37, 768}) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      testing::ModelBuilder b;
+      b.input("x", DType::Float32, {1, 1, k}).output("y", DType::Float32).output("t", DType::Float32);
+      b.initializer("w", weights({k, k}, 300));
+      b.initializer("c", weights({k}, 301, 1.0f));
+      b.initializer("w2", weights({k, 50}, 302));
+      b.initializer("c2", weights({50}, 303, 1.0f));
+      b.node("MatMul", {"x", "w"}, {"h"});
+      b.node("Add", {"c", "h"}, {"hb"});
+      b.node("Add", {"x", "hb"}, {"y"});
+      b.node("MatMul", {"y", "w2"}, {"h2"});
+      b.node("Add", {"h2", "c2"}, {"a2"});
+      b.node("Tanh", {"a2"}, {"t2"});
+      b.node("Neg", {"t2"}, {"t"});
+      PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, 1, k}, 304)}});
+      EXPECT_EQ(p.fused_nodes, 7);
+    }
+  });
 }
 
 // q, k, v from one row: one product whose output is split into three (MatMul + bias -> Split), and
 // sibling products reading one row with their weights side by side; with and without K split.
 TEST(GpuGemv, FusedSplitAndSiblings) {
-  for (int64_t k : {8, 900}) {
-    SCOPED_TRACE("K = " + std::to_string(k));
-    testing::ModelBuilder b;
-    b.input("x", DType::Float32, {1, 1, k}).input("x2", DType::Float32, {1, 1, k});
-    for (const char* o : {"q", "k", "v", "q2", "k2", "v2"}) b.output(o, DType::Float32);
-    b.initializer("w", weights({k, 12}, 310));
-    b.initializer("c", weights({12}, 311, 1.0f));
-    b.initializer("sizes", Tensor::from_vector<int64_t>({3}, {5, 4, 3}));
-    b.node("MatMul", {"x", "w"}, {"h"});
-    b.node("Add", {"c", "h"}, {"hb"});
-    auto& s = b.node("Split", {"hb", "sizes"}, {"q", "k", "v"});
-    testing::ModelBuilder::attr(s, "axis", 2);
-    const int64_t n[3] = {5, 3, 7};
-    for (int j = 0; j < 3; ++j) {
-      std::string id = std::to_string(j);
-      b.initializer("w" + id, weights({k, n[j]}, 320 + j));
-      b.initializer("b" + id, weights({n[j]}, 330 + j, 1.0f));
-      b.node("MatMul", {"x2", "w" + id}, {"p" + id});
-      b.node("Add", {"p" + id, "b" + id}, {std::string(j == 0 ? "q2" : j == 1 ? "k2" : "v2")});
+  for_both_paths([](bool split_path) {
+    for (int64_t k : {8, 900}) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      testing::ModelBuilder b;
+      b.input("x", DType::Float32, {1, 1, k}).input("x2", DType::Float32, {1, 1, k});
+      for (const char* o : {"q", "k", "v", "q2", "k2", "v2"}) b.output(o, DType::Float32);
+      b.initializer("w", weights({k, 12}, 310));
+      b.initializer("c", weights({12}, 311, 1.0f));
+      b.initializer("sizes", Tensor::from_vector<int64_t>({3}, {5, 4, 3}));
+      b.node("MatMul", {"x", "w"}, {"h"});
+      b.node("Add", {"c", "h"}, {"hb"});
+      auto& s = b.node("Split", {"hb", "sizes"}, {"q", "k", "v"});
+      testing::ModelBuilder::attr(s, "axis", 2);
+      const int64_t n[3] = {5, 3, 7};
+      for (int j = 0; j < 3; ++j) {
+        std::string id = std::to_string(j);
+        b.initializer("w" + id, weights({k, n[j]}, 320 + j));
+        b.initializer("b" + id, weights({n[j]}, 330 + j, 1.0f));
+        b.node("MatMul", {"x2", "w" + id}, {"p" + id});
+        b.node("Add", {"p" + id, "b" + id}, {std::string(j == 0 ? "q2" : j == 1 ? "k2" : "v2")});
+      }
+      PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, 1, k}, 340)},
+                                             {"x2", random_float(DType::Float32, {1, 1, k}, 341)}});
+      EXPECT_EQ(p.fused_nodes, 9);
+      EXPECT_EQ(p.dispatches, split_path && k == 900 ? 4 : 2);  // K split: partial sums, then the sum pass
     }
-    PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, 1, k}, 340)},
-                                           {"x2", random_float(DType::Float32, {1, 1, k}, 341)}});
-    EXPECT_EQ(p.fused_nodes, 9);
-    int products = k == 8 ? 1 : 2;  // the K split adds the sum pass
-    EXPECT_EQ(p.dispatches, 2 * products);
-  }
+  });
 }
 
 // Transposes folded into a one-row product: B = W^T read in place (the rows kernel, through strides),
 // attention's heads read and written through strides.
 TEST(GpuGemv, FusedTransposes) {
-  auto perm = [](onnx::NodeProto& n, std::vector<int64_t> p) { set_ints(n, "perm", p); };
-  for (int64_t k : {37, 768}) {
-    SCOPED_TRACE("K = " + std::to_string(k));
-    testing::ModelBuilder b;
-    b.input("x", DType::Float32, {1, k}).input("h", DType::Float32, {1, 1, 3, k}).input("v", DType::Float32, {1, 3, k, 5});
-    b.output("y", DType::Float32).output("o", DType::Float32);
-    b.initializer("wt", weights({769, k}, 350));
-    perm(b.node("Transpose", {"wt"}, {"w"}), {1, 0});
-    b.node("MatMul", {"x", "w"}, {"y"});  // [1, 769]
-    perm(b.node("Transpose", {"h"}, {"ht"}), {0, 2, 1, 3});  // [1, 3, 1, k]
-    b.node("MatMul", {"ht", "v"}, {"p"});                    // [1, 3, 1, 5]
-    perm(b.node("Transpose", {"p"}, {"o"}), {0, 2, 1, 3});   // [1, 1, 3, 5]
-    PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, k}, 351)},
-                                           {"h", random_float(DType::Float32, {1, 1, 3, k}, 352)},
-                                           {"v", random_float(DType::Float32, {1, 3, k, 5}, 353)}});
-    EXPECT_EQ(p.fused_nodes, 5);
-  }
+  for_both_paths([](bool) {
+    auto perm = [](onnx::NodeProto& n, std::vector<int64_t> p) { set_ints(n, "perm", p); };
+    for (int64_t k : {37, 768}) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      testing::ModelBuilder b;
+      b.input("x", DType::Float32, {1, k}).input("h", DType::Float32, {1, 1, 3, k}).input("v", DType::Float32, {1, 3, k, 5});
+      b.output("y", DType::Float32).output("o", DType::Float32);
+      b.initializer("wt", weights({769, k}, 350));
+      perm(b.node("Transpose", {"wt"}, {"w"}), {1, 0});
+      b.node("MatMul", {"x", "w"}, {"y"});  // [1, 769]
+      perm(b.node("Transpose", {"h"}, {"ht"}), {0, 2, 1, 3});  // [1, 3, 1, k]
+      b.node("MatMul", {"ht", "v"}, {"p"});                    // [1, 3, 1, 5]
+      perm(b.node("Transpose", {"p"}, {"o"}), {0, 2, 1, 3});   // [1, 1, 3, 5]
+      PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, k}, 351)},
+                                             {"h", random_float(DType::Float32, {1, 1, 3, k}, 352)},
+                                             {"v", random_float(DType::Float32, {1, 3, k, 5}, 353)}});
+      EXPECT_EQ(p.fused_nodes, 5);
+    }
+  });
 }
 
 // A decode step's products over a growing past (scores of one query, then their product with V): one
@@ -385,16 +418,22 @@ TEST(GpuGemv, KernelChoice) {
     return r;
   };
   auto starts = [](const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; };
+  // A decode step's product (B of at most 8M elements): one pass, 8 columns per workgroup.
   auto one = programs("MatMul", {1, 1, 768}, {768, 3072}, 0, limits);
-  ASSERT_EQ(one.size(), 2u);  // K split: partial sums, then their sum with the epilogue
-  EXPECT_TRUE(starts(one[0].first, "MatMul.gemv_cols_16x4x16")) << one[0].first;
-  EXPECT_TRUE(starts(one[1].first, "MatMul.split_sum")) << one[1].first;
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(starts(one[0].first, "MatMul.gemv_cols_2x4x128_u2_m1")) << one[0].first;
+  // A larger B: 64 columns per workgroup, K split (partial sums, then their sum with the epilogue).
+  auto large = programs("MatMul", {1, 4096}, {4096, 4096}, 0, limits);
+  ASSERT_EQ(large.size(), 2u);
+  EXPECT_TRUE(starts(large[0].first, "MatMul.gemv_cols_16x4x16_u4_m1")) << large[0].first;
+  EXPECT_NE(large[0].first.find("_split"), std::string::npos) << large[0].first;
+  EXPECT_TRUE(starts(large[1].first, "MatMul.split_sum")) << large[1].first;
   auto wide = programs("MatMul", {1, 768}, {768, 50257}, 0, limits);  // the grid is full without a split
   ASSERT_EQ(wide.size(), 1u);
-  EXPECT_TRUE(starts(wide[0].first, "MatMul.gemv_cols")) << wide[0].first;
-  auto narrow = programs("MatMul", {1, 37}, {37, 5}, 0, limits);  // two column invocations are enough
+  EXPECT_TRUE(starts(wide[0].first, "MatMul.gemv_cols_16x4x16")) << wide[0].first;
+  auto narrow = programs("MatMul", {1, 37}, {37, 1}, 0, limits);  // one column invocation is enough
   ASSERT_EQ(narrow.size(), 1u);
-  EXPECT_TRUE(starts(narrow[0].first, "MatMul.gemv_cols_2x4x128")) << narrow[0].first;
+  EXPECT_TRUE(starts(narrow[0].first, "MatMul.gemv_cols_1x4x256")) << narrow[0].first;
   auto rows = programs("Gemm", {1, 768}, {50, 768}, 1, limits);
   ASSERT_FALSE(rows.empty());
   EXPECT_TRUE(starts(rows[0].first, "Gemm.gemv_rows_256x1")) << rows[0].first;

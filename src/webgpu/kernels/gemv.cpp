@@ -7,9 +7,12 @@
 //   columns or one row each), and neighbouring invocations read neighbouring addresses;
 // - A's rows come from the cache (every invocation of a workgroup reads the same few elements of A),
 //   and each load of B serves the M rows;
-// - the K range is split over workgroups until the grid has about `target` of them, enough for a
-//   large GPU to have the whole of a decode step's weight in flight at once; the partial sums then go
-//   to matmul.cpp's second pass (sum_parts), which adds them and applies the epilogue.
+// - a small B (at most 8M elements: every product of a GPT-2-small decode step) runs in one pass, its
+//   grid N / 8 narrow workgroups (8 columns each, the other invocations along k): a second pass would
+//   cost more than it saves. A larger B gets 64-column workgroups, its K range split over workgroups until
+//   the grid has about 512 of them (enough for a large GPU to have much of the weight in flight at
+//   once); the partial sums then go to matmul.cpp's second pass (sum_parts), which adds them and
+//   applies the epilogue.
 //
 // Two kernels, by which axis of B is contiguous in memory:
 // - columns (B [K, N] row-major, the usual weight): invocation (tx, ty) of a workgroup takes the CPI
@@ -25,8 +28,8 @@
 //
 // The shape (workgroup size, columns per invocation, unroll, K split) comes from the device's limits
 // and the product's sizes; it shows in the program, which a refresh compares (the plan's guard).
-// $ONNXGPU_GEMV overrides it for measuring on a device: "off", or settings "rows=4,ct=16,cpi=4,u=4,
-// target=512" (any of them).
+// $ONNXGPU_GEMV overrides it for measuring on a device: "off", or any of the settings "rows=4,
+// small=8388608,small_ct=2,small_u=2,ct=16,cpi=4,u=4,target=512" (GemvSettings; small=0: always split).
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -41,9 +44,17 @@ namespace onnxgpu::webgpu::products {
 
 namespace {
 
+// Measured on an H200 (docs/performance.md, "One-row products"): one pass with narrow workgroups
+// (8 columns, 128 invocations along k) wins below ~8M elements of B, where the second pass's dispatch
+// costs more than the pass itself (GPT-2's [768, 3072]: 17 us against 26 us, split); above, 64-column
+// workgroups with K split over ~512 of them read B faster (a [5632, 2048] weight: 33 us against 37 us,
+// GPT-2's [768, 50257] lm head: 69 us against 187 us).
 struct GemvSettings {
   bool on = true;
   uint32_t max_rows = kGemvMaxRows;  // products of at most this many rows
+  uint64_t small = uint64_t(1) << 23;  // columns kernel: B of at most this many elements runs in one pass ...
+  uint32_t small_ct = 2;             // ... with this many column invocations per workgroup
+  uint32_t small_unroll = 2;         // ... and this many K steps per loop iteration
   uint32_t ct = 16;                  // columns kernel: at most this many column invocations per workgroup
   uint32_t cpi = 4;                  // columns kernel: columns per invocation
   uint32_t unroll = 4;               // K steps per loop iteration (loads in flight per column or row)
@@ -64,9 +75,13 @@ GemvSettings settings() {
     size_t eq = item.find('=');
     if (eq == std::string::npos) continue;
     std::string key = item.substr(0, eq);
-    uint32_t v = uint32_t(std::strtoul(item.c_str() + eq + 1, nullptr, 10));
+    uint64_t big = std::strtoull(item.c_str() + eq + 1, nullptr, 10);
+    uint32_t v = uint32_t(std::min<uint64_t>(big, 0xffffffffu));
+    if (key == "small") s.small = big;  // 0: never one pass
     if (v == 0) continue;
     if (key == "rows") s.max_rows = std::min(v, kGemvMaxRows);
+    else if (key == "small_ct") s.small_ct = v;
+    else if (key == "small_u") s.small_unroll = std::min(v, 16u);
     else if (key == "ct") s.ct = v;
     else if (key == "cpi") s.cpi = std::min(v, 8u);
     else if (key == "u") s.unroll = std::min(v, 16u);
@@ -114,6 +129,12 @@ std::optional<Gemv> shape_for(const GpuKernelContext& ctx, const Product& pr, co
   g.rows = b_read_along_k(pr);
   g.wg = pow2_floor(std::min({256u, inv, wx}));
   g.unroll = s.unroll;
+  uint32_t ct = s.ct, target = s.target;
+  if (!g.rows && uint64_t(pr.K) * pr.N * uint64_t(shape_numel(pr.b_batch)) <= s.small) {
+    ct = s.small_ct;
+    g.unroll = s.small_unroll;
+    target = 0;
+  }
   if (g.rows) {
     // Enough invocations per row that one loop iteration covers K where it can (K = 768: 256 of them).
     g.kt = std::min(g.wg, pow2_ceil((uint64_t(pr.K) + g.unroll - 1) / g.unroll));
@@ -122,7 +143,7 @@ std::optional<Gemv> shape_for(const GpuKernelContext& ctx, const Product& pr, co
   } else {
     // No more column invocations than the columns need (a narrow product gives its invocations to k).
     g.cpi = std::min(s.cpi, g.wg);
-    g.ct = std::min({pow2_floor(std::max(1u, s.ct)), pow2_ceil((uint64_t(pr.N) + g.cpi - 1) / g.cpi), g.wg / g.cpi});
+    g.ct = std::min({pow2_floor(std::max(1u, ct)), pow2_ceil((uint64_t(pr.N) + g.cpi - 1) / g.cpi), g.wg / g.cpi});
     g.step = g.wg / g.ct;
     g.per_group = g.ct * g.cpi;
   }
@@ -134,7 +155,7 @@ std::optional<Gemv> shape_for(const GpuKernelContext& ctx, const Product& pr, co
   // Split K while the grid is short of the target and each part keeps U steps of every invocation.
   uint64_t wgs = g.groups * g.batch, min_part = uint64_t(g.step) * g.unroll, mn = uint64_t(pr.M) * pr.N;
   uint32_t splits = 1;
-  while (wgs * splits < s.target && (uint64_t(pr.K) + splits * 2 - 1) / (splits * 2) >= min_part &&
+  while (wgs * splits < target && (uint64_t(pr.K) + splits * 2 - 1) / (splits * 2) >= min_part &&
          g.batch * splits * 2 <= max_dim && mn * g.batch * splits * 2 < (uint64_t(1) << 32))
     splits *= 2;
   g.kchunk = pr.K;
@@ -227,7 +248,7 @@ std::string gemv_body(const Product& pr, const Gemv& g, bool split) {
 }  // namespace
 
 bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
-  static const GemvSettings s = settings();
+  const GemvSettings s = settings();
   if (!s.on || pr.M > s.max_rows || pr.M == 0) return false;
   std::optional<Gemv> found = shape_for(ctx, pr, s);
   if (!found) return false;
