@@ -817,7 +817,10 @@ replayed, whole_graph_fallback, fallbacks, int64, gpu_buffer_bytes} from `Sessio
 (VmHWM), `gpu_buffer_bytes`, `readback_only_ms_median` and `device_ms_median` (run median minus readback),
 `counted` {submits_per_run, dispatches_per_run, upload_bytes_per_run, wait_ms, host_ms, buffers_created,
 buffer_bytes_created}, `outputs`, and `compare` {passed, max_abs_diff} when `--data-set` holds output_K.pb
-(the last run is compared; a mismatch is reported, not an error). The counts come from wrappers that the
+(the last run is compared; a mismatch is reported, not an error). `--profile N` adds `profile` {gpu_ms_per_run,
+by_op [{op, gpu_ms, dispatches, share, bytes, gb_per_s}], top_nodes [{node, op, gpu_ms, dispatches, bytes,
+gb_per_s}]} from a second session that times every dispatch; a node's bytes are the sizes of the tensors its
+dispatches declare, so a one-row product's gb_per_s is the bandwidth at which it read its weight. The counts come from wrappers that the
 command puts into the Dawn function table before the session exists: a counter per submit, dispatch and
 queue write, a clock around `wgpuInstanceWaitAny`; submits are counted rather than derived from the plan's
 segments because a CPU node between segments also reads its GPU inputs back (one more submit each).
@@ -832,7 +835,9 @@ bench/.peer (the peer built from /work/shared/peer with its build.sh, library ca
 bench/.carry, bench/results (raw JSON lines). `bench/variants.py --bundle .carry --cases bert,gpt2
 --variants 'base;NAME=ENV=VALUE|ENV=VALUE'` runs engine variants (MatMul tiles, split-K, Dawn toggles, the
 chunked submits, see docs/webgpu.md) alternating in one call, with each one's latency, host time and GPU
-profile: how the choices in docs/performance.md were measured.
+profile: how the choices in docs/performance.md were measured. `bench/gemv_variants.py .carry OUT
+'off=off;new='` does the same for the one-row products' `ONNXGPU_GEMV` settings: decode loops on gpt2_kv and
+llama_kv, and GB/s per product on the decode step and on micro models of large weights.
 
 `onnxgpu decode MODEL --steps N --past-start P0 [--start-token T] [--prompt L] [--capture|--no-capture]
 [--time-limit S] [--check [--check-ref cpu|no-capture]] [--json]` (tools/cmd_decode.cpp) runs a greedy

@@ -182,10 +182,14 @@ nlohmann::json profile_json(const std::string& model, SessionOptions options,
   for (int i = 0; i < runs; ++i) session.run(feeds);
   Profile p = session.profile();
   std::map<std::string, std::pair<double, int>> by_op;  // op -> (ms, dispatches)
+  std::map<std::string, uint64_t> op_bytes;
   for (const auto& n : p.nodes) {
     by_op[n.op].first += n.gpu_ms;
     by_op[n.op].second += n.dispatches;
+    op_bytes[n.op] += n.bytes;
   }
+  // Achieved bandwidth: the bytes of the tensors a node's dispatches declare over its GPU time.
+  auto gb_per_s = [](uint64_t bytes, double ms) { return ms > 0 ? double(bytes) / (ms * 1e6) : 0.0; };
   std::vector<std::pair<std::string, std::pair<double, int>>> ops(by_op.begin(), by_op.end());
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   nlohmann::json j;
@@ -195,13 +199,15 @@ nlohmann::json profile_json(const std::string& model, SessionOptions options,
   j["by_op"] = nlohmann::json::array();
   for (const auto& [op, v] : ops)
     j["by_op"].push_back({{"op", op}, {"gpu_ms", v.first}, {"dispatches", v.second},
-                          {"share", p.gpu_ms > 0 ? v.first / p.gpu_ms : 0}});
+                          {"share", p.gpu_ms > 0 ? v.first / p.gpu_ms : 0}, {"bytes", op_bytes[op]},
+                          {"gb_per_s", gb_per_s(op_bytes[op], v.first)}});
   std::vector<NodeTiming> nodes = p.nodes;
   std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
   j["top_nodes"] = nlohmann::json::array();
   for (size_t i = 0; i < nodes.size() && i < top; ++i)
     j["top_nodes"].push_back({{"node", nodes[i].node}, {"op", nodes[i].op}, {"gpu_ms", nodes[i].gpu_ms},
-                              {"dispatches", nodes[i].dispatches}});
+                              {"dispatches", nodes[i].dispatches}, {"bytes", nodes[i].bytes},
+                              {"gb_per_s", gb_per_s(nodes[i].bytes, nodes[i].gpu_ms)}});
   return j;
 }
 
@@ -352,8 +358,14 @@ void bench_command(const BenchFlags& f) {
     const auto& p = j["profile"];
     std::printf("GPU time per run (timestamps, %d runs): %.3f ms\n", p["runs"].get<int>(), p["gpu_ms_per_run"].get<double>());
     for (const auto& o : p["by_op"])
-      std::printf("  %-24s %9.3f ms  %5.1f%%  %d dispatches\n", o["op"].get<std::string>().c_str(),
-                  o["gpu_ms"].get<double>(), 100 * o["share"].get<double>(), o["dispatches"].get<int>());
+      std::printf("  %-24s %9.3f ms  %5.1f%%  %4d dispatches  %8.1f GB/s\n", o["op"].get<std::string>().c_str(),
+                  o["gpu_ms"].get<double>(), 100 * o["share"].get<double>(), o["dispatches"].get<int>(),
+                  o["gb_per_s"].get<double>());
+    std::printf("slowest nodes:\n");
+    for (const auto& n : p["top_nodes"])
+      std::printf("  %-40s %-20s %8.4f ms  %d dispatches  %9.3f MB  %8.1f GB/s\n", n["node"].get<std::string>().c_str(),
+                  n["op"].get<std::string>().c_str(), n["gpu_ms"].get<double>(), n["dispatches"].get<int>(),
+                  n["bytes"].get<uint64_t>() / 1e6, n["gb_per_s"].get<double>());
   }
   if (j.contains("compare"))
     std::printf("compare with the data set: %s (max abs diff %g)\n", j["compare"]["passed"].get<bool>() ? "passed" : "FAILED",

@@ -117,6 +117,10 @@ struct NodeTiming {
   std::string node, op;  // op: "MatMul (fused)" etc. where a fused kernel computes several nodes
   int dispatches = 0;   // per run (the last profiled run's)
   double gpu_ms = 0;    // mean per profiled run
+  // The bytes of the tensors its dispatches declare (each read or written once by each dispatch that
+  // declares it, at least; a product: A, B and the result, a split-K product its partial sums twice):
+  // bytes / gpu_ms is the bandwidth it achieved.
+  uint64_t bytes = 0;
 };
 struct Profile {
   int runs = 0;                   // profiled runs

@@ -41,7 +41,8 @@ Profile GpuExecutor::profile() const {
     double ms = double(profile_.ns[i]) / 1e6 / p.runs;
     auto fused = profile_.fused.find(i);
     p.nodes.push_back({n.name, fused == profile_.fused.end() ? n.op_type : fused->second,
-                       (profile_.dispatches[i] + p.runs - 1) / p.runs, ms});
+                       (profile_.dispatches[i] + p.runs - 1) / p.runs, ms,
+                       i < profile_.bytes.size() ? profile_.bytes[i] : 0});
     p.gpu_ms += ms;
   }
   return p;

@@ -11,6 +11,14 @@ webgpu::CommandBatch TimedEncoder::encode(Plan& plan, const Step& segment) {
     stamps_buffer_ = std::make_shared<webgpu::Buffer>(dev.create_buffer(
         16 * kChunk, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, "onnxgpu timestamps"));
   }
+  for (const KernelRecord& k : plan.recording.kernels) {
+    if (!k.ok || !k.dispatched) continue;
+    if (sums_.bytes.size() <= k.index) sums_.bytes.resize(k.index + 1, 0);
+    uint64_t bytes = 0;
+    for (const webgpu::DispatchSpec& d : k.dispatches)
+      for (const auto& t : d.program.tensors()) bytes += uint64_t(shape_numel(t.shape)) * uint64_t(t.type.storage_bits) / 8;
+    sums_.bytes[k.index] = bytes;
+  }
   const auto& dispatches = segment.dispatches;
   for (size_t begin = 0; begin < dispatches.size(); begin += kChunk) {
     webgpu::CommandBatch batch = dev.batch();

@@ -1,5 +1,6 @@
 // GPU MatMul, Gemm, LayerNormalization, BatchNormalization and InstanceNormalization against the CPU
-// reference: one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu.
+// reference: one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu; the
+// products of a few rows (gemv.cpp), also in their fused forms.
 // Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); ONNXGPU_SKIP_GPU_TESTS=1 skips when there is none.
 #include <gtest/gtest.h>
@@ -14,9 +15,12 @@
 #include <vector>
 
 #include "loader/tensor_proto.h"
+#include "model_builder.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
 #include "one_node.h"
+#include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu {
 namespace {
@@ -178,6 +182,269 @@ TEST(GpuGemm, IntegersExact) {
   check_gemm(DType::Int64, 7, 13, 9, true, true, 1.0f, 1.0f, nullptr, 71);
   check_gemm(DType::Int32, 7, 13, 9, false, true, 1.0f, 1.0f, &c_row, 72);
   check_gemm(DType::UInt64, 7, 13, 9, true, false, 1.0f, 1.0f, &c_row, 73);
+}
+
+// ------------------------------------------------------------------- Products of a few rows (gemv.cpp)
+
+// Runs `body` with the default settings (a small B in one pass) and again with every product of the
+// columns kernel split over workgroups where K allows ($ONNXGPU_GEMV=small=0: partial sums, then the
+// sum pass), so that small shapes check both paths.
+void for_both_paths(const std::function<void(bool split)>& body) {
+  body(false);
+  const char* before = std::getenv("ONNXGPU_GEMV");
+  std::string saved = before ? before : "";
+  ::setenv("ONNXGPU_GEMV", "small=0", 1);
+  {
+    SCOPED_TRACE("ONNXGPU_GEMV=small=0 (K split)");
+    body(true);
+  }
+  if (before) ::setenv("ONNXGPU_GEMV", saved.c_str(), 1);
+  else ::unsetenv("ONNXGPU_GEMV");
+}
+
+// One row (a decode step's products): K and N neither multiples of 4 nor of a workgroup, K short and
+// long, B a weight or an input.
+TEST(GpuGemv, OneRow) {
+  for_both_paths([](bool) {
+    uint32_t seed = 200;
+    for (int64_t k : {1, 3, 37, 768, 3072})
+      for (int64_t n : {1, 5, 50, 769}) {
+        ++seed;
+        check_matmul(DType::Float32, {1, k}, {k, n}, seed, seed % 2 == 0);
+      }
+    check_matmul(DType::Float32, {1, 1, 768}, {768, 2304}, 230, true);  // GPT-2's q, k, v projection
+    check_matmul(DType::Float32, {768}, {768, 50}, 231);                // A 1-D
+  });
+}
+
+// A weight over the one-pass bound (8M elements): 64-column workgroups, K split, the sum pass.
+TEST(GpuGemv, LargeWeight) {
+  check_matmul(DType::Float32, {1, 1, 2048}, {2048, 4100}, 232, true);
+}
+
+// A few rows (A's batch folded into M when B has none), B's batch in the grid, broadcast batch dims.
+TEST(GpuGemv, FewRowsAndBatches) {
+  for_both_paths([](bool) {
+    check_matmul(DType::Float32, {2, 1, 37}, {37, 50}, 240);          // M = 2 (a batch of two rows)
+    check_matmul(DType::Float32, {3, 770}, {770, 33}, 241);           // M = 3
+    check_matmul(DType::Float32, {4, 1, 768}, {768, 5}, 242, true);   // M = 4
+    check_matmul(DType::Float32, {3, 1, 37}, {3, 37, 50}, 243);       // one product per batch element
+    check_matmul(DType::Float32, {2, 1, 1, 769}, {3, 769, 5}, 244);   // broadcast batch
+    check_matmul(DType::Float32, {1, 12, 1, 64}, {1, 12, 64, 129}, 245);  // attention's scores of one query
+    check_matmul(DType::Float32, {5, 64}, {64, 70}, 246);             // M = 5: the tiled kernel
+  });
+}
+
+TEST(GpuGemv, OtherFloatTypes) {
+  check_matmul(DType::Float16, {1, 768}, {768, 50}, 250, true);
+  check_matmul(DType::Float16, {2, 37}, {37, 769}, 251);
+  check_matmul(DType::BFloat16, {1, 37}, {37, 5}, 252);
+  check_matmul(DType::Float64, {1, 37}, {37, 5}, 253);  // on the CPU by design: the GPU would round it
+}
+
+// Gemm: B transposed (rows contiguous along k: the rows kernel, which splits a long K over workgroups
+// when the rows are few), A transposed, alpha, beta and C of each broadcast shape.
+TEST(GpuGemv, GemmTransposes) {
+  for_both_paths([](bool) {
+    Shape c_row{50}, c_full{1, 769}, c_col{3, 1}, c_scalar{}, c_n5{5};
+    check_gemm(DType::Float32, 1, 768, 50, false, true, 1.0f, 1.0f, &c_row, 260);
+    check_gemm(DType::Float32, 1, 37, 769, false, true, 0.5f, 2.0f, &c_full, 261);
+    check_gemm(DType::Float32, 1, 3072, 5, true, true, 1.0f, 1.0f, &c_n5, 262);  // A transposed, K split
+    check_gemm(DType::Float32, 3, 1000, 7, false, true, 1.5f, -1.0f, &c_col, 263);  // M = 3
+    check_gemm(DType::Float32, 1, 3, 1, false, true, 1.0f, 1.0f, &c_scalar, 264);
+    check_gemm(DType::Float32, 1, 768, 50, false, false, 0.5f, 2.0f, &c_row, 265);
+    check_gemm(DType::Float32, 1, 1, 769, true, false, 1.0f, 1.0f, nullptr, 266);
+    check_gemm(DType::Float32, 1, 4100, 5, false, true, 1.0f, 1.0f, &c_n5, 267);  // rows kernel, K split
+  });
+}
+
+// A model of a few nodes on the GPU (recorded, then replayed) against the CPU reference; returns the
+// GPU plan, for its fusion and dispatch counts.
+PlanReport check_model(const std::string& model, const std::unordered_map<std::string, Tensor>& feeds,
+                       double tol = 1e-4) {
+  std::vector<Operand> ins;
+  for (const auto& [name, t] : feeds) ins.push_back({name, t});
+  check_gpu_vs_cpu(model, ins, tol, tol);
+  if (skip_gpu()) return {};
+  Session g = Session::from_bytes(model, testing::webgpu_options());
+  g.run(feeds);
+  return g.last_plan();
+}
+
+Tensor weights(const Shape& s, uint32_t seed, float scale = 0.1f) {
+  Tensor t = random_float(DType::Float32, s, seed);
+  for (auto& v : t.span<float>()) v *= scale;
+  return t;
+}
+
+// x + (x W + b) on one row, the residual of a transformer block (one kernel: bias and residual in the
+// epilogue), with and without K split; then an activation (Tanh, Neg) in the epilogue.
+TEST(GpuGemv, FusedBiasResidualActivation) {
+  for_both_paths([](bool) {
+    for (int64_t k : {37, 768}) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      testing::ModelBuilder b;
+      b.input("x", DType::Float32, {1, 1, k}).output("y", DType::Float32).output("t", DType::Float32);
+      b.initializer("w", weights({k, k}, 300));
+      b.initializer("c", weights({k}, 301, 1.0f));
+      b.initializer("w2", weights({k, 50}, 302));
+      b.initializer("c2", weights({50}, 303, 1.0f));
+      b.node("MatMul", {"x", "w"}, {"h"});
+      b.node("Add", {"c", "h"}, {"hb"});
+      b.node("Add", {"x", "hb"}, {"y"});
+      b.node("MatMul", {"y", "w2"}, {"h2"});
+      b.node("Add", {"h2", "c2"}, {"a2"});
+      b.node("Tanh", {"a2"}, {"t2"});
+      b.node("Neg", {"t2"}, {"t"});
+      PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, 1, k}, 304)}});
+      EXPECT_EQ(p.fused_nodes, 7);
+    }
+  });
+}
+
+// q, k, v from one row: one product whose output is split into three (MatMul + bias -> Split), and
+// sibling products reading one row with their weights side by side; with and without K split.
+TEST(GpuGemv, FusedSplitAndSiblings) {
+  for_both_paths([](bool split_path) {
+    for (int64_t k : {8, 900}) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      testing::ModelBuilder b;
+      b.input("x", DType::Float32, {1, 1, k}).input("x2", DType::Float32, {1, 1, k});
+      for (const char* o : {"q", "k", "v", "q2", "k2", "v2"}) b.output(o, DType::Float32);
+      b.initializer("w", weights({k, 12}, 310));
+      b.initializer("c", weights({12}, 311, 1.0f));
+      b.initializer("sizes", Tensor::from_vector<int64_t>({3}, {5, 4, 3}));
+      b.node("MatMul", {"x", "w"}, {"h"});
+      b.node("Add", {"c", "h"}, {"hb"});
+      auto& s = b.node("Split", {"hb", "sizes"}, {"q", "k", "v"});
+      testing::ModelBuilder::attr(s, "axis", 2);
+      const int64_t n[3] = {5, 3, 7};
+      for (int j = 0; j < 3; ++j) {
+        std::string id = std::to_string(j);
+        b.initializer("w" + id, weights({k, n[j]}, 320 + j));
+        b.initializer("b" + id, weights({n[j]}, 330 + j, 1.0f));
+        b.node("MatMul", {"x2", "w" + id}, {"p" + id});
+        b.node("Add", {"p" + id, "b" + id}, {std::string(j == 0 ? "q2" : j == 1 ? "k2" : "v2")});
+      }
+      PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, 1, k}, 340)},
+                                             {"x2", random_float(DType::Float32, {1, 1, k}, 341)}});
+      EXPECT_EQ(p.fused_nodes, 9);
+      EXPECT_EQ(p.dispatches, split_path && k == 900 ? 4 : 2);  // K split: partial sums, then the sum pass
+    }
+  });
+}
+
+// Transposes folded into a one-row product: B = W^T read in place (the rows kernel, through strides),
+// attention's heads read and written through strides.
+TEST(GpuGemv, FusedTransposes) {
+  for_both_paths([](bool) {
+    auto perm = [](onnx::NodeProto& n, std::vector<int64_t> p) { set_ints(n, "perm", p); };
+    for (int64_t k : {37, 768}) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      testing::ModelBuilder b;
+      b.input("x", DType::Float32, {1, k}).input("h", DType::Float32, {1, 1, 3, k}).input("v", DType::Float32, {1, 3, k, 5});
+      b.output("y", DType::Float32).output("o", DType::Float32);
+      b.initializer("wt", weights({769, k}, 350));
+      perm(b.node("Transpose", {"wt"}, {"w"}), {1, 0});
+      b.node("MatMul", {"x", "w"}, {"y"});  // [1, 769]
+      perm(b.node("Transpose", {"h"}, {"ht"}), {0, 2, 1, 3});  // [1, 3, 1, k]
+      b.node("MatMul", {"ht", "v"}, {"p"});                    // [1, 3, 1, 5]
+      perm(b.node("Transpose", {"p"}, {"o"}), {0, 2, 1, 3});   // [1, 1, 3, 5]
+      PlanReport p = check_model(b.bytes(), {{"x", random_float(DType::Float32, {1, k}, 351)},
+                                             {"h", random_float(DType::Float32, {1, 1, 3, k}, 352)},
+                                             {"v", random_float(DType::Float32, {1, 3, k, 5}, 353)}});
+      EXPECT_EQ(p.fused_nodes, 5);
+    }
+  });
+}
+
+// A decode step's products over a growing past (scores of one query, then their product with V): one
+// recorded plan refreshed for each size, the K split and the workgroup counts following K.
+TEST(GpuGemv, RefreshedForOtherSizes) {
+  testing::ModelBuilder b;
+  b.input("q", DType::Float32, {1, 4, 1, 64}).input("kt", DType::Float32, {1, 4, 64, -1});
+  b.input("v", DType::Float32, {1, 4, -1, 64}).output("o", DType::Float32);
+  b.node("MatMul", {"q", "kt"}, {"s"});  // [1, 4, 1, T]
+  b.node("MatMul", {"s", "v"}, {"o"});   // [1, 4, 1, 64], K = T
+  std::string model = b.bytes();
+  if (skip_gpu()) GTEST_SKIP();
+  Session g = Session::from_bytes(model, testing::webgpu_options());
+  SessionOptions cpu;
+  cpu.ep = "cpu";
+  Session c = Session::from_bytes(model, cpu);
+  int refreshed = 0;
+  uint32_t seed = 360;
+  for (int64_t t : {5, 6, 300, 301, 2000, 7}) {
+    SCOPED_TRACE("T = " + std::to_string(t));
+    std::unordered_map<std::string, Tensor> feeds{{"q", random_float(DType::Float32, {1, 4, 1, 64}, seed++)},
+                                                  {"kt", random_float(DType::Float32, {1, 4, 64, t}, seed++)},
+                                                  {"v", random_float(DType::Float32, {1, 4, t, 64}, seed++)}};
+    auto got = g.run(feeds), want = c.run(feeds);
+    auto cmp = runtime::compare_tensors(got.at(0), want.at(0), {1e-4, 1e-4});
+    EXPECT_TRUE(cmp.passed) << cmp.message;
+    refreshed += g.last_plan().refreshed;
+  }
+  EXPECT_GE(refreshed, 2);  // 6 after 5 and 301 after 300 at least
+}
+
+// Which kernel a product gets, from the device's limits and the product's shape (no device needed):
+// few rows -> gemv (columns or rows kernel by which axis of B is contiguous), more -> tiled; the
+// workgroup size follows the limits.
+TEST(GpuGemv, KernelChoice) {
+  webgpu::Limits limits;
+  limits.max_compute_invocations_per_workgroup = 256;
+  limits.max_compute_workgroup_size_x = 256;
+  limits.max_compute_workgroup_storage_size = 16384;
+  limits.max_compute_workgroups_per_dimension = 65535;
+  limits.max_storage_buffers_per_shader_stage = 8;
+  auto programs = [&](const std::string& op, Shape a, Shape b, int trans_b, const webgpu::Limits& l) {
+    ir::Node node;
+    node.name = "p";
+    node.op_type = op;
+    node.inputs = {"a", "b"};
+    node.outputs = {"y"};
+    if (op == "Gemm") {
+      ir::Attribute t;
+      t.kind = ir::Attribute::Kind::Int;
+      t.i = trans_b;
+      node.attrs["transB"] = t;
+    }
+    Int64Policy policy;
+    webgpu::GpuKernelContext ctx(node, 13, policy, l,
+                                 {{DType::Float32, std::move(a)}, {DType::Float32, std::move(b)}});
+    (*webgpu::gpu_registry().find(op))(ctx);
+    std::vector<std::pair<std::string, uint32_t>> r;
+    for (const auto& d : ctx.dispatches) r.push_back({d.program.name(), d.program.workgroup_size()});
+    return r;
+  };
+  auto starts = [](const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; };
+  // A decode step's product (B of at most 8M elements): one pass, 8 columns per workgroup.
+  auto one = programs("MatMul", {1, 1, 768}, {768, 3072}, 0, limits);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(starts(one[0].first, "MatMul.gemv_cols_2x4x128_u2_m1")) << one[0].first;
+  // A larger B: 64 columns per workgroup, K split (partial sums, then their sum with the epilogue).
+  auto large = programs("MatMul", {1, 4096}, {4096, 4096}, 0, limits);
+  ASSERT_EQ(large.size(), 2u);
+  EXPECT_TRUE(starts(large[0].first, "MatMul.gemv_cols_16x4x16_u4_m1")) << large[0].first;
+  EXPECT_NE(large[0].first.find("_split"), std::string::npos) << large[0].first;
+  EXPECT_TRUE(starts(large[1].first, "MatMul.split_sum")) << large[1].first;
+  auto wide = programs("MatMul", {1, 768}, {768, 50257}, 0, limits);  // the grid is full without a split
+  ASSERT_EQ(wide.size(), 1u);
+  EXPECT_TRUE(starts(wide[0].first, "MatMul.gemv_cols_16x4x16")) << wide[0].first;
+  auto narrow = programs("MatMul", {1, 37}, {37, 1}, 0, limits);  // one column invocation is enough
+  ASSERT_EQ(narrow.size(), 1u);
+  EXPECT_TRUE(starts(narrow[0].first, "MatMul.gemv_cols_1x4x256")) << narrow[0].first;
+  auto rows = programs("Gemm", {1, 768}, {50, 768}, 1, limits);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_TRUE(starts(rows[0].first, "Gemm.gemv_rows_256x1")) << rows[0].first;
+  auto four = programs("MatMul", {4, 768}, {768, 768}, 0, limits);
+  EXPECT_NE(four[0].first.find("_m4"), std::string::npos) << four[0].first;
+  auto five = programs("MatMul", {5, 768}, {768, 768}, 0, limits);
+  EXPECT_TRUE(starts(five[0].first, "MatMul.tiled")) << five[0].first;
+  webgpu::Limits small = limits;  // a device of 64 invocations per workgroup
+  small.max_compute_invocations_per_workgroup = 64;
+  auto s = programs("MatMul", {1, 768}, {768, 3072}, 0, small);
+  EXPECT_EQ(s[0].second, 64u) << s[0].first;
 }
 
 // -------------------------------------------------------------------------------------- Normalizations

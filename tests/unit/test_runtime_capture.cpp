@@ -785,7 +785,7 @@ TEST(RuntimeFusion, SiblingProductsRunAsOne) {
 // An elementwise group that alone reads a product's result and otherwise only constant scalars (GPT-2's
 // tanh GELU after the bias, its constants as Constant nodes placed after the product) is applied in the
 // product's epilogue, with and without split-K; a group that also reads another tensor stays a kernel
-// of its own.
+// of its own. (40 rows: the tiled kernel; products of a few rows are test_gpu_matmul's GpuGemv cases.)
 TEST(RuntimeFusion, AnActivationJoinsTheProductsEpilogue) {
   SKIP_WITHOUT_GPU();
   auto constant = [](ModelBuilder& b, const std::string& name, float v) {
@@ -813,11 +813,11 @@ TEST(RuntimeFusion, AnActivationJoinsTheProductsEpilogue) {
       constant(b, "one", 1.0f);
       gelu_tanh_nodes(b, "hb", other_tensor ? "m" : "y", "gelu_");
       if (other_tensor) b.node("Mul", {"m", "g"}, {"y"});  // reads another tensor: not an epilogue
-      std::vector<float> xs(size_t(3 * k)), gs(15);
+      std::vector<float> xs(size_t(40 * k)), gs(200);
       for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * float(int(i % 23) - 11);
-      for (size_t i = 0; i < gs.size(); ++i) gs[i] = 0.5f + 0.1f * float(i);
-      std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3, k}, xs)},
-                                                    {"g", Tensor::from_vector<float>({3, 5}, gs)}};
+      for (size_t i = 0; i < gs.size(); ++i) gs[i] = 0.5f + 0.01f * float(i);
+      std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({40, k}, xs)},
+                                                    {"g", Tensor::from_vector<float>({40, 5}, gs)}};
       Session s = Session::from_bytes(b.bytes(), gpu());
       recorded_and_replayed_match_cpu(s, b.bytes(), feeds, 1e-5);
       int product = k == 8 ? 1 : 2;  // split-K adds a sum pass
@@ -902,8 +902,9 @@ TEST(RuntimeFamily, SizesOfOneFamilyRefreshOnePlan) {
   EXPECT_GT(g.last_plan().capacity_growths, 0) << "n = 40 outgrew the buffers recorded for n = 5";
 }
 
-// A product whose tile depends on M (runtime/../webgpu/kernels/matmul.cpp: a smaller tile for M <= 32):
-// a run past that bound fails the plan's guard and is planned anew; both plans then serve their sizes.
+// A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 32, the gemv
+// kernels for M <= 4): a run past such a bound fails the plan's guard and is planned anew; the plans
+// then serve their sizes.
 TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
   SKIP_WITHOUT_GPU();
   ModelBuilder b;
@@ -919,8 +920,9 @@ TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
     int64_t m;
     bool replayed, refreshed;
   };
-  for (Want want : {Want{4, false, false}, Want{8, true, true}, Want{100, false, false}, Want{64, true, true},
-                    Want{4, true, true}, Want{64, true, false}}) {
+  for (Want want : {Want{6, false, false}, Want{8, true, true}, Want{100, false, false}, Want{64, true, true},
+                    Want{6, true, true}, Want{64, true, false}, Want{1, false, false}, Want{8, true, true},
+                    Want{1, true, false}}) {
     SCOPED_TRACE("M = " + std::to_string(want.m));
     std::vector<float> x(size_t(want.m * 64));
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.5f;

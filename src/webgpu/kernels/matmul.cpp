@@ -8,6 +8,9 @@
 // [S, 768] @ [768, N] product. When the output has too few tiles to fill the GPU (short sequences, a
 // single row) the K range is split over workgroups and the partial sums added by a second pass.
 // Gemm uses the same kernel with the transposes as index options and an epilogue alpha * AB + beta * C.
+// Products of a few rows (M <= 4: a decode step's [1, K] @ [K, N]) are bound by reading B, which the
+// tiled kernel reads at a fraction of the memory bandwidth: they run gemv.cpp's kernels instead.
+// Both share what matmul.h declares: the product, its epilogue, the operands and how results are put.
 //
 // Integers (int32, int64, uint32, uint64) run one invocation per output element with the family
 // helpers, so INT64 is exact (wrapping like numpy) by construction.
@@ -21,70 +24,18 @@
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/matmul.h"
 #include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
 
-namespace {
+// ------------------------------------------------------------------ shared by the float kernels (matmul.h)
 
-const DTypeSet kMatMulTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16,
-                            DType::Int32,   DType::Int64,   DType::UInt32,  DType::UInt64};
+namespace products {
 
-using strided::Layout;
-using strided::u32_dim;
-
-// The product to compute: batch x [M, K] @ [K, N], with A's and B's batch dims broadcast to `batch`.
-struct Product {
-  uint32_t M = 1, K = 1, N = 1;
-  Shape a_batch, b_batch, batch;  // batch dims of A, of B, and their broadcast
-  Shape out;
-  bool trans_a = false, trans_b = false;
-  Layout la, lb;
-  Layout ly;      // the output written through strides (a Transpose of the product folded in)
-  Shape stored;   // the output as stored: `out`, or `out` transposed
-  std::vector<uint32_t> parts;  // the output split along N into outputs this wide (a Split folded in)
-};
-
-// numpy matmul shapes: 1-D operands are promoted (a 1 prepended to A / appended to B, then removed
-// from the output) and the batch dims broadcast.
-Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b, bool fold_batch = true) {
-  ops::MatMulShape s = ops::matmul_shape(a, b, [&](const std::string& m) { ctx.fail(m); });
-  Product p;
-  p.M = u32_dim(ctx, s.M, "M");
-  p.K = u32_dim(ctx, s.K, "K");
-  p.N = u32_dim(ctx, s.N, "N");
-  p.a_batch = s.a_batch;
-  p.b_batch = s.b_batch;
-  p.batch = s.batch;
-  p.out = s.out;
-  // B without a batch: A's batch rows are just more rows of one product (same output layout).
-  if (fold_batch && shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch)) {
-    uint64_t rows = uint64_t(shape_numel(p.batch)) * p.M;
-    if (rows <= 0xffffffffu) {
-      p.M = uint32_t(rows);
-      p.a_batch.clear();
-      p.b_batch.clear();
-      p.batch.clear();
-    }
-  }
-  return p;
-}
-
-// The epilogue: y = alpha * AB + beta * C[m, n] with C broadcast to [M, N] (Gemm's C, a fused bias),
-// plus R[i], a tensor of the output's shape (a fused residual Add), i the output element.
-struct Epilogue {
-  bool has_c = false;
-  bool has_r = false;  // input 3
-  float alpha = 1.0f, beta = 1.0f;
-  uint32_t c_sm = 0, c_sn = 0;  // strides of C over m and n (0 where broadcast)
-  std::string act, act_decls;   // an activation after all that: WGSL statements over p, returning the value
-};
-
-// Declares the operands a, b (and c), the output y (the product, or the split-K partial sums) and the
-// uniforms.
 void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
                       bool with_c, bool with_r, bool out_strided, DType out_dtype, const Shape& out_shape,
-                      bool in_parts = false) {
+                      bool in_parts) {
   // The kernels index the operands linearly: declared flat, the WGSL text depends on no operand's rank.
   auto flat = [](const Shape& s) { return Shape{shape_numel(s)}; };
   p.input("a", t, flat(ctx.shape(0)));
@@ -114,9 +65,8 @@ void declare_operands(GpuKernelContext& ctx, shader::Program& p, DType t, const 
   p.uniform_f32("beta", ep.beta);
 }
 
-// The operands, then the output: `out`, or every output when the product is written in parts.
 std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, bool with_c, bool with_r, ValueRef out,
-                                       size_t parts = 0) {
+                                       size_t parts) {
   std::vector<ValueRef> b{ctx.in(0), ctx.in(1)};
   if (with_c) b.push_back(ctx.in(2));
   if (with_r) b.push_back(ctx.in(3));
@@ -125,8 +75,8 @@ std::vector<ValueRef> operand_bindings(GpuKernelContext& ctx, bool with_c, bool 
   return b;
 }
 
-// put(z, m, n, v): stores element (m, n) of product z, the epilogue applied: at its place in the
-// output, through the output's strides, or in the part of the output that column n falls in.
+// put: at the element's place in the output, through the output's strides, or in the part of the
+// output that column n falls in.
 std::string put_decl(const Product& pr) {
   std::string f = "fn put(z: u32, m: u32, n: u32, v: f32) {\n  let i = (z * M() + m) * N() + n;\n";
   if (pr.ly.strided) return f + "  y_store(y_boff(z) + m * y_sr() + n * y_sc(), epilogue(v, m, n, i));\n}\n";
@@ -143,13 +93,100 @@ std::string put_decl(const Product& pr) {
   return f + "}\n";
 }
 
-// The epilogue as WGSL: y[i] = alpha * v + beta * C[m, n] + R[i].
 std::string epilogue_decl(const Epilogue& ep) {
   std::string e = "alpha() * v";
   if (ep.has_c) e += " + beta() * c_load(m * c_sm() + n * c_sn())";
   if (ep.has_r) e += " + r_load(i)";
   if (ep.act.empty()) return "fn epilogue(v: f32, m: u32, n: u32, i: u32) -> f32 { return " + e + "; }\n";
   return ep.act_decls + "fn epilogue(v: f32, m: u32, n: u32, i: u32) -> f32 {\n  let p = " + e + ";\n" + ep.act + "}\n";
+}
+
+std::string a_offset(const Product& pr) {
+  return pr.la.strided ? "m * a_sr() + k * a_sc()" : pr.trans_a ? "k * M() + m" : "m * K() + k";
+}
+std::string b_offset(const Product& pr) {
+  return pr.lb.strided ? "k * b_sr() + n * b_sc()" : pr.trans_b ? "n * K() + k" : "k * N() + n";
+}
+std::string a_matrix(const Product& pr) { return pr.la.strided ? "a_boff(bz)" : "a_mat(bz) * M() * K()"; }
+std::string b_matrix(const Product& pr) { return pr.lb.strided ? "b_boff(bz)" : "b_mat(bz) * K() * N()"; }
+bool a_read_along_m(const Product& pr) { return pr.la.strided ? pr.la.s_col != 1 : pr.trans_a; }
+bool b_read_along_k(const Product& pr) { return pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b; }
+
+// One invocation per output element.
+void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
+               const Shape& part_shape, uint32_t splits) {
+  auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : "") +
+                       (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())));
+  r.input("part", DType::Float32, part_shape);
+  if (ep.has_c) r.input("c", t, Shape{shape_numel(ctx.shape(2))});
+  if (ep.has_r) r.input("r", t, Shape{shape_numel(ctx.shape(3))});
+  if (pr.parts.empty()) r.output("y", t, Shape{shape_numel(pr.out)});
+  for (size_t k = 0; k < pr.parts.size(); ++k) {
+    r.output("y" + std::to_string(k), t, Shape{shape_numel(ctx.outputs.at(k).shape)});
+    r.uniform("w" + std::to_string(k), pr.parts[k]);
+  }
+  strided::declare(r, pr.batch, {{"y", &pr.ly}});
+  r.uniform("M", pr.M);
+  r.uniform("N", pr.N);
+  r.uniform("splits", splits);
+  if (ep.has_c) {
+    r.uniform("c_sm", ep.c_sm);
+    r.uniform("c_sn", ep.c_sn);
+  }
+  r.uniform_f32("alpha", ep.alpha);
+  r.uniform_f32("beta", ep.beta);
+  r.declare(epilogue_decl(ep) + put_decl(pr));
+  r.set_threads(uint64_t(pr.M) * pr.N * uint64_t(shape_numel(pr.batch)));
+  r.body(
+      "  let mn = M() * N();\n"
+      "  let z = gi / mn;\n"
+      "  let e = gi % mn;\n"
+      "  var s = 0.0;\n"
+      "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
+      "  put(z, e / N(), e % N(), s);\n");
+  std::vector<ValueRef> binds{part};
+  if (ep.has_c) binds.push_back(ctx.in(2));
+  if (ep.has_r) binds.push_back(ctx.in(3));
+  if (pr.parts.empty()) binds.push_back(ctx.out(0));
+  for (size_t k = 0; k < pr.parts.size(); ++k) binds.push_back(ctx.out(k));
+  ctx.dispatch(r, binds);
+}
+
+}  // namespace products
+
+namespace {
+
+using namespace products;
+
+const DTypeSet kMatMulTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16,
+                            DType::Int32,   DType::Int64,   DType::UInt32,  DType::UInt64};
+
+using strided::Layout;
+using strided::u32_dim;
+
+// numpy matmul shapes: 1-D operands are promoted (a 1 prepended to A / appended to B, then removed
+// from the output) and the batch dims broadcast.
+Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b, bool fold_batch = true) {
+  ops::MatMulShape s = ops::matmul_shape(a, b, [&](const std::string& m) { ctx.fail(m); });
+  Product p;
+  p.M = u32_dim(ctx, s.M, "M");
+  p.K = u32_dim(ctx, s.K, "K");
+  p.N = u32_dim(ctx, s.N, "N");
+  p.a_batch = s.a_batch;
+  p.b_batch = s.b_batch;
+  p.batch = s.batch;
+  p.out = s.out;
+  // B without a batch: A's batch rows are just more rows of one product (same output layout).
+  if (fold_batch && shape_numel(p.b_batch) == 1 && shape_numel(p.a_batch) == shape_numel(p.batch)) {
+    uint64_t rows = uint64_t(shape_numel(p.batch)) * p.M;
+    if (rows <= 0xffffffffu) {
+      p.M = uint32_t(rows);
+      p.a_batch.clear();
+      p.b_batch.clear();
+      p.batch.clear();
+    }
+  }
+  return p;
 }
 
 // A tile shape of the float kernel: TM x TN outputs per workgroup, K-slices of TK; each invocation
@@ -248,10 +285,6 @@ TiledGrid tiled_grid(const GpuKernelContext& ctx, const Product& pr, const Tile&
   return g;
 }
 
-// Which axis of each operand the tile loads read along (consecutive invocations, consecutive addresses).
-bool a_read_along_m(const Product& pr) { return pr.la.strided ? pr.la.s_col != 1 : pr.trans_a; }
-bool b_read_along_k(const Product& pr) { return pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b; }
-
 // The vec4s of the A tile and of the B tile each invocation moves per K-slice.
 uint32_t a_share(const Tile& tl) { return tl.tm * tl.tk / tl.threads() / 4; }
 uint32_t b_share(const Tile& tl) { return tl.tk * tl.tn / tl.threads() / 4; }
@@ -270,12 +303,12 @@ std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, b
   decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
           "  let inside = m < M() && k < K();\n"
           "  return select(0.0, a_load(select(0u, base + " +
-          std::string(pr.la.strided ? "m * a_sr() + k * a_sc()" : pr.trans_a ? "k * M() + m" : "m * K() + k") +
+          a_offset(pr) +
           ", inside)), inside);\n}\n";
   decl += "fn load_b(base: u32, k: u32, n: u32) -> f32 {\n"
           "  let inside = k < K() && n < N();\n"
           "  return select(0.0, b_load(select(0u, base + " +
-          std::string(pr.lb.strided ? "k * b_sr() + n * b_sc()" : pr.trans_b ? "n * K() + k" : "k * N() + n") +
+          b_offset(pr) +
           ", inside)), inside);\n}\n";
   // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
   // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
@@ -347,8 +380,8 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
          "  let bz = wid.z / splits();\n"
          "  let k_begin = (wid.z % splits()) * kchunk();\n"
          "  let k_end = min(K(), k_begin + kchunk());\n"
-         "  let a_base = " + std::string(pr.la.strided ? "a_boff(bz)" : "a_mat(bz) * M() * K()") + ";\n"
-         "  let b_base = " + std::string(pr.lb.strided ? "b_boff(bz)" : "b_mat(bz) * K() * N()") + ";\n" + regs +
+         "  let a_base = " + a_matrix(pr) + ";\n"
+         "  let b_base = " + b_matrix(pr) + ";\n" + regs +
          "  var k1 = k_begin;\n"
          "  if (k1 < k_end) {\n" + load_next + "  }\n"
          "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
@@ -361,47 +394,6 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
          "    workgroupBarrier();\n"
          "  }\n"
          "  let y_base = wid.z * M() * N();\n" + mt.stores;
-}
-
-// Split-K's second pass: the sum of the parts (`part`, `splits` partial products), then the epilogue,
-// one invocation per output element.
-void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
-               const Shape& part_shape, uint32_t splits) {
-  auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : "") +
-                       (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())));
-  r.input("part", DType::Float32, part_shape);
-  if (ep.has_c) r.input("c", t, Shape{shape_numel(ctx.shape(2))});
-  if (ep.has_r) r.input("r", t, Shape{shape_numel(ctx.shape(3))});
-  if (pr.parts.empty()) r.output("y", t, Shape{shape_numel(pr.out)});
-  for (size_t k = 0; k < pr.parts.size(); ++k) {
-    r.output("y" + std::to_string(k), t, Shape{shape_numel(ctx.outputs.at(k).shape)});
-    r.uniform("w" + std::to_string(k), pr.parts[k]);
-  }
-  strided::declare(r, pr.batch, {{"y", &pr.ly}});
-  r.uniform("M", pr.M);
-  r.uniform("N", pr.N);
-  r.uniform("splits", splits);
-  if (ep.has_c) {
-    r.uniform("c_sm", ep.c_sm);
-    r.uniform("c_sn", ep.c_sn);
-  }
-  r.uniform_f32("alpha", ep.alpha);
-  r.uniform_f32("beta", ep.beta);
-  r.declare(epilogue_decl(ep) + put_decl(pr));
-  r.set_threads(uint64_t(pr.M) * pr.N * uint64_t(shape_numel(pr.batch)));
-  r.body(
-      "  let mn = M() * N();\n"
-      "  let z = gi / mn;\n"
-      "  let e = gi % mn;\n"
-      "  var s = 0.0;\n"
-      "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
-      "  put(z, e / N(), e % N(), s);\n");
-  std::vector<ValueRef> binds{part};
-  if (ep.has_c) binds.push_back(ctx.in(2));
-  if (ep.has_r) binds.push_back(ctx.in(3));
-  if (pr.parts.empty()) binds.push_back(ctx.out(0));
-  for (size_t k = 0; k < pr.parts.size(); ++k) binds.push_back(ctx.out(k));
-  ctx.dispatch(r, binds);
 }
 
 // The tiled float kernel (one dispatch, or two when K is split: the partial sums, then their sum).
@@ -466,8 +458,8 @@ void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep)
     ctx.set_output(k, t, part);
   }
   if (shape_numel(pr.out) == 0) return;
-  if (dtype_is_float(t)) tiled_float(ctx, t, pr, ep);
-  else simple_integer(ctx, t, pr, ep);
+  if (!dtype_is_float(t)) simple_integer(ctx, t, pr, ep);
+  else if (!gemv_float(ctx, t, pr, ep)) tiled_float(ctx, t, pr, ep);
 }
 
 void matmul(GpuKernelContext& ctx) {
