@@ -36,7 +36,7 @@ const Kernel* KernelRegistry::find(const std::string& op_type, const std::string
 std::vector<std::string> KernelRegistry::op_types() const {
   std::vector<std::string> r;
   for (const auto& [domain, ops] : kernels_)
-    for (const auto& [op, k] : ops) r.push_back(op);
+    for (const auto& [op, k] : ops) r.push_back(domain.empty() ? op : domain + "." + op);
   return r;
 }
 

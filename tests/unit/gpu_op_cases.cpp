@@ -201,6 +201,8 @@ struct B {
     c.variant = std::move(variant);
   }
   B& tp(std::string p) { c.type_param = std::move(p); return *this; }
+  B& domain(std::string d) { c.domain = std::move(d); return *this; }
+  B& ms() { return domain("com.microsoft"); }  // ONNX Runtime's contrib domain
   B& opset(int v) { c.opset = v; return *this; }
   // A graph input of the varied dtype.
   B& x(std::string name, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, false}); return *this; }
@@ -242,6 +244,7 @@ struct B {
     return a([name](onnx::NodeProto& n, DType dt) { attr(n, name, onnx::AttributeProto_AttributeType_INT)->set_i(int64_t(dt)); });
   }
   B& outs(int n) { c.outputs = n; return *this; }
+  B& omit_outputs(std::vector<int> v) { c.omitted_outputs = std::move(v); return *this; }
   B& tol(double t) { c.tol = t; return *this; }
   B& atol(double t) { c.atol = t; return *this; }
   B& note(std::string s) { c.note = std::move(s); return *this; }
