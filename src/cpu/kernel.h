@@ -90,7 +90,9 @@ void register_indexing(KernelRegistry&);       // Gather*, Scatter*, Compress
 void register_matmul(KernelRegistry&);         // MatMul, Gemm, Einsum, Det
 void register_conv(KernelRegistry&);           // Conv, ConvTranspose
 void register_pool(KernelRegistry&);           // AveragePool, MaxPool, Global*Pool, LRN
-void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN
+void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN,
+                                               // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
+                                               // SkipLayerNormalization, SkipSimplifiedLayerNormalization
 void register_resize(KernelRegistry&);         // Resize, Upsample
 void register_rnn(KernelRegistry&);            // RNN, GRU, LSTM
 void register_loss(KernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss

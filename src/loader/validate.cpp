@@ -75,6 +75,10 @@ void check_opsets(const ir::Model& m) {
 using AttributeKinds = std::map<std::string, Kind>;
 const AttributeKinds* extra_schema(const std::string& domain, const std::string& op) {
   static const std::map<std::pair<std::string, std::string>, AttributeKinds> table = {
+      {{ir::kMsDomain, "SkipLayerNormalization"}, {{"epsilon", Kind::Float}}},
+      {{ir::kMsDomain, "SkipSimplifiedLayerNormalization"}, {{"epsilon", Kind::Float}}},
+      {{"", "SimplifiedLayerNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
+      {{"", "RMSNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
   };
   auto it = table.find({domain, op});
   return it == table.end() ? nullptr : &it->second;

@@ -725,6 +725,18 @@ std::vector<Case> build() {
   add(B("BatchNormalization", "T1 T2 float32").x("X", {2, 3, 2, 2}).f("scale", DType::Float32, {3}).f("B", DType::Float32, {3})
           .f("input_mean", DType::Float32, {3}).f("input_var", DType::Float32, {3}, Dom::Positive).tol(10));
   add(B("InstanceNormalization").x("input", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).tol(10));
+  // The transformer normalizations (com.microsoft; SimplifiedLayerNormalization is ONNX Runtime's, in
+  // ai.onnx; RMSNormalization is opset 23). No schema in ONNX 1.12: dtypes from ONNX Runtime's schemas
+  // and the opset-23 spec (bfloat16 is not among the tested dtypes).
+  add(B("SkipLayerNormalization").ms().without_schema(kFloats).x("input", S3).x("skip", S3).x("gamma", {4}).x("beta", {4})
+          .x("bias", {4}).fl("epsilon", 1e-5f).outs(4).tol(10));
+  add(B("SkipLayerNormalization", "skip [S, H], no beta, sum only").ms().without_schema(kFloats).x("input", S3)
+          .x("skip", {3, 4}).kxd("gamma", {4}, Dom::Positive).none().x("bias", {4}).outs(4).omit_outputs({1, 2}).tol(10));
+  add(B("SkipSimplifiedLayerNormalization").ms().without_schema(kFloats).x("input", {6, 4}).x("skip", {6, 4})
+          .x("gamma", {4}).x("bias", {4}).outs(4).tol(10));
+  add(B("SimplifiedLayerNormalization").without_schema(kFloats).x("X", S3).x("scale", {3, 4}).i("axis", 1).outs(2).tol(10)
+          .note("ONNX Runtime's op in the ONNX domain"));
+  add(B("RMSNormalization").opset(23).without_schema(kFloats).x("X", S3).x("scale", {1, 4}).i("axis", -2).tol(10));
 
   // -- Losses --------------------------------------------------------------------------------------------------
   family = "loss";
@@ -813,6 +825,10 @@ std::vector<Case> build() {
           .quick({DType::Float32, DType::Float16}));
   add(B("InstanceNormalization", "large").x("input", {1, 3, 30, 30}).x("scale", {3}).x("B", {3}).tol(10)
           .quick({DType::Float32, DType::Float16}));
+  add(B("SkipLayerNormalization", "large rows").ms().without_schema(kFloats).x("input", {2, 1100}).x("skip", {2, 1100})
+          .x("gamma", {1100}).x("beta", {1100}).x("bias", {1100}).outs(4).tol(10).quick({DType::Float32, DType::Float16}));
+  add(B("RMSNormalization", "large rows").opset(23).without_schema(kFloats).x("X", {2, 1100}).x("scale", {1100}).tol(10)
+          .quick({DType::Float32, DType::Float16}));
   add(B("MatMul", "large, edge tiles").quick({DType::Float32, DType::Int64, DType::UInt64, DType::Int32}).x("A", {70, 40})
           .x("B", {40, 65}).tol(10));
   add(B("MatMul", "large, batched").quick({DType::Float32, DType::Int64}).x("A", {3, 17, 33}).x("B", {3, 33, 19}).tol(10));
@@ -841,6 +857,8 @@ std::vector<Case> build() {
   // finite magnitudes: the CPU reference accumulates in double, where 3e38 * 3e38 or exp(100) does not
   // overflow, so the two differ there by design and nowhere else.
   const std::set<std::string> accumulating = {"MatMul", "Gemm", "Conv", "ConvTranspose", "LayerNormalization",
+                                              "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+                                              "SimplifiedLayerNormalization", "RMSNormalization",
                                               "InstanceNormalization", "BatchNormalization", "LpPool", "GlobalLpPool",
                                               "Softmax", "LogSoftmax", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp",
                                               "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceLogSum",

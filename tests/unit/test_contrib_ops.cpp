@@ -1,16 +1,30 @@
-// ONNX Runtime's contrib domain (com.microsoft): both EPs find a node's kernel by (domain, op); the
-// loader accepts com.microsoft's one opset and checks every node's domain is imported. An op of an
-// unknown domain, or without a kernel, names the node, the op and the domain.
+// ONNX Runtime's contrib ops (com.microsoft, and SimplifiedLayerNormalization, which ONNX Runtime puts
+// in the ONNX domain) and the opset-23 ONNX ops that share their kernels, against ONNX Runtime's own
+// outputs: every case of tests/data/contrib (written by tests/data/contrib/make_cases.py with ONNX
+// Runtime 1.30) runs
+//   - on the CPU reference, compared with ONNX Runtime's outputs;
+//   - on WebGPU with graph capture and fail-loud (every node on the GPU): recorded with the case's
+//     inputs, replayed with other values (compared with the CPU reference), replayed with the case's
+//     inputs again (compared with ONNX Runtime's outputs).
+// Then the errors: an unknown domain or op, the com.microsoft opset, a domain not imported, attribute
+// types, bad shapes and out-of-range position ids name the node, the op, the tensor and what was
+// expected, on both EPs.
 //
 // Run: XDG_RUNTIME_DIR=/tmp build/tests/unit_tests --gtest_filter='Contrib*'
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "loader/tensor_proto.h"
 #include "one_node.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
+#include "runtime/compare.h"
+
+namespace fs = std::filesystem;
 
 namespace onnxgpu {
 namespace {
@@ -84,6 +98,131 @@ TEST(ContribErrors, DomainAndOpsetAreChecked) {
                {"opset 2 of domain 'com.microsoft'", "newer than this engine knows (up to 1)"});
   expect_error(model_of("Frobnicate", in, {"y"}, "com.microsoft", 0), in,
                {"node 'n0' (Frobnicate) is in domain 'com.microsoft', which the model does not import"});
+}
+
+// ---- ONNX Runtime's outputs (tests/data/contrib) ----------------------------------------------------
+
+const std::string kCases = std::string(ONNXGPU_SOURCE_DIR) + "/tests/data/contrib/";
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> r;
+  for (const auto& e : fs::directory_iterator(kCases))
+    if (fs::exists(e.path() / "model.onnx")) r.push_back(e.path().filename().string());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+std::vector<fs::path> files(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> r;
+  for (int k = 0; fs::exists(dir / (prefix + std::to_string(k) + ".pb")); ++k) r.push_back(dir / (prefix + std::to_string(k) + ".pb"));
+  return r;
+}
+
+struct StoredCase {
+  std::string model;  // path
+  std::unordered_map<std::string, Tensor> feeds;
+  std::vector<Tensor> want;  // ONNX Runtime's outputs
+};
+
+StoredCase load(const std::string& name) {
+  StoredCase c;
+  c.model = kCases + name + "/model.onnx";
+  const fs::path data = kCases + name + "/test_data_set_0";
+  for (const auto& f : files(data, "input_")) {
+    auto [n, t] = loader::read_tensor_pb(f.string());
+    c.feeds[n] = t;
+  }
+  for (const auto& f : files(data, "output_")) c.want.push_back(loader::read_tensor_pb(f.string()).second);
+  return c;
+}
+
+// Other values for a replay: floats scaled and shifted (integers, the position ids, kept).
+std::unordered_map<std::string, Tensor> other_values(const std::unordered_map<std::string, Tensor>& feeds) {
+  std::unordered_map<std::string, Tensor> r;
+  for (const auto& [n, t] : feeds) {
+    if (!dtype_is_float(t.dtype())) {
+      r[n] = t;
+      continue;
+    }
+    Tensor d = t.cast(DType::Float64);
+    for (double& v : d.span<double>()) v = v * 0.75 - 0.125;
+    r[n] = d.cast(t.dtype());
+  }
+  return r;
+}
+
+// ONNX Runtime's outputs against ours: float32 within 1e-5 + 1e-3 |x| (the conformance runner's
+// tolerance); float16 within a float16 rounding step or two.
+void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < got.size(); ++k) {
+    runtime::Tolerance tol;
+    if (want[k].dtype() == DType::Float16) tol = {4e-3, 1e-3};
+    auto c = runtime::compare_tensors(got[k], want[k], tol);
+    EXPECT_TRUE(c.passed) << what << " output " << k << ": " << c.message;
+  }
+}
+
+class ContribOrt : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ContribOrt, CpuReferenceMatchesOnnxRuntime) {
+  StoredCase c = load(GetParam());
+  SessionOptions o;
+  o.ep = "cpu";
+  Session s(c.model, o);
+  expect_close(s.run(c.feeds), c.want, GetParam() + " (cpu)");
+}
+
+TEST_P(ContribOrt, GpuCapturedMatchesOnnxRuntime) {
+  StoredCase c = load(GetParam());
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  auto other = other_values(c.feeds);
+  std::vector<Tensor> other_want = Session(c.model, cpu_options).run(other);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  std::unique_ptr<Session> gpu;
+  try {
+    gpu = std::make_unique<Session>(c.model, o);
+  } catch (const std::exception& e) {
+    if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU session: " << e.what();
+    FAIL() << "cannot create a WebGPU session: " << e.what();
+  }
+  expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, recorded)");
+  EXPECT_EQ(gpu->last_plan().gpu_nodes, 1);
+  EXPECT_EQ(gpu->last_plan().cpu_nodes, 0);
+  expect_close(gpu->run(other), other_want, GetParam() + " (webgpu, replayed with other values, vs the CPU reference)");
+  EXPECT_TRUE(gpu->last_plan().replayed);
+  expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, replayed)");
+  EXPECT_TRUE(gpu->last_plan().replayed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Contrib, ContribOrt, ::testing::ValuesIn(case_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// ---- The normalizations
+
+TEST(ContribErrors, NormalizationAttributesAndOpsets) {
+  std::vector<Operand> in{{"input", f32({2, 3, 4})}, {"skip", f32({2, 3, 4})}, {"gamma", f32({4})}};
+  auto model = model_of("SkipLayerNormalization", in, {"y"}, "com.microsoft", 1,
+                        [](onnx::NodeProto& n) { testing::set_string(n, "epsilon", "small"); });
+  expect_error(model, in, {"node 'n0' (SkipLayerNormalization): attribute 'epsilon' is a string", "expects a float"});
+  // RMSNormalization is an opset-23 op.
+  std::vector<Operand> rms{{"X", f32({2, 3})}, {"scale", f32({3})}};
+  expect_error(model_of("RMSNormalization", rms, {"Y"}, ""), rms,
+               {"RMSNormalization is an ONNX op from opset 23 on; the model imports opset 17"});
+}
+
+TEST(ContribErrors, NormalizationShapes) {
+  std::vector<Operand> in{{"input", f32({2, 3, 4})}, {"skip", f32({2, 4, 4})}, {"gamma", f32({4})}};
+  expect_error(model_of("SkipLayerNormalization", in, {"y"}), in,
+               {"node 'n0' (SkipLayerNormalization)", "skip float32[2,4,4] must have input's shape [2,3,4], or [1,3,4] or [3,4]"});
+  in[1].value = f32({2, 3, 4});
+  in[2].value = f32({3});
+  expect_error(model_of("SkipLayerNormalization", in, {"y"}), in, {"gamma float32[3] must be 1-D with input's hidden size 4"});
+  std::vector<Operand> rms{{"X", f32({2, 3})}, {"scale", f32({2})}};
+  expect_error(model_of("SimplifiedLayerNormalization", rms, {"Y"}, ""), rms,
+               {"node 'n0' (SimplifiedLayerNormalization)", "scale float32[2] must have the normalized size 3"});
 }
 
 }  // namespace

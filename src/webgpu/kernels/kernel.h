@@ -171,7 +171,9 @@ void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardma
 void register_sort(GpuKernelRegistry&);           // TopK
 void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; the fused MatMul
 void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(e(Q K)) V)
-void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
+void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization,
+                                                  // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
+                                                  // SkipLayerNormalization, SkipSimplifiedLayerNormalization
 void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool
 void register_resize(GpuKernelRegistry&);         // Resize
