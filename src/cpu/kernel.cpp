@@ -64,6 +64,7 @@ const KernelRegistry& registry() {
     register_quantize(r);
     register_detection(r);
     register_control_flow(r);
+    register_bias_activation(r);
     return r;
   }();
   return reg;

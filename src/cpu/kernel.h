@@ -99,5 +99,6 @@ void register_loss(KernelRegistry&);           // NegativeLogLikelihoodLoss, Sof
 void register_quantize(KernelRegistry&);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_detection(KernelRegistry&);      // NonMaxSuppression
 void register_control_flow(KernelRegistry&);   // If, Loop, Scan
+void register_bias_activation(KernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
 
 }  // namespace onnxgpu::cpu

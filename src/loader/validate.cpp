@@ -77,6 +77,10 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
   static const std::map<std::pair<std::string, std::string>, AttributeKinds> table = {
       {{ir::kMsDomain, "SkipLayerNormalization"}, {{"epsilon", Kind::Float}}},
       {{ir::kMsDomain, "SkipSimplifiedLayerNormalization"}, {{"epsilon", Kind::Float}}},
+      {{ir::kMsDomain, "FastGelu"}, {}},
+      {{ir::kMsDomain, "BiasGelu"}, {}},
+      {{ir::kMsDomain, "QuickGelu"}, {{"alpha", Kind::Float}}},
+      {{ir::kMsDomain, "BiasAdd"}, {}},
       {{"", "SimplifiedLayerNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
       {{"", "RMSNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
   };

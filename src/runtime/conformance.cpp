@@ -38,7 +38,8 @@ const std::set<std::string>& in_scope_ops() {
       "ConvInteger", "MatMulInteger", "MaxUnpool", "LpPool", "GlobalLpPool",
       // ONNX Runtime's transformer ops (tests/data/contrib) and the opset-23 ops that share their kernels
       "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
-      "com.microsoft.SkipSimplifiedLayerNormalization"};
+      "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
+      "com.microsoft.QuickGelu", "com.microsoft.BiasAdd"};
   return ops;
 }
 

@@ -455,6 +455,15 @@ std::vector<Case> build() {
           .note("Gelu-20 (no schema in ONNX 1.12): dtypes from the opset-20 spec; tanh: 10x tolerance"));
 
   // -- Elementwise: binary ------------------------------------------------------------------------------
+  // ONNX Runtime's fused activations (com.microsoft; no schema in ONNX 1.12: dtypes from its schemas).
+  family = "bias_activation";
+  add(B("FastGelu").ms().without_schema(kFloats).x("X", S3).tol(10));
+  add(B("FastGelu", "bias").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).tol(10));
+  add(B("BiasGelu").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).tol(10));
+  add(B("QuickGelu").ms().without_schema(kFloats).x("X", S3).tol(10));
+  add(B("QuickGelu", "alpha -0.5").ms().without_schema(kFloats).x("X", S3).fl("alpha", -0.5f).tol(10));
+  add(B("BiasAdd").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).x("skip", S3));
+
   family = "elementwise_binary";
   add(B("Add").x("A", S3).x("B", SB));
   add(B("Sub").x("A", S3).x("B", SB));

@@ -225,5 +225,18 @@ TEST(ContribErrors, NormalizationShapes) {
                {"node 'n0' (SimplifiedLayerNormalization)", "scale float32[2] must have the normalized size 3"});
 }
 
+// ---- The fused activations
+
+TEST(ContribErrors, Activations) {
+  // A com.microsoft op in the default domain is not that op.
+  std::vector<Operand> in{{"X", f32({2, 3})}};
+  expect_error(model_of("QuickGelu", in, {"Y"}, ""), in, {"no CPU kernel for op 'QuickGelu'"});
+  std::vector<Operand> gelu{{"X", f32({2, 3})}, {"bias", f32({2})}};
+  expect_error(model_of("BiasGelu", gelu, {"Y"}), gelu,
+               {"node 'n0' (BiasGelu)", "bias float32[2] must be 1-D with X's last dim 3"});
+  std::vector<Operand> add{{"X", f32({2, 3})}, {"bias", f32({3})}, {"skip", f32({2, 3})}};
+  expect_error(model_of("BiasAdd", add, {"Y"}), add, {"node 'n0' (BiasAdd)", "X float32[2,3] must be [batch, sequence, channels]"});
+}
+
 }  // namespace
 }  // namespace onnxgpu

@@ -126,6 +126,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_pool(r);
     register_resize(r);
     register_loss(r);
+    register_bias_activation(r);
     return r;
   }();
   return reg;

@@ -141,7 +141,33 @@ def norm_cases():
     return cases
 
 
-ALL = norm_cases()
+def gelu_cases():
+    cases = []
+
+    def act(name, op, dt=np.float32, bias=True, skip=False, attrs=None, ep="cpu", x=(2, 3, 8)):
+        r = rng(name)
+        t = F16 if dt == np.float16 else F32
+        ins = [("X", values(r, x, dt, -4.0, 4.0), False)]
+        if bias:
+            ins.append(("bias", values(r, (x[-1],), dt, -1.0, 1.0), False))
+        if skip:
+            ins.append(("skip", values(r, x, dt), False))
+        cases.append(Case(name, op, ins, [("Y", t)], attrs, ep=ep))
+
+    act("fast_gelu", "FastGelu", bias=False)
+    act("fast_gelu_bias", "FastGelu")
+    act("fast_gelu_bias_float16", "FastGelu", dt=np.float16)
+    act("bias_gelu", "BiasGelu")
+    act("bias_gelu_float16", "BiasGelu", dt=np.float16)
+    act("quick_gelu", "QuickGelu", bias=False)
+    act("quick_gelu_alpha", "QuickGelu", bias=False, attrs={"alpha": 1.25})
+    act("quick_gelu_float16", "QuickGelu", dt=np.float16, bias=False, attrs={"alpha": 2.0})
+    # ONNX Runtime has BiasAdd on its GPU EPs only (CUDA, ROCm, WebGPU): its WebGPU EP is the reference.
+    act("bias_add", "BiasAdd", skip=True, ep="webgpu")
+    return cases
+
+
+ALL = norm_cases() + gelu_cases()
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
