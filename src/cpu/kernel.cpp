@@ -65,6 +65,7 @@ const KernelRegistry& registry() {
     register_detection(r);
     register_control_flow(r);
     register_bias_activation(r);
+    register_rotary(r);
     return r;
   }();
   return reg;

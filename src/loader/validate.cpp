@@ -81,8 +81,12 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
       {{ir::kMsDomain, "BiasGelu"}, {}},
       {{ir::kMsDomain, "QuickGelu"}, {{"alpha", Kind::Float}}},
       {{ir::kMsDomain, "BiasAdd"}, {}},
+      {{ir::kMsDomain, "RotaryEmbedding"},
+       {{"interleaved", Kind::Int}, {"is_packed_batching", Kind::Int}, {"num_heads", Kind::Int},
+        {"rotary_embedding_dim", Kind::Int}, {"scale", Kind::Float}}},
       {{"", "SimplifiedLayerNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
       {{"", "RMSNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
+      {{"", "RotaryEmbedding"}, {{"interleaved", Kind::Int}, {"num_heads", Kind::Int}, {"rotary_embedding_dim", Kind::Int}}},
   };
   auto it = table.find({domain, op});
   return it == table.end() ? nullptr : &it->second;

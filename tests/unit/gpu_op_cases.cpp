@@ -747,6 +747,25 @@ std::vector<Case> build() {
           .note("ONNX Runtime's op in the ONNX domain"));
   add(B("RMSNormalization").opset(23).without_schema(kFloats).x("X", S3).x("scale", {1, 4}).i("axis", -2).tol(10));
 
+  // -- RotaryEmbedding (com.microsoft, and ai.onnx from opset 23) ------------------------------------------
+  // Positions are int64 GPU values read at run time; a position beyond the caches (2^32 + 1, whose low
+  // word is a valid row) makes the replay fail on both EPs.
+  family = "rotary";
+  const int64_t kBeyondRow = (int64_t(1) << 32) + 1;
+  add(B("RotaryEmbedding").ms().without_schema(kFloats).x("input", {2, 3, 8}).fg("position_ids", DType::Int64, {2, 3}, ints_in(0, 5))
+          .x("cos_cache", {6, 2}).x("sin_cache", {6, 2}).i("num_heads", 2).tol(10).note("products: 10x tolerance"));
+  add(B("RotaryEmbedding", "interleaved, position offset, rotary dim").ms().without_schema(kFloats).x("input", {1, 3, 12})
+          .fg("position_ids", DType::Int64, {}, fixed({2})).x("cos_cache", {5, 2}).x("sin_cache", {5, 2}).i("num_heads", 2)
+          .i("rotary_embedding_dim", 4).i("interleaved", 1).tol(10));
+  add(B("RotaryEmbedding", "4-D, position 2^32+1 on replay").ms().without_schema(kFloats).quick({DType::Float32})
+          .x("input", {2, 2, 3, 4}).fg("position_ids", DType::Int64, {2, 3}, ints_in(0, 3))
+          .second_fails(ints_with(0, 3, 4, kBeyondRow)).x("cos_cache", {4, 2}).x("sin_cache", {4, 2}).tol(10));
+  add(B("RotaryEmbedding", "opset 23, no position_ids").opset(23).without_schema(kFloats).x("X", {2, 2, 3, 8})
+          .x("cos_cache", {2, 3, 4}).x("sin_cache", {2, 3, 4}).tol(10));
+  add(B("RotaryEmbedding", "opset 23, 3-D, interleaved").opset(23).without_schema(kFloats).x("X", {2, 3, 8})
+          .x("cos_cache", {7, 2}).x("sin_cache", {7, 2}).fg("position_ids", DType::Int64, {2, 3}, ints_in(0, 6))
+          .i("num_heads", 2).i("interleaved", 1).tol(10));
+
   // -- Losses --------------------------------------------------------------------------------------------------
   family = "loss";
   add(B("NegativeLogLikelihoodLoss").x("input", {2, 3, 4}).fg("target", DType::Int64, {2, 4}, ints_in(0, 2)).tol(10));
@@ -867,7 +886,7 @@ std::vector<Case> build() {
   // overflow, so the two differ there by design and nowhere else.
   const std::set<std::string> accumulating = {"MatMul", "Gemm", "Conv", "ConvTranspose", "LayerNormalization",
                                               "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-                                              "SimplifiedLayerNormalization", "RMSNormalization",
+                                              "SimplifiedLayerNormalization", "RMSNormalization", "RotaryEmbedding",
                                               "InstanceNormalization", "BatchNormalization", "LpPool", "GlobalLpPool",
                                               "Softmax", "LogSoftmax", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp",
                                               "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceLogSum",

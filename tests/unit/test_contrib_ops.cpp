@@ -238,5 +238,41 @@ TEST(ContribErrors, Activations) {
   expect_error(model_of("BiasAdd", add, {"Y"}), add, {"node 'n0' (BiasAdd)", "X float32[2,3] must be [batch, sequence, channels]"});
 }
 
+// ---- RotaryEmbedding
+
+TEST(ContribErrors, RotaryPositionsOutsideTheCaches) {
+  const Tensor cache = f32({4, 4});
+  std::vector<Operand> in{{"input", f32({1, 2, 8})}, {"position_ids", Tensor::from_vector<int64_t>({1, 2}, {0, 20})},
+                          {"cos_cache", cache}, {"sin_cache", cache}};
+  // The CPU says ONNX Runtime's message; the GPU reads the positions at run time and flags the first
+  // position beyond the caches: the run fails naming the node and that position.
+  auto expect = [&](const std::string& cpu_message, const std::string& gpu_position) {
+    const std::string model = model_of("RotaryEmbedding", in, {"output"});
+    const std::string cpu = error_of(model, in, "cpu");
+    EXPECT_NE(cpu.find("node 'n0' (RotaryEmbedding): " + cpu_message), std::string::npos) << cpu;
+    if (testing::skip_gpu()) return;
+    const std::string gpu = error_of(model, in, "webgpu");
+    EXPECT_NE(gpu.find("node 'n0' (RotaryEmbedding) on the GPU: an index is out of range (index " + gpu_position + ")"),
+              std::string::npos) << gpu;
+  };
+  expect("position_ids value 20 at index 1 is out of range [0, 4)", "20");
+  in[1].value = Tensor::from_vector<int64_t>({1}, {3});  // the first token's position: rows 3 and 4
+  expect("position_ids 3 with sequence length 2 reads beyond the caches' 4 positions", "4");
+}
+
+TEST(ContribErrors, RotaryShapes) {
+  std::vector<Operand> in{{"input", f32({1, 2, 8})}, {"position_ids", Tensor::from_vector<int64_t>({1, 2}, {0, 1})},
+                          {"cos_cache", f32({4, 3})}, {"sin_cache", f32({4, 3})}};
+  expect_error(model_of("RotaryEmbedding", in, {"output"}, "com.microsoft", 1,
+                        [](onnx::NodeProto& n) { testing::set_int(n, "num_heads", 2); }),
+               in, {"node 'n0' (RotaryEmbedding)", "cos_cache float32[4,3] must be [max_position, 2] (half the rotary dim 4)"});
+  std::vector<Operand> onnx{{"X", f32({1, 2, 8})}, {"cos_cache", f32({4, 4})}, {"sin_cache", f32({4, 4})},
+                            {"position_ids", Tensor::from_vector<int64_t>({1, 2}, {0, 1})}};
+  expect_error(model_of("RotaryEmbedding", onnx, {"Y"}, "", 1, {}, 23), onnx,
+               {"node 'n0' (RotaryEmbedding)", "num_heads is required for a 3-D X float32[1,2,8]"});
+  expect_error(model_of("RotaryEmbedding", onnx, {"Y"}, ""), onnx,
+               {"RotaryEmbedding is an ONNX op from opset 23 on; the model imports opset 17"});
+}
+
 }  // namespace
 }  // namespace onnxgpu

@@ -127,6 +127,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_resize(r);
     register_loss(r);
     register_bias_activation(r);
+    register_rotary(r);
     return r;
   }();
   return reg;

@@ -167,7 +167,50 @@ def gelu_cases():
     return cases
 
 
-ALL = norm_cases() + gelu_cases()
+def rotary_cases():
+    cases = []
+
+    def ms_rotary(name, x, pos, cache_half, max_pos=12, dt=np.float32, attrs=None):
+        r = rng(name)
+        t = F16 if dt == np.float16 else F32
+        cos, sin = rotary_cache(max_pos, cache_half, dt)
+        ins = [("input", values(r, x, dt), False), ("position_ids", np.array(pos, dtype=np.int64), False),
+               ("cos_cache", cos, False), ("sin_cache", sin, False)]
+        cases.append(Case(name, "RotaryEmbedding", ins, [("output", t)], attrs))
+
+    ms_rotary("rotary_embedding", (2, 3, 16), [[0, 1, 2], [5, 7, 11]], 4, attrs={"num_heads": 2})
+    ms_rotary("rotary_embedding_interleaved", (2, 3, 16), [[3, 4, 5], [0, 2, 4]], 4,
+              attrs={"num_heads": 2, "interleaved": 1})
+    ms_rotary("rotary_embedding_position_offset", (2, 3, 16), [4], 4)  # num_heads from the cache: 2
+    ms_rotary("rotary_embedding_position_scalar_interleaved", (1, 4, 8), 2, 4, attrs={"interleaved": 1})
+    ms_rotary("rotary_embedding_4d", (2, 2, 3, 8), [[1, 2, 3], [9, 10, 11]], 4, attrs={"num_heads": 2})
+    ms_rotary("rotary_embedding_rotary_dim", (2, 3, 24), [[0, 1, 2], [6, 3, 0]], 2,
+              attrs={"num_heads": 2, "rotary_embedding_dim": 4})
+    ms_rotary("rotary_embedding_rotary_dim_interleaved_4d", (1, 3, 2, 12), [[0, 5]], 3,
+              attrs={"num_heads": 3, "rotary_embedding_dim": 6, "interleaved": 1, "scale": 0.5})
+    ms_rotary("rotary_embedding_float16", (2, 3, 16), [[0, 1, 2], [3, 8, 11]], 4, dt=np.float16,
+              attrs={"num_heads": 2})
+
+    def onnx_rotary(name, x, cache_half, pos=None, cache_shape=None, attrs=None):
+        r = rng(name)
+        if pos is not None:
+            cos, sin = rotary_cache(12, cache_half)
+        else:
+            angles = r.uniform(0, 6.3, size=cache_shape)
+            cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+        ins = [("X", values(r, x), False), ("cos_cache", cos, False), ("sin_cache", sin, False)]
+        if pos is not None:
+            ins.append(("position_ids", np.array(pos, dtype=np.int64), False))
+        cases.append(Case(name, "RotaryEmbedding", ins, [("Y", F32)], attrs, domain="", opset=23))
+
+    onnx_rotary("onnx_rotary_embedding_3d", (2, 3, 16), 4, pos=[[0, 1, 2], [4, 8, 11]], attrs={"num_heads": 2})
+    onnx_rotary("onnx_rotary_embedding_4d_interleaved_rotary_dim", (2, 2, 3, 8), 2, pos=[[0, 1, 2], [7, 7, 7]],
+                attrs={"interleaved": 1, "rotary_embedding_dim": 4})
+    onnx_rotary("onnx_rotary_embedding_no_position_ids", (2, 2, 3, 8), 4, cache_shape=(2, 3, 4))
+    return cases
+
+
+ALL = norm_cases() + gelu_cases() + rotary_cases()
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
