@@ -13,6 +13,7 @@ BiasActivationParams bias_activation_params(const ir::Node& node, const std::vec
   else if (op == "QuickGelu") p.op = BiasActivation::QuickGelu;
   else if (op == "BiasAdd") p.op = BiasActivation::BiasAdd, min_inputs = max_inputs = 3;
   else raise(fail, "not a bias activation op");
+  if (node.outputs.size() != 1) raise(fail, "has one output (Y), the node has " + std::to_string(node.outputs.size()));
   static const char* names[] = {"X", "bias", "skip"};
   if (in.size() < min_inputs || in.size() > max_inputs)
     raise(fail, "takes " + std::to_string(min_inputs) + (min_inputs == max_inputs ? "" : " to " + std::to_string(max_inputs)) +

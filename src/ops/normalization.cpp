@@ -45,6 +45,9 @@ SkipNormParams skip_norm_params(const ir::Node& node, const std::vector<Operand>
   if (in.size() < 3 || in.size() > max_inputs)
     raise(fail, "takes 3 to " + std::to_string(max_inputs) + " inputs (input, skip, gamma" +
                     (p.simplified ? ", bias" : ", beta, bias") + "), got " + std::to_string(in.size()));
+  if (node.outputs.size() > 4)
+    raise(fail, "has at most 4 outputs (output, mean, inv_std_var, input_skip_bias_sum), the node has " +
+                    std::to_string(node.outputs.size()));
   const char* names[] = {"input", "skip", "gamma", p.simplified ? "bias" : "beta", "bias"};
   for (size_t i = 0; i < 3; ++i)
     if (!in[i].given()) raise(fail, std::string("input ") + std::to_string(i) + " ('" + names[i] + "') is required");

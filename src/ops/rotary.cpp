@@ -27,6 +27,7 @@ RotaryParams rotary_params(const ir::Node& node, int64_t opset, const std::vecto
     raise(fail, std::string("takes ") + (ms ? "4 inputs (input, position_ids, cos_cache, sin_cache)"
                                             : "3 or 4 inputs (X, cos_cache, sin_cache, position_ids)") +
                     ", got " + std::to_string(in.size()));
+  if (node.outputs.size() != 1) raise(fail, "has one output, the node has " + std::to_string(node.outputs.size()));
   for (size_t i = 0; i < in.size(); ++i)
     if (!in[i].given() && (ms || i < 3))
       raise(fail, "input " + std::to_string(i) + " is required");

@@ -220,6 +220,9 @@ TEST(ContribErrors, NormalizationShapes) {
   in[1].value = f32({2, 3, 4});
   in[2].value = f32({3});
   expect_error(model_of("SkipLayerNormalization", in, {"y"}), in, {"gamma float32[3] must be 1-D with input's hidden size 4"});
+  in[2].value = f32({4});
+  expect_error(model_of("SkipLayerNormalization", in, {"y", "", "", "s", "extra"}), in,
+               {"has at most 4 outputs (output, mean, inv_std_var, input_skip_bias_sum), the node has 5"});
   std::vector<Operand> rms{{"X", f32({2, 3})}, {"scale", f32({2})}};
   expect_error(model_of("SimplifiedLayerNormalization", rms, {"Y"}, ""), rms,
                {"node 'n0' (SimplifiedLayerNormalization)", "scale float32[2] must have the normalized size 3"});
@@ -231,6 +234,7 @@ TEST(ContribErrors, Activations) {
   // A com.microsoft op in the default domain is not that op.
   std::vector<Operand> in{{"X", f32({2, 3})}};
   expect_error(model_of("QuickGelu", in, {"Y"}, ""), in, {"no CPU kernel for op 'QuickGelu'"});
+  expect_error(model_of("QuickGelu", in, {"Y", "Z"}), in, {"node 'n0' (QuickGelu): has one output (Y), the node has 2"});
   std::vector<Operand> gelu{{"X", f32({2, 3})}, {"bias", f32({2})}};
   expect_error(model_of("BiasGelu", gelu, {"Y"}), gelu,
                {"node 'n0' (BiasGelu)", "bias float32[2] must be 1-D with X's last dim 3"});
