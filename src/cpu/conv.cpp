@@ -11,12 +11,6 @@
 namespace onnxgpu::cpu {
 namespace {
 
-
-ops::Operand operand(const KernelContext& ctx, size_t i) {
-  if (!ctx.has_input(i)) return {};
-  return {ctx.input(i).dtype(), ctx.input(i).shape()};
-}
-
 int64_t get_group(const KernelContext& ctx) {
   return ops::conv_group(ctx.node, [&](const std::string& m) { ctx.fail(m); });
 }
@@ -136,7 +130,7 @@ Tensor conv_library(const KernelContext& ctx, const Tensor& X, const Tensor& W, 
 std::vector<Tensor> conv(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& W = ctx.input(1);
-  ops::check_conv_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), ctx.fail_fn());
+  ops::check_conv_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
   if (X.dtype() == DType::Float32 && W.dtype() == DType::Float32 && blas::enabled())
     return {conv_library(ctx, X, W, ctx.has_input(2) ? &ctx.input(2) : nullptr)};
   std::vector<double> bias;
@@ -149,7 +143,7 @@ std::vector<Tensor> conv(KernelContext& ctx) {
 std::vector<Tensor> conv_integer(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& W = ctx.input(1);
-  ops::check_conv_integer_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), operand(ctx, 3), ctx.fail_fn());
+  ops::check_conv_integer_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3), ctx.fail_fn());
   std::vector<double> x = nn::to_doubles(X), w = nn::to_doubles(W);
   if (ctx.has_input(2)) {
     const Tensor& z = ctx.input(2);
@@ -171,7 +165,7 @@ std::vector<Tensor> conv_transpose(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& W = ctx.input(1);
   const ir::Node& node = ctx.node;
-  ops::check_conv_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), ctx.fail_fn());
+  ops::check_conv_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
   int64_t group = get_group(ctx);
   ops::check_conv_transpose_shapes(X.shape(), W.shape(), group, ctx.has_input(2) ? ctx.input(2).dim(0) : -1,
                                    ctx.fail_fn());

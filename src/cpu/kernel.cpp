@@ -36,7 +36,7 @@ const Kernel* KernelRegistry::find(const std::string& op_type, const std::string
 std::vector<std::string> KernelRegistry::op_types() const {
   std::vector<std::string> r;
   for (const auto& [domain, ops] : kernels_)
-    for (const auto& [op, k] : ops) r.push_back(op);
+    for (const auto& [op, k] : ops) r.push_back(domain.empty() ? op : domain + "." + op);
   return r;
 }
 
@@ -64,6 +64,8 @@ const KernelRegistry& registry() {
     register_quantize(r);
     register_detection(r);
     register_control_flow(r);
+    register_bias_activation(r);
+    register_rotary(r);
     return r;
   }();
   return reg;

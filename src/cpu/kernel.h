@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "onnxgpu/tensor.h"
 #include "ops/fail.h"
+#include "ops/operand.h"
 
 namespace onnxgpu::cpu {
 
@@ -24,6 +25,15 @@ class KernelContext {
   size_t num_inputs() const { return inputs_.size(); }  // including omitted optionals before the last given one
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] && inputs_[i]->defined(); }
   const Tensor& input(size_t i) const;  // throws, naming the node and the input, when omitted
+  // Input i's dtype and shape for the shared checks of src/ops (nothing when omitted).
+  ops::Operand operand(size_t i) const {
+    return has_input(i) ? ops::Operand{inputs_[i]->dtype(), inputs_[i]->shape()} : ops::Operand{};
+  }
+  std::vector<ops::Operand> operands() const {
+    std::vector<ops::Operand> r;
+    for (size_t i = 0; i < num_inputs(); ++i) r.push_back(operand(i));
+    return r;
+  }
   size_t num_outputs() const { return node.outputs.size(); }
   bool output_wanted(size_t i) const { return i < node.outputs.size() && !node.outputs[i].empty(); }
 
@@ -52,9 +62,10 @@ using Kernel = std::function<std::vector<Tensor>(KernelContext&)>;
 
 class KernelRegistry {
  public:
+  // An op of a model's domain: "" (ai.onnx) or another one, e.g. ir::kMsDomain.
   void add(const std::string& op_type, Kernel k, const std::string& domain = "");
   const Kernel* find(const std::string& op_type, const std::string& domain = "") const;
-  std::vector<std::string> op_types() const;
+  std::vector<std::string> op_types() const;  // "Op" in ai.onnx, "domain.Op" in another domain
 
  private:
   // domain -> op_type -> kernel; found without building a key string (once per node and run).
@@ -79,12 +90,16 @@ void register_indexing(KernelRegistry&);       // Gather*, Scatter*, Compress
 void register_matmul(KernelRegistry&);         // MatMul, Gemm, Einsum, Det
 void register_conv(KernelRegistry&);           // Conv, ConvTranspose
 void register_pool(KernelRegistry&);           // AveragePool, MaxPool, Global*Pool, LRN
-void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN
+void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN,
+                                               // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
+                                               // SkipLayerNormalization, SkipSimplifiedLayerNormalization
 void register_resize(KernelRegistry&);         // Resize, Upsample
 void register_rnn(KernelRegistry&);            // RNN, GRU, LSTM
 void register_loss(KernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_quantize(KernelRegistry&);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_detection(KernelRegistry&);      // NonMaxSuppression
 void register_control_flow(KernelRegistry&);   // If, Loop, Scan
+void register_bias_activation(KernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
+void register_rotary(KernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
 
 }  // namespace onnxgpu::cpu

@@ -1,4 +1,7 @@
-// BatchNormalization, InstanceNormalization, LayerNormalization, MeanVarianceNormalization. Computed in double.
+// BatchNormalization, InstanceNormalization, LayerNormalization, MeanVarianceNormalization, and the
+// transformer normalizations: SkipLayerNormalization and SkipSimplifiedLayerNormalization (com.microsoft),
+// SimplifiedLayerNormalization (ONNX Runtime's, ai.onnx domain), RMSNormalization (opset 23). Computed
+// in double.
 #include <algorithm>
 #include <cmath>
 
@@ -241,6 +244,79 @@ std::vector<Tensor> layer_norm(KernelContext& ctx) {
   return res;
 }
 
+// ------------------------------------------------------------------------ Transformer normalizations
+
+// The rows of n values of v normalized: y = (v - mean) * inv_std * scale[j] (+ shift[j]), where j is the
+// element's place in its row; without centering (the simplified ops, RMSNormalization) the mean is 0
+// and the variance is the mean square. `scale` has n values, `shift` n or none. Returns each row's mean
+// and inverse standard deviation.
+struct RowStats {
+  std::vector<double> mean, inv_std;
+};
+RowStats normalize_rows(const std::vector<double>& v, int64_t n, bool centered, double eps,
+                        const std::vector<double>& scale, const std::vector<double>& shift, std::vector<double>& y) {
+  const int64_t rows = n ? int64_t(v.size()) / n : 0;
+  RowStats st{std::vector<double>(size_t(rows), 0.0), std::vector<double>(size_t(rows), 0.0)};
+  y.resize(v.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = v.data() + r * n;
+    double mean = 0, var = 0;
+    if (centered) {
+      for (int64_t j = 0; j < n; ++j) mean += row[j];
+      mean /= double(n);
+    }
+    for (int64_t j = 0; j < n; ++j) var += (row[j] - mean) * (row[j] - mean);
+    var /= double(n);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      double out = (row[j] - mean) * inv * scale[size_t(j)];
+      if (!shift.empty()) out += shift[size_t(j)];
+      y[size_t(r * n + j)] = out;
+    }
+    st.mean[size_t(r)] = mean;
+    st.inv_std[size_t(r)] = inv;
+  }
+  return st;
+}
+
+// SkipLayerNormalization, SkipSimplifiedLayerNormalization (com.microsoft): see ops::skip_norm_params.
+std::vector<Tensor> skip_norm(KernelContext& ctx) {
+  const ops::SkipNormParams p = ops::skip_norm_params(ctx.node, ctx.operands(), ctx.fail_fn());
+  const Tensor& X = ctx.input(0);
+  std::vector<double> v = nn::to_doubles(X), skip = nn::to_doubles(ctx.input(1)), gamma = nn::to_doubles(ctx.input(2));
+  std::vector<double> beta = p.beta >= 0 ? nn::to_doubles(ctx.input(size_t(p.beta))) : std::vector<double>();
+  std::vector<double> bias = p.bias >= 0 ? nn::to_doubles(ctx.input(size_t(p.bias))) : std::vector<double>();
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] += skip[i % size_t(p.skip_numel)];
+    if (!bias.empty()) v[i] += bias[i % size_t(p.hidden)];
+  }
+  std::vector<double> y;
+  RowStats st = normalize_rows(v, p.hidden, !p.simplified, p.epsilon, gamma, beta, y);
+  std::vector<Tensor> res(std::min<size_t>(ctx.num_outputs(), 4));
+  res[0] = nn::tensor_from_doubles(X.dtype(), X.shape(), y);
+  if (ctx.output_wanted(1)) res[1] = nn::tensor_from_doubles(DType::Float32, p.stats, st.mean);
+  if (ctx.output_wanted(2)) res[2] = nn::tensor_from_doubles(DType::Float32, p.stats, st.inv_std);
+  if (ctx.output_wanted(3)) res[3] = nn::tensor_from_doubles(X.dtype(), X.shape(), v);
+  return res;
+}
+
+// SimplifiedLayerNormalization (ai.onnx, ONNX Runtime's) and RMSNormalization (opset 23): see
+// ops::rms_norm_params.
+std::vector<Tensor> rms_norm(KernelContext& ctx) {
+  const ops::RmsNormParams p = ops::rms_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.fail_fn());
+  const Tensor& X = ctx.input(0);
+  const Tensor& S = ctx.input(1);
+  const int64_t n = shape_numel(p.normalized);
+  std::vector<double> s = nn::to_doubles(S), scale(static_cast<size_t>(n));
+  const std::vector<int64_t> map = p.flat_scale ? std::vector<int64_t>() : ops::broadcast_index_map(S.shape(), p.normalized);
+  for (int64_t j = 0; j < n; ++j) scale[size_t(j)] = s[size_t(p.flat_scale ? j % int64_t(s.size()) : map[size_t(j)])];
+  std::vector<double> y;
+  RowStats st = normalize_rows(nn::to_doubles(X), n, false, p.epsilon, scale, {}, y);
+  std::vector<Tensor> res{nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+  if (ctx.output_wanted(1)) res.push_back(nn::tensor_from_doubles(p.stash, p.stats, st.inv_std));
+  return res;
+}
+
 // --------------------------------------------------------------------------- MeanVarianceNormalization
 
 std::vector<Tensor> mvn(KernelContext& ctx) {
@@ -276,6 +352,10 @@ void register_normalization(KernelRegistry& r) {
   r.add("InstanceNormalization", instance_norm);
   r.add("LayerNormalization", layer_norm);
   r.add("MeanVarianceNormalization", mvn);
+  r.add("SimplifiedLayerNormalization", rms_norm);
+  r.add("RMSNormalization", rms_norm);
+  r.add("SkipLayerNormalization", skip_norm, ir::kMsDomain);
+  r.add("SkipSimplifiedLayerNormalization", skip_norm, ir::kMsDomain);
 }
 
 }  // namespace onnxgpu::cpu

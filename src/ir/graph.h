@@ -14,6 +14,10 @@ namespace onnxgpu::ir {
 struct Graph;
 struct FusedExpr;  // ir/fused_expr.h
 
+// ONNX Runtime's contrib domain: the com.microsoft ops of its optimized transformer models
+// (SkipLayerNormalization, FastGelu, RotaryEmbedding, ...), run by both kernel sets.
+inline constexpr const char* kMsDomain = "com.microsoft";
+
 struct Attribute {
   enum class Kind { Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs };
   Kind kind = Kind::Undefined;

@@ -2,6 +2,9 @@
 
 #include <onnx/defs/schema.h>
 
+#include <map>
+#include <utility>
+
 #include "onnxgpu/error.h"
 
 namespace onnxgpu::loader {
@@ -52,7 +55,10 @@ void check_opsets(const ir::Model& m) {
     throw InvalidArgument("the model's IR version " + std::to_string(m.ir_version) +
                           " is newer than this engine knows (up to " + std::to_string(kMaxIrVersion) + ")");
   for (const auto& [domain, version] : m.opsets) {
-    int64_t max = domain.empty() ? kMaxOnnxOpset : domain == "ai.onnx.ml" ? kMaxOnnxMlOpset : 0;
+    int64_t max = domain.empty() ? kMaxOnnxOpset
+                  : domain == "ai.onnx.ml" ? kMaxOnnxMlOpset
+                  : domain == ir::kMsDomain ? kMaxMsOpset
+                                            : 0;
     std::string name = domain.empty() ? "ai.onnx" : domain;
     if (version < 1)
       throw InvalidArgument("the model imports opset " + std::to_string(version) + " of domain '" + name +
@@ -63,21 +69,55 @@ void check_opsets(const ir::Model& m) {
   }
 }
 
-// Attribute types against the ONNX schema of the node's op at the model's opset. Attributes the
-// schema does not list are left to the kernels (schemas of opsets newer than libonnx's may have them).
+// The attribute types of ops that libonnx has no schema for and the engine runs: ONNX Runtime's
+// contrib ops (com.microsoft, and SimplifiedLayerNormalization, which ONNX Runtime declares in the
+// ONNX domain), as its contrib schemas declare them, and ONNX ops newer than libonnx's schemas.
+using AttributeKinds = std::map<std::string, Kind>;
+const AttributeKinds* extra_schema(const std::string& domain, const std::string& op) {
+  static const std::map<std::pair<std::string, std::string>, AttributeKinds> table = {
+      {{ir::kMsDomain, "SkipLayerNormalization"}, {{"epsilon", Kind::Float}}},
+      {{ir::kMsDomain, "SkipSimplifiedLayerNormalization"}, {{"epsilon", Kind::Float}}},
+      {{ir::kMsDomain, "FastGelu"}, {}},
+      {{ir::kMsDomain, "BiasGelu"}, {}},
+      {{ir::kMsDomain, "QuickGelu"}, {{"alpha", Kind::Float}}},
+      {{ir::kMsDomain, "BiasAdd"}, {}},
+      {{ir::kMsDomain, "RotaryEmbedding"},
+       {{"interleaved", Kind::Int}, {"is_packed_batching", Kind::Int}, {"num_heads", Kind::Int},
+        {"rotary_embedding_dim", Kind::Int}, {"scale", Kind::Float}}},
+      {{"", "SimplifiedLayerNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
+      {{"", "RMSNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
+      {{"", "RotaryEmbedding"}, {{"interleaved", Kind::Int}, {"num_heads", Kind::Int}, {"rotary_embedding_dim", Kind::Int}}},
+  };
+  auto it = table.find({domain, op});
+  return it == table.end() ? nullptr : &it->second;
+}
+
+void check_kind(const ir::Node& n, const std::string& name, const ir::Attribute& a, Kind want) {
+  if (want != Kind::Undefined && a.kind != want)
+    throw InvalidArgument(n.describe() + ": attribute '" + name + "' is " + kind_name(a.kind) + ", " + n.op_type +
+                          " expects " + kind_name(want));
+}
+
+// Every node's domain is imported, and its attribute types are those of its op's schema at the model's
+// opset (libonnx's for ONNX ops, else extra_schema's). Attributes a schema does not list are left to the
+// kernels (schemas of opsets newer than libonnx's may have them).
 void check_attributes(const ir::Graph& g, const ir::Model& m) {
   for (const auto& n : g.nodes) {
-    if (n.domain.empty() || n.domain == "ai.onnx") {
-      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type, int(m.opset("")), "");
-      if (schema) {
-        for (const auto& [name, a] : n.attrs) {
-          auto it = schema->attributes().find(name);
-          if (it == schema->attributes().end()) continue;
-          Kind want = kind_of(it->second.type);
-          if (want != Kind::Undefined && a.kind != want)
-            throw InvalidArgument(n.describe() + ": attribute '" + name + "' is " + kind_name(a.kind) + ", " +
-                                  n.op_type + " expects " + kind_name(want));
-        }
+    if (!n.domain.empty() && n.domain != "ai.onnx" && m.opset(n.domain) == 0)
+      throw InvalidArgument(n.describe() + " is in domain '" + n.domain +
+                            "', which the model does not import (no opset_import entry for it)");
+    const std::string domain = n.domain == "ai.onnx" ? std::string() : n.domain;
+    const onnx::OpSchema* schema =
+        domain.empty() ? onnx::OpSchemaRegistry::Schema(n.op_type, int(m.opset("")), "") : nullptr;
+    if (schema) {
+      for (const auto& [name, a] : n.attrs) {
+        auto it = schema->attributes().find(name);
+        if (it != schema->attributes().end()) check_kind(n, name, a, kind_of(it->second.type));
+      }
+    } else if (const AttributeKinds* kinds = extra_schema(domain, n.op_type)) {
+      for (const auto& [name, a] : n.attrs) {
+        auto it = kinds->find(name);
+        if (it != kinds->end()) check_kind(n, name, a, it->second);
       }
     }
     for (const auto& [name, a] : n.attrs) {

@@ -9,15 +9,10 @@
 
 #include "ir/graph.h"
 #include "ops/fail.h"
+#include "ops/operand.h"
 
 namespace onnxgpu::ops {
 
-// An input as the checks see it: dtype Undefined when the optional input is absent.
-struct Operand {
-  DType dtype = DType::Undefined;
-  Shape shape;
-  bool given() const { return dtype != DType::Undefined; }
-};
 // Conv / ConvTranspose: X float16, float32 or float64, W of X's type, B (optional) 1-D of X's type.
 void check_conv_inputs(const Operand& x, const Operand& w, const Operand& b, const Fail& fail);
 // ConvInteger: X and W int8 or uint8, x_zero_point a scalar of X's type, w_zero_point a scalar or one

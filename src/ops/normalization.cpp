@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "ops/broadcast.h"
+
 namespace onnxgpu::ops {
 
 LayerNormParams layer_norm_params(const ir::Node& node, int64_t rank, const Fail& fail) {
@@ -26,6 +28,102 @@ void check_instance_norm(DType x_dtype, const Shape& x, DType scale_dtype, const
     if (dt != x_dtype || s.size() != 1 || s[0] != C)
       raise(fail, "scale and B must be 1-D of X's type with " + std::to_string(C) + " values (the channels of input " +
                       shape_str(x) + "), got " + std::string(dtype_name(dt)) + shape_str(s));
+}
+
+namespace {
+
+const DTypeSet kTransformerNormTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16};
+
+std::string describe(const char* what, const Operand& o) { return std::string(what) + " " + o.describe(); }
+
+}  // namespace
+
+SkipNormParams skip_norm_params(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail) {
+  SkipNormParams p;
+  p.simplified = node.op_type == "SkipSimplifiedLayerNormalization";
+  const size_t max_inputs = p.simplified ? 4 : 5;
+  if (in.size() < 3 || in.size() > max_inputs)
+    raise(fail, "takes 3 to " + std::to_string(max_inputs) + " inputs (input, skip, gamma" +
+                    (p.simplified ? ", bias" : ", beta, bias") + "), got " + std::to_string(in.size()));
+  if (node.outputs.size() > 4)
+    raise(fail, "has at most 4 outputs (output, mean, inv_std_var, input_skip_bias_sum), the node has " +
+                    std::to_string(node.outputs.size()));
+  const char* names[] = {"input", "skip", "gamma", p.simplified ? "bias" : "beta", "bias"};
+  for (size_t i = 0; i < 3; ++i)
+    if (!in[i].given()) raise(fail, std::string("input ") + std::to_string(i) + " ('" + names[i] + "') is required");
+  const Operand& x = in[0];
+  if (!kTransformerNormTypes.has(x.dtype)) raise(fail, describe("input", x) + " must be of a float type");
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].given() && in[i].dtype != x.dtype)
+      raise(fail, describe(names[i], in[i]) + " must be of input's type (" + std::string(dtype_name(x.dtype)) + ")");
+  if (x.shape.size() != 2 && x.shape.size() != 3)
+    raise(fail, describe("input", x) + " must be [batch, sequence, hidden] or [tokens, hidden]");
+  p.hidden = x.shape.back();
+  if (p.hidden <= 0) raise(fail, describe("input", x) + " has no hidden elements to normalize");
+  const Shape& s = in[1].shape;
+  const Shape last2(x.shape.end() - 2, x.shape.end());
+  bool skip_ok = s == x.shape;
+  if (x.shape.size() == 3) skip_ok |= s == last2 || s == Shape{1, x.shape[1], x.shape[2]};
+  if (!skip_ok)
+    raise(fail, describe("skip", in[1]) + " must have input's shape " + shape_str(x.shape) +
+                    (x.shape.size() == 3 ? ", or " + shape_str(Shape{1, x.shape[1], x.shape[2]}) + " or " + shape_str(last2)
+                                         : std::string()));
+  p.skip_numel = shape_numel(s);
+  for (size_t i = 2; i < in.size(); ++i) {
+    if (!in[i].given()) continue;
+    if (in[i].shape != Shape{p.hidden})
+      raise(fail, describe(names[i], in[i]) + " must be 1-D with input's hidden size " + std::to_string(p.hidden));
+  }
+  if (!p.simplified && in.size() > 3 && in[3].given()) p.beta = 3;
+  const size_t bias_at = p.simplified ? 3 : 4;
+  if (in.size() > bias_at && in[bias_at].given()) p.bias = int(bias_at);
+  p.epsilon = node.attr_float("epsilon", 1e-12f);
+  if (!(p.epsilon >= 0)) raise(fail, "epsilon " + std::to_string(p.epsilon) + " must be >= 0");
+  p.stats = x.shape;
+  p.stats.back() = 1;
+  return p;
+}
+
+RmsNormParams rms_norm_params(const ir::Node& node, int64_t opset, const Operand& x, const Operand& scale,
+                              const Fail& fail) {
+  const bool rms = node.op_type == "RMSNormalization";
+  if (rms && opset < 23)
+    raise(fail, "RMSNormalization is an ONNX op from opset 23 on; the model imports opset " + std::to_string(opset));
+  if (node.outputs.size() > (rms ? 1u : 2u))
+    raise(fail, node.op_type + " has " + (rms ? "one output (Y)" : "two outputs (Y, inv_std_var)") + ", the node has " +
+                    std::to_string(node.outputs.size()));
+  if (!x.given() || !scale.given()) raise(fail, "inputs 0 ('X') and 1 ('scale') are required");
+  if (!kTransformerNormTypes.has(x.dtype)) raise(fail, describe("X", x) + " must be of a float type");
+  if (scale.dtype != x.dtype)
+    raise(fail, describe("scale", scale) + " must be of X's type (" + std::string(dtype_name(x.dtype)) + ")");
+  RmsNormParams p;
+  const LayerNormParams ln = layer_norm_params(node, int64_t(x.shape.size()), fail);
+  p.axis = ln.axis;
+  p.stash = ln.stash;
+  p.epsilon = node.attr_float("epsilon", 1e-5f);
+  p.normalized = Shape(x.shape.begin() + p.axis, x.shape.end());
+  p.stats = Shape(x.shape.begin(), x.shape.begin() + p.axis);
+  p.stats.resize(x.shape.size(), 1);
+  if (rms) {
+    Shape b;
+    try {
+      b = broadcast_shapes(scale.shape, p.normalized);
+    } catch (const Error&) {
+    }
+    if (b != p.normalized)
+      raise(fail, describe("scale", scale) + " does not broadcast to the normalized shape " + shape_str(p.normalized) +
+                      " of X " + shape_str(x.shape) + " (axis " + std::to_string(p.axis) + ")");
+    Shape stripped = scale.shape;
+    while (!stripped.empty() && stripped.front() == 1) stripped.erase(stripped.begin());
+    p.flat_scale = stripped == p.normalized;
+  } else {
+    if (shape_numel(scale.shape) != shape_numel(p.normalized))
+      raise(fail, describe("scale", scale) + " must have the normalized size " +
+                      std::to_string(shape_numel(p.normalized)) + " of X " + shape_str(x.shape) + " (axis " +
+                      std::to_string(p.axis) + ")");
+    p.flat_scale = true;
+  }
+  return p;
 }
 
 }  // namespace onnxgpu::ops

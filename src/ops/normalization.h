@@ -1,11 +1,16 @@
-// LayerNormalization and InstanceNormalization, the part both kernel sets share: the normalized axes
-// and the stash type, the shapes of the inputs, read and checked once. Used by the CPU reference (src/cpu/normalization.cpp) and the GPU kernel
+// LayerNormalization, InstanceNormalization and the transformer normalizations (SkipLayerNormalization,
+// SkipSimplifiedLayerNormalization: ONNX Runtime's com.microsoft ops; SimplifiedLayerNormalization:
+// ONNX Runtime's, in the ONNX domain; RMSNormalization: ONNX opset 23), the part both kernel sets
+// share: the normalized axes and the stash type, the shapes of the inputs, read and checked once.
+// Used by the CPU reference (src/cpu/normalization.cpp) and the GPU kernel
 // (src/webgpu/kernels/normalization.cpp).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ops/fail.h"
+#include "ops/operand.h"
 #include "onnxgpu/dtype.h"
 
 namespace onnxgpu::ops {
@@ -20,5 +25,41 @@ LayerNormParams layer_norm_params(const ir::Node& node, int64_t rank, const Fail
 // InstanceNormalization: X [N, C, D1, ...] (rank >= 3), scale and B 1-D of X's type with C values.
 void check_instance_norm(DType x_dtype, const Shape& x, DType scale_dtype, const Shape& scale, DType b_dtype,
                          const Shape& b, const Fail& fail);
+
+// SkipLayerNormalization and SkipSimplifiedLayerNormalization (com.microsoft): the rows of
+// v = input + skip (+ bias) normalized over the last axis, then scaled by gamma (and shifted by beta).
+//   inputs   input [B, S, H] or [N, H]; skip of input's shape, or [1, S, H] or [S, H] under a 3-D input
+//            (element i of input adds skip element i % skip_numel); gamma [H]; SkipLayerNormalization:
+//            beta [H] (optional, input 3), bias [H] (optional, input 4); the simplified op: bias [H]
+//            (optional, input 3). All of one float type.
+//   outputs  output; mean and inv_std_var (float32, input's shape with the last dim 1; the simplified
+//            op's mean is 0); input_skip_bias_sum (v, input's type and shape). All but output optional.
+//   epsilon  attribute, default 1e-12 as in ONNX Runtime's schema.
+struct SkipNormParams {
+  bool simplified;     // no centering: v / sqrt(mean(v^2) + epsilon)
+  int64_t hidden;      // H, the normalized length
+  int64_t skip_numel;  // skip repeats every skip_numel elements of input
+  int beta = -1;       // the input index of beta and bias, -1 when not given
+  int bias = -1;
+  float epsilon;
+  Shape stats;         // the shape of mean and inv_std_var
+};
+SkipNormParams skip_norm_params(const ir::Node& node, const std::vector<Operand>& inputs, const Fail& fail);
+
+// SimplifiedLayerNormalization (ONNX Runtime's, ai.onnx domain) and RMSNormalization (ONNX, opset 23):
+// Y = X / sqrt(mean(X^2 over the axes from `axis` on) + epsilon) * scale, the statistics in stash_type.
+// SimplifiedLayerNormalization's scale has the normalized size (its elements read in order; a bias
+// input 2 is ignored, as ONNX Runtime does) and its optional output 1 is inv_std_var (stash_type, X's
+// leading dims then 1s); RMSNormalization's scale broadcasts to the normalized shape X.shape[axis:].
+struct RmsNormParams {
+  int64_t axis;        // the first normalized axis
+  DType stash;         // the type of inv_std_var
+  float epsilon;       // default 1e-5
+  Shape normalized;    // X.shape[axis:]
+  Shape stats;         // X.shape[:axis] then 1s: the shape of inv_std_var
+  bool flat_scale;     // scale element j scales row element j (else: broadcast to `normalized`)
+};
+RmsNormParams rms_norm_params(const ir::Node& node, int64_t opset, const Operand& x, const Operand& scale,
+                              const Fail& fail);
 
 }  // namespace onnxgpu::ops

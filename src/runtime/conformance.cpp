@@ -35,7 +35,11 @@ const std::set<std::string>& in_scope_ops() {
       // control flow
       "If", "Loop", "Scan",
       // implemented beyond the list
-      "ConvInteger", "MatMulInteger", "MaxUnpool", "LpPool", "GlobalLpPool"};
+      "ConvInteger", "MatMulInteger", "MaxUnpool", "LpPool", "GlobalLpPool",
+      // ONNX Runtime's transformer ops (tests/data/contrib) and the opset-23 ops that share their kernels
+      "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
+      "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
+      "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding"};
   return ops;
 }
 

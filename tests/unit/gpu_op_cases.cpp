@@ -201,6 +201,8 @@ struct B {
     c.variant = std::move(variant);
   }
   B& tp(std::string p) { c.type_param = std::move(p); return *this; }
+  B& domain(std::string d) { c.domain = std::move(d); return *this; }
+  B& ms() { return domain("com.microsoft"); }  // ONNX Runtime's contrib domain
   B& opset(int v) { c.opset = v; return *this; }
   // A graph input of the varied dtype.
   B& x(std::string name, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, false}); return *this; }
@@ -242,6 +244,7 @@ struct B {
     return a([name](onnx::NodeProto& n, DType dt) { attr(n, name, onnx::AttributeProto_AttributeType_INT)->set_i(int64_t(dt)); });
   }
   B& outs(int n) { c.outputs = n; return *this; }
+  B& omit_outputs(std::vector<int> v) { c.omitted_outputs = std::move(v); return *this; }
   B& tol(double t) { c.tol = t; return *this; }
   B& atol(double t) { c.atol = t; return *this; }
   B& note(std::string s) { c.note = std::move(s); return *this; }
@@ -452,6 +455,15 @@ std::vector<Case> build() {
           .note("Gelu-20 (no schema in ONNX 1.12): dtypes from the opset-20 spec; tanh: 10x tolerance"));
 
   // -- Elementwise: binary ------------------------------------------------------------------------------
+  // ONNX Runtime's fused activations (com.microsoft; no schema in ONNX 1.12: dtypes from its schemas).
+  family = "bias_activation";
+  add(B("FastGelu").ms().without_schema(kFloats).x("X", S3).tol(10));
+  add(B("FastGelu", "bias").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).tol(10));
+  add(B("BiasGelu").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).tol(10));
+  add(B("QuickGelu").ms().without_schema(kFloats).x("X", S3).tol(10));
+  add(B("QuickGelu", "alpha -0.5").ms().without_schema(kFloats).x("X", S3).fl("alpha", -0.5f).tol(10));
+  add(B("BiasAdd").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).x("skip", S3));
+
   family = "elementwise_binary";
   add(B("Add").x("A", S3).x("B", SB));
   add(B("Sub").x("A", S3).x("B", SB));
@@ -722,6 +734,37 @@ std::vector<Case> build() {
   add(B("BatchNormalization", "T1 T2 float32").x("X", {2, 3, 2, 2}).f("scale", DType::Float32, {3}).f("B", DType::Float32, {3})
           .f("input_mean", DType::Float32, {3}).f("input_var", DType::Float32, {3}, Dom::Positive).tol(10));
   add(B("InstanceNormalization").x("input", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).tol(10));
+  // The transformer normalizations (com.microsoft; SimplifiedLayerNormalization is ONNX Runtime's, in
+  // ai.onnx; RMSNormalization is opset 23). No schema in ONNX 1.12: dtypes from ONNX Runtime's schemas
+  // and the opset-23 spec (bfloat16 is not among the tested dtypes).
+  add(B("SkipLayerNormalization").ms().without_schema(kFloats).x("input", S3).x("skip", S3).x("gamma", {4}).x("beta", {4})
+          .x("bias", {4}).fl("epsilon", 1e-5f).outs(4).tol(10));
+  add(B("SkipLayerNormalization", "skip [S, H], no beta, sum only").ms().without_schema(kFloats).x("input", S3)
+          .x("skip", {3, 4}).kxd("gamma", {4}, Dom::Positive).none().x("bias", {4}).outs(4).omit_outputs({1, 2}).tol(10));
+  add(B("SkipSimplifiedLayerNormalization").ms().without_schema(kFloats).x("input", {6, 4}).x("skip", {6, 4})
+          .x("gamma", {4}).x("bias", {4}).outs(4).tol(10));
+  add(B("SimplifiedLayerNormalization").without_schema(kFloats).x("X", S3).x("scale", {3, 4}).i("axis", 1).outs(2).tol(10)
+          .note("ONNX Runtime's op in the ONNX domain"));
+  add(B("RMSNormalization").opset(23).without_schema(kFloats).x("X", S3).x("scale", {1, 4}).i("axis", -2).tol(10));
+
+  // -- RotaryEmbedding (com.microsoft, and ai.onnx from opset 23) ------------------------------------------
+  // Positions are int64 GPU values read at run time; a position beyond the caches (2^32 + 1, whose low
+  // word is a valid row) makes the replay fail on both EPs.
+  family = "rotary";
+  const int64_t kBeyondRow = (int64_t(1) << 32) + 1;
+  add(B("RotaryEmbedding").ms().without_schema(kFloats).x("input", {2, 3, 8}).fg("position_ids", DType::Int64, {2, 3}, ints_in(0, 5))
+          .x("cos_cache", {6, 2}).x("sin_cache", {6, 2}).i("num_heads", 2).tol(10).note("products: 10x tolerance"));
+  add(B("RotaryEmbedding", "interleaved, position offset, rotary dim").ms().without_schema(kFloats).x("input", {1, 3, 12})
+          .fg("position_ids", DType::Int64, {}, fixed({2})).x("cos_cache", {5, 2}).x("sin_cache", {5, 2}).i("num_heads", 2)
+          .i("rotary_embedding_dim", 4).i("interleaved", 1).tol(10));
+  add(B("RotaryEmbedding", "4-D, position 2^32+1 on replay").ms().without_schema(kFloats).quick({DType::Float32})
+          .x("input", {2, 2, 3, 4}).fg("position_ids", DType::Int64, {2, 3}, ints_in(0, 3))
+          .second_fails(ints_with(0, 3, 4, kBeyondRow)).x("cos_cache", {4, 2}).x("sin_cache", {4, 2}).tol(10));
+  add(B("RotaryEmbedding", "opset 23, no position_ids").opset(23).without_schema(kFloats).x("X", {2, 2, 3, 8})
+          .x("cos_cache", {2, 3, 4}).x("sin_cache", {2, 3, 4}).tol(10));
+  add(B("RotaryEmbedding", "opset 23, 3-D, interleaved").opset(23).without_schema(kFloats).x("X", {2, 3, 8})
+          .x("cos_cache", {7, 2}).x("sin_cache", {7, 2}).fg("position_ids", DType::Int64, {2, 3}, ints_in(0, 6))
+          .i("num_heads", 2).i("interleaved", 1).tol(10));
 
   // -- Losses --------------------------------------------------------------------------------------------------
   family = "loss";
@@ -810,6 +853,10 @@ std::vector<Case> build() {
           .quick({DType::Float32, DType::Float16}));
   add(B("InstanceNormalization", "large").x("input", {1, 3, 30, 30}).x("scale", {3}).x("B", {3}).tol(10)
           .quick({DType::Float32, DType::Float16}));
+  add(B("SkipLayerNormalization", "large rows").ms().without_schema(kFloats).x("input", {2, 1100}).x("skip", {2, 1100})
+          .x("gamma", {1100}).x("beta", {1100}).x("bias", {1100}).outs(4).tol(10).quick({DType::Float32, DType::Float16}));
+  add(B("RMSNormalization", "large rows").opset(23).without_schema(kFloats).x("X", {2, 1100}).x("scale", {1100}).tol(10)
+          .quick({DType::Float32, DType::Float16}));
   add(B("MatMul", "large, edge tiles").quick({DType::Float32, DType::Int64, DType::UInt64, DType::Int32}).x("A", {70, 40})
           .x("B", {40, 65}).tol(10));
   add(B("MatMul", "large, batched").quick({DType::Float32, DType::Int64}).x("A", {3, 17, 33}).x("B", {3, 33, 19}).tol(10));
@@ -838,6 +885,8 @@ std::vector<Case> build() {
   // finite magnitudes: the CPU reference accumulates in double, where 3e38 * 3e38 or exp(100) does not
   // overflow, so the two differ there by design and nowhere else.
   const std::set<std::string> accumulating = {"MatMul", "Gemm", "Conv", "ConvTranspose", "LayerNormalization",
+                                              "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+                                              "SimplifiedLayerNormalization", "RMSNormalization", "RotaryEmbedding",
                                               "InstanceNormalization", "BatchNormalization", "LpPool", "GlobalLpPool",
                                               "Softmax", "LogSoftmax", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp",
                                               "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceLogSum",

@@ -50,7 +50,8 @@ struct In {
 struct Case {
   std::string op;
   std::string variant;             // "" or what distinguishes this case from the op's other cases
-  int opset = 17;
+  std::string domain;              // "" (ai.onnx) or another domain the model imports at version 1 (com.microsoft)
+  int opset = 17;                  // of ai.onnx
   std::string type_param = "T";    // the schema type parameter whose dtypes are varied
   // When the ONNX 1.12 schema library has no schema for op@opset (ops newer than opset 17), the dtypes
   // to vary, from the newer spec.
@@ -64,6 +65,7 @@ struct Case {
   std::vector<DType> quick;
   std::vector<In> inputs;
   int outputs = 1;
+  std::vector<int> omitted_outputs;  // optional outputs left out of the node (among the first `outputs`)
   std::function<void(onnx::NodeProto&, DType)> attrs;  // the varied dtype, for dtype attributes
   double tol = 1.0;                // multiplies the float tolerances (documented in `note` when != 1)
   double atol = 0;                 // an absolute tolerance added for float outputs (a spec'd error bound)
@@ -82,6 +84,8 @@ struct Case {
   std::string family;              // the group of cases one gtest runs (set by the table)
 
   std::string name() const { return variant.empty() ? op : op + "[" + variant + "]"; }
+  // The op as the registries list it: "Op", or "domain.Op" outside ai.onnx.
+  std::string qualified_op() const { return domain.empty() ? op : domain + "." + op; }
 };
 
 // Values at the edges of a float dtype, with ordinary ones among them: NaN, +-inf, +-0, the largest

@@ -20,14 +20,9 @@ void check_kernel_shape_attr(const GpuKernelContext& ctx, const Shape& from_weig
   ops::check_kernel_shape(ctx.node, from_weights, [&](const std::string& m) { ctx.fail(m); });
 }
 
-ops::Operand operand(const GpuKernelContext& ctx, size_t i) {
-  if (!ctx.has_input(i)) return {};
-  return {ctx.dtype(i), ctx.shape(i)};
-}
-
 // Common checks of X, W and B (dtype, ranks). Returns whether there is a bias.
 bool check_inputs(const GpuKernelContext& ctx) {
-  ops::check_conv_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), ctx.fail_fn());
+  ops::check_conv_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
   if (ctx.shape(0).size() < 3)
     ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(ctx.shape(0)));
   if (ctx.shape(1).size() != ctx.shape(0).size())
@@ -198,7 +193,7 @@ void conv(GpuKernelContext& ctx, bool integer) {
   if (!integer) {
     has_bias = check_inputs(ctx);
   } else {
-    ops::check_conv_integer_inputs(operand(ctx, 0), operand(ctx, 1), operand(ctx, 2), operand(ctx, 3), ctx.fail_fn());
+    ops::check_conv_integer_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3), ctx.fail_fn());
     has_xz = ctx.has_input(2);
     has_wz = ctx.has_input(3);
   }

@@ -10,6 +10,7 @@
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/math_wgsl.h"
 #include "ops/broadcast.h"
 
 namespace onnxgpu::webgpu {
@@ -44,19 +45,9 @@ GpuKernel generic_unary(const std::string& expr) {
   return [expr](GpuKernelContext& ctx) { unary(ctx, "unary", expr, ctx.dtype(0)); };
 }
 
-const char* kErf = R"(
-// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26); NaN in, NaN out.
-fn erf_f32(x: f32) -> f32 {
-  if (isnan_f32(x)) { return x; }
-  let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp_f32(-x * x);
-  return select(-y, y, x >= 0.0);
-}
-)";
-
 // The helper functions a float math op's expression needs (beyond the shader layer's).
 const char* float_math_decls(const std::string& op) {
-  if (op == "Erf") return kErf;
+  if (op == "Erf") return kErfWgsl;
   if (op == "Sin" || op == "Cos" || op == "Tan") return shader::trig_helpers();
   return "";
 }
@@ -79,7 +70,7 @@ GpuKernel activation(const std::string& op) {
       e = n.attr_string("approximate", "none") == "tanh"
               ? "0.5 * v * (1.0 + tanh_f32(0.7978845608028654 * (v + 0.044715 * v * v * v)))"
               : "0.5 * v * (1.0 + erf_f32(v * 0.7071067811865476))";
-    unary(ctx, op, e, ctx.dtype(0), kErf);
+    unary(ctx, op, e, ctx.dtype(0), kErfWgsl);
   };
 }
 

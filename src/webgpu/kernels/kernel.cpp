@@ -84,20 +84,27 @@ int64_t GpuKernelContext::normalize_axis(int64_t axis, int64_t rank) const {
   return ops::normalize_axis(axis, rank, [&](const std::string& m) { fail(m); });
 }
 
-void GpuKernelRegistry::add(const std::string& op_type, GpuKernel k) { kernels_[op_type] = std::move(k); }
+void GpuKernelRegistry::add(const std::string& op_type, GpuKernel k, const std::string& domain) {
+  kernels_[domain == "ai.onnx" ? std::string() : domain][op_type] = std::move(k);
+}
 
 void GpuKernelRegistry::add_fused(const std::string& op_type, GpuKernel k) { fused_[op_type] = std::move(k); }
 
 const GpuKernel* GpuKernelRegistry::find(const std::string& op_type, const std::string& domain) const {
-  const auto& table = domain == kFusedDomain ? fused_ : kernels_;
-  if (&table == &kernels_ && !domain.empty() && domain != "ai.onnx") return nullptr;
-  auto it = table.find(op_type);
-  return it == table.end() ? nullptr : &it->second;
+  const std::map<std::string, GpuKernel>* table = &fused_;
+  if (domain != kFusedDomain) {
+    auto d = kernels_.find(domain == "ai.onnx" ? std::string() : domain);
+    if (d == kernels_.end()) return nullptr;
+    table = &d->second;
+  }
+  auto it = table->find(op_type);
+  return it == table->end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> GpuKernelRegistry::op_types() const {
   std::vector<std::string> r;
-  for (const auto& [k, v] : kernels_) r.push_back(k);
+  for (const auto& [domain, ops] : kernels_)
+    for (const auto& [op, k] : ops) r.push_back(domain.empty() ? op : domain + "." + op);
   return r;
 }
 
@@ -119,6 +126,8 @@ const GpuKernelRegistry& gpu_registry() {
     register_pool(r);
     register_resize(r);
     register_loss(r);
+    register_bias_activation(r);
+    register_rotary(r);
     return r;
   }();
   return reg;

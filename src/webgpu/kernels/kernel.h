@@ -18,6 +18,7 @@
 #include "onnxgpu/int64_policy.h"
 #include "onnxgpu/tensor.h"
 #include "ops/fail.h"
+#include "ops/operand.h"
 #include "webgpu/shader/program.h"
 
 namespace onnxgpu::webgpu {
@@ -74,6 +75,15 @@ class GpuKernelContext {
   const GpuValueInfo& input(size_t i) const;  // fails when omitted
   DType dtype(size_t i) const { return input(i).dtype; }
   const Shape& shape(size_t i) const { return input(i).shape; }
+  // Input i's dtype and shape for the shared checks of src/ops (nothing when omitted).
+  ops::Operand operand(size_t i) const {
+    return has_input(i) ? ops::Operand{inputs_[i].dtype, inputs_[i].shape} : ops::Operand{};
+  }
+  std::vector<ops::Operand> operands() const {
+    std::vector<ops::Operand> r;
+    for (size_t i = 0; i < num_inputs(); ++i) r.push_back(operand(i));
+    return r;
+  }
   // The value of input i when it is known at plan time, else unsupported("input ... is not a constant").
   // A graph input fed from the host counts as known: the plan is then keyed on its value too (a
   // run with another value plans again), so shape-like inputs (Reshape's shape, Slice's starts...)
@@ -141,13 +151,17 @@ inline std::string u32_lit(uint64_t v) { return std::to_string(v) + "u"; }
 
 class GpuKernelRegistry {
  public:
-  void add(const std::string& op_type, GpuKernel k);
+  // An op of a model's domain: "" (ai.onnx) or another one, e.g. ir::kMsDomain.
+  void add(const std::string& op_type, GpuKernel k, const std::string& domain = "");
   void add_fused(const std::string& op_type, GpuKernel k);  // an op of kFusedDomain
   const GpuKernel* find(const std::string& op_type, const std::string& domain = "") const;
-  std::vector<std::string> op_types() const;  // the ONNX ops (fused ones excluded)
+  // The model ops with a kernel (fused ones excluded): "Op" in ai.onnx, "domain.Op" in another domain
+  // (as the conformance reports name them).
+  std::vector<std::string> op_types() const;
 
  private:
-  std::map<std::string, GpuKernel> kernels_, fused_;
+  std::map<std::string, std::map<std::string, GpuKernel>> kernels_;  // domain ("" for ai.onnx) -> op -> kernel
+  std::map<std::string, GpuKernel> fused_;
 };
 
 const GpuKernelRegistry& gpu_registry();
@@ -163,11 +177,15 @@ void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardma
 void register_sort(GpuKernelRegistry&);           // TopK
 void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; the fused MatMul
 void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(e(Q K)) V)
-void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization
+void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization,
+                                                  // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
+                                                  // SkipLayerNormalization, SkipSimplifiedLayerNormalization
 void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool
 void register_resize(GpuKernelRegistry&);         // Resize
 void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_bias_activation(GpuKernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
+void register_rotary(GpuKernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
 
 // Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
 void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);

@@ -1,9 +1,12 @@
-// LayerNormalization, InstanceNormalization and BatchNormalization (inference) on the GPU, in f32
-// (float16, bfloat16 and float64 are loaded into f32 and stored back).
+// LayerNormalization, InstanceNormalization, BatchNormalization (inference) and the transformer
+// normalizations (com.microsoft SkipLayerNormalization and SkipSimplifiedLayerNormalization,
+// SimplifiedLayerNormalization, RMSNormalization) on the GPU, in f32 (float16, bfloat16 and float64 are
+// loaded into f32 and stored back; float64 arithmetic is refused by the shader layer, so those nodes run
+// on the CPU).
 //
-// LayerNormalization and InstanceNormalization normalize contiguous rows (the dims from `axis` on, or the
-// spatial dims of one (n, c)): one workgroup per row, the mean and then the variance of the row reduced
-// in workgroup memory (two passes, as the reference), then the row is normalized and scaled.
+// All but BatchNormalization normalize contiguous rows (the dims from `axis` on, the last dim, or the
+// spatial dims of one (n, c)): one workgroup per row, whose sums are reduced in workgroup memory
+// (row_body), then the row is normalized and scaled.
 // BatchNormalization in inference mode is elementwise with per-channel parameters; training mode runs on
 // the CPU.
 #include <algorithm>
@@ -59,47 +62,66 @@ std::string row_sum_decl(uint32_t wgs) {
          "}\n";
 }
 
-// The body of a row kernel over `rows()` rows of `len()` contiguous elements of x, into y.
-// `scale` / `bias` are WGSL expressions of the element index `i` and the row `row` (empty: none);
-// `stats` adds the stores of the row's mean and inverse standard deviation.
-// One pass over the row: the sums of (x - s) and (x - s)^2, shifted by the row's first element s so that
-// the variance does not cancel (s is close to the mean next to the spread of most rows).
-std::string row_body(const std::string& scale, const std::string& bias, const std::string& stats) {
+// A row kernel: rows() rows of len() contiguous elements; `xv(i)`, a WGSL function the kernel
+// declares, gives element i's value (x_load(i), or input + skip + bias for the Skip ops).
+struct RowSpec {
+  std::string scale, shift;  // WGSL expressions of the element index `i`, its place in the row `j`
+                             // and the row `row` (empty: none)
+  std::string sum;           // a statement storing `v` as element `i` of an output (empty: none)
+  std::string stats;         // statements after the row's `mean` and `inv` are known
+  bool centered = true;      // false: RMS normalization (the mean is 0, the variance the mean square)
+};
+
+// The body of a row kernel (one workgroup per row, y the output).
+// One pass over the row: the sums of (v - s) and (v - s)^2, shifted by the row's first element s so that
+// the variance does not cancel (s is close to the mean next to the spread of most rows); without
+// centering s is 0 and the second sum is the mean square.
+std::string row_body(const RowSpec& r) {
   std::string s =
       "  let row = wg;\n"
       "  if (row >= rows()) { return; }\n"
       "  let n = len();\n"
-      "  let base = row * n;\n"
-      "  let first = x_load(base);\n"
-      "  let shift = select(0.0, first, abs(first) < f32_inf());\n"  // an infinite shift would make every d NaN
-      "  var acc = vec2<f32>(0.0);\n";
+      "  let base = row * n;\n";
+  s += r.centered ? "  let first = xv(base);\n"
+                    "  let shift = select(0.0, first, abs(first) < f32_inf());\n"  // an infinite shift would make every d NaN
+                  : "  let shift = 0.0;\n";
+  s += "  var acc = vec2<f32>(0.0);\n";
+  auto accumulate = [&](const std::string& j, const std::string& v) {
+    std::string a = r.sum.empty() ? "" : "let i = base + " + j + "; let v = " + v + "; " + r.sum + " ";
+    return a + "let d = " + v + " - shift; acc = acc + vec2<f32>(d, d * d);";
+  };
   for (uint32_t c = 0; c < kCache; ++c) {
     std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
     s += "  let " + j + " = lid + " + std::to_string(c) + "u * WG;\n"
-         "  let " + v + " = x_load(select(base, base + " + j + ", " + j + " < n));\n"
-         "  if (" + j + " < n) { let d = " + v + " - shift; acc = acc + vec2<f32>(d, d * d); }\n";
+         "  let " + v + " = xv(select(base, base + " + j + ", " + j + " < n));\n"
+         "  if (" + j + " < n) { " + accumulate(j, v) + " }\n";
   }
   s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n"
-       "    let d = x_load(base + j) - shift;\n"
-       "    acc = acc + vec2<f32>(d, d * d);\n"
+       "    let xj = xv(base + j);\n"
+       "    " + accumulate("j", "xj") + "\n"
        "  }\n"
-       "  let t = row_sum(lid, acc) / f32(n);\n"
-       "  let mean = shift + t.x;\n"
-       "  let inv = 1.0 / sqrt_f32(max_f32(t.y - t.x * t.x, 0.0) + eps());\n";  // NaN stays NaN
+       "  let t = row_sum(lid, acc) / f32(n);\n";
+  s += r.centered ? "  let mean = shift + t.x;\n"
+                    "  let inv = 1.0 / sqrt_f32(max_f32(t.y - t.x * t.x, 0.0) + eps());\n"  // NaN stays NaN
+                  : "  let mean = 0.0;\n"
+                    "  let inv = 1.0 / sqrt_f32(t.y + eps());\n";
   auto write = [&](const std::string& j, const std::string& v) {
     std::string w = "    let i = base + " + j + ";\n    var r = (" + v + " - mean) * inv;\n";
-    if (!scale.empty()) w += "    r = r * " + scale + ";\n";
-    if (!bias.empty()) w += "    r = r + " + bias + ";\n";
+    if (!r.scale.empty()) w += "    r = r * " + r.scale + ";\n";
+    if (!r.shift.empty()) w += "    r = r + " + r.shift + ";\n";
     return w + "    y_store(i, r);\n";
   };
   for (uint32_t c = 0; c < kCache; ++c) {
     std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
     s += "  if (" + j + " < n) {\n    let j = " + j + ";\n" + write(j, v) + "  }\n";
   }
-  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n" + write("j", "x_load(base + j)") + "  }\n";
-  s += stats;
+  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n" + write("j", "xv(base + j)") + "  }\n";
+  s += r.stats;
   return s;
 }
+
+// The value function of the kernels that normalize x as it is.
+const char* kPlainValue = "fn xv(i: u32) -> f32 { return x_load(i); }\n";
 
 void dispatch_rows(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> binds, uint64_t rows) {
   if (rows == 0) return;
@@ -180,7 +202,107 @@ void layer_norm(GpuKernelContext& ctx) {
   p.uniform("len", len);
   p.uniform_f32("eps", eps);
   p.declare(row_sum_decl(wgs));
-  p.body(row_body(scale, bias, stats));
+  p.declare(kPlainValue);
+  p.body(row_body({scale, bias, "", stats}));
+  dispatch_rows(ctx, p, std::move(binds), rows);
+}
+
+// ------------------------------------------------------------------------ Transformer normalizations
+
+// SkipLayerNormalization, SkipSimplifiedLayerNormalization (com.microsoft): the row kernel over
+// v = input + skip (+ bias), which it may also store (input_skip_bias_sum). See ops::skip_norm_params.
+void skip_norm(GpuKernelContext& ctx) {
+  const ops::SkipNormParams sp = ops::skip_norm_params(ctx.node, ctx.operands(), ctx.fail_fn());
+  const Shape& xs = ctx.shape(0);
+  const DType t = ctx.dtype(0);
+  const uint32_t len = u32_size(ctx, sp.hidden), rows = u32_size(ctx, shape_numel(xs) / sp.hidden);
+  ctx.set_output(0, t, xs);
+  const bool want_mean = ctx.output_wanted(1), want_inv = ctx.output_wanted(2), want_sum = ctx.output_wanted(3);
+  if (want_mean) ctx.set_output(1, DType::Float32, sp.stats);
+  if (want_inv) ctx.set_output(2, DType::Float32, sp.stats);
+  if (want_sum) ctx.set_output(3, t, xs);
+
+  const uint32_t wgs = row_workgroup(ctx.limits);
+  auto p = ctx.program(sp.simplified ? "skip_simplified" : "skip", wgs);
+  p.input("x", t, xs);
+  p.input("sk", t, ctx.shape(1));
+  p.input("g", t, ctx.shape(2));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1), ctx.in(2)};
+  RowSpec r{"g_load(j)", "", "", "", !sp.simplified};
+  if (sp.beta >= 0) {
+    p.input("b", t, ctx.shape(size_t(sp.beta)));
+    binds.push_back(ctx.in(size_t(sp.beta)));
+    r.shift = "b_load(j)";
+  }
+  std::string value = "fn xv(i: u32) -> f32 { return x_load(i) + sk_load(i % skip_n())";
+  if (sp.bias >= 0) {
+    p.input("bi", t, ctx.shape(size_t(sp.bias)));
+    binds.push_back(ctx.in(size_t(sp.bias)));
+    value += " + bi_load(i % len())";
+  }
+  p.output("y", t, xs);
+  binds.push_back(ctx.out(0));
+  if (want_mean) {
+    p.output("mean", DType::Float32, sp.stats);
+    binds.push_back(ctx.out(1));
+    r.stats += "  if (lid == 0u) { mean_store(row, mean); }\n";
+  }
+  if (want_inv) {
+    p.output("inv", DType::Float32, sp.stats);
+    binds.push_back(ctx.out(2));
+    r.stats += "  if (lid == 0u) { inv_store(row, inv); }\n";
+  }
+  if (want_sum) {
+    p.output("sum", t, xs);
+    binds.push_back(ctx.out(3));
+    r.sum = "sum_store(i, v);";
+  }
+  p.uniform("rows", rows);
+  p.uniform("len", len);
+  p.uniform("skip_n", u32_size(ctx, sp.skip_numel));
+  p.uniform_f32("eps", sp.epsilon);
+  p.declare(row_sum_decl(wgs));
+  p.declare(value + "; }\n");
+  p.body(row_body(r));
+  dispatch_rows(ctx, p, std::move(binds), rows);
+}
+
+// SimplifiedLayerNormalization (ONNX Runtime's, ai.onnx domain) and RMSNormalization (opset 23): the
+// row kernel without centering. See ops::rms_norm_params.
+void rms_norm(GpuKernelContext& ctx) {
+  const ops::RmsNormParams rp = ops::rms_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.fail_fn());
+  const Shape& xs = ctx.shape(0);
+  const DType t = ctx.dtype(0);
+  const uint32_t rows = u32_size(ctx, shape_numel(rp.stats)), len = u32_size(ctx, shape_numel(rp.normalized));
+  ctx.set_output(0, t, xs);
+  const bool want_inv = ctx.output_wanted(1);
+  if (want_inv) ctx.set_output(1, rp.stash, rp.stats);
+
+  const uint32_t wgs = row_workgroup(ctx.limits);
+  auto p = ctx.program("rms", wgs);
+  p.input("x", t, xs);
+  p.input("s", t, ctx.shape(1));
+  RowSpec r{"", "", "", "", false};
+  if (rp.flat_scale) {
+    p.uniform("s_n", u32_size(ctx, std::max<int64_t>(shape_numel(ctx.shape(1)), 1)));
+    r.scale = "s_load(j % s_n())";
+  } else {
+    p.broadcast_index("s_at", ctx.shape(1), rp.normalized);
+    r.scale = "s_load(s_at(j))";
+  }
+  p.output("y", t, xs);
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1), ctx.out(0)};
+  if (want_inv) {
+    p.output("inv", rp.stash, rp.stats);
+    binds.push_back(ctx.out(1));
+    r.stats = "  if (lid == 0u) { inv_store(row, inv); }\n";
+  }
+  p.uniform("rows", rows);
+  p.uniform("len", len);
+  p.uniform_f32("eps", rp.epsilon);
+  p.declare(row_sum_decl(wgs));
+  p.declare(kPlainValue);
+  p.body(row_body(r));
   dispatch_rows(ctx, p, std::move(binds), rows);
 }
 
@@ -207,7 +329,8 @@ void instance_norm(GpuKernelContext& ctx) {
   p.uniform("channels", uint32_t(C));
   p.uniform_f32("eps", eps);
   p.declare(row_sum_decl(wgs));
-  p.body(row_body("s_load(row % channels())", "b_load(row % channels())", ""));
+  p.declare(kPlainValue);
+  p.body(row_body({"s_load(row % channels())", "b_load(row % channels())"}));
   dispatch_rows(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
 }
 
@@ -262,6 +385,10 @@ void register_normalization(GpuKernelRegistry& r) {
   r.add("LayerNormalization", layer_norm);
   r.add("InstanceNormalization", instance_norm);
   r.add("BatchNormalization", batch_norm);
+  r.add("SimplifiedLayerNormalization", rms_norm);
+  r.add("RMSNormalization", rms_norm);
+  r.add("SkipLayerNormalization", skip_norm, ir::kMsDomain);
+  r.add("SkipSimplifiedLayerNormalization", skip_norm, ir::kMsDomain);
 }
 
 }  // namespace onnxgpu::webgpu

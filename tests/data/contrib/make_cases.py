@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""Writes the ONNX Runtime contrib-op test cases in tests/data/contrib/ (ONNX backend-test layout):
+
+    <case>/model.onnx                        a one-node model
+    <case>/test_data_set_0/input_<i>.pb      inputs (numpy, seeded: the same bytes on every run)
+    <case>/test_data_set_0/output_<i>.pb     ONNX Runtime's outputs for them
+
+    tests/data/contrib/make_cases.py [--peer PATH/ort_peer] [--only REGEX]
+
+The outputs are ONNX Runtime 1.30's, computed by ort_peer (/work/shared/peer: the release's
+libonnxruntime.so.1 through its C API): its CPU EP, the judge, for every op it has; for BiasAdd, which
+ONNX Runtime implements only on its GPU EPs, its WebGPU EP (on SwiftShader here, --io host). Without
+--peer the peer is built in bench/.peer as bench/compare.py builds it.
+
+The cases cover each op's attributes, optional inputs and outputs, dtypes (float32, float16) and
+shapes; values are small (a few KB per case). The engine's tests run them on the CPU reference and on
+WebGPU with capture and replays (tests/unit/test_contrib_ops.cpp; tests/conformance, suite "contrib",
+which docs/ops.md reports). Needs Debian's python3 (onnx, numpy).
+"""
+import argparse
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+MS = "com.microsoft"
+F32, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
+NP = {F32: np.float32, F16: np.float16, I64: np.int64}
+
+
+class Case:
+    """One model: `inputs` [(name, numpy array, initializer?)], `outputs` [(name or "", elem type)]."""
+
+    def __init__(self, name, op, inputs, outputs, attrs=None, domain=MS, opset=17, ep="cpu"):
+        self.name, self.op, self.inputs, self.outputs = name, op, inputs, outputs
+        self.attrs, self.domain, self.opset, self.ep = attrs or {}, domain, opset, ep
+
+    def model(self):
+        node = helper.make_node(self.op, [n for n, _, _ in self.inputs], [n for n, _ in self.outputs],
+                                name="node", domain=self.domain, **self.attrs)
+        graph_inputs, inits = [], []
+        for n, a, init in self.inputs:
+            if not n:
+                continue
+            if init:
+                inits.append(numpy_helper.from_array(a, n))
+            else:
+                elem = {np.float32: F32, np.float16: F16, np.int64: I64}[a.dtype.type]
+                graph_inputs.append(helper.make_tensor_value_info(n, elem, list(a.shape)))
+        graph_outputs = [helper.make_tensor_value_info(n, t, None) for n, t in self.outputs if n]
+        graph = helper.make_graph([node], self.name, graph_inputs, graph_outputs, inits)
+        imports = [helper.make_opsetid("", self.opset)]
+        if self.domain:
+            imports.append(helper.make_opsetid(self.domain, 1))
+        return helper.make_model(graph, opset_imports=imports, ir_version=8 if self.opset < 21 else 10,
+                                 producer_name="tests/data/contrib/make_cases.py")
+
+
+def rng(name):
+    return np.random.default_rng(sum(ord(c) * (i + 1) for i, c in enumerate(name)))
+
+
+def values(r, shape, dtype=np.float32, lo=-2.0, hi=2.0):
+    return r.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def rotary_cache(max_pos, half, dtype=np.float32):
+    """cos and sin of position * 10000^(-k/half), [max_pos, half]: a Llama-style cache."""
+    inv_freq = 1.0 / (10000.0 ** (np.arange(half) / half))
+    angles = np.outer(np.arange(max_pos), inv_freq)
+    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+# ---- The cases ---------------------------------------------------------------------------------------
+
+def norm_cases():
+    cases = []
+
+    def skip_ln(name, dt=np.float32, x=(2, 3, 8), skip=None, beta=True, bias=True, outs=4, eps=1e-5,
+                simplified=False, params_as_initializers=False, omit=()):
+        r = rng(name)
+        h = x[-1]
+        t = F16 if dt == np.float16 else F32
+        ins = [("input", values(r, x, dt), False), ("skip", values(r, skip or x, dt), False),
+               ("gamma", values(r, (h,), dt, 0.5, 1.5), params_as_initializers)]
+        if not simplified:
+            ins.append(("beta", values(r, (h,), dt), params_as_initializers) if beta else ("", None, False))
+        if bias:
+            ins.append(("bias", values(r, (h,), dt, -0.5, 0.5), False))
+        while ins and not ins[-1][0]:
+            ins.pop()
+        names = [("output", t), ("mean", F32), ("inv_std_var", F32), ("input_skip_bias_sum", t)][:outs]
+        names = [("", e) if n in omit else (n, e) for n, e in names]
+        attrs = {} if eps is None else {"epsilon": eps}
+        op = "SkipSimplifiedLayerNormalization" if simplified else "SkipLayerNormalization"
+        cases.append(Case(name, op, ins, names, attrs))
+
+    skip_ln("skip_layer_norm")
+    skip_ln("skip_layer_norm_skip_2d_no_beta", skip=(3, 8), beta=False, omit=("mean", "inv_std_var"))
+    skip_ln("skip_layer_norm_skip_batch1_no_bias_default_epsilon", skip=(1, 3, 8), bias=False, outs=3, eps=None,
+            params_as_initializers=True)
+    skip_ln("skip_layer_norm_2d_bias_without_beta", x=(6, 8), beta=False, outs=1)
+    skip_ln("skip_layer_norm_float16", dt=np.float16)
+    skip_ln("skip_layer_norm_hidden_40", x=(2, 5, 40), outs=3)
+    skip_ln("skip_simplified_layer_norm", simplified=True)
+    skip_ln("skip_simplified_layer_norm_float16_no_bias", dt=np.float16, simplified=True, bias=False, outs=3,
+            omit=("mean",))
+    skip_ln("skip_simplified_layer_norm_2d_skip", simplified=True, skip=(3, 8), outs=1, params_as_initializers=True)
+
+    def simplified_ln(name, dt=np.float32, x=(2, 3, 8), axis=None, scale=None, outs=2, eps=1e-6, op="SimplifiedLayerNormalization",
+                      opset=17, stash=None):
+        r = rng(name)
+        t = F16 if dt == np.float16 else F32
+        a = -1 if axis is None else axis
+        sshape = scale or tuple(x[a:])
+        ins = [("X", values(r, x, dt), False), ("scale", values(r, sshape, dt, 0.5, 1.5), False)]
+        attrs = {"epsilon": eps}
+        if axis is not None:
+            attrs["axis"] = axis
+        if stash is not None:
+            attrs["stash_type"] = stash
+        outputs = [("Y", t), ("inv_std_var", F32)][:outs]
+        cases.append(Case(name, op, ins, outputs, attrs, domain="", opset=opset))
+
+    simplified_ln("simplified_layer_norm")
+    simplified_ln("simplified_layer_norm_axis1", axis=1)
+    simplified_ln("simplified_layer_norm_float16", dt=np.float16, outs=1, eps=1e-5)
+    simplified_ln("rms_normalization", op="RMSNormalization", opset=23, outs=1, eps=1e-5)
+    simplified_ln("rms_normalization_axis1_scale_broadcast", op="RMSNormalization", opset=23, outs=1, axis=1,
+                  scale=(1, 8), eps=1e-5)
+    simplified_ln("rms_normalization_float16", dt=np.float16, op="RMSNormalization", opset=23, outs=1, eps=1e-5)
+    return cases
+
+
+def gelu_cases():
+    cases = []
+
+    def act(name, op, dt=np.float32, bias=True, skip=False, attrs=None, ep="cpu", x=(2, 3, 8)):
+        r = rng(name)
+        t = F16 if dt == np.float16 else F32
+        ins = [("X", values(r, x, dt, -4.0, 4.0), False)]
+        if bias:
+            ins.append(("bias", values(r, (x[-1],), dt, -1.0, 1.0), False))
+        if skip:
+            ins.append(("skip", values(r, x, dt), False))
+        cases.append(Case(name, op, ins, [("Y", t)], attrs, ep=ep))
+
+    act("fast_gelu", "FastGelu", bias=False)
+    act("fast_gelu_bias", "FastGelu")
+    act("fast_gelu_bias_float16", "FastGelu", dt=np.float16)
+    act("bias_gelu", "BiasGelu")
+    act("bias_gelu_float16", "BiasGelu", dt=np.float16)
+    act("quick_gelu", "QuickGelu", bias=False)
+    act("quick_gelu_alpha", "QuickGelu", bias=False, attrs={"alpha": 1.25})
+    act("quick_gelu_float16", "QuickGelu", dt=np.float16, bias=False, attrs={"alpha": 2.0})
+    # ONNX Runtime has BiasAdd on its GPU EPs only (CUDA, ROCm, WebGPU): its WebGPU EP is the reference.
+    act("bias_add", "BiasAdd", skip=True, ep="webgpu")
+    return cases
+
+
+def rotary_cases():
+    cases = []
+
+    def ms_rotary(name, x, pos, cache_half, max_pos=12, dt=np.float32, attrs=None):
+        r = rng(name)
+        t = F16 if dt == np.float16 else F32
+        cos, sin = rotary_cache(max_pos, cache_half, dt)
+        ins = [("input", values(r, x, dt), False), ("position_ids", np.array(pos, dtype=np.int64), False),
+               ("cos_cache", cos, False), ("sin_cache", sin, False)]
+        cases.append(Case(name, "RotaryEmbedding", ins, [("output", t)], attrs))
+
+    ms_rotary("rotary_embedding", (2, 3, 16), [[0, 1, 2], [5, 7, 11]], 4, attrs={"num_heads": 2})
+    ms_rotary("rotary_embedding_interleaved", (2, 3, 16), [[3, 4, 5], [0, 2, 4]], 4,
+              attrs={"num_heads": 2, "interleaved": 1})
+    ms_rotary("rotary_embedding_position_offset", (2, 3, 16), [4], 4)  # num_heads from the cache: 2
+    ms_rotary("rotary_embedding_position_scalar_interleaved", (1, 4, 8), 2, 4, attrs={"interleaved": 1})
+    ms_rotary("rotary_embedding_4d", (2, 2, 3, 8), [[1, 2, 3], [9, 10, 11]], 4, attrs={"num_heads": 2})
+    ms_rotary("rotary_embedding_rotary_dim", (2, 3, 24), [[0, 1, 2], [6, 3, 0]], 2,
+              attrs={"num_heads": 2, "rotary_embedding_dim": 4})
+    ms_rotary("rotary_embedding_rotary_dim_interleaved_4d", (1, 3, 2, 12), [[0, 5]], 3,
+              attrs={"num_heads": 3, "rotary_embedding_dim": 6, "interleaved": 1, "scale": 0.5})
+    ms_rotary("rotary_embedding_float16", (2, 3, 16), [[0, 1, 2], [3, 8, 11]], 4, dt=np.float16,
+              attrs={"num_heads": 2})
+
+    def onnx_rotary(name, x, cache_half, pos=None, cache_shape=None, attrs=None):
+        r = rng(name)
+        if pos is not None:
+            cos, sin = rotary_cache(12, cache_half)
+        else:
+            angles = r.uniform(0, 6.3, size=cache_shape)
+            cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+        ins = [("X", values(r, x), False), ("cos_cache", cos, False), ("sin_cache", sin, False)]
+        if pos is not None:
+            ins.append(("position_ids", np.array(pos, dtype=np.int64), False))
+        cases.append(Case(name, "RotaryEmbedding", ins, [("Y", F32)], attrs, domain="", opset=23))
+
+    onnx_rotary("onnx_rotary_embedding_3d", (2, 3, 16), 4, pos=[[0, 1, 2], [4, 8, 11]], attrs={"num_heads": 2})
+    onnx_rotary("onnx_rotary_embedding_4d_interleaved_rotary_dim", (2, 2, 3, 8), 2, pos=[[0, 1, 2], [7, 7, 7]],
+                attrs={"interleaved": 1, "rotary_embedding_dim": 4})
+    onnx_rotary("onnx_rotary_embedding_no_position_ids", (2, 2, 3, 8), 4, cache_shape=(2, 3, 4))
+    return cases
+
+
+ALL = norm_cases() + gelu_cases() + rotary_cases()
+
+
+# ---- Running ONNX Runtime ------------------------------------------------------------------------------
+
+def default_peer():
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    import compare  # noqa: E402  (builds bench/.peer from /work/shared/peer)
+    return compare.ensure_peer()
+
+
+def write_case(case, peer):
+    out = os.path.join(HERE, case.name)
+    data = os.path.join(out, "test_data_set_0")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(data)
+    model_path = os.path.join(out, "model.onnx")
+    onnx.save(case.model(), model_path)
+    k = 0
+    for n, a, init in case.inputs:
+        if n and not init:
+            onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(data, f"input_{k}.pb"))
+            k += 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tool = peer if case.ep == "cpu" else os.path.join(os.path.dirname(peer), "run_env.sh")
+        cmd = [tool, model_path, "--ep", case.ep, "--input-dir", data, "--out-dir", tmp, "--runs", "1",
+               "--warmup", "0", "--json"]
+        if case.ep == "webgpu":
+            cmd += ["--io", "host"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            sys.exit(f"{case.name}: ort_peer failed ({p.returncode}): {p.stdout[-2000:]} {p.stderr[-2000:]}")
+        for i in range(k):  # the peer ran on exactly our inputs
+            ours = onnx.load_tensor(os.path.join(data, f"input_{i}.pb"))
+            theirs = onnx.load_tensor(os.path.join(tmp, f"input_{i}.pb"))
+            if not np.array_equal(numpy_helper.to_array(ours), numpy_helper.to_array(theirs)):
+                sys.exit(f"{case.name}: ort_peer ran on other values of input {i}")
+        n_out = sum(1 for n, _ in case.outputs if n)
+        for i in range(n_out):
+            shutil.copy(os.path.join(tmp, f"output_{i}.pb"), os.path.join(data, f"output_{i}.pb"))
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    print(f"{case.name}: {case.domain or 'ai.onnx'}.{case.op}, ORT {case.ep} EP, {size} bytes")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peer", help="the ort_peer binary (default: bench/.peer, built as bench/compare.py does)")
+    ap.add_argument("--only", help="only the cases whose name matches this regex")
+    args = ap.parse_args()
+    peer = os.path.abspath(args.peer) if args.peer else default_peer()
+    for case in ALL:
+        if args.only and not re.search(args.only, case.name):
+            continue
+        write_case(case, peer)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+Binv_std_varJN<r?wB?ãŠ?ÙA|?³ªx?Vj?

@@ -1,0 +1,282 @@
+// ONNX Runtime's contrib ops (com.microsoft, and SimplifiedLayerNormalization, which ONNX Runtime puts
+// in the ONNX domain) and the opset-23 ONNX ops that share their kernels, against ONNX Runtime's own
+// outputs: every case of tests/data/contrib (written by tests/data/contrib/make_cases.py with ONNX
+// Runtime 1.30) runs
+//   - on the CPU reference, compared with ONNX Runtime's outputs;
+//   - on WebGPU with graph capture and fail-loud (every node on the GPU): recorded with the case's
+//     inputs, replayed with other values (compared with the CPU reference), replayed with the case's
+//     inputs again (compared with ONNX Runtime's outputs).
+// Then the errors: an unknown domain or op, the com.microsoft opset, a domain not imported, attribute
+// types, bad shapes and out-of-range position ids name the node, the op, the tensor and what was
+// expected, on both EPs.
+//
+// Run: XDG_RUNTIME_DIR=/tmp build/tests/unit_tests --gtest_filter='Contrib*'
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "loader/tensor_proto.h"
+#include "one_node.h"
+#include "onnxgpu/error.h"
+#include "onnxgpu/session.h"
+#include "runtime/compare.h"
+
+namespace fs = std::filesystem;
+
+namespace onnxgpu {
+namespace {
+
+using testing::Operand;
+
+// ---- Errors: helpers ---------------------------------------------------------------------------------
+
+// The error of running `model` on `ep` (loading included), or "" when it runs.
+std::string error_of(const std::string& model, const std::vector<Operand>& inputs, const std::string& ep) {
+  try {
+    SessionOptions o = ep == "cpu" ? SessionOptions{} : testing::webgpu_options();
+    o.ep = ep;
+    Session s = Session::from_bytes(model, o);
+    s.run(testing::feeds_of(inputs));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_error(const std::string& model, const std::vector<Operand>& inputs, const std::vector<std::string>& parts) {
+  for (const char* ep : {"cpu", "webgpu"}) {
+    if (std::string(ep) == "webgpu" && testing::skip_gpu()) continue;
+    std::string e = error_of(model, inputs, ep);
+    EXPECT_FALSE(e.empty()) << ep << ": no error";
+    for (const auto& p : parts) EXPECT_NE(e.find(p), std::string::npos) << ep << ": '" << p << "' not in: " << e;
+  }
+}
+
+Tensor f32(const Shape& s, uint32_t seed = 1) { return testing::random_float(DType::Float32, s, seed); }
+
+testing::ModelOptions named_n0() {
+  testing::ModelOptions m;
+  m.node_name = "n0";
+  return m;
+}
+
+// The one-node model with its node in `domain`, imported at `version` (0: not imported).
+std::string in_domain(const std::string& model, const std::string& domain, int version = 1) {
+  onnx::ModelProto m;
+  m.ParseFromString(model);
+  m.mutable_graph()->mutable_node(0)->set_domain(domain);
+  if (version > 0) {
+    auto* d = m.add_opset_import();
+    d->set_domain(domain);
+    d->set_version(version);
+  }
+  return m.SerializeAsString();
+}
+
+// A one-node model of `op` with node name n0, in `domain` (imported at `version`).
+std::string model_of(const std::string& op, const std::vector<Operand>& in, const std::vector<std::string>& outs,
+                     const std::string& domain = "com.microsoft", int version = 1, const testing::Attrs& attrs = {},
+                     int opset = 17) {
+  std::string m = testing::one_node_model(op, in, outs, opset, attrs, named_n0());
+  return domain.empty() ? m : in_domain(m, domain, version);
+}
+
+TEST(ContribErrors, UnknownDomainNamesTheOpAndDomain) {
+  std::vector<Operand> in{{"x", f32({2, 3})}};
+  expect_error(model_of("Frobnicate", in, {"y"}, "com.example"), in,
+               {"node 'n0' (Frobnicate)", "no CPU kernel for op 'Frobnicate' in domain 'com.example'"});
+  expect_error(model_of("Frobnicate", in, {"y"}), in,
+               {"node 'n0' (Frobnicate)", "no CPU kernel for op 'Frobnicate' in domain 'com.microsoft'"});
+}
+
+TEST(ContribErrors, DomainAndOpsetAreChecked) {
+  std::vector<Operand> in{{"x", f32({2, 3})}};
+  expect_error(model_of("Frobnicate", in, {"y"}, "com.microsoft", 2), in,
+               {"opset 2 of domain 'com.microsoft'", "newer than this engine knows (up to 1)"});
+  expect_error(model_of("Frobnicate", in, {"y"}, "com.microsoft", 0), in,
+               {"node 'n0' (Frobnicate) is in domain 'com.microsoft', which the model does not import"});
+}
+
+// ---- ONNX Runtime's outputs (tests/data/contrib) ----------------------------------------------------
+
+const std::string kCases = std::string(ONNXGPU_SOURCE_DIR) + "/tests/data/contrib/";
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> r;
+  for (const auto& e : fs::directory_iterator(kCases))
+    if (fs::exists(e.path() / "model.onnx")) r.push_back(e.path().filename().string());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+std::vector<fs::path> files(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> r;
+  for (int k = 0; fs::exists(dir / (prefix + std::to_string(k) + ".pb")); ++k) r.push_back(dir / (prefix + std::to_string(k) + ".pb"));
+  return r;
+}
+
+struct StoredCase {
+  std::string model;  // path
+  std::unordered_map<std::string, Tensor> feeds;
+  std::vector<Tensor> want;  // ONNX Runtime's outputs
+};
+
+StoredCase load(const std::string& name) {
+  StoredCase c;
+  c.model = kCases + name + "/model.onnx";
+  const fs::path data = kCases + name + "/test_data_set_0";
+  for (const auto& f : files(data, "input_")) {
+    auto [n, t] = loader::read_tensor_pb(f.string());
+    c.feeds[n] = t;
+  }
+  for (const auto& f : files(data, "output_")) c.want.push_back(loader::read_tensor_pb(f.string()).second);
+  return c;
+}
+
+// Other values for a replay: floats scaled and shifted (integers, the position ids, kept).
+std::unordered_map<std::string, Tensor> other_values(const std::unordered_map<std::string, Tensor>& feeds) {
+  std::unordered_map<std::string, Tensor> r;
+  for (const auto& [n, t] : feeds) {
+    if (!dtype_is_float(t.dtype())) {
+      r[n] = t;
+      continue;
+    }
+    Tensor d = t.cast(DType::Float64);
+    for (double& v : d.span<double>()) v = v * 0.75 - 0.125;
+    r[n] = d.cast(t.dtype());
+  }
+  return r;
+}
+
+// ONNX Runtime's outputs against ours: float32 within 1e-5 + 1e-3 |x| (the conformance runner's
+// tolerance); float16 within a float16 rounding step or two.
+void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < got.size(); ++k) {
+    runtime::Tolerance tol;
+    if (want[k].dtype() == DType::Float16) tol = {4e-3, 1e-3};
+    auto c = runtime::compare_tensors(got[k], want[k], tol);
+    EXPECT_TRUE(c.passed) << what << " output " << k << ": " << c.message;
+  }
+}
+
+class ContribOrt : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ContribOrt, CpuReferenceMatchesOnnxRuntime) {
+  StoredCase c = load(GetParam());
+  SessionOptions o;
+  o.ep = "cpu";
+  Session s(c.model, o);
+  expect_close(s.run(c.feeds), c.want, GetParam() + " (cpu)");
+}
+
+TEST_P(ContribOrt, GpuCapturedMatchesOnnxRuntime) {
+  StoredCase c = load(GetParam());
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  auto other = other_values(c.feeds);
+  std::vector<Tensor> other_want = Session(c.model, cpu_options).run(other);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  std::unique_ptr<Session> gpu;
+  try {
+    gpu = std::make_unique<Session>(c.model, o);
+  } catch (const std::exception& e) {
+    if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU session: " << e.what();
+    FAIL() << "cannot create a WebGPU session: " << e.what();
+  }
+  expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, recorded)");
+  EXPECT_EQ(gpu->last_plan().gpu_nodes, 1);
+  EXPECT_EQ(gpu->last_plan().cpu_nodes, 0);
+  expect_close(gpu->run(other), other_want, GetParam() + " (webgpu, replayed with other values, vs the CPU reference)");
+  EXPECT_TRUE(gpu->last_plan().replayed);
+  expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, replayed)");
+  EXPECT_TRUE(gpu->last_plan().replayed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Contrib, ContribOrt, ::testing::ValuesIn(case_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// ---- The normalizations
+
+TEST(ContribErrors, NormalizationAttributesAndOpsets) {
+  std::vector<Operand> in{{"input", f32({2, 3, 4})}, {"skip", f32({2, 3, 4})}, {"gamma", f32({4})}};
+  auto model = model_of("SkipLayerNormalization", in, {"y"}, "com.microsoft", 1,
+                        [](onnx::NodeProto& n) { testing::set_string(n, "epsilon", "small"); });
+  expect_error(model, in, {"node 'n0' (SkipLayerNormalization): attribute 'epsilon' is a string", "expects a float"});
+  // RMSNormalization is an opset-23 op.
+  std::vector<Operand> rms{{"X", f32({2, 3})}, {"scale", f32({3})}};
+  expect_error(model_of("RMSNormalization", rms, {"Y"}, ""), rms,
+               {"RMSNormalization is an ONNX op from opset 23 on; the model imports opset 17"});
+}
+
+TEST(ContribErrors, NormalizationShapes) {
+  std::vector<Operand> in{{"input", f32({2, 3, 4})}, {"skip", f32({2, 4, 4})}, {"gamma", f32({4})}};
+  expect_error(model_of("SkipLayerNormalization", in, {"y"}), in,
+               {"node 'n0' (SkipLayerNormalization)", "skip float32[2,4,4] must have input's shape [2,3,4], or [1,3,4] or [3,4]"});
+  in[1].value = f32({2, 3, 4});
+  in[2].value = f32({3});
+  expect_error(model_of("SkipLayerNormalization", in, {"y"}), in, {"gamma float32[3] must be 1-D with input's hidden size 4"});
+  in[2].value = f32({4});
+  expect_error(model_of("SkipLayerNormalization", in, {"y", "", "", "s", "extra"}), in,
+               {"has at most 4 outputs (output, mean, inv_std_var, input_skip_bias_sum), the node has 5"});
+  std::vector<Operand> rms{{"X", f32({2, 3})}, {"scale", f32({2})}};
+  expect_error(model_of("SimplifiedLayerNormalization", rms, {"Y"}, ""), rms,
+               {"node 'n0' (SimplifiedLayerNormalization)", "scale float32[2] must have the normalized size 3"});
+}
+
+// ---- The fused activations
+
+TEST(ContribErrors, Activations) {
+  // A com.microsoft op in the default domain is not that op.
+  std::vector<Operand> in{{"X", f32({2, 3})}};
+  expect_error(model_of("QuickGelu", in, {"Y"}, ""), in, {"no CPU kernel for op 'QuickGelu'"});
+  expect_error(model_of("QuickGelu", in, {"Y", "Z"}), in, {"node 'n0' (QuickGelu): has one output (Y), the node has 2"});
+  std::vector<Operand> gelu{{"X", f32({2, 3})}, {"bias", f32({2})}};
+  expect_error(model_of("BiasGelu", gelu, {"Y"}), gelu,
+               {"node 'n0' (BiasGelu)", "bias float32[2] must be 1-D with X's last dim 3"});
+  std::vector<Operand> add{{"X", f32({2, 3})}, {"bias", f32({3})}, {"skip", f32({2, 3})}};
+  expect_error(model_of("BiasAdd", add, {"Y"}), add, {"node 'n0' (BiasAdd)", "X float32[2,3] must be [batch, sequence, channels]"});
+}
+
+// ---- RotaryEmbedding
+
+TEST(ContribErrors, RotaryPositionsOutsideTheCaches) {
+  const Tensor cache = f32({4, 4});
+  std::vector<Operand> in{{"input", f32({1, 2, 8})}, {"position_ids", Tensor::from_vector<int64_t>({1, 2}, {0, 20})},
+                          {"cos_cache", cache}, {"sin_cache", cache}};
+  // The CPU says ONNX Runtime's message; the GPU reads the positions at run time and flags the first
+  // position beyond the caches: the run fails naming the node and that position.
+  auto expect = [&](const std::string& cpu_message, const std::string& gpu_position) {
+    const std::string model = model_of("RotaryEmbedding", in, {"output"});
+    const std::string cpu = error_of(model, in, "cpu");
+    EXPECT_NE(cpu.find("node 'n0' (RotaryEmbedding): " + cpu_message), std::string::npos) << cpu;
+    if (testing::skip_gpu()) return;
+    const std::string gpu = error_of(model, in, "webgpu");
+    EXPECT_NE(gpu.find("node 'n0' (RotaryEmbedding) on the GPU: an index is out of range (index " + gpu_position + ")"),
+              std::string::npos) << gpu;
+  };
+  expect("position_ids value 20 at index 1 is out of range [0, 4)", "20");
+  in[1].value = Tensor::from_vector<int64_t>({1}, {3});  // the first token's position: rows 3 and 4
+  expect("position_ids 3 with sequence length 2 reads beyond the caches' 4 positions", "4");
+}
+
+TEST(ContribErrors, RotaryShapes) {
+  std::vector<Operand> in{{"input", f32({1, 2, 8})}, {"position_ids", Tensor::from_vector<int64_t>({1, 2}, {0, 1})},
+                          {"cos_cache", f32({4, 3})}, {"sin_cache", f32({4, 3})}};
+  expect_error(model_of("RotaryEmbedding", in, {"output"}, "com.microsoft", 1,
+                        [](onnx::NodeProto& n) { testing::set_int(n, "num_heads", 2); }),
+               in, {"node 'n0' (RotaryEmbedding)", "cos_cache float32[4,3] must be [max_position, 2] (half the rotary dim 4)"});
+  std::vector<Operand> onnx{{"X", f32({1, 2, 8})}, {"cos_cache", f32({4, 4})}, {"sin_cache", f32({4, 4})},
+                            {"position_ids", Tensor::from_vector<int64_t>({1, 2}, {0, 1})}};
+  expect_error(model_of("RotaryEmbedding", onnx, {"Y"}, "", 1, {}, 23), onnx,
+               {"node 'n0' (RotaryEmbedding)", "num_heads is required for a 3-D X float32[1,2,8]"});
+  expect_error(model_of("RotaryEmbedding", onnx, {"Y"}, ""), onnx,
+               {"RotaryEmbedding is an ONNX op from opset 23 on; the model imports opset 17"});
+}
+
+}  // namespace
+}  // namespace onnxgpu
