@@ -179,11 +179,7 @@ void pitch_bindings(webgpu::DispatchSpec& d, const std::vector<int>& slots, cons
     d.program.pitch(j, uint32_t(len), uint32_t(l->rows * l->inner));
     any = true;
   }
-  if (any) {
-    const uint32_t status = d.uniforms.empty() ? 0 : d.uniforms[0];
-    d.uniforms = d.program.uniform_data();
-    d.uniforms[0] = status;
-  }
+  if (any) d.uniforms = d.program.uniform_data();  // (word 0, the status slot, is the runtime's to set)
 }
 
 void prepare_residents(Plan& plan, const std::unordered_map<std::string, DeviceTensor>& device,
