@@ -21,6 +21,7 @@
 #include "common.h"
 #include "runtime/compare.h"
 #include "runtime/executor.h"
+#include "runtime/shared_device.h"
 #include "webgpu/dawn.h"
 #include "webgpu/device.h"
 
@@ -286,6 +287,12 @@ void bench_command(const BenchFlags& f) {
   j["plan"] = plan_json(plan);
   j["first_plan_replayed"] = first_plan.replayed;
   j["peak_rss_mb"] = peak_rss_mb();
+  if (gpu) {  // the persistent pipeline cache: what this process found in it and added
+    const webgpu::BlobCache* cache = runtime::shared_device()->blob_cache();
+    j["pipeline_cache"] = cache ? nlohmann::json{{"folder", cache->folder().string()}, {"hits", cache->hits()},
+                                                 {"stores", cache->stores()}}
+                                : nlohmann::json(nullptr);
+  }
   j["gpu_buffer_bytes"] = gpu ? plan.gpu_buffer_bytes : 0;
   if (gpu) {
     double rb = readback_only_ms(outs, f.readback_repeats);

@@ -50,6 +50,9 @@ class Tensor {
   static Tensor uninitialized(DType dtype, Shape shape);
   // For DType::String.
   static Tensor strings(Shape shape, std::vector<std::string> values);
+  // The tensor of dtype x shape whose nbytes() bytes are at `data`, kept alive by it (an aliasing
+  // shared_ptr into a buffer the caller owns): no copy. The bytes are the tensor's, as if allocated.
+  static Tensor adopt(DType dtype, Shape shape, std::shared_ptr<std::byte> data);
 
   template <class T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values) {
@@ -73,8 +76,8 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return size_t(numel_) * dtype_size(dtype_); }
 
-  void* raw() { return bytes_ ? bytes_->data() : nullptr; }
-  const void* raw() const { return bytes_ ? bytes_->data() : nullptr; }
+  void* raw() { return bytes_.get(); }
+  const void* raw() const { return bytes_.get(); }
   std::span<std::byte> bytes() { return {static_cast<std::byte*>(raw()), nbytes()}; }
   std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(raw()), nbytes()}; }
 
@@ -116,7 +119,7 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 0;
   using Bytes = std::vector<std::byte, detail::NoInitAllocator<std::byte>>;
-  std::shared_ptr<Bytes> bytes_;
+  std::shared_ptr<std::byte> bytes_;  // the first byte, owning what holds them (a Bytes, or an adopted buffer)
   Tensor(DType dtype, Shape shape, bool zero);
   std::shared_ptr<std::vector<std::string>> strings_;
 };

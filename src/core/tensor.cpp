@@ -43,7 +43,19 @@ Tensor::Tensor(DType dtype, Shape shape, bool zero) : dtype_(dtype), shape_(std:
   if (numel_ > kMaxBytes / int64_t(dtype_size(dtype_)))
     throw InvalidArgument("tensor of shape " + shape_str(shape_) + " is too large");
   size_t n = size_t(numel_) * dtype_size(dtype_);
-  bytes_ = zero ? std::make_shared<Bytes>(n, std::byte{0}) : std::make_shared<Bytes>(n);
+  auto b = zero ? std::make_shared<Bytes>(n, std::byte{0}) : std::make_shared<Bytes>(n);
+  bytes_ = std::shared_ptr<std::byte>(b, b->data());
+}
+
+Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
+  if (dtype == DType::String || dtype_size(dtype) == 0) throw_unsupported_dtype(dtype, "adopted tensor storage");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  if (t.numel_ > 0 && !data) throw InvalidArgument("Tensor::adopt: no bytes for " + t.describe());
+  t.bytes_ = std::move(data);
+  return t;
 }
 
 Tensor Tensor::strings(Shape shape, std::vector<std::string> values) {
@@ -78,7 +90,10 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Tensor Tensor::clone() const {
   Tensor t = *this;
-  if (bytes_) t.bytes_ = std::make_shared<Bytes>(*bytes_);
+  if (bytes_) {
+    auto b = std::make_shared<Bytes>(bytes_.get(), bytes_.get() + nbytes());
+    t.bytes_ = std::shared_ptr<std::byte>(b, b->data());
+  }
   if (strings_) t.strings_ = std::make_shared<std::vector<std::string>>(*strings_);
   return t;
 }

@@ -2,13 +2,20 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
-#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
 #include <set>
-#include <sstream>
 
 #include "loader/tensor_proto.h"
 #include "loader/validate.h"
+#include "loader/wire.h"
 
 namespace onnxgpu::loader {
 
@@ -19,6 +26,11 @@ using Kind = ir::Attribute::Kind;
 struct Converter {
   ExternalDataDir ext;
   int depth = 0;
+  // The raw data parted from the main graph's initializers (wire.h): in `base`, held by `keep` (null
+  // when the bytes do not outlive the load: then they are copied).
+  const wire::Skeleton* parted = nullptr;
+  const uint8_t* base = nullptr;
+  std::shared_ptr<const void> keep;
 
   ir::ValueInfo value_info(const onnx::ValueInfoProto& v) {
     ir::ValueInfo out;
@@ -43,25 +55,25 @@ struct Converter {
     return out;
   }
 
-  ir::Attribute attribute(const onnx::AttributeProto& a, const std::string& where) {
+  ir::Attribute attribute(onnx::AttributeProto& a, const std::string& where) {
     ir::Attribute r;
     std::string what = where + " attribute '" + a.name() + "'";
     switch (a.type()) {
       case onnx::AttributeProto_AttributeType_FLOAT: r.kind = Kind::Float; r.f = a.f(); break;
       case onnx::AttributeProto_AttributeType_INT: r.kind = Kind::Int; r.i = a.i(); break;
       case onnx::AttributeProto_AttributeType_STRING: r.kind = Kind::String; r.s = a.s(); break;
-      case onnx::AttributeProto_AttributeType_TENSOR: r.kind = Kind::Tensor; r.t = tensor_from_proto(a.t(), ext, what); break;
-      case onnx::AttributeProto_AttributeType_GRAPH: r.kind = Kind::Graph; r.g = std::make_shared<ir::Graph>(graph(a.g())); break;
+      case onnx::AttributeProto_AttributeType_TENSOR: r.kind = Kind::Tensor; r.t = take_tensor_from_proto(*a.mutable_t(), ext, what); break;
+      case onnx::AttributeProto_AttributeType_GRAPH: r.kind = Kind::Graph; r.g = std::make_shared<ir::Graph>(graph(*a.mutable_g())); break;
       case onnx::AttributeProto_AttributeType_FLOATS: r.kind = Kind::Floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
       case onnx::AttributeProto_AttributeType_INTS: r.kind = Kind::Ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
       case onnx::AttributeProto_AttributeType_STRINGS: r.kind = Kind::Strings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
       case onnx::AttributeProto_AttributeType_TENSORS:
         r.kind = Kind::Tensors;
-        for (const auto& t : a.tensors()) r.tensors.push_back(tensor_from_proto(t, ext, what));
+        for (auto& t : *a.mutable_tensors()) r.tensors.push_back(take_tensor_from_proto(t, ext, what));
         break;
       case onnx::AttributeProto_AttributeType_GRAPHS:
         r.kind = Kind::Graphs;
-        for (const auto& g : a.graphs()) r.graphs.push_back(std::make_shared<ir::Graph>(graph(g)));
+        for (auto& g : *a.mutable_graphs()) r.graphs.push_back(std::make_shared<ir::Graph>(graph(g)));
         break;
       case onnx::AttributeProto_AttributeType_TYPE_PROTO:
       case onnx::AttributeProto_AttributeType_TYPE_PROTOS:
@@ -73,8 +85,8 @@ struct Converter {
         if (a.has_f()) { r.kind = Kind::Float; r.f = a.f(); }
         else if (a.has_i()) { r.kind = Kind::Int; r.i = a.i(); }
         else if (a.has_s()) { r.kind = Kind::String; r.s = a.s(); }
-        else if (a.has_t()) { r.kind = Kind::Tensor; r.t = tensor_from_proto(a.t(), ext, what); }
-        else if (a.has_g()) { r.kind = Kind::Graph; r.g = std::make_shared<ir::Graph>(graph(a.g())); }
+        else if (a.has_t()) { r.kind = Kind::Tensor; r.t = take_tensor_from_proto(*a.mutable_t(), ext, what); }
+        else if (a.has_g()) { r.kind = Kind::Graph; r.g = std::make_shared<ir::Graph>(graph(*a.mutable_g())); }
         else if (a.floats_size()) { r.kind = Kind::Floats; r.floats.assign(a.floats().begin(), a.floats().end()); }
         else if (a.ints_size()) { r.kind = Kind::Ints; r.ints.assign(a.ints().begin(), a.ints().end()); }
         else if (a.strings_size()) { r.kind = Kind::Strings; r.strings.assign(a.strings().begin(), a.strings().end()); }
@@ -83,13 +95,22 @@ struct Converter {
     return r;
   }
 
-  ir::Graph graph(const onnx::GraphProto& g) {
+  // Tensors take the bytes of their protos (which are left without them) instead of copying them.
+  ir::Graph graph(onnx::GraphProto& g) {
     if (++depth > 64) throw InvalidArgument("graph nesting is deeper than 64 levels");
     ir::Graph out;
     out.name = g.name();
-    for (const auto& t : g.initializer()) {
+    for (int i = 0; i < g.initializer_size(); ++i) {
+      auto& t = *g.mutable_initializer(i);
       if (t.name().empty()) throw InvalidArgument("graph '" + g.name() + "': an initializer has no name");
-      out.initializers[t.name()] = tensor_from_proto(t, ext, "initializer '" + t.name() + "'");
+      const std::string what = "initializer '" + t.name() + "'";
+      const wire::Span* part = nullptr;
+      if (depth == 1 && parted)
+        if (auto it = parted->raw.find(size_t(i)); it != parted->raw.end()) part = &it->second;
+      if (part)
+        out.initializers[t.name()] = tensor_from_proto_and_bytes(t, base + part->offset, part->size, keep, ext, what);
+      else
+        out.initializers[t.name()] = take_tensor_from_proto(t, ext, what);
     }
     if (g.sparse_initializer_size()) throw NotImplemented("graph '" + g.name() + "': sparse initializers are not supported");
     for (const auto& v : g.input()) out.inputs.push_back(value_info(v));
@@ -97,7 +118,7 @@ struct Converter {
     for (const auto& v : g.value_info()) out.value_infos.push_back(value_info(v));
     std::map<std::string, int> name_count;
     for (int i = 0; i < g.node_size(); ++i) {
-      const auto& n = g.node(i);
+      auto& n = *g.mutable_node(i);
       ir::Node node;
       node.op_type = n.op_type();
       if (node.op_type.empty()) throw InvalidArgument("graph '" + g.name() + "': node " + std::to_string(i) + " has no op_type");
@@ -105,7 +126,7 @@ struct Converter {
       node.name = n.name().empty() ? node.op_type + "_" + std::to_string(i) : n.name();
       node.inputs.assign(n.input().begin(), n.input().end());
       node.outputs.assign(n.output().begin(), n.output().end());
-      for (const auto& a : n.attribute()) {
+      for (auto& a : *n.mutable_attribute()) {
         if (a.name().empty()) throw InvalidArgument(node.describe() + ": an attribute has no name");
         if (!a.ref_attr_name().empty()) throw NotImplemented(node.describe() + ": attribute references (functions) are not supported");
         node.attrs[a.name()] = attribute(a, node.describe());
@@ -173,11 +194,29 @@ void check_and_sort(ir::Graph& g, const std::set<std::string>& outer) {
 
 }  // namespace
 
-ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir& ext) {
+namespace {
+
+// Raw data of at least this many bytes is parted from the protobuf (see wire.h).
+constexpr size_t kPartMinBytes = 4096;
+
+ir::Model load(const void* bytes, size_t size, const ExternalDataDir& ext, std::shared_ptr<const void> keep) {
   onnx::ModelProto mp;
-  if (bytes.empty()) throw InvalidArgument("the model is empty (0 bytes)");
-  if (!mp.ParseFromString(bytes))
+  if (size == 0) throw InvalidArgument("the model is empty (0 bytes)");
+  if (size > size_t(std::numeric_limits<int>::max()))
+    throw InvalidArgument("the model is " + std::to_string(size) +
+                          " bytes: a protobuf file holds at most 2 GB (larger models keep their weights in external data)");
+  // The weights are parted from the file before protobuf parses it (never copied into its strings);
+  // bytes this cannot read are parsed as they are, so protobuf says what is wrong.
+  Converter c{ext};
+  const auto* data = static_cast<const uint8_t*>(bytes);
+  std::optional<wire::Skeleton> skeleton = wire::split(data, size, kPartMinBytes);
+  if (skeleton && mp.ParseFromString(skeleton->bytes)) {
+    c.parted = &*skeleton;
+    c.base = data;
+    c.keep = std::move(keep);
+  } else if (!mp.ParseFromArray(bytes, int(size))) {
     throw InvalidArgument("the model is not a valid ONNX ModelProto (truncated or corrupted file?)");
+  }
   if (!mp.has_graph()) throw InvalidArgument("the model has no graph");
   ir::Model m;
   m.ir_version = mp.ir_version();
@@ -193,9 +232,8 @@ ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir&
   m.doc_string = mp.doc_string();
   for (const auto& kv : mp.metadata_props()) m.metadata[kv.key()] = kv.value();
   if (mp.functions_size()) throw NotImplemented("model-local functions are not supported");
-  Converter c{ext};
   try {
-    m.graph = c.graph(mp.graph());
+    m.graph = c.graph(*mp.mutable_graph());
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {  // a standard-library error on malformed data (every known one is an Error)
@@ -206,14 +244,56 @@ ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir&
   return m;
 }
 
+}  // namespace
+
+ir::Model load_model_from_memory(const void* bytes, size_t size, const ExternalDataDir& ext) {
+  return load(bytes, size, ext, nullptr);
+}
+
+ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir& ext) {
+  return load(bytes.data(), bytes.size(), ext, nullptr);
+}
+
+namespace {
+
+// The file mapped into memory, privately: the weights' tensors use its pages as their storage (a
+// tensor written in place gets a private copy of the page; the file never changes).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw InvalidArgument("cannot open model '" + path + "'");
+    struct stat st{};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) throw InvalidArgument("model '" + path + "' is not a regular file");
+    size_ = size_t(st.st_size);
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) throw InvalidArgument("cannot map model '" + path + "' into memory");
+    data_ = p;
+    ::madvise(data_, size_, MADV_SEQUENTIAL | MADV_WILLNEED);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(data_, size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  int fd_ = -1;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
 ir::Model load_model(const std::string& path, const std::string& external_data_root) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InvalidArgument("cannot open model '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  auto file = std::make_shared<MappedFile>(path);
   std::string dir = std::filesystem::path(path).parent_path().string();
   try {
-    ir::Model m = load_model_from_bytes(ss.str(), {dir, external_data_root});
+    ir::Model m = load(file->data(), file->size(), {dir, external_data_root}, file);
     m.path = path;
     return m;
   } catch (const NotImplemented& e) {

@@ -3,7 +3,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <charconv>
+#include <cstddef>
 #include <cstring>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +21,10 @@ std::string read_file(const std::string& path, const std::string& what) {
   ss << f.rdbuf();
   return ss.str();
 }
+
+// Raw data of at least this many bytes is taken from a proto rather than copied (smaller tensors are
+// cheaper to copy than to give an owner of their own).
+constexpr size_t kTakeMinBytes = 4096;
 
 DType dtype_from_onnx(int32_t t, const std::string& what) {
   switch (t) {
@@ -111,7 +117,20 @@ Tensor read_external(const onnx::TensorProto& p, const ExternalDataDir& ext, DTy
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& p, const ExternalDataDir& ext, const std::string& what_in) {
+namespace {
+
+// The raw data of a tensor: the proto's, or bytes it was parted from (a mapped file's, see
+// loader/wire.h). `take`: the proto's own string, to move into the tensor; `keep`: what holds the
+// parted bytes, shared with the tensor when they can serve as its storage.
+struct Raw {
+  bool present = false;
+  const char* data = nullptr;
+  size_t size = 0;
+  std::string* take = nullptr;
+  std::shared_ptr<const void> keep;
+};
+
+Tensor from_proto(const onnx::TensorProto& p, Raw raw, const ExternalDataDir& ext, const std::string& what_in) {
   std::string what = what_in.empty() ? "tensor '" + p.name() + "'" : what_in;
   DType dt = dtype_from_onnx(p.data_type(), what);
   Shape shape;
@@ -129,28 +148,36 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const ExternalDataDir& ext,
   const int64_t numel = shape_numel(shape);
   if (p.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) {
     size_t have = 0, unit = 1;
-    if (p.has_raw_data()) have = p.raw_data().size(), unit = dtype_size(dt);
+    if (raw.present) have = raw.size, unit = dtype_size(dt);
     else if (dt == DType::Float32) have = size_t(p.float_data_size());
     else if (dt == DType::Float64) have = size_t(p.double_data_size());
     else if (dt == DType::Int64) have = size_t(p.int64_data_size());
     else if (dt == DType::UInt32 || dt == DType::UInt64) have = size_t(p.uint64_data_size());
     else have = size_t(p.int32_data_size());
     if (have % unit != 0 || uint64_t(numel) != have / unit)
-      throw InvalidArgument(what + (p.has_raw_data() ? ": raw_data has " : ": has ") + std::to_string(have) +
-                            (p.has_raw_data() ? " bytes" : " values") + ", its type and shape " +
+      throw InvalidArgument(what + (raw.present ? ": raw_data has " : ": has ") + std::to_string(have) +
+                            (raw.present ? " bytes" : " values") + ", its type and shape " +
                             std::string(dtype_name(dt)) + shape_str(shape) + " need " + std::to_string(numel) +
-                            (p.has_raw_data() ? " x " + std::to_string(unit) + " bytes" : " values"));
+                            (raw.present ? " x " + std::to_string(unit) + " bytes" : " values"));
   }
   if (p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return read_external(p, ext, dt, shape, what);
-  Tensor t(dt, shape);
-  const size_t nbytes = t.nbytes();
-  if (p.has_raw_data()) {
-    if (p.raw_data().size() != nbytes)
-      throw InvalidArgument(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, its type and shape " +
-                            t.describe() + " need " + std::to_string(nbytes));
-    if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);
+  const size_t nbytes = size_t(numel) * dtype_size(dt);
+  if (raw.present) {
+    if (nbytes >= kTakeMinBytes) {
+      if (raw.take) {
+        auto owner = std::make_shared<std::string>(std::move(*raw.take));
+        return Tensor::adopt(dt, shape, std::shared_ptr<std::byte>(owner, reinterpret_cast<std::byte*>(owner->data())));
+      }
+      // Parted bytes serve as they are when their address suits the element type.
+      if (raw.keep && reinterpret_cast<uintptr_t>(raw.data) % dtype_size(dt) == 0)
+        return Tensor::adopt(dt, shape, std::shared_ptr<std::byte>(std::const_pointer_cast<void>(raw.keep),
+                                                                   reinterpret_cast<std::byte*>(const_cast<char*>(raw.data))));
+    }
+    Tensor t = Tensor::uninitialized(dt, shape);
+    if (nbytes) std::memcpy(t.raw(), raw.data, nbytes);
     return t;
   }
+  Tensor t(dt, shape);
   switch (dt) {
     case DType::Float32: copy_typed(p.float_data(), t, what); break;
     case DType::Float64: copy_typed(p.double_data(), t, what); break;
@@ -159,6 +186,25 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const ExternalDataDir& ext,
     default: copy_typed(p.int32_data(), t, what); break;  // int8/16/32, uint8/16, bool, float16, bfloat16
   }
   return t;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& p, const ExternalDataDir& ext, const std::string& what) {
+  Raw raw;
+  if (p.has_raw_data()) raw = Raw{true, p.raw_data().data(), p.raw_data().size(), nullptr, nullptr};
+  return from_proto(p, std::move(raw), ext, what);
+}
+
+Tensor take_tensor_from_proto(onnx::TensorProto& p, const ExternalDataDir& ext, const std::string& what) {
+  Raw raw;
+  if (p.has_raw_data()) raw = Raw{true, p.raw_data().data(), p.raw_data().size(), p.mutable_raw_data(), nullptr};
+  return from_proto(p, std::move(raw), ext, what);
+}
+
+Tensor tensor_from_proto_and_bytes(const onnx::TensorProto& p, const void* raw_data, size_t size,
+                                   std::shared_ptr<const void> keep, const ExternalDataDir& ext, const std::string& what) {
+  return from_proto(p, Raw{true, static_cast<const char*>(raw_data), size, nullptr, std::move(keep)}, ext, what);
 }
 
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto& p) {

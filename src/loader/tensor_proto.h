@@ -1,5 +1,7 @@
 // TensorProto <-> Tensor, and the .pb / .npy tensor files the command line reads and writes.
 #pragma once
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -22,6 +24,14 @@ struct ExternalDataDir {
 
 // `what` names the tensor in error messages.
 Tensor tensor_from_proto(const onnx::TensorProto& p, const ExternalDataDir& ext, const std::string& what);
+// The same, taking the proto's raw bytes into the tensor instead of copying them (the proto is left
+// without them).
+Tensor take_tensor_from_proto(onnx::TensorProto& p, const ExternalDataDir& ext, const std::string& what);
+// The same for a proto parted from its raw data (loader/wire.h), which is `size` bytes at `raw_data`:
+// the tensor's storage is those bytes themselves when `keep` holds them and they are aligned
+// to the element size, else a copy.
+Tensor tensor_from_proto_and_bytes(const onnx::TensorProto& p, const void* raw_data, size_t size,
+                                   std::shared_ptr<const void> keep, const ExternalDataDir& ext, const std::string& what);
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto& p);
 
 // ONNX TensorProto file (input_0.pb). Returns (name stored in the file, tensor). External data must

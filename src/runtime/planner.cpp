@@ -451,9 +451,14 @@ void Planner::close_segment() {
   }
   step.uniforms = std::make_shared<webgpu::Buffer>(dev.create_buffer(total, webgpu::kUniformUsage, "onnxgpu uniforms"));
   dev.write(step.uniforms->get(), step.uniform_data.data(), total);
+  // The segment's new pipelines are compiled together (in parallel), then looked up one by one.
+  std::vector<std::string> sources;
+  sources.reserve(pending_.size());
+  for (auto& [d, slots] : pending_) sources.push_back(d->source());
+  dev.make_pipelines(sources);
   for (size_t i = 0; i < pending_.size(); ++i) {
     auto& [d, slots] = pending_[i];
-    RecordedDispatch r{&dev.pipeline(d->source()), {}, d->x, d->y, d->z, uint32_t(pending_nodes_[i]), slots, offsets[i],
+    RecordedDispatch r{&dev.pipeline(sources[i]), {}, d->x, d->y, d->z, uint32_t(pending_nodes_[i]), slots, offsets[i],
                        uint64_t((d->uniforms.size() * 4 + 15) / 16 * 16)};
     r.group = bind_dispatch(plan_, step, r);
     step.dispatches.push_back(std::move(r));

@@ -53,6 +53,7 @@ typedef struct WGPUSurfaceImpl* WGPUSurface;  // only as a (null) field of WGPUR
 // ---- Enums (4 bytes each; Force32 pins the size) ---------------------------------------------
 typedef enum WGPUSType {
   WGPUSType_ShaderSourceWGSL = 0x2,
+  WGPUSType_DawnCacheDeviceDescriptor = 0x50007,
   WGPUSType_DawnTogglesDescriptor = 0x5000a,
   WGPUSType_DawnFakeBufferOOMForTesting = 0x50040,
   WGPUSType_Force32 = 0x7fffffff
@@ -214,6 +215,14 @@ typedef enum WGPURequestDeviceStatus {
   WGPURequestDeviceStatus_Force32 = 0x7fffffff
 } WGPURequestDeviceStatus;
 
+typedef enum WGPUCreatePipelineAsyncStatus {
+  WGPUCreatePipelineAsyncStatus_Success = 0x1,
+  WGPUCreatePipelineAsyncStatus_CallbackCancelled = 0x2,
+  WGPUCreatePipelineAsyncStatus_ValidationError = 0x3,
+  WGPUCreatePipelineAsyncStatus_InternalError = 0x4,
+  WGPUCreatePipelineAsyncStatus_Force32 = 0x7fffffff
+} WGPUCreatePipelineAsyncStatus;
+
 typedef enum WGPUMapAsyncStatus {
   WGPUMapAsyncStatus_Success = 0x1,
   WGPUMapAsyncStatus_CallbackCancelled = 0x2,
@@ -333,6 +342,15 @@ typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, WGPUSt
                                           void* userdata1, void* userdata2);
 typedef void (*WGPUPopErrorScopeCallback)(WGPUPopErrorScopeStatus status, WGPUErrorType type,
                                           WGPUStringView message, void* userdata1, void* userdata2);
+typedef void (*WGPUCreateComputePipelineAsyncCallback)(WGPUCreatePipelineAsyncStatus status,
+                                                      WGPUComputePipeline pipeline, WGPUStringView message,
+                                                      void* userdata1, void* userdata2);
+// Dawn's blob cache (typedefs.tsv): load returns the value's size (0: none) and copies it when
+// `value` has room; store keeps a value.
+typedef size_t (*WGPUDawnLoadCacheDataFunction)(const void* key, size_t keySize, void* value, size_t valueSize,
+                                                void* userdata);
+typedef void (*WGPUDawnStoreCacheDataFunction)(const void* key, size_t keySize, const void* value,
+                                               size_t valueSize, void* userdata);
 typedef void (*WGPUCompilationInfoCallback)(WGPUCompilationInfoRequestStatus status,
                                             const struct WGPUCompilationInfo* info, void* userdata1,
                                             void* userdata2);
@@ -356,6 +374,14 @@ typedef struct WGPUDawnTogglesDescriptor {
   size_t disabledToggleCount;
   const char* const* disabledToggles;
 } WGPUDawnTogglesDescriptor;
+
+typedef struct WGPUDawnCacheDeviceDescriptor {
+  WGPUChainedStruct chain;
+  WGPUStringView isolationKey;
+  WGPUDawnLoadCacheDataFunction loadDataFunction;
+  WGPUDawnStoreCacheDataFunction storeDataFunction;
+  void* functionUserdata;
+} WGPUDawnCacheDeviceDescriptor;
 
 typedef struct WGPURequestAdapterOptions {
   WGPUChainedStruct* nextInChain;
@@ -510,6 +536,14 @@ typedef struct WGPUPopErrorScopeCallbackInfo {
   void* userdata2;
 } WGPUPopErrorScopeCallbackInfo;
 
+typedef struct WGPUCreateComputePipelineAsyncCallbackInfo {
+  WGPUChainedStruct* nextInChain;
+  WGPUCallbackMode mode;
+  WGPUCreateComputePipelineAsyncCallback callback;
+  void* userdata1;
+  void* userdata2;
+} WGPUCreateComputePipelineAsyncCallbackInfo;
+
 typedef struct WGPUShaderModuleDescriptor {
   WGPUChainedStruct* nextInChain;
   WGPUStringView label;
@@ -645,6 +679,7 @@ typedef struct WGPUQuerySetDescriptor {
   X(DeviceCreateBuffer, WGPUBuffer, (WGPUDevice, const WGPUBufferDescriptor*)) \
   X(DeviceCreateShaderModule, WGPUShaderModule, (WGPUDevice, const WGPUShaderModuleDescriptor*)) \
   X(DeviceCreateComputePipeline, WGPUComputePipeline, (WGPUDevice, const WGPUComputePipelineDescriptor*)) \
+  X(DeviceCreateComputePipelineAsync, WGPUFuture, (WGPUDevice, const WGPUComputePipelineDescriptor*, WGPUCreateComputePipelineAsyncCallbackInfo)) \
   X(DeviceCreateBindGroup, WGPUBindGroup, (WGPUDevice, const WGPUBindGroupDescriptor*)) \
   X(DeviceCreateCommandEncoder, WGPUCommandEncoder, (WGPUDevice, const WGPUCommandEncoderDescriptor*)) \
   X(DeviceCreateQuerySet, WGPUQuerySet, (WGPUDevice, const WGPUQuerySetDescriptor*)) \
@@ -717,6 +752,17 @@ ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnTogglesDescriptor, enabledToggleCount) == 1
 ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnTogglesDescriptor, enabledToggles) == 24 && sizeof(((WGPUDawnTogglesDescriptor*)0)->enabledToggles) == 8);
 ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnTogglesDescriptor, disabledToggleCount) == 32 && sizeof(((WGPUDawnTogglesDescriptor*)0)->disabledToggleCount) == 8);
 ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnTogglesDescriptor, disabledToggles) == 40 && sizeof(((WGPUDawnTogglesDescriptor*)0)->disabledToggles) == 8);
+ONNXGPU_WGPU_ASSERT(sizeof(WGPUDawnCacheDeviceDescriptor) == 56 && ONNXGPU_WGPU_ALIGNOF(WGPUDawnCacheDeviceDescriptor) == 8);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnCacheDeviceDescriptor, chain) == 0 && sizeof(((WGPUDawnCacheDeviceDescriptor*)0)->chain) == 16);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnCacheDeviceDescriptor, isolationKey) == 16 && sizeof(((WGPUDawnCacheDeviceDescriptor*)0)->isolationKey) == 16);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnCacheDeviceDescriptor, loadDataFunction) == 32 && sizeof(((WGPUDawnCacheDeviceDescriptor*)0)->loadDataFunction) == 8);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnCacheDeviceDescriptor, storeDataFunction) == 40 && sizeof(((WGPUDawnCacheDeviceDescriptor*)0)->storeDataFunction) == 8);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUDawnCacheDeviceDescriptor, functionUserdata) == 48 && sizeof(((WGPUDawnCacheDeviceDescriptor*)0)->functionUserdata) == 8);
+ONNXGPU_WGPU_ASSERT(sizeof(WGPUCreateComputePipelineAsyncCallbackInfo) == 40 && ONNXGPU_WGPU_ALIGNOF(WGPUCreateComputePipelineAsyncCallbackInfo) == 8);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUCreateComputePipelineAsyncCallbackInfo, mode) == 8 && sizeof(((WGPUCreateComputePipelineAsyncCallbackInfo*)0)->mode) == 4);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUCreateComputePipelineAsyncCallbackInfo, callback) == 16 && sizeof(((WGPUCreateComputePipelineAsyncCallbackInfo*)0)->callback) == 8);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUCreateComputePipelineAsyncCallbackInfo, userdata1) == 24 && sizeof(((WGPUCreateComputePipelineAsyncCallbackInfo*)0)->userdata1) == 8);
+ONNXGPU_WGPU_ASSERT(offsetof(WGPUCreateComputePipelineAsyncCallbackInfo, userdata2) == 32 && sizeof(((WGPUCreateComputePipelineAsyncCallbackInfo*)0)->userdata2) == 8);
 ONNXGPU_WGPU_ASSERT(sizeof(WGPURequestAdapterOptions) == 32 && ONNXGPU_WGPU_ALIGNOF(WGPURequestAdapterOptions) == 8);
 ONNXGPU_WGPU_ASSERT(offsetof(WGPURequestAdapterOptions, nextInChain) == 0 && sizeof(((WGPURequestAdapterOptions*)0)->nextInChain) == 8);
 ONNXGPU_WGPU_ASSERT(offsetof(WGPURequestAdapterOptions, featureLevel) == 8 && sizeof(((WGPURequestAdapterOptions*)0)->featureLevel) == 4);

@@ -8,6 +8,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include <system_error>
@@ -653,6 +655,29 @@ Device::Device(const DeviceOptions& options)
   toggles.disabledToggleCount = off_c.size();
   toggles.disabledToggles = off_c.data();
 
+  // The persistent shader and pipeline cache, when a folder for it can be used.
+  WGPUDawnCacheDeviceDescriptor cache{};
+  if (options.pipeline_cache != "off") {
+    auto cache_folder = options.pipeline_cache.empty() ? BlobCache::default_folder()
+                                                       : std::filesystem::path(options.pipeline_cache);
+    if (!cache_folder.empty()) {
+      blob_cache_ = std::make_unique<BlobCache>(cache_folder);
+      if (!blob_cache_->usable()) blob_cache_.reset();
+    }
+  }
+  if (blob_cache_) {
+    cache.chain.sType = WGPUSType_DawnCacheDeviceDescriptor;
+    cache.isolationKey = WGPUStringView{nullptr, WGPU_STRLEN};
+    cache.loadDataFunction = [](const void* key, size_t key_size, void* value, size_t value_size, void* u) {
+      return static_cast<BlobCache*>(u)->load(key, key_size, value, value_size);
+    };
+    cache.storeDataFunction = [](const void* key, size_t key_size, const void* value, size_t value_size, void* u) {
+      static_cast<BlobCache*>(u)->store(key, key_size, value, value_size);
+    };
+    cache.functionUserdata = blob_cache_.get();
+    toggles.chain.next = &cache.chain;
+  }
+
   WGPUDeviceDescriptor desc{};
   desc.nextInChain = &toggles.chain;
   desc.label = to_view("onnxgpu");
@@ -958,41 +983,129 @@ std::string compilation_messages(WGPUShaderModule module, const std::string& wgs
 
 }  // namespace
 
-const Pipeline& Device::pipeline(const std::string& wgsl, const std::string& entry_point) {
-  std::string key = entry_point + '\n' + wgsl;
-  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
-  check();
-  const Dawn& d = dawn();
+namespace {
 
+// A shader module of `wgsl`; a WGSL error is a GpuError with the compilation messages.
+ShaderModuleHandle shader_module(WGPUDevice device, WGPUInstance instance, const std::string& wgsl,
+                                 std::chrono::milliseconds timeout) {
   WGPUShaderSourceWGSL source{};
   source.chain.sType = WGPUSType_ShaderSourceWGSL;
   source.code = to_view(wgsl);
   WGPUShaderModuleDescriptor module_desc{};
   module_desc.nextInChain = &source.chain;
-  ErrorScope module_scope(device_.get(), instance_.get(), timeout_);
-  ShaderModuleHandle module(d.DeviceCreateShaderModule(device_.get(), &module_desc));
+  ErrorScope module_scope(device, instance, timeout);
+  ShaderModuleHandle module(dawn().DeviceCreateShaderModule(device, &module_desc));
   if (std::string errors = module_scope.pop(); !errors.empty()) {
     // Prefer the compilation messages (line:column, the source line, a caret); Dawn's own error
     // text is the fallback when there are none.
-    std::string where = module ? compilation_messages(module.get(), wgsl, instance_.get(), timeout_) : std::string{};
+    std::string where = module ? compilation_messages(module.get(), wgsl, instance, timeout) : std::string{};
     throw GpuError("WebGPU: WGSL shader failed to compile:" + (where.empty() ? " " + errors : where));
   }
+  return module;
+}
 
+}  // namespace
+
+Pipeline Device::finish_pipeline(WGPUComputePipeline handle, const std::string& entry_point) {
+  Pipeline p;
+  p.handle = ComputePipelineHandle(handle);
+  p.layout0 = BindGroupLayoutHandle(dawn().ComputePipelineGetBindGroupLayout(p.get(), 0));
+  p.entry_point = entry_point;
+  return p;
+}
+
+const Pipeline& Device::pipeline(const std::string& wgsl, const std::string& entry_point) {
+  std::string key = entry_point + '\n' + wgsl;
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  check();
+  ShaderModuleHandle module = shader_module(device_.get(), instance_.get(), wgsl, timeout_);
   WGPUComputePipelineDescriptor desc{};
   desc.compute.module = module.get();
   desc.compute.entryPoint = to_view(entry_point);
   ErrorScope pipeline_scope(device_.get(), instance_.get(), timeout_);
-  ComputePipelineHandle handle(d.DeviceCreateComputePipeline(device_.get(), &desc));
+  WGPUComputePipeline handle = dawn().DeviceCreateComputePipeline(device_.get(), &desc);
   if (std::string errors = pipeline_scope.pop(); !errors.empty()) {
+    if (handle) dawn().ComputePipelineRelease(handle);
     std::string where = compilation_messages(module.get(), wgsl, instance_.get(), timeout_);
     throw GpuError("WebGPU: creating the compute pipeline (entry point '" + entry_point + "') failed: " + errors + where);
   }
-  Pipeline p;
-  p.handle = std::move(handle);
-  p.layout0 = BindGroupLayoutHandle(d.ComputePipelineGetBindGroupLayout(p.get(), 0));
-  p.entry_point = entry_point;
+  Pipeline p = finish_pipeline(handle, entry_point);
   check();
   return pipelines_.emplace(std::move(key), std::move(p)).first->second;
+}
+
+void Device::make_pipelines(std::span<const std::string> wgsl) {
+  const std::string entry_point = "main";
+  struct Pending {
+    std::string key;
+    const std::string* wgsl;
+    ShaderModuleHandle module;
+    WGPUFuture future{};
+    WGPUCreatePipelineAsyncStatus status = WGPUCreatePipelineAsyncStatus_InternalError;
+    WGPUComputePipeline handle = nullptr;
+    std::string message;
+  };
+  std::vector<std::unique_ptr<Pending>> pending;
+  std::unordered_map<std::string, bool> asked;
+  for (const std::string& w : wgsl) {
+    std::string key = entry_point + '\n' + w;
+    if (pipelines_.count(key) || asked.count(key)) continue;
+    asked[key] = true;
+    auto p = std::make_unique<Pending>();
+    p->key = std::move(key);
+    p->wgsl = &w;
+    pending.push_back(std::move(p));
+  }
+  if (pending.empty()) return;
+  check();
+  // Shader modules are made here (Dawn parses WGSL on the calling thread); pipelines on its workers.
+  // Every started creation is waited for, also when one fails, so no callback outlives its Pending.
+  std::exception_ptr failure;
+  size_t started = 0;
+  try {
+    for (auto& p : pending) {
+      p->module = shader_module(device_.get(), instance_.get(), *p->wgsl, timeout_);
+      WGPUComputePipelineDescriptor desc{};
+      desc.compute.module = p->module.get();
+      desc.compute.entryPoint = to_view(entry_point);
+      WGPUCreateComputePipelineAsyncCallbackInfo cb{};
+      cb.mode = WGPUCallbackMode_WaitAnyOnly;
+      cb.callback = [](WGPUCreatePipelineAsyncStatus status, WGPUComputePipeline pipeline, WGPUStringView message,
+                       void* u1, void*) {
+        auto* q = static_cast<Pending*>(u1);
+        q->status = status;
+        q->handle = pipeline;
+        q->message = to_string(message);
+      };
+      cb.userdata1 = p.get();
+      p->future = dawn().DeviceCreateComputePipelineAsync(device_.get(), &desc, cb);
+      ++started;
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  for (size_t i = 0; i < started; ++i) {
+    try {
+      wait(pending[i]->future, "a compute pipeline");
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  for (size_t i = 0; i < started; ++i) {
+    Pending& p = *pending[i];
+    if (p.status == WGPUCreatePipelineAsyncStatus_Success && p.handle) {
+      pipelines_.emplace(std::move(p.key), finish_pipeline(p.handle, entry_point));
+      continue;
+    }
+    if (p.handle) dawn().ComputePipelineRelease(p.handle);
+    if (!failure) {
+      std::string where = compilation_messages(p.module.get(), *p.wgsl, instance_.get(), timeout_);
+      failure = std::make_exception_ptr(GpuError("WebGPU: creating the compute pipeline (entry point '" +
+                                                 entry_point + "') failed: " + p.message + where));
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  check();
 }
 
 BindGroupHandle Device::bind_group(const Pipeline& pipeline, std::initializer_list<BufferBinding> entries, uint32_t group) {

@@ -20,6 +20,7 @@
 
 #include "onnxgpu/error.h"
 #include "webgpu/abi.h"
+#include "webgpu/blob_cache.h"
 
 namespace onnxgpu::webgpu {
 
@@ -148,6 +149,9 @@ struct DeviceOptions {
   // Longest wait for any GPU operation (adapter/device requests, map, work done); 0 = $ONNXGPU_GPU_TIMEOUT_MS
   // or 60 s.
   std::chrono::milliseconds timeout{0};
+  // Folder of the persistent shader and pipeline cache (blob_cache.h); empty = BlobCache::default_folder(),
+  // "off" = none.
+  std::string pipeline_cache;
 };
 
 // Every adapter found for the options' backend(s) and the one a Device would choose.
@@ -294,6 +298,11 @@ class Device {
   // A WGSL or pipeline error is a GpuError carrying Dawn's messages and the offending source lines.
   const Pipeline& pipeline(const std::string& wgsl, const std::string& entry_point = "main");
   size_t pipeline_cache_size() const { return pipelines_.size(); }
+  // Makes the pipelines of these sources (entry point "main") that are not made yet, all at once: Dawn
+  // compiles them on its worker threads, so a plan's first run waits for the slowest, not the sum.
+  void make_pipelines(std::span<const std::string> wgsl);
+  // The persistent cache of compiled shaders and pipelines, or null when there is none.
+  const BlobCache* blob_cache() const { return blob_cache_.get(); }
 
   // A bind group for group `group` of the pipeline; entry i is @binding(i).
   BindGroupHandle bind_group(const Pipeline& pipeline, std::initializer_list<BufferBinding> entries,
@@ -326,7 +335,10 @@ class Device {
   void wait(WGPUFuture future, const char* what);
   Buffer& staging(uint64_t bytes);
 
+  Pipeline finish_pipeline(WGPUComputePipeline handle, const std::string& entry_point);
+
   std::chrono::milliseconds timeout_;
+  std::unique_ptr<BlobCache> blob_cache_;  // outlives the device: Dawn's worker threads call into it
   InstanceHandle instance_;
   AdapterHandle adapter_;
   DeviceHandle device_;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <random>
@@ -13,7 +15,10 @@
 #include <vector>
 
 #include "onnxgpu/error.h"
+#include "webgpu/blob_cache.h"
 #include "webgpu/device.h"
+
+#include <unistd.h>
 
 namespace onnxgpu::webgpu {
 namespace {
@@ -312,6 +317,140 @@ TEST(WebGpuDevice, ShaderCompileErrorIsGpuErrorWithDawnsMessage) {
   uint8_t back = 0;
   dev->read(b, &back, 1);
   EXPECT_EQ(back, 42);
+}
+
+// Several pipelines made at once (compiled on Dawn's workers) are the ones pipeline() then gives,
+// and they compute.
+TEST(WebGpuDevice, MakesAPlansPipelinesTogether) {
+  GET_DEVICE(dev);
+  std::vector<std::string> sources;
+  for (int k = 1; k <= 6; ++k)
+    sources.push_back("@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+                      "@compute @workgroup_size(64)\n"
+                      "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+                      "  if (gid.x < arrayLength(&x)) { x[gid.x] = x[gid.x] * " + std::to_string(k + 100) + "u; }\n"
+                      "}\n");
+  sources.push_back(sources[0]);  // asked twice: made once
+  const size_t before = dev->pipeline_cache_size();
+  dev->make_pipelines(sources);
+  EXPECT_EQ(dev->pipeline_cache_size(), before + 6);
+  dev->make_pipelines(sources);  // all made: nothing to do
+  EXPECT_EQ(dev->pipeline_cache_size(), before + 6);
+  std::vector<uint32_t> v = {1, 2, 3};
+  Buffer buf = dev->upload(v.data(), v.size() * 4);
+  CommandBatch batch = dev->batch();
+  std::vector<BindGroupHandle> groups;
+  for (int k = 0; k < 6; ++k) {
+    const Pipeline& p = dev->pipeline(sources[size_t(k)]);
+    groups.push_back(dev->bind_group(p, {BufferBinding(buf.get(), 0, v.size() * 4)}));
+    batch.dispatch(p, groups.back().get(), 1);
+  }
+  dev->submit(batch);
+  std::vector<uint32_t> out(3);
+  dev->read(buf, out.data(), out.size() * 4);
+  const uint32_t product = 101u * 102u * 103u * 104u * 105u * 106u;
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(out[i], v[i] * product) << i;
+  EXPECT_EQ(dev->pipeline_cache_size(), before + 6);
+}
+
+// One bad shader among several: a GpuError naming it; the good ones are made, the device stays usable.
+TEST(WebGpuDevice, ABadShaderAmongTogetherIsAGpuError) {
+  GET_DEVICE(dev);
+  const std::string good = "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+                           "@compute @workgroup_size(1) fn main() { x[0] = 7u; }\n";
+  const std::string bad = "@compute @workgroup_size(1) fn main() { let y = not_declared_here; }\n";
+  try {
+    dev->make_pipelines(std::vector<std::string>{good, bad});
+    FAIL() << "expected a GpuError";
+  } catch (const GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("not_declared_here"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(dev->check());
+  EXPECT_NO_THROW(dev->pipeline(good));
+}
+
+TEST(BlobCache, KeepsValuesAcrossInstancesAndMissesOnDamage) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("onnxgpu-blob-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string key = "a key", other = "another key", value(5000, 'v');
+  {
+    BlobCache c(dir);
+    ASSERT_TRUE(c.usable());
+    EXPECT_EQ(c.load(key.data(), key.size(), nullptr, 0), 0u);
+    c.store(key.data(), key.size(), value.data(), value.size());
+    EXPECT_EQ(c.stores(), 1u);
+  }
+  BlobCache c(dir);
+  ASSERT_EQ(c.load(key.data(), key.size(), nullptr, 0), value.size());
+  std::string got(value.size(), '\0');
+  EXPECT_EQ(c.load(key.data(), key.size(), got.data(), got.size()), value.size());
+  EXPECT_EQ(got, value);
+  EXPECT_EQ(c.hits(), 1u);
+  EXPECT_EQ(c.load(other.data(), other.size(), nullptr, 0), 0u);
+  // A damaged file (here: its last byte changed) is a miss, not garbage handed to Dawn.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('x');
+  }
+  EXPECT_EQ(c.load(key.data(), key.size(), nullptr, 0), 0u);
+  // Past its size limit a cache stores nothing more.
+  BlobCache small(dir, 100);
+  small.store(other.data(), other.size(), value.data(), value.size());
+  EXPECT_EQ(small.stores(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BlobCache, FolderFromTheEnvironment) {
+  {
+    ScopedEnv off("ONNXGPU_PIPELINE_CACHE", "off");
+    EXPECT_TRUE(BlobCache::default_folder().empty());
+  }
+  {
+    ScopedEnv named("ONNXGPU_PIPELINE_CACHE", "/some/where");
+    EXPECT_EQ(BlobCache::default_folder(), std::filesystem::path("/some/where"));
+  }
+  ScopedEnv unset("ONNXGPU_PIPELINE_CACHE", "");
+  ScopedEnv xdg("XDG_CACHE_HOME", "/x/cache");
+  EXPECT_EQ(BlobCache::default_folder(), std::filesystem::path("/x/cache/onnxgpu/pipelines"));
+}
+
+// A second device on the same cache folder finds what the first stored (Dawn's SPIR-V and pipeline
+// data), as a second process does.
+TEST(WebGpuDevice, ASecondDeviceReadsThePipelineCache) {
+  GET_DEVICE(dev);
+  (void)dev;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("onnxgpu-pipelines-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string wgsl = "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+                           "@compute @workgroup_size(32) fn main() { x[0] = 123457u; }\n";
+  DeviceOptions o;
+  o.pipeline_cache = dir.string();
+  {
+    Device first(o);
+    ASSERT_NE(first.blob_cache(), nullptr);
+    first.pipeline(wgsl);
+    EXPECT_GT(first.blob_cache()->stores(), 0u);
+  }
+  Device second(o);
+  ASSERT_NE(second.blob_cache(), nullptr);
+  second.make_pipelines(std::vector<std::string>{wgsl});
+  EXPECT_GT(second.blob_cache()->hits(), 0u);
+  std::vector<uint32_t> v = {0};
+  Buffer b = second.upload(v.data(), 4);
+  const Pipeline& p = second.pipeline(wgsl);
+  BindGroupHandle g = second.bind_group(p, {BufferBinding(b.get(), 0, 4)});
+  CommandBatch batch = second.batch();
+  batch.dispatch(p, g.get(), 1);
+  second.submit(batch);
+  second.read(b, v.data(), 4);
+  EXPECT_EQ(v[0], 123457u);
+  o.pipeline_cache = "off";
+  Device none(o);
+  EXPECT_EQ(none.blob_cache(), nullptr);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WebGpuDevice, MissingEntryPointIsGpuError) {
