@@ -128,6 +128,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_loss(r);
     register_bias_activation(r);
     register_rotary(r);
+    register_block_quant(r);
     return r;
   }();
   return reg;
