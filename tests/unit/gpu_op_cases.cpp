@@ -804,6 +804,25 @@ std::vector<Case> build() {
             .i("quantize_axis", 2));
   }
 
+  // -- QuantizeLinear, DequantizeLinear: per tensor, per axis, blocked --------------------------------------------
+  // QuantizeLinear's output type varies (float32 x: the GPU kernel's; x an odd integer over scale 2 is a tie);
+  // DequantizeLinear takes x - zero_point in 64 bits (int32 values beyond 2^31 apart), then times the scale.
+  family = "quantize";
+  add(B("QuantizeLinear").tp("T2").fg("x", DType::Float32, S3, ints_in(-300, 300)).k("y_scale", Tensor::scalar<float>(2.0f))
+          .xg("y_zero_point", {}, ints_in(0, 5)));
+  add(B("QuantizeLinear", "per axis").tp("T2").f("x", DType::Float32, S3).f("y_scale", DType::Float32, {3}, Dom::Positive)
+          .xg("y_zero_point", {3}, ints_in(0, 5)));
+  // Blocked (opset 21): libonnx's newest schemas are opset 13's, whose types these cases vary (the 16-bit
+  // types run in ONNX 1.23's node tests and GpuQuantize).
+  add(B("QuantizeLinear", "blocked").opset(21).tp("T2").f("x", DType::Float32, {2, 5, 4})
+          .f("y_scale", DType::Float32, {2, 3, 4}, Dom::Positive).xg("y_zero_point", {2, 3, 4}, ints_in(0, 5))
+          .i("axis", 1).i("block_size", 2));
+  add(B("DequantizeLinear").tp("T").x("x", S3).f("x_scale", DType::Float32, {}, Dom::Positive).xg("x_zero_point", {}, ints_in(0, 5)));
+  add(B("DequantizeLinear", "per axis, no zero point").tp("T").x("x", S3).f("x_scale", DType::Float32, {3}, Dom::Positive));
+  add(B("DequantizeLinear", "blocked, float16 scales").opset(21).x("x", {2, 5, 4})
+          .f("x_scale", DType::Float16, {2, 3, 4}, Dom::Positive).xg("x_zero_point", {2, 3, 4}, ints_in(0, 5))
+          .i("axis", 1).i("block_size", 2));
+
   // -- Losses --------------------------------------------------------------------------------------------------
   family = "loss";
   add(B("NegativeLogLikelihoodLoss").x("input", {2, 3, 4}).fg("target", DType::Int64, {2, 4}, ints_in(0, 2)).tol(10));

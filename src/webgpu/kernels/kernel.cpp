@@ -129,6 +129,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_bias_activation(r);
     register_rotary(r);
     register_block_quant(r);
+    register_quantize(r);
     return r;
   }();
   return reg;
