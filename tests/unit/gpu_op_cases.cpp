@@ -766,6 +766,63 @@ std::vector<Case> build() {
           .x("cos_cache", {7, 2}).x("sin_cache", {7, 2}).fg("position_ids", DType::Int64, {2, 3}, ints_in(0, 6))
           .i("num_heads", 2).i("interleaved", 1).tol(10));
 
+  // -- Block-quantized weights (com.microsoft MatMulNBits, GatherBlockQuantized) -------------------------------
+  // The packed uint8 data are initializers of random bytes (every code of the bit width) or, once, a graph
+  // input; scales of the varied float type; M = 1 and 3 take the GPU's rows kernel, M = 7 its tiled one.
+  // GatherBlockQuantized's int64 index 2^32 + 1 on replay (its low word a valid row) fails on both EPs.
+  family = "block_quant";
+  {
+    const std::vector<DType> kNBitsTypes = {DType::Float32, DType::Float16, DType::BFloat16};
+    auto bytes = [](Shape s, uint32_t seed) {
+      std::mt19937 r(seed);
+      Tensor t(DType::UInt8, std::move(s));
+      for (auto& v : t.span<uint8_t>()) v = uint8_t(r() & 0xff);
+      return t;
+    };
+    const Gen small_scales = [](DType dt, const Shape& s, Rng& r) {
+      Tensor t = make_values(DType::Float32, s, Dom::Unit, r);
+      for (float& v : t.span<float>()) v *= 0.1f;
+      return t.cast(dt);
+    };
+    auto nbits = [&](B b, int64_t K, int64_t N, int64_t bits, int64_t block) {
+      return b.ms().without_schema(kNBitsTypes).i("K", K).i("N", N)
+          .i("bits", bits).i("block_size", block).tol(10).note("products: 10x tolerance");
+    };
+    add(nbits(B("MatMulNBits", "4 bits, block 16, packed zero points, M 1").x("A", {1, 40}).k("B", bytes({6, 3, 8}, 1))
+                  .kx("scales", {6, 3}, small_scales).k("zero_points", bytes({6, 2}, 2)), 40, 6, 4, 16));
+    add(nbits(B("MatMulNBits", "8 bits, block 32, 3-D A with M 7, bias, B a graph input").x("A", {1, 7, 40})
+                  .f("B", DType::UInt8, {5, 2, 32}).kx("scales", {5, 2}, small_scales).none().none().kx("bias", {5}, small_scales),
+              40, 5, 8, 32));
+    add(nbits(B("MatMulNBits", "2 bits, block 16, float zero points, M 3").x("A", {3, 33}).k("B", bytes({4, 3, 4}, 3))
+                  .kx("scales", {4, 3}, small_scales).kx("zero_points", {4, 3}, ints_in(0, 3)), 33, 4, 2, 16));
+    add(B("GatherBlockQuantized", "4 bits, zero points, int64 index 2^32+1 on replay").ms().without_schema(kNBitsTypes)
+            .k("data", bytes({5, 16}, 4)).fg("indices", DType::Int64, {2, 2}, ints_in(-5, 4))
+            .second_fails(ints_with(-5, 4, 1, kBeyondRow)).x("scales", {5, 2}).k("zero_points", bytes({5, 1}, 5))
+            .i("bits", 4).i("block_size", 16).i("quantize_axis", 1));
+    add(B("GatherBlockQuantized", "8 bits, 3-D, int32 indices").ms().without_schema(kNBitsTypes).k("data", bytes({3, 2, 20}, 6))
+            .fg("indices", DType::Int32, {4}, ints_in(-3, 2)).x("scales", {3, 2, 2}).i("bits", 8).i("block_size", 16)
+            .i("quantize_axis", 2));
+  }
+
+  // -- QuantizeLinear, DequantizeLinear: per tensor, per axis, blocked --------------------------------------------
+  // QuantizeLinear's output type varies (float32 x: the GPU kernel's; x an odd integer over scale 2 is a tie);
+  // DequantizeLinear takes x - zero_point in 64 bits (int32 values beyond 2^31 apart), then times the scale.
+  family = "quantize";
+  add(B("QuantizeLinear").tp("T2").fg("x", DType::Float32, S3, ints_in(-300, 300)).k("y_scale", Tensor::scalar<float>(2.0f))
+          .xg("y_zero_point", {}, ints_in(0, 5)));
+  add(B("QuantizeLinear", "per axis").tp("T2").f("x", DType::Float32, S3).f("y_scale", DType::Float32, {3}, Dom::Positive)
+          .xg("y_zero_point", {3}, ints_in(0, 5)));
+  // Blocked (opset 21): libonnx's newest schemas are opset 13's, whose types these cases vary (the 16-bit
+  // types run in ONNX 1.23's node tests and GpuQuantize).
+  add(B("QuantizeLinear", "blocked").opset(21).tp("T2").f("x", DType::Float32, {2, 5, 4})
+          .f("y_scale", DType::Float32, {2, 3, 4}, Dom::Positive).xg("y_zero_point", {2, 3, 4}, ints_in(0, 5))
+          .i("axis", 1).i("block_size", 2));
+  add(B("DequantizeLinear").tp("T").x("x", S3).f("x_scale", DType::Float32, {}, Dom::Positive).xg("x_zero_point", {}, ints_in(0, 5)));
+  add(B("DequantizeLinear", "per axis, no zero point").tp("T").x("x", S3).f("x_scale", DType::Float32, {3}, Dom::Positive));
+  add(B("DequantizeLinear", "blocked, float16 scales").opset(21).x("x", {2, 5, 4})
+          .f("x_scale", DType::Float16, {2, 3, 4}, Dom::Positive).xg("x_zero_point", {2, 3, 4}, ints_in(0, 5))
+          .i("axis", 1).i("block_size", 2));
+
   // -- Losses --------------------------------------------------------------------------------------------------
   family = "loss";
   add(B("NegativeLogLikelihoodLoss").x("input", {2, 3, 4}).fg("target", DType::Int64, {2, 4}, ints_in(0, 2)).tol(10));
@@ -886,7 +943,7 @@ std::vector<Case> build() {
   // overflow, so the two differ there by design and nowhere else.
   const std::set<std::string> accumulating = {"MatMul", "Gemm", "Conv", "ConvTranspose", "LayerNormalization",
                                               "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-                                              "SimplifiedLayerNormalization", "RMSNormalization", "RotaryEmbedding",
+                                              "SimplifiedLayerNormalization", "RMSNormalization", "RotaryEmbedding", "MatMulNBits",
                                               "InstanceNormalization", "BatchNormalization", "LpPool", "GlobalLpPool",
                                               "Softmax", "LogSoftmax", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp",
                                               "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceLogSum",

@@ -278,5 +278,87 @@ TEST(ContribErrors, RotaryShapes) {
                {"RotaryEmbedding is an ONNX op from opset 23 on; the model imports opset 17"});
 }
 
+// ---- Block-quantized weights: MatMulNBits, GatherBlockQuantized
+
+Tensor bytes(const Shape& s, uint8_t fill = 0x5a) {
+  Tensor t(DType::UInt8, s);
+  for (auto& v : t.span<uint8_t>()) v = fill;
+  return t;
+}
+
+testing::Attrs nbits_attrs(int64_t K, int64_t N, int64_t bits, int64_t block) {
+  return [=](onnx::NodeProto& n) {
+    testing::set_int(n, "K", K);
+    testing::set_int(n, "N", N);
+    testing::set_int(n, "bits", bits);
+    testing::set_int(n, "block_size", block);
+  };
+}
+
+// MatMulNBits with K = 40, N = 6 in blocks of 16 (3 blocks), B's shape and the attributes as given.
+std::vector<Operand> nbits_inputs(const Shape& b_shape, int64_t bits = 4) {
+  return {{"A", f32({2, 40})}, {"B", bytes(b_shape), true}, {"scales", f32({6, 3}, 2), true},
+          {"zero_points", bytes({6, (3 * bits + 7) / 8}), true}};
+}
+
+TEST(ContribErrors, MatMulNBitsShapesAndAttributes) {
+  auto in = nbits_inputs({6, 3, 9});
+  expect_error(model_of("MatMulNBits", in, {"Y"}, "com.microsoft", 1, nbits_attrs(40, 6, 4, 16)), in,
+               {"node 'n0' (MatMulNBits)", "B uint8[6,3,9] must be uint8 [6,3,8] ([N, ceil(K / block_size), block_size * bits / 8])"});
+  in = nbits_inputs({6, 3, 8});
+  expect_error(model_of("MatMulNBits", in, {"Y"}, "com.microsoft", 1, nbits_attrs(40, 6, 3, 16)), in,
+               {"node 'n0' (MatMulNBits)", "bits 3 is not supported: expected 2, 4 or 8"});
+  expect_error(model_of("MatMulNBits", in, {"Y"}, "com.microsoft", 1, nbits_attrs(40, 6, 4, 24)), in,
+               {"node 'n0' (MatMulNBits)", "block_size 24 must be a power of 2 and at least 16"});
+  expect_error(model_of("MatMulNBits", in, {"Y"}, "com.microsoft", 1, nbits_attrs(41, 6, 4, 16)), in,
+               {"node 'n0' (MatMulNBits)", "A float32[2,40] must have K = 41 as its last dim"});
+  in[3].value = bytes({6, 3});  // packed 4-bit zero points of 3 blocks take 2 bytes per row
+  expect_error(model_of("MatMulNBits", in, {"Y"}, "com.microsoft", 1, nbits_attrs(40, 6, 4, 16)), in,
+               {"node 'n0' (MatMulNBits)", "zero_points uint8[6,3] must be uint8 [6,2]"});
+  in = nbits_inputs({6, 3, 8});
+  in.push_back({"g_idx", Tensor::from_vector<int32_t>({40}, std::vector<int32_t>(40, 0)), true});
+  expect_error(model_of("MatMulNBits", in, {"Y"}, "com.microsoft", 1, nbits_attrs(40, 6, 4, 16)), in,
+               {"node 'n0' (MatMulNBits)", "input 4 (g_idx, deprecated) is not supported"});
+  in = nbits_inputs({6, 3, 8});
+  auto model = model_of("MatMulNBits", in, {"Y"}, "com.microsoft", 1, [](onnx::NodeProto& n) {
+    nbits_attrs(40, 6, 4, 16)(n);
+    testing::set_string(n, "K", "forty");
+  });
+  expect_error(model, in, {"node 'n0' (MatMulNBits): attribute 'K' is a string", "expects an int"});
+}
+
+TEST(ContribErrors, GatherBlockQuantizedIndicesAndAxes) {
+  // 4 rows of 16 4-bit values (one block of 16): index 7 is beyond the rows.
+  std::vector<Operand> in{{"data", bytes({4, 8}), true}, {"indices", Tensor::from_vector<int64_t>({3}, {1, -1, 7})},
+                          {"scales", f32({4, 1}), true}};
+  auto attrs = [](onnx::NodeProto& n) {
+    testing::set_int(n, "bits", 4);
+    testing::set_int(n, "block_size", 16);
+  };
+  const std::string model = model_of("GatherBlockQuantized", in, {"y"}, "com.microsoft", 1, attrs);
+  const std::string cpu = error_of(model, in, "cpu");
+  EXPECT_NE(cpu.find("node 'n0' (GatherBlockQuantized): indices element 7 at index 2 is out of range: data has 4 rows"),
+            std::string::npos) << cpu;
+  if (!testing::skip_gpu()) {
+    // The GPU reads the indices at run time and flags the first one outside [-4, 4), int64 beyond 32 bits
+    // included (its low word 1 would be a valid row).
+    const std::string gpu = error_of(model, in, "webgpu");
+    EXPECT_NE(gpu.find("node 'n0' (GatherBlockQuantized) on the GPU: an index is out of range (index 7)"), std::string::npos) << gpu;
+    in[1].value = Tensor::from_vector<int64_t>({3}, {0, (int64_t(1) << 32) + 1, 1});
+    const std::string wide = error_of(model, in, "webgpu");
+    EXPECT_NE(wide.find("an index is out of range (index 4294967297)"), std::string::npos) << wide;
+  }
+  in[1].value = Tensor::from_vector<int64_t>({3}, {0, 1, 2});
+  expect_error(model_of("GatherBlockQuantized", in, {"y"}, "com.microsoft", 1,
+                        [&](onnx::NodeProto& n) {
+                          attrs(n);
+                          testing::set_int(n, "gather_axis", 1);
+                        }),
+               in, {"node 'n0' (GatherBlockQuantized)", "uint8 data takes gather_axis 0 and quantize_axis 1 (the last), got 1 and 1"});
+  in[2].value = f32({4, 2});
+  expect_error(model_of("GatherBlockQuantized", in, {"y"}, "com.microsoft", 1, attrs), in,
+               {"node 'n0' (GatherBlockQuantized)", "scales float32[4,2] must be [4,1]"});
+}
+
 }  // namespace
 }  // namespace onnxgpu

@@ -128,6 +128,8 @@ const GpuKernelRegistry& gpu_registry() {
     register_loss(r);
     register_bias_activation(r);
     register_rotary(r);
+    register_block_quant(r);
+    register_quantize(r);
     return r;
   }();
   return reg;

@@ -220,6 +220,9 @@ std::string Program::accessors(const TensorDecl& t) const {
     std::string mask = bits == 8 ? "0xffu" : "0xffffu";
     s += "fn " + n + "_bits(i: u32) -> u32 { return (" + word + " >> ((i % " + u(per) + ") * " + u(bits) + ")) & " +
          mask + "; }\n";
+    // A whole word of packed elements (elements per * w ... per * w + per - 1, the first in the low
+    // bits), for kernels that unpack data themselves (block-quantized weights read as they are stored).
+    if (!t.output) s += "fn " + n + "_word(w: u32) -> u32 { return " + n + "_buf[w]; }\n";
   }
   std::string load;
   switch (t.dtype) {

@@ -9,6 +9,9 @@
 //                                      the element's storage bits (vec2<u32> for 64-bit dtypes, u32
 //                                      otherwise): moves without computing, exact for every dtype
 //   fn x_store_word(w: u32, word: u32)  sub-word outputs: a whole word of packed elements
+//   fn x_word(w: u32) -> u32            sub-word inputs: a whole word of packed elements (element
+//                                      (32 / bits) * w + j in bits j * bits ...; bits past the last
+//                                      element are unspecified)
 //   const x_rank: u32;  fn x_shape(d: u32) -> u32;  fn x_stride(d: u32) -> u32;  fn x_numel() -> u32
 //   fn x_addr(i: u32) -> u32           a pitched tensor's element i in its buffer (see pitch())
 // and the arithmetic helpers of x's family: add_<fam>, lt_<fam>, to_i64_<fam>, from_f32_<fam> ...

@@ -35,6 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 MS = "com.microsoft"
 F32, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
 NP = {F32: np.float32, F16: np.float16, I64: np.int64}
+ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: TensorProto.INT32, np.uint8: TensorProto.UINT8}
 
 
 class Case:
@@ -54,7 +55,7 @@ class Case:
             if init:
                 inits.append(numpy_helper.from_array(a, n))
             else:
-                elem = {np.float32: F32, np.float16: F16, np.int64: I64}[a.dtype.type]
+                elem = ELEM[a.dtype.type]
                 graph_inputs.append(helper.make_tensor_value_info(n, elem, list(a.shape)))
         graph_outputs = [helper.make_tensor_value_info(n, t, None) for n, t in self.outputs if n]
         graph = helper.make_graph([node], self.name, graph_inputs, graph_outputs, inits)
@@ -210,7 +211,91 @@ def rotary_cases():
     return cases
 
 
-ALL = norm_cases() + gelu_cases() + rotary_cases()
+def pack(q, bits):
+    """`bits`-bit values q [..., n] (n a multiple of 8 / bits) packed low bits first into uint8 [..., n * bits / 8]."""
+    per = 8 // bits
+    q = q.astype(np.uint8).reshape(q.shape[:-1] + (q.shape[-1] // per, per))
+    out = np.zeros(q.shape[:-1], dtype=np.uint8)
+    for j in range(per):
+        out |= q[..., j] << (j * bits)
+    return out
+
+
+def pack_padded(q, bits, r):
+    """pack() of q padded along its last axis to whole bytes with random values (padding never read)."""
+    per = 8 // bits
+    pad = (-q.shape[-1]) % per
+    if pad:
+        q = np.concatenate([q, r.integers(0, 1 << bits, size=q.shape[:-1] + (pad,))], axis=-1)
+    return pack(q, bits)
+
+
+def block_quant_cases():
+    """MatMulNBits and GatherBlockQuantized on random codes (every value of the bit width, the padding of a
+    last block past K random too), scales of both signs, zero points packed, as floats or left out (the
+    default 2^(bits - 1)). Weights, scales and zero points are initializers, as in real models."""
+    cases = []
+
+    def nbits(name, a_shape, N, bits, block, zp=None, bias=False, dt=np.float32, attrs=None):
+        r = rng(name)
+        K = a_shape[-1]
+        k_blocks = -(-K // block)
+        q = r.integers(0, 1 << bits, size=(N, k_blocks * block))
+        B = pack(q, bits).reshape(N, k_blocks, block * bits // 8)
+        scales = (r.uniform(0.02, 0.12, size=(N, k_blocks)) * r.choice([-1, 1], size=(N, k_blocks))).astype(dt)
+        ins = [("A", values(r, a_shape, dt, -1.0, 1.0), False), ("B", B, True), ("scales", scales, True)]
+        if zp == "packed":
+            ins.append(("zero_points", pack_padded(r.integers(0, 1 << bits, size=(N, k_blocks)), bits, r), True))
+        elif zp == "float":
+            ins.append(("zero_points", r.uniform(0, (1 << bits) - 1, size=(N, k_blocks)).astype(dt), True))
+        if bias:
+            while len(ins) < 5:
+                ins.append(("", None, False))
+            ins.append(("bias", values(r, (N,), dt, -1.0, 1.0), True))
+        t = F16 if dt == np.float16 else F32
+        a = {"K": K, "N": N, "bits": bits, "block_size": block}
+        a.update(attrs or {})
+        cases.append(Case(name, "MatMulNBits", ins, [("Y", t)], a))
+
+    # M = 1 and M <= 4 take the GPU's rows kernel (a decode step), M = 7 and more its tiled one.
+    nbits("matmul_nbits_b4_bs16_zp", (1, 64), 24, 4, 16, zp="packed")
+    nbits("matmul_nbits_b4_bs32_m7", (7, 96), 20, 4, 32)
+    nbits("matmul_nbits_b4_bs64_k100_zp", (1, 100), 12, 4, 64, zp="packed")
+    nbits("matmul_nbits_b4_bs64_k100_zp_m7", (7, 100), 12, 4, 64, zp="packed")
+    nbits("matmul_nbits_b4_bs128_3d_zpf_bias", (2, 3, 200), 16, 4, 128, zp="float", bias=True)
+    nbits("matmul_nbits_b4_bs256_k300_zp_bias", (1, 300), 8, 4, 256, zp="packed", bias=True)
+    nbits("matmul_nbits_b4_bs32_float16_m5", (5, 64), 12, 4, 32, zp="packed", dt=np.float16)
+    nbits("matmul_nbits_b8_bs16_k40_zp_m7", (7, 40), 16, 8, 16, zp="packed")
+    nbits("matmul_nbits_b8_bs32", (1, 64), 12, 8, 32, attrs={"accuracy_level": 1})
+    nbits("matmul_nbits_b8_bs64_3d_zp", (1, 3, 128), 10, 8, 64, zp="packed")  # ORT: no float zero points at 8 bits
+    nbits("matmul_nbits_b8_bs128_k130_bias_m7", (7, 130), 8, 8, 128, bias=True)
+    nbits("matmul_nbits_b8_bs256_zp_m2", (2, 256), 8, 8, 256, zp="packed")
+    nbits("matmul_nbits_b2_bs32_zp", (1, 80), 12, 2, 32, zp="packed")
+    nbits("matmul_nbits_b2_bs16_m7", (7, 48), 12, 2, 16)
+
+    def gather(name, data_shape, bits, block, indices, zp=True, dt=np.float32, index_type=np.int64):
+        r = rng(name)
+        per = 8 // bits
+        values_shape = data_shape[:-1] + (data_shape[-1] * per,)
+        q = r.integers(0, 1 << bits, size=values_shape)
+        blocks = -(-values_shape[-1] // block)
+        scales = (r.uniform(0.05, 0.5, size=data_shape[:-1] + (blocks,)) * r.choice([-1, 1], size=data_shape[:-1] + (blocks,))).astype(dt)
+        ins = [("data", pack(q, bits), True), ("indices", np.array(indices, dtype=index_type), False), ("scales", scales, True)]
+        if zp:
+            ins.append(("zero_points", pack_padded(r.integers(0, 1 << bits, size=data_shape[:-1] + (blocks,)), bits, r), True))
+        t = F16 if dt == np.float16 else F32
+        attrs = {"bits": bits, "block_size": block, "gather_axis": 0, "quantize_axis": len(data_shape) - 1}
+        cases.append(Case(name, "GatherBlockQuantized", ins, [("output", t)], attrs))
+
+    gather("gather_block_quantized_b4_bs16", (6, 16), 4, 16, [[0, 5, -1], [2, 2, -6]])
+    gather("gather_block_quantized_b4_3d_int32_no_zp", (5, 2, 8), 4, 16, [4, 0, -2, 1], zp=False, index_type=np.int32)
+    gather("gather_block_quantized_b8_bs32_scalar_index", (4, 40), 8, 32, 3)
+    gather("gather_block_quantized_b4_bs32_float16", (8, 32), 4, 32, [7, 1, 3], dt=np.float16)
+    gather("gather_block_quantized_b2_bs16", (4, 8), 2, 16, [[1, 3], [0, -1]])
+    return cases
+
+
+ALL = norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases()
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------

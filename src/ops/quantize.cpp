@@ -1,0 +1,134 @@
+#include "ops/quantize.h"
+
+#include <string>
+
+#include "ops/axis.h"
+
+namespace onnxgpu::ops {
+
+namespace {
+
+using Mode = LinearQuantParams::Mode;
+
+// "input 1 'y_scale' ('name')": the formal name and the model's.
+std::string label(const ir::Node& node, size_t i, const char* formal) {
+  return "input " + std::to_string(i) + " '" + formal + "' ('" + (i < node.inputs.size() ? node.inputs[i] : "") + "')";
+}
+
+std::string type_of(const Operand& o) { return std::string(dtype_name(o.dtype)); }
+
+// The range of a quantized integer type (false: not one).
+bool int_range(DType t, int64_t& lo, int64_t& hi) {
+  switch (t) {
+    case DType::UInt8: lo = 0; hi = 255; return true;
+    case DType::Int8: lo = -128; hi = 127; return true;
+    case DType::UInt16: lo = 0; hi = 65535; return true;
+    case DType::Int16: lo = -32768; hi = 32767; return true;
+    default: return false;
+  }
+}
+
+const DTypeSet kScaleTypes{DType::Float32, DType::Float16, DType::BFloat16};
+
+// Checks the inputs' count, the scale (input 1) and zero point (input 2, optional) against x (input 0);
+// returns the parameters with which scale each element takes.
+LinearQuantParams check_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& in, const char* sname,
+                               const char* zname, const Fail& fail) {
+  if (in.size() < 2 || in.size() > 3 || !in[0].given() || !in[1].given())
+    raise(fail, std::string("takes 2 or 3 inputs (x, ") + sname + ", " + zname + "), x and " + sname + " required");
+  if (node.outputs.size() != 1) raise(fail, "has one output, the node has " + std::to_string(node.outputs.size()));
+  const Operand &x = in[0], &scale = in[1];
+  if (!kScaleTypes.has(scale.dtype) || (opset < 19 && scale.dtype != DType::Float32))
+    raise(fail, label(node, 1, sname) + " has type " + type_of(scale) + ", expected float32" +
+                    (opset < 19 ? std::string(" (float16 and bfloat16 scales need opset 19)") : ", float16 or bfloat16"));
+  LinearQuantParams p;
+  const int64_t rank = int64_t(x.shape.size());
+  const int64_t block = opset >= 21 ? node.attr_int("block_size", 0) : 0;
+  if (block < 0) raise(fail, "block_size " + std::to_string(block) + " must be >= 0");
+  const bool one = shape_numel(scale.shape) == 1 && scale.shape.size() <= 1;
+  if (block > 0) {
+    const int64_t axis = normalize_axis(node.attr_int("axis", 1), rank, fail);
+    p.mode = Mode::Blocked;
+    p.dim = x.shape[size_t(axis)];
+    p.block = block;
+    p.blocks = (p.dim + block - 1) / block;
+    for (int64_t d = axis + 1; d < rank; ++d) p.inner *= x.shape[size_t(d)];
+    Shape want = x.shape;
+    want[size_t(axis)] = p.blocks;
+    if (scale.shape != want)
+      raise(fail, label(node, 1, sname) + " has shape " + shape_str(scale.shape) + ", expected " + shape_str(want) +
+                      " (input 0's shape with ceil(" + std::to_string(p.dim) + " / block_size " + std::to_string(block) +
+                      ") blocks along axis " + std::to_string(axis) + ")");
+  } else if (!one) {
+    if (opset < 13 || scale.shape.size() != 1)
+      raise(fail, label(node, 1, sname) + " has shape " + shape_str(scale.shape) + ", expected a scalar" +
+                      (opset < 13 ? std::string(" (per-axis quantization needs opset 13)")
+                                  : std::string(" or a 1-D tensor") + (opset >= 21 ? " (or blocks: block_size > 0)" : "")));
+    const int64_t axis = normalize_axis(node.attr_int("axis", 1), rank, fail);
+    if (scale.shape[0] != x.shape[size_t(axis)])
+      raise(fail, label(node, 1, sname) + " has " + std::to_string(scale.shape[0]) + " elements, expected " +
+                      std::to_string(x.shape[size_t(axis)]) + " (the size of axis " + std::to_string(axis) + " of input 0)");
+    p.mode = Mode::Axis;
+    p.dim = x.shape[size_t(axis)];
+    for (int64_t d = axis + 1; d < rank; ++d) p.inner *= x.shape[size_t(d)];
+  }
+  if (in.size() > 2 && in[2].given()) {
+    const Operand& zp = in[2];
+    if (shape_numel(zp.shape) != shape_numel(scale.shape) ||
+        (p.mode == Mode::Blocked ? zp.shape != scale.shape : zp.shape.size() > 1))
+      raise(fail, label(node, 2, zname) + " has shape " + shape_str(zp.shape) + ", expected the shape of '" + sname +
+                      "' " + shape_str(scale.shape));
+    p.zero_point = true;
+  }
+  return p;
+}
+
+}  // namespace
+
+LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& in,
+                                         const Fail& fail) {
+  const DTypeSet x_types = opset >= 19 ? DTypeSet{DType::Float32, DType::Float16, DType::BFloat16, DType::Int32}
+                                       : DTypeSet{DType::Float32, DType::Int32};
+  if (!in.empty() && in[0].given() && !x_types.has(in[0].dtype))
+    raise(fail, label(node, 0, "x") + " has type " + type_of(in[0]) + ", expected float32" +
+                    (opset >= 19 ? ", float16, bfloat16" : "") + " or int32");
+  LinearQuantParams p = check_params(node, opset, in, "y_scale", "y_zero_point", fail);
+  // The output type: the zero point's, else output_dtype (opset 21), else uint8.
+  const int64_t output_dtype = opset >= 21 ? node.attr_int("output_dtype", 0) : 0;
+  p.out = p.zero_point ? in[2].dtype : output_dtype ? DType(output_dtype) : DType::UInt8;
+  if (p.zero_point && output_dtype && DType(output_dtype) != p.out)
+    raise(fail, "output_dtype " + std::to_string(output_dtype) + " differs from the type of " +
+                    label(node, 2, "y_zero_point") + ", " + type_of(in[2]));
+  const bool sixteen = p.out == DType::UInt16 || p.out == DType::Int16;
+  if (!int_range(p.out, p.lo, p.hi) || (sixteen && opset < 21)) {
+    const std::string expected = std::string(", expected uint8 or int8") +
+                                 (opset >= 21 ? ", uint16 or int16 (int4, uint4, int2, uint2 and float8 are not supported)" : "");
+    if (p.zero_point) raise(fail, label(node, 2, "y_zero_point") + " has type " + type_of(in[2]) + expected);
+    raise(fail, "output_dtype " + std::to_string(output_dtype) + " (" + std::string(dtype_name(p.out)) + ") is not supported" +
+                    expected);
+  }
+  return p;
+}
+
+LinearQuantParams dequantize_linear_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& in,
+                                           const Fail& fail) {
+  if (!in.empty() && in[0].given()) {
+    const DType t = in[0].dtype;
+    const bool sixteen = t == DType::UInt16 || t == DType::Int16;
+    if ((t != DType::UInt8 && t != DType::Int8 && t != DType::Int32 && !sixteen) || (sixteen && opset < 21))
+      raise(fail, label(node, 0, "x") + " has type " + type_of(in[0]) + ", expected int8, uint8" +
+                      (opset >= 21 ? ", int16, uint16" : "") + " or int32 (int4, uint4, int2, uint2 and float8 are not supported)");
+    if (in.size() > 2 && in[2].given() && in[2].dtype != t)
+      raise(fail, label(node, 2, "x_zero_point") + " has type " + type_of(in[2]) + ", expected " + type_of(in[0]) +
+                      " like input 'x'");
+  }
+  LinearQuantParams p = check_params(node, opset, in, "x_scale", "x_zero_point", fail);
+  p.out = in[1].dtype;
+  const int64_t output_dtype = opset >= 23 ? node.attr_int("output_dtype", 0) : 0;
+  if (output_dtype && DType(output_dtype) != p.out)
+    raise(fail, "output_dtype " + std::to_string(output_dtype) + " differs from the type of " + label(node, 1, "x_scale") +
+                    ", " + type_of(in[1]));
+  return p;
+}
+
+}  // namespace onnxgpu::ops

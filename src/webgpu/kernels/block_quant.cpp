@@ -1,0 +1,288 @@
+// Block-quantized weights on the GPU (com.microsoft MatMulNBits, GatherBlockQuantized; see
+// ops/block_quant.h). The packed uint8 data stays as it is stored: the kernels read its 32-bit words
+// (`b_word`, the shader layer's word accessor of a sub-word input) and take the values out themselves,
+// dequantizing each as (q - zero_point) * scale, so a 4-bit weight costs half a byte of memory traffic
+// and is never expanded in GPU memory.
+//
+// MatMulNBits: B's rows (one per output column n) hold K values, a word `VALS` = 32 / bits of them, a
+// block's words contiguous (a block is 16 values or more, so a word never straddles two blocks; word w
+// of a row holds values w * VALS ...). Two kernels:
+// - rows (M <= kRowsMax: a decode step's product, bound by reading B): each output column is a dot
+//   product along a row of B; KT invocations share a row, reading neighbouring words (U words in
+//   flight each before they compute), and add their partial sums in workgroup memory (a tree); a
+//   workgroup takes WG / KT rows. A's few rows come from the cache.
+// - tiled (larger M, a prompt): each workgroup computes a TM x TN tile of the output through K-slices
+//   of TK values: A's slice goes into workgroup memory as it is, B's is dequantized as it is loaded
+//   (each invocation unpacks whole words), then every invocation accumulates RM x 4 outputs.
+// A value of the last block past K (padding) meets a zero of A. The sums are float32; the bias is added
+// when a result is stored.
+//
+// GatherBlockQuantized: one invocation per output value; the index is read at run time through its
+// family's to_i64 (a replay takes new indices, int64 ones beyond 32 bits included) and one outside the
+// data's rows is flagged: the run fails naming the node and the index, as on the CPU.
+#include <algorithm>
+#include <string>
+
+#include "ops/block_quant.h"
+#include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/strided_util.h"
+
+namespace onnxgpu::webgpu {
+
+namespace {
+
+using strided::u32_dim;
+using P = ops::MatMulNBitsParams;
+
+constexpr uint32_t kRowsMax = 4;  // products of at most this many rows take the rows kernel
+
+uint32_t pow2_floor(uint32_t v) {
+  uint32_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+uint32_t pow2_ceil(uint64_t v) {
+  uint32_t p = 1;
+  while (p < v && p < (1u << 31)) p *= 2;
+  return p;
+}
+
+// The operands both MatMulNBits kernels declare (a, b, scales, zero points, bias, y) and their bindings,
+// the uniforms they share, and `dequant(n, blk)`: the (scale, -zero_point * scale) of block blk of row
+// n, so that a value q dequantizes as fma(q, s.x, s.y).
+std::vector<ValueRef> declare_nbits(GpuKernelContext& ctx, shader::Program& p, const P& q) {
+  const DType t = ctx.dtype(P::kA);
+  auto flat = [&](size_t i) { return Shape{shape_numel(ctx.shape(i))}; };
+  p.input("a", t, flat(P::kA));
+  p.input("b", DType::UInt8, flat(P::kB));
+  p.input("scales", t, flat(P::kScales));
+  std::vector<ValueRef> binds{ctx.in(P::kA), ctx.in(P::kB), ctx.in(P::kScales)};
+  if (q.zero_points != P::ZeroPoints::Default) {
+    p.input("zp", ctx.dtype(P::kZeroPoints), flat(P::kZeroPoints));
+    binds.push_back(ctx.in(P::kZeroPoints));
+  }
+  if (q.bias) {
+    p.input("bias", t, flat(P::kBias));
+    binds.push_back(ctx.in(P::kBias));
+  }
+  p.output("y", t, Shape{shape_numel(q.out)});
+  binds.push_back(ctx.out(0));
+  const uint32_t vals = 32 / uint32_t(q.bits);
+  p.uniform("M", u32_dim(ctx, q.M, "the rows of A"));
+  p.uniform("N", uint32_t(q.N));
+  p.uniform("K", uint32_t(q.K));
+  p.uniform("RW", u32_dim(ctx, q.k_blocks * q.blob_size / 4, "a row of B's words"));  // words per row of B
+  p.uniform("KW", uint32_t((q.K + vals - 1) / vals));  // the row's words that hold values below K
+  p.uniform("blocks", uint32_t(q.k_blocks));
+  p.uniform("block_words", uint32_t(q.blob_size / 4));
+  p.uniform("zp_row", uint32_t(q.zp_row_bytes));
+  std::string d = "const BITS: u32 = " + u32_lit(uint64_t(q.bits)) + ";\nconst VALS: u32 = " + u32_lit(vals) +
+                  ";\nconst MASK: u32 = " + u32_lit((1u << q.bits) - 1) + ";\n";
+  d += "fn dequant(n: u32, blk: u32) -> vec2<f32> {\n  let s = scales_load(n * blocks() + blk);\n";
+  switch (q.zero_points) {
+    case P::ZeroPoints::Default: d += "  let z = " + std::to_string(q.default_zero_point()) + ".0;\n"; break;
+    case P::ZeroPoints::Float: d += "  let z = zp_load(n * blocks() + blk);\n"; break;
+    case P::ZeroPoints::Packed:
+      d += "  let z = f32((zp_load(n * zp_row() + blk * BITS / 8u) >> ((blk * BITS) % 8u)) & MASK);\n";
+      break;
+  }
+  d += "  return vec2<f32>(s, -z * s);\n}\n";
+  d += "fn load_a(i: u32, inside: bool) -> f32 { return select(0.0, a_load(select(0u, i, inside)), inside); }\n";
+  d += "fn result(n: u32, v: f32) -> f32 { return v" + std::string(q.bias ? " + bias_load(n)" : "") + "; }\n";
+  p.declare(d);
+  return binds;
+}
+
+std::string nbits_name(const P& q) {
+  const char* zp = q.zero_points == P::ZeroPoints::Default ? "" : q.zero_points == P::ZeroPoints::Packed ? "_zp" : "_zpf";
+  return "_b" + std::to_string(q.bits) + zp + (q.bias ? "_bias" : "");
+}
+
+// The rows kernel (see the top of the file).
+void nbits_rows(GpuKernelContext& ctx, const P& q) {
+  const Limits& l = ctx.limits;
+  const uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
+  const uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
+  const uint32_t wg = pow2_floor(std::min({256u, inv, wx}));
+  const uint32_t unroll = 4, vals = 32 / uint32_t(q.bits), rows = uint32_t(q.M);
+  const uint64_t kw = (uint64_t(q.K) + vals - 1) / vals;
+  // Enough invocations per row that one loop iteration covers the row where it can.
+  const uint32_t kt = std::min(wg, pow2_ceil((kw + unroll - 1) / unroll));
+  auto p = ctx.program("rows_" + std::to_string(kt) + "x" + std::to_string(wg / kt) + "_u" + std::to_string(unroll) +
+                           "_m" + std::to_string(rows) + nbits_name(q),
+                       wg);
+  std::vector<ValueRef> binds = declare_nbits(ctx, p, q);
+  const uint64_t groups = (uint64_t(q.N) + wg / kt - 1) / (wg / kt);
+  p.uniform("groups", u32_dim(ctx, groups, "the workgroups"));
+  p.declare("const WG: u32 = " + u32_lit(wg) + ";\nconst KT: u32 = " + u32_lit(kt) + ";\nconst U: u32 = " +
+            u32_lit(unroll) + ";\nvar<workgroup> red: array<f32, " + u32_lit(wg) + ">;\n");
+  auto n_ = [](uint32_t v) { return std::to_string(v); };
+  std::string b =
+      "  if (wg >= groups()) { return; }\n"
+      "  let kt = lid % KT;\n"
+      "  let n_raw = wg * (WG / KT) + lid / KT;\n"
+      "  let n = min(n_raw, N() - 1u);\n"
+      "  let row = n * RW();\n";
+  for (uint32_t m = 0; m < rows; ++m) b += "  var acc" + n_(m) + " = 0.0;\n";
+  b += "  for (var w = kt; w < KW(); w = w + KT * U) {\n";
+  for (uint32_t u = 0; u < unroll; ++u) {
+    std::string wu = u ? "w + " + u32_lit(u) + " * KT" : "w";
+    b += "    let w" + n_(u) + " = " + wu + ";\n"
+         "    let word" + n_(u) + " = select(0u, b_word(row + select(0u, w" + n_(u) + ", w" + n_(u) + " < KW())), w" + n_(u) +
+         " < KW());\n";
+  }
+  for (uint32_t u = 0; u < unroll; ++u) {
+    const std::string wu = "w" + n_(u), word = "word" + n_(u);
+    b += "    if (" + wu + " < KW()) {\n"
+         "      let s = dequant(n, " + wu + " / block_words());\n"
+         "      let k0 = " + wu + " * VALS;\n"
+         "      for (var e = 0u; e < VALS; e = e + 1u) {\n"
+         "        let v = fma(f32((" + word + " >> (e * BITS)) & MASK), s.x, s.y);\n"
+         "        let inside = k0 + e < K();\n";
+    for (uint32_t m = 0; m < rows; ++m)
+      b += "        acc" + n_(m) + " = fma(load_a(" + u32_lit(m) + " * K() + k0 + e, inside), v, acc" + n_(m) + ");\n";
+    b += "      }\n    }\n";
+  }
+  b += "  }\n";
+  for (uint32_t m = 0; m < rows; ++m)
+    b += "  workgroupBarrier();\n"
+         "  red[lid] = acc" + n_(m) + ";\n"
+         "  workgroupBarrier();\n"
+         "  for (var s = KT / 2u; s > 0u; s = s >> 1u) {\n"
+         "    if (kt < s) { red[lid] = red[lid] + red[lid + s]; }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  if (kt == 0u && n_raw < N()) { y_store(" + u32_lit(m) + " * N() + n, result(n, red[lid])); }\n";
+  p.body(b);
+  uint32_t gx = 1, gy = 1;
+  grid_for(groups * wg, wg, l, gx, gy);
+  ctx.dispatch(p, binds, gx, gy);
+}
+
+// The tiled kernel (see the top of the file): TM x TN tiles, K-slices of TK values (whole words for
+// every bit width), RM x 4 outputs per invocation.
+void nbits_tiled(GpuKernelContext& ctx, const P& q) {
+  constexpr uint32_t TM = 32, TN = 64, TK = 32, RM = 4, NT = (TN / 4) * (TM / RM);  // 128 invocations
+  const uint32_t vals = 32 / uint32_t(q.bits), words = TN * TK / vals;           // B's words per slice
+  auto p = ctx.program("tiled_" + std::to_string(TM) + "x" + std::to_string(TN) + "x" + std::to_string(TK) + nbits_name(q),
+                       NT);
+  std::vector<ValueRef> binds = declare_nbits(ctx, p, q);
+  const uint64_t gx = (uint64_t(q.N) + TN - 1) / TN, gy = (uint64_t(q.M) + TM - 1) / TM;
+  const uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
+  if (gx > max_dim || gy > max_dim) ctx.unsupported("product too large for the device's grid");
+  p.declare("const TM: u32 = " + u32_lit(TM) + ";\nconst TN: u32 = " + u32_lit(TN) + ";\nconst TK: u32 = " + u32_lit(TK) +
+            ";\nconst RM: u32 = " + u32_lit(RM) + ";\nconst NT: u32 = " + u32_lit(NT) + ";\nconst WORDS: u32 = " +
+            u32_lit(words) + ";\n"
+            "var<workgroup> As: array<f32, " + u32_lit(TM * TK) + ">;  // [TM][TK]\n"
+            "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(TK * TN / 4) + ">;  // [TK][TN / 4]\n");
+  auto n_ = [](uint32_t v) { return std::to_string(v); };
+  std::string b =
+      "  let tx = lid % (TN / 4u);\n"
+      "  let ty = lid / (TN / 4u);\n"
+      "  let n0 = wid.x * TN;\n"
+      "  let m0 = wid.y * TM;\n";
+  for (uint32_t i = 0; i < RM; ++i) b += "  var acc" + n_(i) + " = vec4<f32>(0.0);\n";
+  b += "  for (var k0 = 0u; k0 < K(); k0 = k0 + TK) {\n"
+       "    for (var g = lid; g < TM * TK; g = g + NT) {\n"
+       "      let m = m0 + g / TK;\n"
+       "      let k = k0 + g % TK;\n"
+       "      As[g] = load_a(m * K() + k, m < M() && k < K());\n"
+       "    }\n"
+       "    for (var g = lid; g < WORDS; g = g + NT) {\n"
+       "      let nl = g / (TK / VALS);\n"
+       "      let wl = g % (TK / VALS);\n"
+       "      let n = n0 + nl;\n"
+       "      let w = k0 / VALS + wl;\n"
+       "      let inside = n < N() && w < RW();\n"
+       "      let word = select(0u, b_word(select(0u, n * RW() + w, inside)), inside);\n"
+       "      let s = select(vec2<f32>(0.0), dequant(min(n, N() - 1u), min(w, RW() - 1u) / block_words()), inside);\n"
+       "      for (var e = 0u; e < VALS; e = e + 1u) {\n"
+       "        Bs[(wl * VALS + e) * (TN / 4u) + nl / 4u][nl % 4u] = fma(f32((word >> (e * BITS)) & MASK), s.x, s.y);\n"
+       "      }\n"
+       "    }\n"
+       "    workgroupBarrier();\n"
+       "    for (var kk = 0u; kk < TK; kk = kk + 1u) {\n"
+       "      let bv = Bs[kk * (TN / 4u) + tx];\n";
+  for (uint32_t i = 0; i < RM; ++i)
+    b += "      acc" + n_(i) + " = fma(vec4<f32>(As[(ty * RM + " + u32_lit(i) + ") * TK + kk]), bv, acc" + n_(i) + ");\n";
+  b += "    }\n"
+       "    workgroupBarrier();\n"
+       "  }\n";
+  for (uint32_t i = 0; i < RM; ++i) {
+    b += "  if (m0 + ty * RM + " + u32_lit(i) + " < M()) {\n    let m = m0 + ty * RM + " + u32_lit(i) + ";\n";
+    for (uint32_t c = 0; c < 4; ++c)
+      b += "    if (n0 + tx * 4u + " + u32_lit(c) + " < N()) { let n = n0 + tx * 4u + " + u32_lit(c) +
+           "; y_store(m * N() + n, result(n, acc" + n_(i) + "[" + n_(c) + "])); }\n";
+    b += "  }\n";
+  }
+  p.body(b);
+  ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy));
+}
+
+void matmul_nbits(GpuKernelContext& ctx) {
+  const P q = ops::matmul_nbits_params(ctx.node, ctx.operands(), ctx.fail_fn());
+  ctx.set_output(0, ctx.dtype(P::kA), q.out);
+  if (q.M == 0) return;
+  u32_dim(ctx, shape_numel(q.out), "the output");
+  u32_dim(ctx, shape_numel(ctx.shape(P::kA)), "A");
+  u32_dim(ctx, shape_numel(ctx.shape(P::kB)), "B");
+  if (q.M <= kRowsMax) nbits_rows(ctx, q);
+  else nbits_tiled(ctx, q);
+}
+
+void gather_block_quantized(GpuKernelContext& ctx) {
+  using G = ops::GatherBlockQuantizedParams;
+  const G q = ops::gather_block_quantized_params(ctx.node, ctx.operands(), ctx.fail_fn());
+  const DType t = ctx.dtype(G::kScales);
+  ctx.set_output(0, t, q.out);
+  const uint64_t total = uint64_t(shape_numel(q.out));
+  if (total == 0) return;
+  u32_dim(ctx, int64_t(total), "the output");
+  u32_dim(ctx, shape_numel(ctx.shape(G::kData)), "data");
+  auto flat = [&](size_t i) { return Shape{shape_numel(ctx.shape(i))}; };
+  auto p = ctx.program(std::string("gather_b") + std::to_string(q.bits) + (q.zero_points ? "_zp" : ""));
+  p.input("data", DType::UInt8, flat(G::kData));
+  p.input("ind", ctx.dtype(G::kIndices), flat(G::kIndices));
+  p.input("scales", t, flat(G::kScales));
+  std::vector<ValueRef> binds{ctx.in(G::kData), ctx.in(G::kIndices), ctx.in(G::kScales)};
+  if (q.zero_points) {
+    p.input("zp", DType::UInt8, flat(G::kZeroPoints));
+    binds.push_back(ctx.in(G::kZeroPoints));
+  }
+  p.output("y", t, Shape{int64_t(total)});
+  binds.push_back(ctx.out(0));
+  p.uniform("rows", u32_dim(ctx, q.rows, "the data's rows"));
+  p.uniform("row_values", u32_dim(ctx, q.row_values, "a row"));
+  p.uniform("last", uint32_t(q.last_values));
+  p.uniform("blocks", uint32_t(q.blocks));
+  p.uniform("block_size", uint32_t(q.block_size));
+  p.uniform("zp_bytes", uint32_t(q.zp_bytes));
+  p.declare("const BITS: u32 = " + u32_lit(uint64_t(q.bits)) + ";\nconst VPB: u32 = " + u32_lit(uint64_t(8 / q.bits)) +
+            ";\nconst MASK: u32 = " + u32_lit((1u << q.bits) - 1) + ";\n");
+  p.set_threads(total);
+  std::string b =
+      "  let j = gi / row_values();\n"
+      "  let e = gi % row_values();\n"
+      "  let k = to_i64_$ind(ind_load(j));\n"
+      "  let r = w64_wrap_index(k, rows());\n"
+      "  if (r == INDEX_NONE) { flag_index(k); return; }\n"
+      "  let g = r * (row_values() / last()) + e / last();\n"  // the quantize-axis run the value is in
+      "  let v = e % last();\n"
+      "  let qv = (data_load(g * (last() / VPB) + v / VPB) >> ((v % VPB) * BITS)) & MASK;\n"
+      "  let blk = v / block_size();\n";
+  b += q.zero_points ? "  let z = (zp_load(g * zp_bytes() + blk * BITS / 8u) >> ((blk * BITS) % 8u)) & MASK;\n"
+                     : "  let z = " + u32_lit(uint64_t(q.default_zero_point())) + ";\n";
+  b += "  y_store(gi, f32(i32(qv) - i32(z)) * scales_load(g * blocks() + blk));\n";
+  p.body(b);
+  ctx.dispatch(p, binds);
+}
+
+}  // namespace
+
+void register_block_quant(GpuKernelRegistry& r) {
+  r.add("MatMulNBits", matmul_nbits, ir::kMsDomain);
+  r.add("GatherBlockQuantized", gather_block_quantized, ir::kMsDomain);
+}
+
+}  // namespace onnxgpu::webgpu

@@ -1,0 +1,143 @@
+// QuantizeLinear and DequantizeLinear on the GPU (see ops/quantize.h: per tensor, per axis, blocked).
+// One invocation per element, each finding its scale and zero point from the mode's index.
+// - DequantizeLinear: x - zero_point in 64-bit integers through the families' to_i64 (int32 values and
+//   zero points may differ by more than 2^31), then times the element's scale in f32, as the CPU
+//   reference computes it, stored in the scale's type.
+// - QuantizeLinear (float32 x and scale; other types run on the CPU, which divides them in double):
+//   the float32 quotient x / scale rounded half to even, plus the zero point, saturated (NaN: 0). The
+//   rounding decides ties, so the quotient must be the correctly rounded one, which WGSL's division
+//   (2.5 ulp) is not: div_rn computes it by long division of the significands where it matters.
+#include "ops/quantize.h"
+#include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/strided_util.h"
+
+namespace onnxgpu::webgpu {
+
+namespace {
+
+// The scale index c of element gi (WGSL), by mode (uniforms dim, inner, block, blocks).
+std::string scale_index(ops::LinearQuantParams::Mode mode) {
+  using Mode = ops::LinearQuantParams::Mode;
+  switch (mode) {
+    case Mode::Tensor: return "  let c = 0u;\n";
+    case Mode::Axis: return "  let c = (gi / inner()) % dim();\n";
+    case Mode::Blocked:
+      return "  let c = ((gi / (inner() * dim())) * blocks() + (gi / inner()) % dim() / block()) * inner() + gi % inner();\n";
+  }
+  return "";
+}
+
+void declare_params(shader::Program& p, const ops::LinearQuantParams& q) {
+  p.uniform("dim", uint32_t(q.dim));
+  p.uniform("inner", uint32_t(q.inner));
+  p.uniform("block", uint32_t(q.block));
+  p.uniform("blocks", uint32_t(q.blocks));
+}
+
+const char* mode_name(ops::LinearQuantParams::Mode mode) {
+  using Mode = ops::LinearQuantParams::Mode;
+  return mode == Mode::Tensor ? "tensor" : mode == Mode::Axis ? "axis" : "blocked";
+}
+
+// a / b rounded to the nearest float32 (ties to even) wherever the quotient is a normal float32, the
+// operands' bits read as integers (subnormal operands included, which a GPU may flush in arithmetic):
+// the significands are divided bit by bit, 25 quotient bits, the last the guard, the remainder the
+// sticky bit. Elsewhere (zero, inf or NaN operands, quotients beyond the normal range) WGSL's a / b, whose
+// error there changes no quantized value: such quotients are 0, NaN or round to 0 or saturate.
+const char* kDivRn = R"(
+fn div_rn(a: f32, b: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  var ea = i32((ua >> 23u) & 0xffu);
+  var eb = i32((ub >> 23u) & 0xffu);
+  var ma = ua & 0x7fffffu;
+  var mb = ub & 0x7fffffu;
+  if ((ua & 0x7fffffffu) == 0u || (ub & 0x7fffffffu) == 0u || ea == 255i || eb == 255i) { return a / b; }
+  if (ea == 0i) { let s = countLeadingZeros(ma) - 8u; ma = ma << s; ea = 1i - i32(s); } else { ma = ma | 0x800000u; }
+  if (eb == 0i) { let s = countLeadingZeros(mb) - 8u; mb = mb << s; eb = 1i - i32(s); } else { mb = mb | 0x800000u; }
+  var e = ea - eb;
+  var r = ma;
+  if (r < mb) { r = r << 1u; e = e - 1i; }
+  if (e < -126i || e > 127i) { return a / b; }
+  var qm = 0u;
+  for (var i = 0u; i < 25u; i = i + 1u) {
+    qm = qm << 1u;
+    if (r >= mb) { r = r - mb; qm = qm | 1u; }
+    r = r << 1u;
+  }
+  var mant = qm >> 1u;
+  if ((qm & 1u) == 1u && (r != 0u || (mant & 1u) == 1u)) { mant = mant + 1u; }
+  let bits = (u32(e + 127i) << 23u) + (mant - 0x800000u);
+  return bitcast<f32>(((ua ^ ub) & 0x80000000u) | bits);
+}
+)";
+
+void quantize_linear(GpuKernelContext& ctx) {
+  const ops::LinearQuantParams q = ops::quantize_linear_params(ctx.node, ctx.opset, ctx.operands(), ctx.fail_fn());
+  const Shape& xs = ctx.shape(0);
+  ctx.set_output(0, q.out, xs);
+  if (ctx.dtype(0) != DType::Float32 || ctx.dtype(1) != DType::Float32)
+    ctx.unsupported("QuantizeLinear of " + std::string(dtype_name(ctx.dtype(0))) + " by a " +
+                    std::string(dtype_name(ctx.dtype(1))) + " scale (the CPU divides those in double)");
+  const int64_t n = shape_numel(xs);
+  if (n == 0) return;
+  strided::u32_dim(ctx, n, "x");
+  auto p = ctx.program(std::string("quantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : ""));
+  p.input("x", DType::Float32, Shape{n});
+  p.input("scale", DType::Float32, Shape{shape_numel(ctx.shape(1))});
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  if (q.zero_point) {
+    p.input("zp", q.out, Shape{shape_numel(ctx.shape(2))});
+    binds.push_back(ctx.in(2));
+  }
+  p.output("y", q.out, Shape{n});
+  binds.push_back(ctx.out(0));
+  declare_params(p, q);
+  p.uniform_f32("lo", float(q.lo));
+  p.uniform_f32("hi", float(q.hi));
+  p.declare(kDivRn);
+  p.set_threads(uint64_t(n));
+  std::string b = scale_index(q.mode);
+  b += "  var v = round(div_rn(x_load(gi), scale_load(c)));\n";
+  if (q.zero_point) b += "  v = v + f32(zp_load(c));\n";
+  b += "  v = select(clamp(v, lo(), hi()), 0.0, isnan_f32(v));\n"
+       "  y_store(gi, from_f32_$y(v));\n";
+  p.body(b);
+  ctx.dispatch(p, binds);
+}
+
+void dequantize_linear(GpuKernelContext& ctx) {
+  const ops::LinearQuantParams q = ops::dequantize_linear_params(ctx.node, ctx.opset, ctx.operands(), ctx.fail_fn());
+  const Shape& xs = ctx.shape(0);
+  ctx.set_output(0, q.out, xs);
+  const int64_t n = shape_numel(xs);
+  if (n == 0) return;
+  strided::u32_dim(ctx, n, "x");
+  auto p = ctx.program(std::string("dequantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : ""));
+  p.input("x", ctx.dtype(0), Shape{n});
+  p.input("scale", ctx.dtype(1), Shape{shape_numel(ctx.shape(1))});
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  if (q.zero_point) {
+    p.input("zp", ctx.dtype(2), Shape{shape_numel(ctx.shape(2))});
+    binds.push_back(ctx.in(2));
+  }
+  p.output("y", q.out, Shape{n});
+  binds.push_back(ctx.out(0));
+  declare_params(p, q);
+  p.set_threads(uint64_t(n));
+  std::string b = scale_index(q.mode);
+  b += "  var d = to_i64_$x(x_load(gi));\n";
+  if (q.zero_point) b += "  d = w64_sub(d, to_i64_$zp(zp_load(c)));\n";
+  b += "  y_store(gi, from_i64_f32(d) * scale_load(c));\n";
+  p.body(b);
+  ctx.dispatch(p, binds);
+}
+
+}  // namespace
+
+void register_quantize(GpuKernelRegistry& r) {
+  r.add("QuantizeLinear", quantize_linear);
+  r.add("DequantizeLinear", dequantize_linear);
+}
+
+}  // namespace onnxgpu::webgpu
