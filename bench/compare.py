@@ -993,10 +993,11 @@ def main():
 
     # Models and inputs.
     skel_dir = os.path.join(a.models_root, "skel", a.size)
-    if not all(os.path.exists(os.path.join(skel_dir, m + ".onnx")) for m in make_models.MODEL_NAMES):  # model files
-        make_models.export(a.size, a.models_root)
-    make_models.inflate(a.size, a.models_root)
-    make_models.make_inputs(a.size, a.profile, a.models_root)
+    names = sorted({make_models.case_model(m) for m in models})  # the model files these cases run
+    if not all(os.path.exists(os.path.join(skel_dir, m + ".onnx")) for m in names):
+        make_models.export(a.size, a.models_root, names=names)
+    make_models.inflate(a.size, a.models_root, names=names)
+    make_models.make_inputs(a.size, a.profile, a.models_root, names=names)
     manifest = json.load(open(os.path.join(a.models_root, a.size, "manifest.json")))
 
     if not a.raw:

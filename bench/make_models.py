@@ -368,11 +368,26 @@ def build_vision_models(names):
     import torch
     import torchvision
 
+    import torch.nn as nn
+
     ctors = {"resnet50": torchvision.models.resnet50, "mobilenetv3": torchvision.models.mobilenet_v3_small}
     models = {}
-    for k, name in enumerate(names):
-        torch.manual_seed(10 + k)
-        models[name] = (ctors[name](), (torch.randn(1, 3, 224, 224),), ["image"], ["logits"],
+    for name in names:
+        torch.manual_seed(10 + VISION_MODELS.index(name))
+        module = ctors[name]()
+        if name == "mobilenetv3":
+            # torchvision's own initialisation (fan-out convs, unit BatchNorms) shrinks the logits to ~1e-9
+            # over its 52 layers, which any output would match: fan-in weights and BatchNorm statistics near
+            # one keep them near 0.2.
+            for m in module.modules():
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+                elif isinstance(m, nn.BatchNorm2d):
+                    nn.init.uniform_(m.weight, 0.8, 1.2)
+                    nn.init.uniform_(m.bias, -0.2, 0.2)
+                    m.running_mean.uniform_(-0.1, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+        models[name] = (module, (torch.randn(1, 3, 224, 224),), ["image"], ["logits"],
                         {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}})
     return models
 
