@@ -327,6 +327,25 @@ TEST(GpuConvFused, Activations) {
   check_fused(silu.bytes(), silu.feeds(), 3, 1);
 }
 
+TEST(GpuConvFused, SqueezeExcitationAsProduct) {
+  // 1x1 kernels over 1x1 images of a few images run the products' GEMV kernel: with a bias and an
+  // activation, without a bias, and 5 images (the GEMM).
+  ConvModel relu{{2, 32, 1, 1}, {48, 32, 1, 1}, true, false, {}, {}, [](ModelBuilder& b) { unary_tail(b, "Relu"); }, 18};
+  check_fused(relu.bytes(), relu.feeds(), 2, 1);
+  ConvModel hs{{3, 40, 1, 1}, {24, 40, 1, 1}, false, false, {}, {}, [](ModelBuilder& b) {
+                 auto& n = b.node("HardSigmoid", {"conv"}, {"Y"});
+                 set_float(n, "alpha", 1.0f / 6.0f);
+               }, 19};
+  check_fused(hs.bytes(), hs.feeds(), 2, 1);
+  check_conv(DType::Float32, {4, 20, 1, 1}, {36, 20, 1, 1}, true, {}, 20);
+  check_conv(DType::Float32, {5, 20, 1, 1}, {36, 20, 1, 1}, true, {}, 21);
+  // Padded or strided 1x1 images are not products (the padding is read as zeros).
+  check_conv(DType::Float32, {2, 8, 1, 1}, {16, 8, 1, 1}, true, [](onnx::NodeProto& n) {
+    set_ints(n, "pads", {1, 0, 0, 0});
+    set_ints(n, "strides", {2, 1});
+  }, 22);
+}
+
 TEST(GpuConvFused, BatchNormalizationFolded) {
   // Conv + BatchNormalization + Relu: one kernel, the statistics folded into the weights; with and
   // without the Conv's bias, on the GEMM, the depthwise and the direct kernels.

@@ -10,6 +10,8 @@
 //     For groups of at least 8 output channels;
 //   - a depthwise kernel (one input channel per group: depthwise layers, and first layers of one input
 //     channel), 2-D: one output per invocation over its kernel taps, no channel loop;
+//   - the GEMV kernel of the products (gemv.cpp) for 1x1 kernels over 1x1 images of a few images (the
+//     fully connected convolutions of squeeze-excitation blocks);
 //   - a direct convolution, one output per invocation (every other case: few output channels per group,
 //     1-D / 3-D depthwise).
 // Every float kernel ends in one epilogue (ConvEpilogue): the bias, then, in the fused Conv (runtime/
@@ -27,6 +29,7 @@
 #include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/matmul.h"
 
 namespace onnxgpu::webgpu {
 
@@ -166,6 +169,7 @@ class ConvEpilogue {
     if (tensors > most) ctx.unsupported("more tensors than the device binds per dispatch");
   }
   bool has_bias() const { return has_bias_; }
+  const FusedSteps& steps() const { return steps_; }
   // The program name's part that tells epilogues apart (the expression itself is in the WGSL).
   std::string tag() const {
     return std::string(has_bias_ ? "_bias" : "") + (steps_.empty() ? "" : "_fused" + std::to_string(steps_.size()));
@@ -236,8 +240,10 @@ struct ConvTile {
 };
 
 // 64 x 64; 32 rows for groups of at most 32 output channels and 32 columns for at most 32 columns
-// (the tile's unused rows and columns are wasted work); $ONNXGPU_CONV_TILE = "TMxTN" (32 or 64 each)
-// overrides it, for measuring on a device (bench/variants.py).
+// (the tile's unused rows and columns are wasted work); 32 x 32 when 64 x 64 tiles would leave the grid
+// under 128 workgroups (late layers, small batches: more, shorter workgroups in flight).
+// $ONNXGPU_CONV_TILE = "TMxTN" (32 or 64 each) overrides it, $ONNXGPU_CONV_SMALL_GRID=0 keeps the larger
+// tile on small grids, for measuring on a device (bench/variants.py).
 std::optional<ConvTile> choose_tile(const Limits& limits, const ConvGeom& g) {
   std::vector<ConvTile> order;
   if (const char* e = std::getenv("ONNXGPU_CONV_TILE"); e && *e) {
@@ -245,20 +251,29 @@ std::optional<ConvTile> choose_tile(const Limits& limits, const ConvGeom& g) {
     if (std::sscanf(e, "%ux%u", &t.tm, &t.tn) == 2 && (t.tm == 32 || t.tm == 64) && (t.tn == 32 || t.tn == 64))
       order.push_back(t);
   }
-  order.push_back({g.Mg <= 32 ? 32u : 64u, g.cols <= 32 ? 32u : 64u});
+  ConvTile t{g.Mg <= 32 ? 32u : 64u, g.cols <= 32 ? 32u : 64u};
+  uint64_t wgs = uint64_t((g.cols + t.tn - 1) / t.tn) * uint64_t((g.Mg + t.tm - 1) / t.tm) * uint64_t(g.group);
+  static const bool small_grid = [] {
+    const char* e = std::getenv("ONNXGPU_CONV_SMALL_GRID");  // "0": keep the larger tile (measuring)
+    return !(e && std::string(e) == "0");
+  }();
+  if (wgs < 128 && small_grid) t = {32, 32};
+  order.push_back(t);
   order.push_back({32, 32});
-  for (const ConvTile& t : order)
-    if (t.fits(limits)) return t;
+  for (const ConvTile& c : order)
+    if (c.fits(limits)) return c;
   return std::nullopt;
 }
 
-// Split-K as the product kernel does it (matmul.cpp choose_splits): split while the grid is under 512
-// workgroups and each part keeps at least 8 K-slices, then on to parts of 4 K-slices while it is under
-// 256; at most 16 parts.
+// Split-K: while the grid is under 512 workgroups, the K range is halved as long as each part keeps at
+// least 16 K-slices (a shorter part saves less than the summing pass costs). At most 16 parts.
+// $ONNXGPU_CONV_SPLIT = "WGS/SLICES/MAX" overrides the three numbers (0/0/1: never split).
 uint32_t choose_splits(uint64_t wgs, int64_t K, const ConvTile& tl) {
+  uint32_t target = 512, min_slices = 16, max_splits = 16;
+  if (const char* e = std::getenv("ONNXGPU_CONV_SPLIT"); e && *e) std::sscanf(e, "%u/%u/%u", &target, &min_slices, &max_splits);
   uint32_t splits = 1;
-  while (wgs * splits < 512 && K / (splits * 2) >= 8 * int64_t(tl.tk) && splits < 16) splits *= 2;
-  while (wgs * splits < 256 && K / (splits * 2) >= 4 * int64_t(tl.tk) && splits < 16) splits *= 2;
+  while (wgs * splits < target && K / (splits * 2) >= int64_t(min_slices) * int64_t(tl.tk) && splits * 2 <= max_splits)
+    splits *= 2;
   return splits;
 }
 
@@ -586,6 +601,31 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
   ctx.dispatch(p, binds);
 }
 
+// A 1x1 kernel over 1x1 images without padding, of at most kGemvMaxRows images (a squeeze-excitation
+// block's fully connected convolutions): Y [N, M] = X [N, C] @ W [M, C]^T, a product of a few rows that
+// the GEMV kernel (gemv.cpp) computes at memory speed, with the bias and the expression (when it reads
+// no tensor) in its epilogue. False, having emitted nothing, when it does not apply.
+bool conv_as_gemv(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep) {
+  bool unpadded = std::all_of(g.win.pad_begin.begin(), g.win.pad_begin.end(), [](int64_t p) { return p == 0; });
+  if (g.group != 1 || g.in_sz != 1 || g.out_sz != 1 || g.k_sz != 1 || !unpadded || g.N > products::kGemvMaxRows ||
+      ep.steps().num_inputs() != 0 || ctx.dtype(1) != ctx.dtype(0) || (ctx.has_input(2) && ctx.dtype(2) != ctx.dtype(0)))
+    return false;
+  products::Product pr;
+  pr.M = uint32_t(g.N);
+  pr.K = uint32_t(g.C);
+  pr.N = uint32_t(g.M);
+  pr.trans_b = true;
+  pr.out = pr.stored = {g.N, g.M};
+  products::Epilogue pe;
+  if (ep.has_bias()) {
+    pe.has_c = true;
+    pe.c_sm = 0;
+    pe.c_sn = 1;
+  }
+  if (!ep.steps().empty()) pe.act = ep.steps().wgsl(pe.act_decls) + "  return " + ep.steps().result() + ";\n";
+  return products::gemv_float(ctx, ctx.dtype(0), pr, pe);
+}
+
 // Conv (float, optional bias B) and the fused Conv: the kernel the shape calls for.
 void conv_float(GpuKernelContext& ctx) {
   ConvGeom g = float_geometry(ctx);
@@ -595,6 +635,7 @@ void conv_float(GpuKernelContext& ctx) {
     conv_depthwise(ctx, g, ep);
     return;
   }
+  if (conv_as_gemv(ctx, g, ep)) return;
   if (g.Mg >= 8 && g.K > 0)
     if (std::optional<ConvTile> tl = choose_tile(ctx.limits, g))
       if (conv_gemm(ctx, g, ep, *tl)) return;
