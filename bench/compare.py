@@ -864,8 +864,8 @@ H200_SECTION = """## How to run on the H200
 
 The device machine takes at most 64 MiB of working tree plus carried files, and has no torch 1.13 (it has
 python3 3.12 with numpy, onnx 1.23 and matplotlib). So the models travel as **skeletons**: the graphs with
-their large float initializers emptied, each marked with a seed, mean and std (1.4 MB for all six full-size
-models). `make_models.py inflate` refills them there from numpy's `RandomState`, whose streams numpy keeps
+their large float initializers emptied, each marked with a seed, mean and std (1.4 MB for the six full-size
+models of session 2; ResNet-50 and MobileNetV3-small, exported from Debian's `python3-torchvision`, add 0.3 MB). `make_models.py inflate` refills them there from numpy's `RandomState`, whose streams numpy keeps
 identical across versions; the Models table's sha256 lets the two machines' files be compared. The binaries
 travel gzip-compressed in `bench/.carry/bundle.tar.gz` (26 MiB): `onnxgpu` (stripped), Dawn's
 `libwebgpu_wrapper.so`, Debian's `libonnx_proto.so.1` and `libprotobuf.so.32` (which `onnxgpu` links and the
@@ -875,7 +875,10 @@ image lacks), `ort_peer` and `libonnxruntime.so.1`. Debian's Vulkan loader and l
 28 MiB.
 
 The `run` tool sends the session's own checkout (the lead's, also when a helper calls it), so build the bundle
-in that checkout, after building the `onnxgpu` to be measured:
+in that checkout, after building the `onnxgpu` to be measured (a helper working in a worktree instead copies
+its `bench/*.py`, `bench/compare` and `bench/.carry` into a folder of that checkout which `.git/info/exclude`
+ignores, carries that folder and runs its `compare.py` from there; `variants.py --binary` runs a baseline
+`onnxgpu` carried beside the bundle with the bundle's libraries):
 
 ```
 scripts/build
@@ -891,7 +894,8 @@ cd bench && PYTHONUNBUFFERED=1 python3 compare.py --profile h200 --bundle .carry
 
 It unpacks the bundle into /tmp/onnxgpu-bench, inflates the full models into bench/models (1.7 GB of disk
 there), writes the inputs (batch 1 and sequence 128 for gpt2, bert and int64_embedding, sequence 16 for
-gpt2_s16; the decode step has 1 new token after 127 past tokens; cnn batch 8 at 224x224; mlp batch 16), then
+gpt2_s16; the decode step has 1 new token after 127 past tokens; cnn batch 8 at 224x224; resnet50 and
+mobilenetv3 batch 2 at 224x224; mlp batch 16), then
 runs the matrix: capture on every model, then no-capture, then capture
 again (round 2: its onnxgpu processes also profile GPU time per op), then cpu once, then no-capture again; 30 timed runs and 5 warmup
 runs per process. `--deadline` (470 s by default there, counted from
