@@ -64,7 +64,8 @@ PEER_CONFIGS = {
 PAIRS = ["capture", "no-capture", "cpu"]
 # The targets for the capture ratio: 0.5 where both capture; 0.25 where the peer captures only with
 # every dim pinned and the model is not one of the four named with capture on both sides.
-TARGETS = [("gpt2_s16", 0.5), ("gpt2", 0.5), ("bert", 0.5), ("mlp", 0.5), ("gpt2_kv", 0.5), ("int64_embedding", 0.25)]
+TARGETS = [("gpt2_s16", 0.5), ("gpt2", 0.5), ("bert", 0.5), ("mlp", 0.5), ("gpt2_kv", 0.5), ("int64_embedding", 0.25),
+           ("cnn", 0.7), ("resnet50", 0.7), ("mobilenetv3", 0.7)]
 TOL = ["--atol", "1e-4", "--rtol", "1e-3"]
 
 
@@ -880,8 +881,8 @@ H200_SECTION = """## How to run on the H200
 
 The device machine takes at most 64 MiB of working tree plus carried files, and has no torch 1.13 (it has
 python3 3.12 with numpy, onnx 1.23 and matplotlib). So the models travel as **skeletons**: the graphs with
-their large float initializers emptied, each marked with a seed, mean and std (1.4 MB for all six full-size
-models). `make_models.py inflate` refills them there from numpy's `RandomState`, whose streams numpy keeps
+their large float initializers emptied, each marked with a seed, mean and std (1.4 MB for the six full-size
+models of session 2; ResNet-50 and MobileNetV3-small, exported from Debian's `python3-torchvision`, add 0.3 MB). `make_models.py inflate` refills them there from numpy's `RandomState`, whose streams numpy keeps
 identical across versions; the Models table's sha256 lets the two machines' files be compared. The binaries
 travel gzip-compressed in `bench/.carry/bundle.tar.gz` (26 MiB): `onnxgpu` (stripped), Dawn's
 `libwebgpu_wrapper.so`, Debian's `libonnx_proto.so.1` and `libprotobuf.so.32` (which `onnxgpu` links and the
@@ -891,7 +892,10 @@ image lacks), `ort_peer` and `libonnxruntime.so.1`. Debian's Vulkan loader and l
 28 MiB.
 
 The `run` tool sends the session's own checkout (the lead's, also when a helper calls it), so build the bundle
-in that checkout, after building the `onnxgpu` to be measured:
+in that checkout, after building the `onnxgpu` to be measured (a helper working in a worktree instead copies
+its `bench/*.py`, `bench/compare` and `bench/.carry` into a folder of that checkout which `.git/info/exclude`
+ignores, carries that folder and runs its `compare.py` from there; `variants.py --binary` runs a baseline
+`onnxgpu` carried beside the bundle with the bundle's libraries):
 
 ```
 scripts/build
@@ -907,7 +911,8 @@ cd bench && PYTHONUNBUFFERED=1 python3 compare.py --profile h200 --bundle .carry
 
 It unpacks the bundle into /tmp/onnxgpu-bench, inflates the full models into bench/models (1.7 GB of disk
 there), writes the inputs (batch 1 and sequence 128 for gpt2, bert and int64_embedding, sequence 16 for
-gpt2_s16; the decode step has 1 new token after 127 past tokens; cnn batch 8 at 224x224; mlp batch 16), then
+gpt2_s16; the decode step has 1 new token after 127 past tokens; cnn batch 8 at 224x224; resnet50 and
+mobilenetv3 batch 2 at 224x224; mlp batch 16), then
 runs the matrix: capture on every model, then no-capture, then capture
 again (round 2: its onnxgpu processes also profile GPU time per op), then cpu once, then no-capture again; 30 timed runs and 5 warmup
 runs per process. `--deadline` (470 s by default there, counted from
@@ -1009,10 +1014,11 @@ def main():
 
     # Models and inputs.
     skel_dir = os.path.join(a.models_root, "skel", a.size)
-    if not all(os.path.exists(os.path.join(skel_dir, m + ".onnx")) for m in make_models.MODEL_NAMES):  # model files
-        make_models.export(a.size, a.models_root)
-    make_models.inflate(a.size, a.models_root)
-    make_models.make_inputs(a.size, a.profile, a.models_root)
+    names = sorted({make_models.case_model(m) for m in models})  # the model files these cases run
+    if not all(os.path.exists(os.path.join(skel_dir, m + ".onnx")) for m in names):
+        make_models.export(a.size, a.models_root, names=names)
+    make_models.inflate(a.size, a.models_root, names=names)
+    make_models.make_inputs(a.size, a.profile, a.models_root, names=names)
     manifest = json.load(open(os.path.join(a.models_root, a.size, "manifest.json")))
 
     if not a.raw:

@@ -55,14 +55,16 @@ LLAMA_SIZES = {
 GPT2_CTX, BERT_CTX = 1024, 512
 EXTERNAL_DATA_MIN_BYTES = 1800 * 2**20  # inflated models larger than this keep their weights in <model>.onnx.data
 
-MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn"]  # bench/compare's models
+MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3"]  # bench/compare's
+# The torchvision classifiers (random weights, BatchNormalization folded into the convolutions at export).
+VISION_MODELS = ["resnet50", "mobilenetv3"]
 # The generation benchmark's (bench/decode.py) decode-step models; llama_kv is made only when asked for.
 DECODE_MODELS = ["gpt2_kv", "llama_kv"]
 ALL_MODELS = MODEL_NAMES + ["llama_kv"]
 # Benchmark cases: a model file run at the dims of PROFILES[profile][case]. A case named like a model
 # uses that model; the others name theirs here.
 CASE_MODEL = {"gpt2_s16": "gpt2"}
-CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "cnn"]
+CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3"]
 
 
 def case_model(case):
@@ -79,6 +81,8 @@ PROFILES = {
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 15},
         "bert": {"batch": 1, "seq": 16},
         "cnn": {"batch": 1, "height": 32, "width": 32},
+        "resnet50": {"batch": 1, "height": 64, "width": 64},
+        "mobilenetv3": {"batch": 1, "height": 64, "width": 64},
     },
     "h200": {
         "mlp": {"batch": 16},
@@ -88,6 +92,8 @@ PROFILES = {
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 127},
         "bert": {"batch": 1, "seq": 128},
         "cnn": {"batch": 8, "height": 224, "width": 224},
+        "resnet50": {"batch": 2, "height": 224, "width": 224},
+        "mobilenetv3": {"batch": 2, "height": 224, "width": 224},
     },
 }
 
@@ -101,6 +107,12 @@ DESCRIPTIONS = {  # sizes in the manifest's config
     "bert": "BERT encoder (post-LN): INT64 input_ids, attention_mask, token_type_ids -> last_hidden_state",
     "cnn": "small ResNet-style CNN: 5 conv3x3 (BN folded) + ReLU, a residual add, 2 max pools, global average "
            "pool, linear 128->10",
+    "resnet50": "torchvision ResNet-50 (random weights, BN folded at export): 53 convs (7x7 stem, 1x1 and 3x3 "
+                "bottlenecks, strided downsamples) + ReLU, 16 residual adds, max pool, global average pool, linear "
+                "2048->1000",
+    "mobilenetv3": "torchvision MobileNetV3-small (random weights, BN folded at export): 52 convs (depthwise 3x3 "
+                   "and 5x5, 1x1 expansions and projections), HardSwish/ReLU, 9 squeeze-excitation blocks (global "
+                   "average pool, 1x1 convs, HardSigmoid, Mul), residual adds, linear 576->1024->1000",
     "llama_kv": "Llama-style decode step with KV cache, plain ONNX ops: RMSNorm, rotary embedding from position_ids, "
                 "grouped-query attention (K/V heads repeated by Expand), SiLU MLP, untied LM head; past_key_i/"
                 "past_value_i [batch,kv_heads,past_seq,head_dim] -> logits + present_key_i/present_value_i",
@@ -351,6 +363,35 @@ def build_torch_models(size):
     return models
 
 
+def build_vision_models(names):
+    """torchvision's classifiers with their own random initialisation (no weights are downloaded)."""
+    import torch
+    import torchvision
+
+    import torch.nn as nn
+
+    ctors = {"resnet50": torchvision.models.resnet50, "mobilenetv3": torchvision.models.mobilenet_v3_small}
+    models = {}
+    for name in names:
+        torch.manual_seed(10 + VISION_MODELS.index(name))
+        module = ctors[name]()
+        if name == "mobilenetv3":
+            # torchvision's own initialisation (fan-out convs, unit BatchNorms) shrinks the logits to ~1e-9
+            # over its 52 layers, which any output would match: fan-in weights and BatchNorm statistics near
+            # one keep them near 0.2.
+            for m in module.modules():
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+                elif isinstance(m, nn.BatchNorm2d):
+                    nn.init.uniform_(m.weight, 0.8, 1.2)
+                    nn.init.uniform_(m.bias, -0.2, 0.2)
+                    m.running_mean.uniform_(-0.1, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+        models[name] = (module, (torch.randn(1, 3, 224, 224),), ["image"], ["logits"],
+                        {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}})
+    return models
+
+
 def build_llama_model(size):
     """The Llama-style decode step (llama_kv): RMSNorm as x / Sqrt(ReduceMean(x^2) + eps) * w; rotary embedding
     computed from position_ids (Cast, Mul by inv_freq, Concat, Cos, Sin; rotate_half by Slice/Neg/Concat);
@@ -497,9 +538,11 @@ def export(size, root, force=False, names=None):
     todo = [n for n in (names or MODEL_NAMES) if force or not os.path.exists(os.path.join(out_dir, n + ".onnx"))]
     if not todo:
         return
-    models = build_torch_models(size) if any(n != "llama_kv" for n in todo) else {}
+    models = build_torch_models(size) if any(n != "llama_kv" and n not in VISION_MODELS for n in todo) else {}
     if "llama_kv" in todo:
         models.update(build_llama_model(size))
+    if any(n in VISION_MODELS for n in todo):
+        models.update(build_vision_models([n for n in todo if n in VISION_MODELS]))
     kwargs = {}
     if int(torch.__version__.split(".")[0]) >= 2:
         kwargs["dynamo"] = False  # the TorchScript exporter, as with torch 1.13

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Measures engine variants side by side on a device: each variant is a set of environment settings
-(a MatMul tile `ONNXGPU_MATMUL_TILE`, a split-K policy `ONNXGPU_MATMUL_SPLIT`, Dawn device toggles
-`ONNXGPU_DAWN_TOGGLES`, see src/webgpu/kernels/matmul.cpp and src/webgpu/device.cpp); for each variant
+(a MatMul tile `ONNXGPU_MATMUL_TILE`, a split-K policy `ONNXGPU_MATMUL_SPLIT`, a Conv tile
+`ONNXGPU_CONV_TILE`, Conv fusion off `ONNXGPU_CONV_FUSION=0`, Dawn device toggles `ONNXGPU_DAWN_TOGGLES`, see
+src/webgpu/kernels/matmul.cpp, conv.cpp, src/runtime/fusion.cpp and src/webgpu/device.cpp); for each variant
 and case, `onnxgpu bench --profile` runs and this prints the whole-run median, host time per run (and
 the part spent in wgpuQueueSubmit), the GPU time of the MatMul dispatches and of all dispatches.
 Rounds alternate the variants (A B C A B C), since the machines are noisy.
@@ -43,6 +44,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bundle", help="the folder compare.py --make-bundle wrote (device machine)")
     ap.add_argument("--onnxgpu", default=os.path.join(compare.REPO, "build", "onnxgpu"))
+    ap.add_argument("--binary", help="with --bundle: run this onnxgpu instead of the bundle's (a baseline build "
+                    "carried beside it, e.g. .carry/onnxgpu_base), with the bundle's libraries")
     ap.add_argument("--size", default="full")
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--cases", default="gpt2,gpt2_s16,bert")
@@ -55,23 +58,27 @@ def main():
     lib_dirs = []
     if a.bundle:
         a.onnxgpu, _, lib_dirs, skel = compare.unpack_bundle(a.bundle)
+        if a.binary:
+            a.onnxgpu = os.path.abspath(a.binary)
         dst = os.path.join(make_models.DEFAULT_ROOT, "skel")
         os.makedirs(dst, exist_ok=True)
         for size in os.listdir(skel):
             shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
     env = compare.vulkan_env(lib_dirs)
-    make_models.inflate(a.size, make_models.DEFAULT_ROOT)
-    make_models.make_inputs(a.size, a.profile, make_models.DEFAULT_ROOT)
+    names = sorted({make_models.case_model(c) for c in a.cases.split(",")})
+    make_models.inflate(a.size, make_models.DEFAULT_ROOT, names=names)
+    make_models.make_inputs(a.size, a.profile, make_models.DEFAULT_ROOT, names=names)
     variants = parse_variants(a.variants)
     raw = open(a.raw, "a") if a.raw else None
     print(f"{'variant':10s} {'case':10s} {'median ms':>10s} {'host ms':>8s} {'submit':>7s} {'MatMul GPU':>11s} "
-          f"{'all GPU':>8s} {'disp':>5s}", flush=True)
+          f"{'Conv GPU':>9s} {'all GPU':>8s} {'disp':>5s}", flush=True)
     for rnd in range(a.rounds):
         for case in a.cases.split(","):
             for name, settings in variants:
                 e = dict(env)
                 for k in ("ONNXGPU_MATMUL_TILE", "ONNXGPU_MATMUL_TILE_SMALL", "ONNXGPU_MATMUL_SPLIT", "ONNXGPU_DAWN_TOGGLES",
-                          "ONNXGPU_CHUNKED_SUBMITS", "ONNXGPU_EPILOGUE_ACTIVATION"):
+                          "ONNXGPU_CHUNKED_SUBMITS", "ONNXGPU_EPILOGUE_ACTIVATION", "ONNXGPU_CONV_TILE",
+                          "ONNXGPU_CONV_FUSION"):
                     e.pop(k, None)
                 e.update(settings)
                 model = os.path.join(make_models.DEFAULT_ROOT, a.size, make_models.case_model(case) + ".onnx")
@@ -90,11 +97,12 @@ def main():
                     raw.flush()
                 p = j.get("profile", {})
                 mm = sum(o["gpu_ms"] for o in p.get("by_op", []) if o["op"].startswith("MatMul"))
+                cv = sum(o["gpu_ms"] for o in p.get("by_op", []) if o["op"].startswith("Conv"))
                 c = j.get("counted", {})
                 med = lambda k: (c.get(k) or {}).get("median", float("nan"))  # noqa: E731
                 bad = (j.get("compare") or {}).get("passed") is False
                 print(f"{name:10s} {case:10s} {j['latency_ms']['median']:10.3f} {med('host_ms'):8.3f} "
-                      f"{med('submit_ms'):7.3f} {mm:11.3f} {p.get('gpu_ms_per_run', float('nan')):8.3f} "
+                      f"{med('submit_ms'):7.3f} {mm:11.3f} {cv:9.3f} {p.get('gpu_ms_per_run', float('nan')):8.3f} "
                       f"{j['plan']['dispatches']:5d}{'  MISMATCH' if bad else ''}", flush=True)
 
 

@@ -1,12 +1,15 @@
 #include "runtime/fusion.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 
 #include "ir/fused_expr.h"
+#include "ops/broadcast.h"
 #include "ops/split.h"
+#include "ops/window.h"
 #include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu::runtime {
@@ -21,7 +24,9 @@ bool elementwise_op(const ir::Node& n) {
   static const std::set<std::string> ops = {
       "Add",  "Sub",  "Mul",  "Div",  "Pow",     "Exp",   "Log",  "Sqrt",     "Reciprocal", "Tanh",
       "Erf",  "Relu", "Neg",  "Abs",  "Sigmoid", "Sin",   "Cos",  "Softplus", "Softsign",   "HardSwish",
-      "Floor", "Ceil", "Where"};
+      "Floor", "Ceil", "Where", "HardSigmoid", "Clip"};
+  // (Clip with both bounds as inputs: opset 11's form, which torch writes for ReLU6 / hardtanh.)
+  if (n.op_type == "Clip" && n.inputs.size() != 3) return false;
   return plain(n) && ops.count(n.op_type) && n.outputs.size() == 1 && !n.outputs[0].empty() &&
          std::none_of(n.inputs.begin(), n.inputs.end(), [](const std::string& s) { return s.empty(); });
 }
@@ -51,6 +56,10 @@ std::optional<ir::FusedExpr> fused_expr(const ir::Graph& g, const std::vector<si
       }
       step.args.push_back(ref[in]);
     }
+    if (n.op_type == "HardSigmoid") {  // its attributes become constant operands: HardSigmoid(x, alpha, beta)
+      step.args.push_back(ir::FusedOperand::constant(n.attr_float("alpha", 0.2f)));
+      step.args.push_back(ir::FusedOperand::constant(n.attr_float("beta", 0.5f)));
+    }
     ref[n.outputs[0]] = ir::FusedOperand::step(m);
     expr.steps.push_back(std::move(step));
   }
@@ -62,6 +71,13 @@ void set_expr(ir::Node& node, ir::FusedExpr expr, size_t first_input) {
   expr.first_input = first_input;
   expr.num_inputs = node.inputs.size() - first_input;
   node.fused = std::make_shared<const ir::FusedExpr>(std::move(expr));
+}
+
+// A float32 as text that tells every value apart (a key of constants made once per session).
+std::string f32_key(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return std::to_string(bits);
 }
 
 constexpr size_t kMaxMembers = 24;   // nodes of one elementwise group
@@ -484,6 +500,7 @@ std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const 
   if (!enabled_) return std::nullopt;
   if (auto f = sibling_group(i)) return f;
   if (auto f = matmul_group(i, facts)) return f;
+  if (auto f = conv_group(i, facts)) return f;
   if (!elementwise_roots_.count(i)) return std::nullopt;
   // The fused node's expression: a step per member in graph order, reading the group's external
   // values as its inputs, which are the node's.
@@ -669,6 +686,144 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
   f.node.name += "+" + s.name;
   f.node.outputs = s.outputs;
   f.members.push_back(split);
+  return true;
+}
+
+// Conv [-> BatchNormalization] [-> an elementwise expression]: see fusion.h.
+// ($ONNXGPU_CONV_FUSION=0: none, for measuring what it buys.)
+std::optional<FusedGroup> Fusion::conv_group(size_t i, const Lookup& facts) const {
+  static const bool on = [] {
+    const char* e = std::getenv("ONNXGPU_CONV_FUSION");
+    return !(e && std::string(e) == "0");
+  }();
+  const ir::Node& cv = g_.nodes[i];
+  if (!on || !plain(cv, "Conv") || cv.inputs.size() < 2 || cv.inputs.size() > 3 || cv.outputs.size() != 1 ||
+      cv.outputs[0].empty() || cv.inputs[0].empty() || cv.inputs[1].empty())
+    return std::nullopt;
+  const ValueFacts* x = facts(cv.inputs[0]);
+  const ValueFacts* w = facts(cv.inputs[1]);
+  if (!x || !w || x->dtype != DType::Float32 || w->dtype != DType::Float32 || x->shape.size() < 3 ||
+      w->shape.size() != x->shape.size())
+    return std::nullopt;
+  // The output's shape, for the expression's inputs (none may widen it); a bad node is left to the Conv.
+  Shape out{x->shape[0], w->shape[0]};
+  try {
+    Shape in_sp(x->shape.begin() + 2, x->shape.end()), k_sp(w->shape.begin() + 2, w->shape.end());
+    ops::Window win = ops::make_window(cv, in_sp, k_sp, false, [](const std::string& m) { throw InvalidArgument(m); });
+    out.insert(out.end(), win.out.begin(), win.out.end());
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  FusedGroup f;
+  f.node = cv;
+  f.node.domain = webgpu::kFusedDomain;
+  f.node.fused.reset();
+  f.node.inputs.resize(3);  // x, w, the bias ("" when none), then the expression's inputs
+  fold_batch_norm(f, i);
+  absorb_expression(f, out, facts);
+  if (f.members.empty()) return std::nullopt;  // a plain Conv
+  std::sort(f.members.begin(), f.members.end());
+  return f;
+}
+
+// The BatchNormalization (inference) that alone reads the Conv's output, with constant statistics, over
+// constant weights: folded into them, once per session (`derived`): W'[m] = W[m] s[m], B' = (B - mean) s +
+// beta, s = scale / sqrt(var + epsilon).
+bool Fusion::fold_batch_norm(FusedGroup& f, size_t conv) const {
+  if (!derived_) return false;
+  const ir::Node& cv = g_.nodes[conv];
+  auto j = only_consumer(cv.outputs[0]);
+  if (!j) return false;
+  const ir::Node& bn = g_.nodes[*j];
+  if (!plain(bn, "BatchNormalization") || bn.inputs.size() != 5 || bn.inputs[0] != cv.outputs[0] || bn.outputs.empty() ||
+      bn.outputs[0].empty() || bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) != 1)
+    return false;
+  for (size_t k = 1; k < bn.outputs.size(); ++k)
+    if (!bn.outputs[k].empty()) return false;  // training outputs
+  auto init = [&](const std::string& name) -> const Tensor* {
+    auto it = g_.initializers.find(name);
+    return it == g_.initializers.end() || it->second.dtype() != DType::Float32 ? nullptr : &it->second;
+  };
+  const Tensor* w = init(cv.inputs[1]);
+  const Tensor* b = cv.inputs.size() > 2 && !cv.inputs[2].empty() ? init(cv.inputs[2]) : nullptr;
+  if (!w || w->rank() < 3 || (cv.inputs.size() > 2 && !cv.inputs[2].empty() && !b)) return false;
+  const int64_t m = w->dim(0);
+  const Tensor* p[4];
+  for (size_t k = 0; k < 4; ++k) {
+    p[k] = init(bn.inputs[k + 1]);
+    if (!p[k] || p[k]->numel() != m || p[k]->rank() != 1) return false;
+  }
+  if (b && (b->numel() != m || b->rank() != 1)) return false;
+  std::string key = cv.inputs[1] + "," + (b ? cv.inputs[2] : "") + "," + bn.inputs[1] + "," + bn.inputs[2] + "," +
+                    bn.inputs[3] + "," + bn.inputs[4] + "," + f32_key(bn.attr_float("epsilon", 1e-5f));
+  std::string wname = "onnxgpu.bn_folded_w(" + key + ")", bname = "onnxgpu.bn_folded_b(" + key + ")";
+  if (!derived_->count(wname)) {
+    const double eps = bn.attr_float("epsilon", 1e-5f);
+    Tensor wf(DType::Float32, w->shape()), bf(DType::Float32, {m});
+    const int64_t per = w->numel() / std::max<int64_t>(m, 1);
+    const float *scale = p[0]->data<float>(), *beta = p[1]->data<float>(), *mean = p[2]->data<float>(),
+                *var = p[3]->data<float>(), *wv = w->data<float>();
+    for (int64_t o = 0; o < m; ++o) {
+      double s = double(scale[o]) / std::sqrt(double(var[o]) + eps);
+      for (int64_t e = 0; e < per; ++e) wf.data<float>()[o * per + e] = float(double(wv[o * per + e]) * s);
+      bf.data<float>()[o] = float(((b ? double(b->data<float>()[o]) : 0.0) - double(mean[o])) * s + double(beta[o]));
+    }
+    (*derived_)[wname] = std::move(wf);
+    (*derived_)[bname] = std::move(bf);
+  }
+  f.node.inputs[1] = wname;
+  f.node.inputs[2] = bname;
+  f.node.outputs = {bn.outputs[0]};
+  f.node.name += "+" + bn.name;
+  f.members.push_back(*j);
+  return true;
+}
+
+// The elementwise group (or lone elementwise node) that alone reads the fused node's output joins its
+// epilogue: the output is its product, constant scalars are constants, and every other value it reads
+// (a residual) becomes an input of the node, when it is known by then and broadcasts to the output's
+// shape `out` without widening it. At most 3 such inputs (with x, w, the bias, the output and the
+// status word: the 8 storage bindings every WebGPU device has).
+bool Fusion::absorb_expression(FusedGroup& f, const Shape& out, const Lookup& facts) const {
+  const std::string value = f.node.outputs[0];
+  auto readers = consumers_.find(value);
+  if (value.empty() || graph_outputs_.count(value) || readers == consumers_.end() || readers->second.empty()) return false;
+  // The group each reader belongs to: its root's nodes, or the reader alone (not part of another group).
+  auto chain_of = [&](size_t n) -> std::optional<size_t> {
+    if (elementwise_roots_.count(n)) return n;
+    auto r = root_of_.find(n);
+    if (r != root_of_.end()) return elementwise_roots_.count(r->second) ? std::optional<size_t>(r->second) : std::nullopt;
+    if (elementwise_op(g_.nodes[n]) && !bias_adds_.count(n)) return n;
+    return std::nullopt;
+  };
+  auto root = chain_of(readers->second[0]);
+  if (!root || root_of_.count(*root)) return false;  // (a group deferred in turn: attention's score expression)
+  for (size_t c : readers->second)
+    if (chain_of(c) != root) return false;
+  std::vector<size_t> order = chain_nodes(*root);
+  for (size_t n : order)
+    if (g_.nodes[n].op_type == "Where") return false;
+  const size_t first = f.node.inputs.size();
+  std::vector<std::string> inputs;
+  auto expr = fused_expr(g_, order, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
+    if (in == value) return ir::FusedOperand::product();
+    if (auto v = scalar_value(in, out.size())) return ir::FusedOperand::constant(*v);
+    const ValueFacts* v = facts(in);
+    if (!v || v->dtype != DType::Float32 || inputs.size() >= 3) return std::nullopt;
+    try {
+      if (ops::broadcast_shapes({out, v->shape}) != out) return std::nullopt;
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    inputs.push_back(in);
+    return ir::FusedOperand::input(inputs.size() - 1);
+  });
+  if (!expr) return false;
+  f.node.inputs.insert(f.node.inputs.end(), inputs.begin(), inputs.end());
+  set_expr(f.node, std::move(*expr), first);
+  f.node.name += "+" + g_.nodes[*root].name + (order.size() > 1 ? " (+" + std::to_string(order.size() - 1) + ")" : "");
+  f.node.outputs = g_.nodes[*root].outputs;
+  f.members.insert(f.members.end(), order.begin(), order.end());
   return true;
 }
 

@@ -1,5 +1,5 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
-// dispatches and keeps no intermediate buffer. Four kinds of group:
+// dispatches and keeps no intermediate buffer. Five kinds of group:
 //   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Transpose]: a Transpose
 //               that only the MatMul reads is read in place through strides (deferred to the MatMul);
 //               the bias (a constant row) and a residual of the output's shape, computed before the
@@ -18,6 +18,13 @@
 //               Placed at the second MatMul; the first, the expression and the Softmax are deferred
 //               to it (their own groups, the score product's folded Transposes and the elementwise
 //               group, run when the attention kernel cannot).
+//   Conv        Conv [-> BatchNormalization] [-> an elementwise expression]: a BatchNormalization in
+//               inference mode that alone reads the Conv, over constant weights and statistics, is folded
+//               into the weights and bias (made once per session, `derived`); the elementwise group or
+//               lone elementwise node that alone reads the result (ReLU, Clip, HardSwish, HardSigmoid,
+//               x * Sigmoid(x), a residual Add and the ReLU after it) is applied in the epilogue, its
+//               other tensors (the residual) read as inputs when they are known by then and do not
+//               widen the output. Placed at the Conv.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -86,6 +93,9 @@ class Fusion {
   bool scalar_constant(const std::string& value) const;
   std::optional<float> scalar_value(const std::string& value, size_t max_rank) const;
   std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts) const;
+  std::optional<FusedGroup> conv_group(size_t i, const Lookup& facts) const;
+  bool fold_batch_norm(FusedGroup& f, size_t conv) const;
+  bool absorb_expression(FusedGroup& f, const Shape& out, const Lookup& facts) const;
   static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
   void find_attention();

@@ -920,7 +920,14 @@ std::vector<Case> build() {
   add(B("Gemm", "large, transB").quick({DType::Float32, DType::Int64}).x("A", {70, 40}).x("B", {65, 40}).x("C", {65})
           .i("transB", 1).tol(10));
   add(B("Conv", "16 output channels").x("X", {1, 4, 9, 9}).x("W", {16, 4, 3, 3}).x("B", {16}).ints("pads", {1, 1, 1, 1}).tol(10)
-          .quick({DType::Float32, DType::Float16}).note("the tiled implicit-GEMM path (>= 16 output channels)"));
+          .quick({DType::Float32, DType::Float16}).note("the implicit-GEMM kernel (>= 8 output channels per group)"));
+  add(B("Conv", "pointwise 1x1").x("X", {2, 8, 5, 5}).x("W", {16, 8, 1, 1}).x("B", {16}).tol(10)
+          .quick({DType::Float32, DType::Float16}).note("the implicit GEMM reading X as it lies"));
+  add(B("Conv", "depthwise 3x3, stride 2").x("X", {1, 4, 7, 7}).x("W", {4, 1, 3, 3}).x("B", {4}).i("group", 4)
+          .ints("pads", {1, 1, 1, 1}).ints("strides", {2, 2}).tol(10).quick({DType::Float32, DType::Float16})
+          .note("the depthwise kernel"));
+  add(B("Conv", "split over K").x("X", {1, 128, 2, 2}).x("W", {16, 128, 3, 3}).ints("pads", {1, 1, 1, 1}).tol(10)
+          .quick({DType::Float32}).note("the implicit GEMM with its K range split, then summed"));
   add(B("Conv", "32 output channels, stride 2").x("X", {2, 8, 11, 11}).x("W", {32, 8, 3, 3}).ints("strides", {2, 2}).tol(10)
           .quick({DType::Float32, DType::Float64}));
   add(B("MaxPool", "large").x("X", {1, 3, 40, 40}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})

@@ -1,5 +1,7 @@
 // GPU Conv, ConvTranspose, ConvInteger, the pools, Resize and Upsample against the CPU reference:
-// one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu.
+// one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu; every Conv kernel
+// (implicit GEMM, pointwise, split-K, depthwise, direct) and the fused Conv's epilogues (BatchNormalization
+// folded, activations, residual Add) on small models, recorded and replayed with other inputs.
 // Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); ONNXGPU_SKIP_GPU_TESTS=1 skips when there is none.
 #include <gtest/gtest.h>
@@ -18,6 +20,7 @@
 #include "loader/tensor_proto.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "model_builder.h"
 #include "one_node.h"
 
 namespace onnxgpu {
@@ -155,6 +158,255 @@ TEST(GpuConv, TiledPath) {
     set_string(n, "auto_pad", "SAME_UPPER");
   }, 32);
   check_conv(DType::Float64, {2, 20, 4, 4}, {130, 20, 1, 1}, true, {}, 33, false);
+}
+
+// Each kernel the shape chooses (conv.cpp): the implicit GEMM (a 1x1 kernel of stride 1 without
+// padding reads X as it lies), split over K when its tiles are few; the depthwise kernel (one input
+// channel per group: depthwise layers and first layers of one channel); the direct one (fewer than 8
+// output channels per group).
+TEST(GpuConv, KernelsByShape) {
+  // Pointwise (1x1), batches crossing tiles; a 1x1 of stride 2 (gathered); 1x1 with padding.
+  check_conv(DType::Float32, {3, 24, 7, 9}, {40, 24, 1, 1}, true, {}, 40);
+  check_conv(DType::Float32, {2, 16, 9, 9}, {24, 16, 1, 1}, false, [](onnx::NodeProto& n) { set_ints(n, "strides", {2, 2}); }, 41);
+  check_conv(DType::Float32, {1, 8, 5, 6}, {12, 8, 1, 1}, true, [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 0, 0, 2}); }, 42);
+  // Split-K: few columns, a long K (late layers at a small batch), with and without a bias.
+  check_conv(DType::Float32, {1, 256, 3, 3}, {64, 256, 3, 3}, true, [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); }, 43);
+  check_conv(DType::Float32, {2, 512, 2, 2}, {72, 512, 1, 1}, false, {}, 44);
+  // Grouped, 8 and 40 output channels per group (the GEMM per group) and 4 (direct).
+  check_conv(DType::Float32, {2, 12, 6, 7}, {24, 4, 3, 3}, true, [](onnx::NodeProto& n) {
+    set_int(n, "group", 3);
+    set_ints(n, "pads", {0, 1, 1, 0});
+  }, 45);
+  check_conv(DType::Float32, {1, 8, 6, 6}, {80, 4, 2, 2}, false, [](onnx::NodeProto& n) { set_int(n, "group", 2); }, 46);
+  check_conv(DType::Float32, {1, 8, 6, 6}, {8, 4, 3, 3}, true, [](onnx::NodeProto& n) { set_int(n, "group", 2); }, 47);
+  // Depthwise: 3x3 stride 2, 5x5 with asymmetric pads and dilation, a multiplier of 3.
+  check_conv(DType::Float32, {2, 16, 11, 10}, {16, 1, 3, 3}, true, [](onnx::NodeProto& n) {
+    set_int(n, "group", 16);
+    set_ints(n, "pads", {1, 1, 1, 1});
+    set_ints(n, "strides", {2, 2});
+  }, 48);
+  check_conv(DType::Float32, {1, 6, 9, 12}, {6, 1, 5, 5}, false, [](onnx::NodeProto& n) {
+    set_int(n, "group", 6);
+    set_ints(n, "pads", {2, 0, 1, 3});
+    set_ints(n, "dilations", {1, 2});
+  }, 49);
+  check_conv(DType::Float32, {1, 4, 7, 7}, {12, 1, 3, 3}, true, [](onnx::NodeProto& n) { set_int(n, "group", 4); }, 50);
+  // First layers: 1 input channel (the depthwise kernel), 3 channels with a 7x7 stride-2 kernel (K = 147).
+  check_conv(DType::Float32, {2, 1, 12, 13}, {32, 1, 3, 3}, true, [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); }, 51);
+  check_conv(DType::Float32, {2, 3, 20, 18}, {64, 3, 7, 7}, true, [](onnx::NodeProto& n) {
+    set_ints(n, "pads", {3, 3, 3, 3});
+    set_ints(n, "strides", {2, 2});
+  }, 52);
+  // Dilated and strided with few output channels (direct) and many (GEMM), 1-D depthwise (direct).
+  check_conv(DType::Float32, {1, 5, 13, 13}, {48, 5, 3, 3}, true, [](onnx::NodeProto& n) {
+    set_ints(n, "dilations", {2, 2});
+    set_ints(n, "strides", {2, 3});
+    set_ints(n, "pads", {2, 1, 0, 2});
+  }, 53);
+  check_conv(DType::Float32, {2, 6, 15}, {6, 1, 3}, true, [](onnx::NodeProto& n) {
+    set_int(n, "group", 6);
+    set_ints(n, "pads", {1, 1});
+  }, 54);
+}
+
+// ------------------------------------------------------------------------------------ the fused Conv
+
+// The model on the CPU reference and on the GPU with capture: recorded with the first feeds, replayed
+// with each later one and the first again; every run against the CPU. The GPU plan computes
+// `fused_nodes` nodes in fused kernels and records `dispatches` dispatches per run.
+void check_fused(const std::string& model, const std::vector<std::unordered_map<std::string, Tensor>>& feeds,
+                 int fused_nodes, int dispatches, double tol = 1e-4) {
+  SessionOptions cpu_options = options("cpu");
+  SessionOptions gpu_options = options("webgpu");
+  gpu_options.int64.fail_loud = true;
+  Session cpu = Session::from_bytes(model, cpu_options);
+  std::unique_ptr<Session> gpu;
+  try {
+    gpu = std::make_unique<Session>(Session::from_bytes(model, gpu_options));
+  } catch (const std::exception& e) {
+    if (skip_gpu()) GTEST_SKIP() << "no WebGPU device: " << e.what();
+    throw;
+  }
+  std::vector<size_t> order;
+  for (size_t k = 0; k < feeds.size(); ++k) order.push_back(k);
+  order.push_back(0);
+  for (size_t run = 0; run < order.size(); ++run) {
+    const auto& f = feeds[order[run]];
+    std::vector<Tensor> want = cpu.run(f), got = gpu->run(f);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      auto c = runtime::compare_tensors(got[k], want[k], {tol, tol});
+      EXPECT_TRUE(c.passed) << "run " << run + 1 << " output " << k << ": " << c.message;
+    }
+    const PlanReport& plan = gpu->last_plan();
+    EXPECT_EQ(plan.replayed, run > 0);
+    EXPECT_EQ(plan.cpu_nodes, 0);
+    EXPECT_EQ(plan.fused_nodes, fused_nodes);
+    EXPECT_EQ(plan.dispatches, dispatches);
+  }
+}
+
+Tensor filled(const Shape& shape, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  Tensor t(DType::Float32, shape);
+  for (auto& v : t.span<float>()) v = d(rng);
+  return t;
+}
+
+Tensor scalar(float v) { return Tensor::from_vector<float>({}, {v}); }
+
+// X [n, c, h, w] -> Conv (W, B initializers; `conv_attrs`) -> [BatchNormalization] -> `tail` (nodes
+// reading "conv" and writing "Y") as one model; graph inputs X and the names in `extra`.
+struct ConvModel {
+  Shape x, w;
+  bool bias = true, batch_norm = false;
+  std::function<void(onnx::NodeProto&)> conv_attrs;
+  std::vector<std::pair<std::string, Shape>> extra;  // other graph inputs (a residual)
+  std::function<void(ModelBuilder&)> tail;
+  uint32_t seed = 1;
+
+  std::string bytes() const {
+    ModelBuilder b(17);
+    b.input("X", DType::Float32, x);
+    for (const auto& [name, shape] : extra) b.input(name, DType::Float32, shape);
+    b.initializer("W", filled(w, -0.5f, 0.5f, seed));
+    std::vector<std::string> ins{"X", "W"};
+    if (bias) {
+      b.initializer("B", filled({w[0]}, -0.5f, 0.5f, seed + 1));
+      ins.push_back("B");
+    }
+    auto& c = b.node("Conv", ins, {batch_norm ? "pre_bn" : "conv"}, "conv");
+    if (conv_attrs) conv_attrs(c);
+    if (batch_norm) {
+      b.initializer("scale", filled({w[0]}, 0.5f, 1.5f, seed + 2));
+      b.initializer("beta", filled({w[0]}, -0.3f, 0.3f, seed + 3));
+      b.initializer("mean", filled({w[0]}, -0.2f, 0.2f, seed + 4));
+      b.initializer("var", filled({w[0]}, 0.5f, 1.5f, seed + 5));
+      set_float(b.node("BatchNormalization", {"pre_bn", "scale", "beta", "mean", "var"}, {"conv"}, "bn"), "epsilon", 1e-3f);
+    }
+    tail(b);
+    b.output("Y", DType::Float32);
+    return b.bytes();
+  }
+  std::vector<std::unordered_map<std::string, Tensor>> feeds() const {
+    std::vector<std::unordered_map<std::string, Tensor>> r(2);
+    for (uint32_t k = 0; k < 2; ++k) {
+      r[k]["X"] = filled(x, -1.0f, 1.0f, seed + 10 + k);
+      for (const auto& [name, shape] : extra) r[k][name] = filled(shape, -1.0f, 1.0f, seed + 20 + k);
+    }
+    return r;
+  }
+};
+
+void unary_tail(ModelBuilder& b, const std::string& op) { b.node(op, {"conv"}, {"Y"}); }
+
+TEST(GpuConvFused, Activations) {
+  auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
+  for (const char* op : {"Relu", "HardSwish", "Sigmoid"}) {
+    SCOPED_TRACE(op);
+    ConvModel m{{2, 8, 9, 9}, {16, 8, 3, 3}, true, false, pads, {}, [&](ModelBuilder& b) { unary_tail(b, op); }, 3};
+    check_fused(m.bytes(), m.feeds(), 2, 1);
+  }
+  // HardSigmoid with its attributes; Clip (ReLU6, bounds as inputs); x * Sigmoid(x) (SiLU: a group of two).
+  ConvModel hs{{1, 6, 8, 8}, {12, 6, 3, 3}, true, false, pads, {}, [](ModelBuilder& b) {
+                 auto& n = b.node("HardSigmoid", {"conv"}, {"Y"});
+                 set_float(n, "alpha", 1.0f / 6.0f);
+                 set_float(n, "beta", 0.5f);
+               }, 4};
+  check_fused(hs.bytes(), hs.feeds(), 2, 1);
+  ConvModel clip{{1, 6, 8, 8}, {12, 6, 3, 3}, true, false, pads, {}, [](ModelBuilder& b) {
+                   b.initializer("lo", scalar(0.0f)).initializer("hi", scalar(0.25f));
+                   b.node("Clip", {"conv", "lo", "hi"}, {"Y"});
+                 }, 5};
+  check_fused(clip.bytes(), clip.feeds(), 2, 1);
+  ConvModel silu{{1, 6, 8, 8}, {12, 6, 3, 3}, false, false, pads, {}, [](ModelBuilder& b) {
+                   b.node("Sigmoid", {"conv"}, {"sig"});
+                   b.node("Mul", {"conv", "sig"}, {"Y"});
+                 }, 6};
+  check_fused(silu.bytes(), silu.feeds(), 3, 1);
+}
+
+TEST(GpuConvFused, SqueezeExcitationAsProduct) {
+  // 1x1 kernels over 1x1 images of a few images run the products' GEMV kernel: with a bias and an
+  // activation, without a bias, and 5 images (the GEMM).
+  ConvModel relu{{2, 32, 1, 1}, {48, 32, 1, 1}, true, false, {}, {}, [](ModelBuilder& b) { unary_tail(b, "Relu"); }, 18};
+  check_fused(relu.bytes(), relu.feeds(), 2, 1);
+  ConvModel hs{{3, 40, 1, 1}, {24, 40, 1, 1}, false, false, {}, {}, [](ModelBuilder& b) {
+                 auto& n = b.node("HardSigmoid", {"conv"}, {"Y"});
+                 set_float(n, "alpha", 1.0f / 6.0f);
+               }, 19};
+  check_fused(hs.bytes(), hs.feeds(), 2, 1);
+  check_conv(DType::Float32, {4, 20, 1, 1}, {36, 20, 1, 1}, true, {}, 20);
+  check_conv(DType::Float32, {5, 20, 1, 1}, {36, 20, 1, 1}, true, {}, 21);
+  // Padded or strided 1x1 images are not products (the padding is read as zeros).
+  check_conv(DType::Float32, {2, 8, 1, 1}, {16, 8, 1, 1}, true, [](onnx::NodeProto& n) {
+    set_ints(n, "pads", {1, 0, 0, 0});
+    set_ints(n, "strides", {2, 1});
+  }, 22);
+}
+
+TEST(GpuConvFused, BatchNormalizationFolded) {
+  // Conv + BatchNormalization + Relu: one kernel, the statistics folded into the weights; with and
+  // without the Conv's bias, on the GEMM, the depthwise and the direct kernels.
+  auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
+  ConvModel gemm{{2, 8, 7, 7}, {24, 8, 3, 3}, true, true, pads, {}, [](ModelBuilder& b) { unary_tail(b, "Relu"); }, 7};
+  check_fused(gemm.bytes(), gemm.feeds(), 3, 1);
+  ConvModel nobias{{2, 8, 7, 7}, {24, 8, 1, 1}, false, true, {}, {}, [](ModelBuilder& b) { unary_tail(b, "Relu"); }, 8};
+  check_fused(nobias.bytes(), nobias.feeds(), 3, 1);
+  ConvModel dw{{1, 12, 9, 9}, {12, 1, 3, 3}, true, true, [](onnx::NodeProto& n) {
+                 set_int(n, "group", 12);
+                 set_ints(n, "pads", {1, 1, 1, 1});
+                 set_ints(n, "strides", {2, 2});
+               }, {}, [](ModelBuilder& b) { unary_tail(b, "HardSwish"); }, 9};
+  check_fused(dw.bytes(), dw.feeds(), 3, 1);
+  ConvModel direct{{1, 6, 6, 6}, {4, 3, 3, 3}, true, true, [](onnx::NodeProto& n) { set_int(n, "group", 2); }, {},
+                   [](ModelBuilder& b) { unary_tail(b, "Relu"); }, 10};
+  check_fused(direct.bytes(), direct.feeds(), 3, 1);
+  // The BatchNormalization alone (nothing after it): folded all the same.
+  ConvModel alone{{1, 4, 6, 6}, {16, 4, 3, 3}, true, true, {}, {}, [](ModelBuilder& b) { b.node("Identity", {"conv"}, {"Y"}); }, 11};
+  check_fused(alone.bytes(), alone.feeds(), 2, 1);
+}
+
+TEST(GpuConvFused, ResidualAdd) {
+  // Conv + Add(residual) + Relu, the residual a value known before the Conv; through the split-K sum
+  // pass too (two dispatches), and a residual that broadcasts (one value per channel).
+  auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
+  ConvModel res{{2, 8, 6, 6}, {16, 8, 3, 3}, true, false, pads, {{"R", {2, 16, 6, 6}}}, [](ModelBuilder& b) {
+                  b.node("Add", {"conv", "R"}, {"sum"});
+                  b.node("Relu", {"sum"}, {"Y"});
+                }, 12};
+  check_fused(res.bytes(), res.feeds(), 3, 1);
+  ConvModel split{{1, 256, 3, 3}, {32, 256, 3, 3}, true, true, pads, {{"R", {1, 32, 3, 3}}}, [](ModelBuilder& b) {
+                    b.node("Add", {"R", "conv"}, {"sum"});
+                    b.node("Relu", {"sum"}, {"Y"});
+                  }, 13};
+  check_fused(split.bytes(), split.feeds(), 4, 2, 2e-4);
+  ConvModel chan{{1, 4, 5, 5}, {16, 4, 3, 3}, false, false, {}, {{"R", {1, 16, 1, 1}}}, [](ModelBuilder& b) {
+                   b.node("Add", {"conv", "R"}, {"Y"});
+                 }, 14};
+  check_fused(chan.bytes(), chan.feeds(), 2, 1);
+}
+
+TEST(GpuConvFused, WhatStaysApart) {
+  // A result that is also a graph output, and an expression that would widen the output (a
+  // squeeze-excitation's scale times the wide input): the Conv runs alone, the rest as before.
+  ConvModel shared{{1, 4, 6, 6}, {16, 4, 3, 3}, true, false, {}, {}, [](ModelBuilder& b) {
+                     b.node("Relu", {"conv"}, {"Y"});
+                     b.output("conv", DType::Float32);
+                   }, 15};
+  check_fused(shared.bytes(), shared.feeds(), 0, 2);
+  // Every reader in the group: Add(conv, Relu(conv)) joins the epilogue whole.
+  ConvModel both{{1, 4, 6, 6}, {16, 4, 3, 3}, true, false, {}, {}, [](ModelBuilder& b) {
+                   b.node("Relu", {"conv"}, {"r"});
+                   b.node("Add", {"conv", "r"}, {"Y"});
+                 }, 17};
+  check_fused(both.bytes(), both.feeds(), 3, 1);
+  ConvModel se{{1, 16, 1, 1}, {16, 16, 1, 1}, true, false, {}, {{"wide", {1, 16, 5, 5}}}, [](ModelBuilder& b) {
+                 b.node("HardSigmoid", {"conv"}, {"hs"});
+                 b.node("Mul", {"wide", "hs"}, {"Y"});
+               }, 16};
+  check_fused(se.bytes(), se.feeds(), 2, 2);
 }
 
 TEST(GpuConv, InvalidChannelsFail) {

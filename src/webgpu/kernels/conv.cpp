@@ -1,16 +1,39 @@
-// Conv and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe): a direct
-// convolution, one invocation per output element, accumulating in f32 over the input channels of its
-// group and the kernel window. Output shapes are computed exactly as the CPU reference (src/cpu/conv.cpp).
-// The spatial rank shapes the WGSL; every size, stride, dilation and pad is a uniform.
+// Conv, ConvInteger and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe).
+// Float Conv takes one of three kernels, chosen by shape (the choice shows in the program's name, so a
+// refresh for other sizes that would choose another is planned anew):
+//   - an implicit GEMM per group: Y[m, col] = sum_k W[m, k] X̂[k, col], k = (input channel, kernel tap),
+//     col = (image, output position), X̂ gathered from X on the fly (zero in the padding; a 1x1 kernel of
+//     stride 1 without padding reads X as it lies). Tiled like the product kernel (matmul.cpp): TM x TN
+//     outputs per workgroup, K-slices of 16 staged in workgroup memory as vec4s while the next slice is
+//     loaded into registers, 4 x 4 outputs per invocation; when the tiles are too few to fill the GPU
+//     (late layers at a small batch) the K range is split over workgroups and a second pass sums the parts.
+//     For groups of at least 8 output channels;
+//   - a depthwise kernel (one input channel per group: depthwise layers, and first layers of one input
+//     channel), 2-D: one output per invocation over its kernel taps, no channel loop;
+//   - the GEMV kernel of the products (gemv.cpp) for 1x1 kernels over 1x1 images of a few images (the
+//     fully connected convolutions of squeeze-excitation blocks);
+//   - a direct convolution, one output per invocation (every other case: few output channels per group,
+//     1-D / 3-D depthwise).
+// Every float kernel ends in one epilogue (ConvEpilogue): the bias, then, in the fused Conv (runtime/
+// fusion.h: BatchNormalization folded into the weights, the activation and residual after it), the node's
+// elementwise expression. ConvInteger runs the direct kernel with exact integer accumulation. Output
+// shapes are computed exactly as the CPU reference (src/cpu/conv.cpp); every size is a uniform.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "ops/broadcast.h"
 #include "ops/conv.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/conv_util.h"
+#include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/matmul.h"
 
 namespace onnxgpu::webgpu {
 
 namespace {
-
 
 int64_t get_group(const GpuKernelContext& ctx) {
   return ops::conv_group(ctx.node, [&](const std::string& m) { ctx.fail(m); });
@@ -61,172 +84,452 @@ std::string split_spatial(size_t r, const std::string& name, const std::string& 
          "  }\n";
 }
 
-// Conv as an implicit GEMM per group: Y[m, col] = sum_kk W[m, kk] * X̂[kk, col] with kk = (c, kernel
-// position) and col = (n, output position), X̂ gathered from X on the fly (zero in the padding). A
-// workgroup of 256 computes a 64 x 64 tile of Y (4 x 4 per invocation), staging 16-deep slices of W and
-// X̂ in workgroup memory. Used when a group has enough output channels to fill the tile's rows.
-constexpr uint32_t kTile = 64, kTileK = 16;
+// What a float Conv computes: X [N, C, D...], W [M, Cg, k...] in `group` groups, Y [N, M, out...].
+struct ConvGeom {
+  int64_t N = 0, C = 0, M = 0, group = 1, Cg = 0, Mg = 0;
+  size_t r = 0;        // spatial rank
+  ops::Window win;     // strides, dilations, pads, the output's spatial dims
+  Shape out;           // [N, M, out...]
+  int64_t in_sz = 1, k_sz = 1, out_sz = 1;  // spatial sizes of X, W and Y
+  int64_t K = 0;       // Cg * k_sz: the GEMM's depth
+  int64_t cols = 0;    // N * out_sz: the GEMM's columns
+  bool pointwise = false;  // 1 x 1 kernel, stride 1, no padding: X̂ is X itself
+};
 
-bool use_tiled(const GpuKernelContext& ctx, int64_t Mg, int64_t group) {
-  uint32_t storage = 2 * kTile * kTileK * 4;
-  return Mg >= 16 && group <= int64_t(ctx.limits.max_compute_workgroups_per_dimension) && ctx.limits.max_compute_workgroup_storage_size >= storage &&
-         ctx.limits.max_compute_invocations_per_workgroup >= 256 && ctx.limits.max_compute_workgroup_size_x >= 256;
-}
-
-void conv_tiled(GpuKernelContext& ctx, const ops::Window& win, int64_t group, bool has_bias, const Shape& out) {
+// Conv's checks (as on the CPU), its output set, and its geometry.
+ConvGeom float_geometry(GpuKernelContext& ctx) {
+  bool has_bias = check_inputs(ctx);
   const Shape& xs = ctx.shape(0);
   const Shape& ws = ctx.shape(1);
-  size_t r = xs.size() - 2;
-  int64_t Mg = ws[0] / group, K = ws[1] * shape_numel(Shape(ws.begin() + 2, ws.end()));
-  int64_t cols = xs[0] * shape_numel(win.out);
-  std::vector<ValueRef> binds;
-  auto p = float_program(ctx, "conv_tiled" + std::to_string(r) + "d", has_bias, out, binds);
-  p.uniform("mg_n", uint32_t(Mg));
-  p.uniform("k_len", uint32_t(K));
-  p.uniform("cols", uint32_t(cols));
-  p.uniform("in_sz", uint32_t(shape_numel(Shape(xs.begin() + 2, xs.end()))));
-  p.uniform("k_sz", uint32_t(shape_numel(Shape(ws.begin() + 2, ws.end()))));
-  p.uniform("out_sz", uint32_t(shape_numel(win.out)));
-  convutil::int_array(p, "stride", win.strides);
-  convutil::int_array(p, "dil", win.dilations);
-  convutil::int_array(p, "pad", win.pad_begin);
-  p.declare("var<workgroup> As: array<f32, " + std::to_string(kTile * kTileK) + ">;\n"
-            "var<workgroup> Bs: array<f32, " + std::to_string(kTile * kTileK) + ">;");
-  std::string R = std::to_string(r);
-  std::string body =
-      "  let tiles_m = (mg_n() + 63u) / 64u;\n"
-      "  let tiles = tiles_m * ((cols() + 63u) / 64u);\n"
-      "  if (wg >= tiles) { return; }\n"
-      "  let g = wid.z;\n"
-      "  let m0 = (wg % tiles_m) * 64u;\n"
-      "  let c0 = (wg / tiles_m) * 64u;\n"
-      "  let cg = w_shape(1u);\n"
-      // The X̂ column this invocation loads, and where its window starts.
-      "  let bcol = c0 + lid % 64u;\n"
-      "  let bvalid = bcol < cols();\n"
-      "  let bn = select(0u, bcol / out_sz(), bvalid);\n"
-      "  var base: array<i32, " + R + ">;\n"
-      "  var rem = bcol % out_sz();\n"
-      "  for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
-      "    let od = i32(rem % y_shape(u32(d) + 2u));\n"
-      "    rem = rem / y_shape(u32(d) + 2u);\n"
-      "    base[d] = od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)));\n"
-      "  }\n"
-      "  let xbase = (bn * x_shape(1u) + g * cg) * in_sz();\n"
-      // The W row this invocation loads (4 consecutive kk).
-      "  let am = m0 + lid / 4u;\n"
-      "  let arow = (g * mg_n() + am) * k_len();\n"
-      "  let tm = lid / 16u;\n"
-      "  let tn = lid % 16u;\n"
-      "  var acc0 = vec4<f32>(0.0);\n"
-      "  var acc1 = vec4<f32>(0.0);\n"
-      "  var acc2 = vec4<f32>(0.0);\n"
-      "  var acc3 = vec4<f32>(0.0);\n"
-      "  for (var k0 = 0u; k0 < k_len(); k0 = k0 + 16u) {\n"
-      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
-      "      let kr = (lid % 4u) * 4u + j;\n"
-      "      let kk = k0 + kr;\n"
-      "      var v = 0.0;\n"
-      "      if (am < mg_n() && kk < k_len()) { v = to_f32_$w(w_load(arow + kk)); }\n"
-      "      As[kr * 64u + lid / 4u] = v;\n"
-      "    }\n"
-      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
-      "      let kr = lid / 64u + 4u * j;\n"
-      "      let kk = k0 + kr;\n"
-      "      var v = 0.0;\n"
-      "      if (bvalid && kk < k_len()) {\n"
-      "        let c = kk / k_sz();\n"
-      "        var kq = kk % k_sz();\n"
-      "        var off = 0u;\n"
-      "        var inside = true;\n"
-      "        for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
-      "          let kd = i32(kq % w_shape(u32(d) + 2u));\n"
-      "          kq = kq / w_shape(u32(d) + 2u);\n"
-      "          let pd = base[d] + kd * bitcast<i32>(dil(u32(d)));\n"
-      "          if (pd < 0i || pd >= i32(x_shape(u32(d) + 2u))) { inside = false; break; }\n"
-      "          off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
-      "        }\n"
-      "        if (inside) { v = to_f32_$x(x_load(xbase + c * in_sz() + off)); }\n"
-      "      }\n"
-      "      Bs[kr * 64u + lid % 64u] = v;\n"
-      "    }\n"
-      "    workgroupBarrier();\n"
-      "    for (var kr = 0u; kr < 16u; kr = kr + 1u) {\n"
-      "      let ai = kr * 64u + tm * 4u;\n"
-      "      let bi = kr * 64u + tn * 4u;\n"
-      "      let b = vec4<f32>(Bs[bi], Bs[bi + 1u], Bs[bi + 2u], Bs[bi + 3u]);\n"
-      "      acc0 = acc0 + As[ai] * b;\n"
-      "      acc1 = acc1 + As[ai + 1u] * b;\n"
-      "      acc2 = acc2 + As[ai + 2u] * b;\n"
-      "      acc3 = acc3 + As[ai + 3u] * b;\n"
-      "    }\n"
-      "    workgroupBarrier();\n"
-      "  }\n"
-      "  let accs = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);\n"
-      "  for (var i = 0u; i < 4u; i = i + 1u) {\n"
-      "    let m = m0 + tm * 4u + i;\n"
-      "    if (m >= mg_n()) { break; }\n"
-      "    let mm = g * mg_n() + m;\n"
-      "    let bias = " + std::string(has_bias ? "to_f32_$b(b_load(mm))" : "0.0") + ";\n"
-      "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
-      "      let col = c0 + tn * 4u + j;\n"
-      "      if (col >= cols()) { break; }\n"
-      "      let n = col / out_sz();\n"
-      "      y_store((n * y_shape(1u) + mm) * out_sz() + col % out_sz(), from_f32_$y(accs[i][j] + bias));\n"
-      "    }\n"
-      "  }";
-  p.body(body);
-  int64_t tiles = ((Mg + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
-  if (tiles == 0) return;
-  uint32_t gx, gy;
-  grid_for(uint64_t(tiles) * 256, 256, ctx.limits, gx, gy);
-  ctx.dispatch(p, binds, gx, gy, uint32_t(group));
+  ConvGeom g;
+  g.group = get_group(ctx);
+  ops::check_conv_shapes(xs, ws, g.group, has_bias ? ctx.shape(2)[0] : -1, [&](const std::string& m) { ctx.fail(m); });
+  g.N = xs[0];
+  g.C = xs[1];
+  g.M = ws[0];
+  g.Cg = ws[1];
+  g.Mg = g.M / g.group;
+  g.r = xs.size() - 2;
+  Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
+  check_kernel_shape_attr(ctx, k_sp);
+  g.win = convutil::window(ctx, in_sp, k_sp, false);
+  g.out = {g.N, g.M};
+  g.out.insert(g.out.end(), g.win.out.begin(), g.win.out.end());
+  ctx.set_output(0, ctx.dtype(0), g.out);
+  convutil::check_i32(ctx, convutil::dims(xs), "input dim");
+  convutil::check_i32(ctx, convutil::dims(g.out), "output dim");
+  convutil::check_i32(ctx, g.win.strides, "stride");
+  convutil::check_i32(ctx, g.win.dilations, "dilation");
+  convutil::check_i32(ctx, g.win.pad_begin, "pad");
+  g.in_sz = shape_numel(in_sp);
+  g.k_sz = shape_numel(k_sp);
+  g.out_sz = shape_numel(g.win.out);
+  g.K = g.Cg * g.k_sz;
+  g.cols = g.N * g.out_sz;
+  g.pointwise = g.k_sz == 1;
+  for (size_t d = 0; d < g.r; ++d)
+    if (g.win.strides[d] != 1 || g.win.pad_begin[d] != 0 || g.win.pad_end[d] != 0) g.pointwise = false;
+  if (uint64_t(shape_numel(xs)) >= (uint64_t(1) << 32) || uint64_t(shape_numel(g.out)) >= (uint64_t(1) << 32) ||
+      uint64_t(shape_numel(ws)) >= (uint64_t(1) << 32))
+    ctx.unsupported("tensors of 2^32 elements or more");
+  return g;
 }
 
-// Conv (float, optional bias B) and ConvInteger (int8/uint8 X and W with optional zero points, int32 Y,
-// exact integer accumulation).
-void conv(GpuKernelContext& ctx, bool integer) {
-  bool has_bias = false, has_xz = false, has_wz = false;
+void spatial_uniforms(shader::Program& p, const ConvGeom& g) {
+  p.uniform("in_sz", uint32_t(g.in_sz));
+  p.uniform("k_sz", uint32_t(g.k_sz));
+  convutil::int_array(p, "stride", g.win.strides);
+  convutil::int_array(p, "dil", g.win.dilations);
+  convutil::int_array(p, "pad", g.win.pad_begin);
+}
+
+// The float kernels' epilogue: `put(m, n, sp, v)` stores output channel m of image n at spatial
+// position sp, v being the sum over the window: the bias (input 2) is added, then the fused node's
+// elementwise expression (FusedSteps: the biased sum is its product p; its inputs, nodes inputs 3...,
+// are read at the output element, broadcast) is applied.
+class ConvEpilogue {
+ public:
+  ConvEpilogue(GpuKernelContext& ctx, const Shape& out) : ctx_(ctx), steps_(ctx), out_(out) {
+    has_bias_ = ctx.has_input(2);
+    if (steps_.empty()) return;
+    if (ctx.dtype(0) != DType::Float32) ctx.unsupported("a fused float32 Conv");
+    steps_.check_input_types(false);
+    for (size_t k = 0; k < steps_.num_inputs(); ++k) {
+      const Shape& s = steps_.input(k).shape;
+      Shape b;
+      try {
+        b = ops::broadcast_shapes(out, s);
+      } catch (const Error&) {
+        b.clear();
+      }
+      if (b != out) ctx.fail("the fused expression's input " + shape_str(s) + " does not broadcast to the output " + shape_str(out));
+    }
+    size_t tensors = 3 + (has_bias_ ? 1 : 0) + steps_.num_inputs() + 1;  // x, w, (b), inputs, y, the status word
+    uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+    if (tensors > most) ctx.unsupported("more tensors than the device binds per dispatch");
+  }
+  bool has_bias() const { return has_bias_; }
+  const FusedSteps& steps() const { return steps_; }
+  // The program name's part that tells epilogues apart (the expression itself is in the WGSL).
+  std::string tag() const {
+    return std::string(has_bias_ ? "_bias" : "") + (steps_.empty() ? "" : "_fused" + std::to_string(steps_.size()));
+  }
+  // Declares the bias, the expression's inputs and the output y (in binding order, after the kernel's
+  // own inputs), the uniform out_sz, and the function put.
+  void declare(shader::Program& p, std::vector<ValueRef>& binds) const {
+    DType t = ctx_.dtype(0);
+    std::string f = "fn put(m: u32, n: u32, sp: u32, v: f32) {\n  let i = (n * y_shape(1u) + m) * out_sz() + sp;\n";
+    if (has_bias_) {
+      p.input("b", ctx_.dtype(2), ctx_.shape(2));
+      binds.push_back(ctx_.in(2));
+      f += "  let p = v + to_f32_$b(b_load(m));\n";
+    } else {
+      f += "  let p = v;\n";
+    }
+    for (size_t k = 0; k < steps_.num_inputs(); ++k) {
+      std::string x = FusedSteps::input_name(k);
+      if (!steps_.literal(k).empty()) {
+        f += "  let " + x + " = " + steps_.literal(k) + ";\n";
+        continue;
+      }
+      const Shape& s = steps_.input(k).shape;
+      p.input(x + "_in", steps_.input(k).dtype, s);
+      binds.push_back(ctx_.in(steps_.node_input(k)));
+      if (s == out_) {
+        f += "  let " + x + " = " + x + "_in_load(i);\n";
+      } else {
+        p.broadcast_index(x + "_at", s, out_);
+        f += "  let " + x + " = " + x + "_in_load(" + x + "_at(i));\n";
+      }
+    }
+    std::string decls;
+    if (!steps_.empty()) f += steps_.wgsl(decls);
+    f += "  y_store(i, from_f32_$y(" + (steps_.empty() ? std::string("p") : steps_.result()) + "));\n}\n";
+    p.output("y", t, out_);
+    binds.push_back(ctx_.out(0));
+    p.uniform("out_sz", uint32_t(shape_numel(Shape(out_.begin() + 2, out_.end()))));
+    p.declare(decls + f);
+  }
+
+ private:
+  GpuKernelContext& ctx_;
+  FusedSteps steps_;
+  Shape out_;
+  bool has_bias_ = false;
+};
+
+// ------------------------------------------------------------------ the implicit GEMM
+
+// A tile: TM output channels x TN columns per workgroup, K-slices of 16, 4 x 4 outputs per invocation.
+struct ConvTile {
+  uint32_t tm, tn;
+  static constexpr uint32_t tk = 16, rm = 4;
+  uint32_t tx() const { return tn / 4; }
+  uint32_t threads() const { return tx() * (tm / rm); }
+  uint32_t shared_bytes() const { return 16 * (tm * (tk / 4 + 1) + tk * (tn / 4 + 1)); }
+  uint32_t a_share() const { return tm * tk / 4 / threads(); }  // vec4s of the W tile each invocation moves
+  uint32_t b_share() const { return tk * tn / 4 / threads(); }  // and of the X̂ tile
+  bool fits(const Limits& l) const {
+    uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
+    uint32_t mem = l.max_compute_workgroup_storage_size ? l.max_compute_workgroup_storage_size : 16384;
+    uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
+    return threads() <= std::min({inv, wx, 256u}) && shared_bytes() <= mem && (tm * tk / 4) % threads() == 0 &&
+           (tk * tn / 4) % threads() == 0;
+  }
+  std::string name() const { return std::to_string(tm) + "x" + std::to_string(tn); }
+};
+
+// 64 x 64; 32 rows for groups of at most 32 output channels and 32 columns for at most 32 columns
+// (the tile's unused rows and columns are wasted work); 32 x 32 when 64 x 64 tiles would leave the grid
+// under 128 workgroups (late layers, small batches: more, shorter workgroups in flight).
+// $ONNXGPU_CONV_TILE = "TMxTN" (32 or 64 each) overrides it, $ONNXGPU_CONV_SMALL_GRID=0 keeps the larger
+// tile on small grids, for measuring on a device (bench/variants.py).
+std::optional<ConvTile> choose_tile(const Limits& limits, const ConvGeom& g) {
+  std::vector<ConvTile> order;
+  if (const char* e = std::getenv("ONNXGPU_CONV_TILE"); e && *e) {
+    ConvTile t{0, 0};
+    if (std::sscanf(e, "%ux%u", &t.tm, &t.tn) == 2 && (t.tm == 32 || t.tm == 64) && (t.tn == 32 || t.tn == 64))
+      order.push_back(t);
+  }
+  ConvTile t{g.Mg <= 32 ? 32u : 64u, g.cols <= 32 ? 32u : 64u};
+  uint64_t wgs = uint64_t((g.cols + t.tn - 1) / t.tn) * uint64_t((g.Mg + t.tm - 1) / t.tm) * uint64_t(g.group);
+  static const bool small_grid = [] {
+    const char* e = std::getenv("ONNXGPU_CONV_SMALL_GRID");  // "0": keep the larger tile (measuring)
+    return !(e && std::string(e) == "0");
+  }();
+  if (wgs < 128 && small_grid) t = {32, 32};
+  order.push_back(t);
+  order.push_back({32, 32});
+  for (const ConvTile& c : order)
+    if (c.fits(limits)) return c;
+  return std::nullopt;
+}
+
+// Split-K: while the grid is under 512 workgroups, the K range is halved as long as each part keeps at
+// least 16 K-slices (a shorter part saves less than the summing pass costs). At most 16 parts.
+// $ONNXGPU_CONV_SPLIT = "WGS/SLICES/MAX" overrides the three numbers (0/0/1: never split).
+uint32_t choose_splits(uint64_t wgs, int64_t K, const ConvTile& tl) {
+  uint32_t target = 512, min_slices = 16, max_splits = 16;
+  if (const char* e = std::getenv("ONNXGPU_CONV_SPLIT"); e && *e) std::sscanf(e, "%u/%u/%u", &target, &min_slices, &max_splits);
+  uint32_t splits = 1;
+  while (wgs * splits < target && K / (splits * 2) >= int64_t(min_slices) * int64_t(tl.tk) && splits * 2 <= max_splits)
+    splits *= 2;
+  return splits;
+}
+
+// The WGSL that gathers X̂[k, col] for the invocation's 4 columns: their offsets in X (xoff, the image's
+// group channels and, for a pointwise conv, the position), which are real columns (cok), and per spatial
+// dim d the window's start (st<d>). k splits into (channel, tap, ...) by divisions done in f32 with the
+// divisors' reciprocals (uniforms inv_k, inv_k<d>): (k + 0.5) / D is then at least 0.5 / D from an
+// integer and its f32 error under 2^-3 / D for k < 2^20 (kdim below 2^20 - 16 is checked by the caller).
+std::string gather_decl(const ConvGeom& g) {
+  std::string f = "fn ld(o: u32, ok: bool) -> f32 { return select(0.0, to_f32_$x(x_load(select(0u, o, ok))), ok); }\n"
+                  "fn qdiv(a: u32, inv: f32) -> u32 { return u32((f32(a) + 0.5) * inv); }\n";
+  std::string params = "k: u32, xoff: vec4<u32>, cok: vec4<bool>";
+  for (size_t d = 0; d < g.r; ++d) params += ", st" + std::to_string(d) + ": vec4<i32>";
+  f += "fn gather(" + params + ") -> vec4<f32> {\n";
+  if (g.pointwise) {
+    f += "  let off = xoff + vec4<u32>(k * in_sz());\n"
+         "  let inside = cok & vec4<bool>(k < kdim());\n";
+  } else {
+    f += "  let c = qdiv(k, inv_k());\n"
+         "  var kq = k - c * k_sz();\n"
+         "  var off = xoff + vec4<u32>(c * in_sz());\n"
+         "  var inside = cok & vec4<bool>(k < kdim());\n";
+    for (size_t d = g.r; d-- > 0;) {
+      std::string D = std::to_string(d), D2 = std::to_string(d + 2) + "u";
+      if (d > 0)
+        f += "  let q" + D + " = qdiv(kq, inv_k" + D + "());\n"
+             "  let k" + D + " = kq - q" + D + " * w_shape(" + D2 + ");\n"
+             "  kq = q" + D + ";\n";
+      else
+        f += "  let k" + D + " = kq;\n";
+      f += "  let p" + D + " = st" + D + " + vec4<i32>(i32(k" + D + ") * bitcast<i32>(dil(" + D + "u)));\n"
+           "  inside = inside & (p" + D + " >= vec4<i32>(0)) & (p" + D + " < vec4<i32>(i32(x_shape(" + D2 + "))));\n"
+           "  off = off + bitcast<vec4<u32>>(p" + D + ") * x_stride(" + D2 + ");\n";
+    }
+  }
+  f += "  return vec4<f32>(ld(off.x, inside.x), ld(off.y, inside.y), ld(off.z, inside.z), ld(off.w, inside.w));\n}\n";
+  return f;
+}
+
+// The body: each invocation finds its 4 columns once (image, position, where their windows start), then
+// runs the K-slices as the product kernel does: its share of the next slice loaded into registers
+// while the current one is computed from workgroup memory.
+std::string gemm_body(const ConvGeom& g, const ConvTile& tl, bool split) {
+  auto u = [](uint64_t v) { return u32_lit(v); };
+  std::string b =
+      "  let tx = lid % TX;\n"
+      "  let ty = lid / TX;\n"
+      "  let n0 = wid.x * TN;\n"
+      "  let m0 = wid.y * TM;\n"
+      "  let g = wid.z / splits();\n"
+      "  let k_begin = (wid.z % splits()) * kchunk();\n"
+      "  let k_end = min(kdim(), k_begin + kchunk());\n"
+      "  let gm0 = g * mg();  // the group's first output channel\n"
+      "  var xoff: vec4<u32>;\n  var cok: vec4<bool>;\n  var cn: vec4<u32>;\n  var csp: vec4<u32>;\n";
+  for (size_t d = 0; d < g.r; ++d) b += "  var st" + std::to_string(d) + ": vec4<i32>;\n";
+  for (uint32_t j = 0; j < 4; ++j) {
+    std::string J = std::to_string(j);
+    b += "  {\n    let col = n0 + 4u * tx + " + u(j) + ";\n"
+         "    cok[" + J + "] = col < cols();\n"
+         "    let cc = select(0u, col, col < cols());\n"
+         "    cn[" + J + "] = cc / out_sz();\n"
+         "    csp[" + J + "] = cc % out_sz();\n"
+         "    xoff[" + J + "] = (cn[" + J + "] * x_shape(1u) + g * w_shape(1u)) * in_sz()" + (g.pointwise ? " + csp[" + J + "]" : "") + ";\n";
+    if (!g.pointwise) {
+      b += "    var rem = csp[" + J + "];\n";
+      for (size_t d = g.r; d-- > 0;) {
+        std::string D = std::to_string(d), D2 = std::to_string(d + 2) + "u";
+        b += "    st" + D + "[" + J + "] = i32(rem % out_dim(" + D + "u)) * bitcast<i32>(stride(" + D + "u)) - bitcast<i32>(pad(" + D + "u));\n";
+        if (d > 0) b += "    rem = rem / out_dim(" + D + "u);\n";
+      }
+    }
+    b += "  }\n";
+  }
+  std::string gargs = "xoff, cok";
+  for (size_t d = 0; d < g.r; ++d) gargs += ", st" + std::to_string(d);
+  std::string load_next =
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = lid + q * NT; ra[q] = load_w4(gm0, m0 + s / (TK / 4u), k1 + 4u * (s % (TK / 4u))); }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = lid + q * NT; rb[q] = gather(k1 + s / TX, " + gargs + "); }\n";
+  std::string store_tiles =
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = lid + q * NT; As[(s / (TK / 4u)) * AS + s % (TK / 4u)] = ra[q]; }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = lid + q * NT; Bs[(s / TX) * BS + tx] = rb[q]; }\n";
+  b += "  var ra: array<vec4<f32>, GA>;\n  var rb: array<vec4<f32>, GB>;\n";
+  for (uint32_t i = 0; i < tl.rm; ++i) b += "  var acc" + std::to_string(i) + " = vec4<f32>(0.0);\n";
+  b += "  var k1 = k_begin;\n"
+       "  if (k1 < k_end) {\n" + load_next + "  }\n"
+       "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
+       "    workgroupBarrier();\n"
+       "    k1 = k0 + TK;\n"
+       "    if (k1 < k_end) {\n" + load_next + "    }\n"
+       "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
+       "      let b0 = Bs[(kk * 4u) * BS + tx];\n"
+       "      let b1 = Bs[(kk * 4u + 1u) * BS + tx];\n"
+       "      let b2 = Bs[(kk * 4u + 2u) * BS + tx];\n"
+       "      let b3 = Bs[(kk * 4u + 3u) * BS + tx];\n";
+  for (uint32_t i = 0; i < tl.rm; ++i) {
+    std::string I = std::to_string(i), a = "a" + I, acc = "acc" + I;
+    b += "      let " + a + " = As[(ty * RM + " + u(i) + ") * AS + kk];\n"
+         "      " + acc + " = fma(vec4<f32>(" + a + ".x), b0, fma(vec4<f32>(" + a + ".y), b1, fma(vec4<f32>(" + a +
+         ".z), b2, fma(vec4<f32>(" + a + ".w), b3, " + acc + "))));\n";
+  }
+  b += "    }\n"
+       "    workgroupBarrier();\n"
+       "  }\n";
+  for (uint32_t i = 0; i < tl.rm; ++i) {
+    std::string I = std::to_string(i);
+    b += "  if (m0 + ty * RM + " + u(i) + " < mg()) {\n    let m = gm0 + m0 + ty * RM + " + u(i) + ";\n";
+    for (uint32_t j = 0; j < 4; ++j) {
+      std::string J = std::to_string(j), v = "acc" + I + "[" + J + "]";
+      b += "    if (cok[" + J + "]) { " +
+           (split ? "part_store(((wid.z % splits()) * mtot() + m) * cols() + n0 + 4u * tx + " + u(j) + ", " + v + ");"
+                  : "put(m, cn[" + J + "], csp[" + J + "], " + v + ");") +
+           " }\n";
+    }
+    b += "  }\n";
+  }
+  return b;
+}
+
+// Returns false, having emitted nothing, when the grid does not fit the device.
+bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep, const ConvTile& tl) {
+  uint64_t gx = (uint64_t(g.cols) + tl.tn - 1) / tl.tn, gy = (uint64_t(g.Mg) + tl.tm - 1) / tl.tm;
+  uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
+  if (gx > max_dim || gy > max_dim || uint64_t(g.group) > max_dim) return false;
+  if (g.K + tl.tk >= (int64_t(1) << 20)) return false;  // the gather's f32 divisions (gather_decl)
+  uint32_t splits = choose_splits(gx * gy * uint64_t(g.group), g.K, tl);
+  uint32_t kchunk = uint32_t(g.K);
+  if (splits > 1) {
+    kchunk = uint32_t(((g.K + splits - 1) / splits + tl.tk - 1) / tl.tk * tl.tk);
+    splits = uint32_t((g.K + kchunk - 1) / kchunk);
+  }
+  if (uint64_t(g.group) * splits > max_dim || uint64_t(g.M) * uint64_t(g.cols) * splits >= (uint64_t(1) << 32)) {
+    splits = 1;
+    kchunk = uint32_t(g.K);
+  }
+  bool split = splits > 1;
+  DType t = ctx.dtype(0);
+  auto p = ctx.program("gemm" + std::to_string(g.r) + "d" + (g.pointwise ? "_pointwise" : "") + "_" + tl.name() +
+                           (split ? "_split" : ep.tag()),
+                       tl.threads());
+  p.input("x", t, ctx.shape(0));
+  p.input("w", ctx.dtype(1), ctx.shape(1));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  Shape part_shape{int64_t(splits) * g.M * g.cols};
+  ValueRef part{};
+  if (split) {
+    part = ctx.temp(DType::Float32, part_shape);
+    p.output("part", DType::Float32, part_shape);
+    binds.push_back(part);
+    p.uniform("out_sz", uint32_t(g.out_sz));
+  } else {
+    ep.declare(p, binds);
+  }
+  p.uniform("mg", uint32_t(g.Mg));
+  p.uniform("mtot", uint32_t(g.M));
+  p.uniform("kdim", uint32_t(g.K));
+  p.uniform("cols", uint32_t(g.cols));
+  p.uniform("splits", splits);
+  p.uniform("kchunk", kchunk);
+  spatial_uniforms(p, g);
+  convutil::int_array(p, "out_dim", g.win.out);  // (y is not declared when the K range is split)
+  p.uniform_f32("inv_k", 1.0f / float(g.k_sz));
+  for (size_t d = 1; d < g.r; ++d) p.uniform_f32("inv_k" + std::to_string(d), 1.0f / float(g.win.kernel[d]));
+  auto u = [](uint64_t v) { return u32_lit(v); };
+  p.declare("const TM: u32 = " + u(tl.tm) + ";\nconst TN: u32 = " + u(tl.tn) + ";\nconst TK: u32 = " + u(tl.tk) +
+            ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) + ";\nconst TX: u32 = " + u(tl.tx()) +
+            ";\nconst GA: u32 = " + u(tl.a_share()) + ";\nconst GB: u32 = " + u(tl.b_share()) + ";\n"
+            "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the W tile (one of padding)\n"
+            "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the X̂ tile\n"
+            "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
+            "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][col]\n"
+            // W's row gm0 + m (of the group's), 4 consecutive k; 0 outside.
+            "fn load_w(gm0: u32, m: u32, k: u32) -> f32 {\n"
+            "  let inside = m < mg() && k < kdim();\n"
+            "  return select(0.0, to_f32_$w(w_load(select(0u, (gm0 + m) * kdim() + k, inside))), inside);\n}\n"
+            "fn load_w4(gm0: u32, m: u32, k: u32) -> vec4<f32> {\n"
+            "  return vec4<f32>(load_w(gm0, m, k), load_w(gm0, m, k + 1u), load_w(gm0, m, k + 2u), load_w(gm0, m, k + 3u));\n}\n" +
+            gather_decl(g));
+  p.body(gemm_body(g, tl, split));
+  ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(uint64_t(g.group) * splits));
+  if (!split) return true;
+  // The parts' sum, one invocation per output element, through the epilogue.
+  auto s = ctx.program("gemm_sum" + ep.tag());
+  s.input("part", DType::Float32, part_shape);
+  std::vector<ValueRef> sb{part};
+  ep.declare(s, sb);
+  s.uniform("cols", uint32_t(g.cols));
+  s.uniform("splits", splits);
+  s.set_threads(uint64_t(g.M) * uint64_t(g.cols));
+  s.body("  let m = gi / cols();\n"
+         "  let col = gi % cols();\n"
+         "  var v = 0.0;\n"
+         "  for (var k = 0u; k < splits(); k = k + 1u) { v = v + part_load((k * y_shape(1u) + m) * cols() + col); }\n"
+         "  put(m, col / out_sz(), col % out_sz(), v);");
+  ctx.dispatch(s, sb);
+  return true;
+}
+
+// ------------------------------------------------------------------ depthwise (2-D, one input channel per group)
+
+void conv_depthwise(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep) {
+  DType t = ctx.dtype(0);
+  auto p = ctx.program("depthwise2d" + ep.tag());
+  p.input("x", t, ctx.shape(0));
+  p.input("w", ctx.dtype(1), ctx.shape(1));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  ep.declare(p, binds);
+  p.uniform("mg", uint32_t(g.Mg));
+  spatial_uniforms(p, g);
+  p.set_threads(uint64_t(shape_numel(g.out)));
+  // Padding reads as zeros that multiply the weights (0 * inf is NaN, as ONNX defines it).
+  p.body(
+      "  let ow = gi % y_shape(3u);\n"
+      "  var t = gi / y_shape(3u);\n"
+      "  let oh = t % y_shape(2u);\n"
+      "  t = t / y_shape(2u);\n"
+      "  let m = t % y_shape(1u);\n"
+      "  let n = t / y_shape(1u);\n"
+      "  let xb = (n * x_shape(1u) + m / mg()) * in_sz();\n"
+      "  let wb = m * k_sz();\n"
+      "  let ih0 = i32(oh) * bitcast<i32>(stride(0u)) - bitcast<i32>(pad(0u));\n"
+      "  let iw0 = i32(ow) * bitcast<i32>(stride(1u)) - bitcast<i32>(pad(1u));\n"
+      "  let ih_n = i32(x_shape(2u));\n"
+      "  let iw_n = i32(x_shape(3u));\n"
+      "  let kw_n = w_shape(3u);\n"
+      "  var acc = 0.0;\n"
+      "  for (var kh = 0u; kh < w_shape(2u); kh = kh + 1u) {\n"
+      "    let ih = ih0 + i32(kh) * bitcast<i32>(dil(0u));\n"
+      "    let row_ok = ih >= 0i && ih < ih_n;\n"
+      "    let row = xb + u32(select(0i, ih, row_ok)) * u32(iw_n);\n"
+      "    for (var kw = 0u; kw < kw_n; kw = kw + 1u) {\n"
+      "      let iw = iw0 + i32(kw) * bitcast<i32>(dil(1u));\n"
+      "      let ok = row_ok && iw >= 0i && iw < iw_n;\n"
+      "      let xv = select(0.0, to_f32_$x(x_load(select(0u, row + u32(iw), ok))), ok);\n"
+      "      acc = fma(xv, to_f32_$w(w_load(wb + kh * kw_n + kw)), acc);\n"
+      "    }\n"
+      "  }\n"
+      "  put(m, n, oh * y_shape(3u) + ow, acc);");
+  ctx.dispatch(p, binds);
+}
+
+// ------------------------------------------------------------------ direct (every other case; ConvInteger)
+
+// One invocation per output element over its group's channels and the window. Float: through the
+// epilogue (`ep`); integer (ConvInteger: int8/uint8 X and W with optional zero points, int32 Y): exact.
+void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win, int64_t group, bool integer,
+                 const ConvEpilogue* ep) {
   const Shape& xs = ctx.shape(0);
   const Shape& ws = ctx.shape(1);
   DType t = ctx.dtype(0);
-  if (!integer) {
-    has_bias = check_inputs(ctx);
-  } else {
-    ops::check_conv_integer_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3), ctx.fail_fn());
-    has_xz = ctx.has_input(2);
-    has_wz = ctx.has_input(3);
-  }
-  DType yt = integer ? DType::Int32 : t;
-  int64_t group = get_group(ctx);
-  ops::check_conv_shapes(xs, ws, group, has_bias ? ctx.shape(2)[0] : -1, [&](const std::string& m) { ctx.fail(m); });
-  int64_t N = xs[0], M = ws[0];
+  bool has_xz = integer && ctx.has_input(2), has_wz = integer && ctx.has_input(3);
   size_t r = xs.size() - 2;
-  Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
-  check_kernel_shape_attr(ctx, k_sp);
-  ops::Window win = convutil::window(ctx, in_sp, k_sp, false);
-  Shape out{N, M};
-  out.insert(out.end(), win.out.begin(), win.out.end());
-  ctx.set_output(0, yt, out);
-  convutil::check_i32(ctx, convutil::dims(xs), "input dim");
-  convutil::check_i32(ctx, convutil::dims(out), "output dim");
-  convutil::check_i32(ctx, win.strides, "stride");
-  convutil::check_i32(ctx, win.dilations, "dilation");
-  convutil::check_i32(ctx, win.pad_begin, "pad");
-  if (!integer && use_tiled(ctx, M / group, group)) {
-    conv_tiled(ctx, win, group, has_bias, out);
-    return;
-  }
-
-  auto p = ctx.program(std::string(integer ? "convinteger" : "conv") + std::to_string(r) + "d" +
-                       (has_bias ? "_bias" : "") + (has_xz ? "_xz" : "") + (has_wz ? "_wz" : ""));
+  auto p = ctx.program(std::string(integer ? "convinteger" : "conv") + std::to_string(r) + "d" + (ep ? ep->tag() : "") +
+                       (has_xz ? "_xz" : "") + (has_wz ? "_wz" : ""));
   p.input("x", t, xs);
   p.input("w", ctx.dtype(1), ws);
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
-  if (has_bias) {
-    p.input("b", t, ctx.shape(2));
-    binds.push_back(ctx.in(2));
-  }
   if (has_xz) {
     p.input("xz", ctx.dtype(2), ctx.shape(2));
     binds.push_back(ctx.in(2));
@@ -235,12 +538,16 @@ void conv(GpuKernelContext& ctx, bool integer) {
     p.input("wz", ctx.dtype(3), ctx.shape(3));
     binds.push_back(ctx.in(3));
   }
-  p.output("y", yt, out);
-  binds.push_back(ctx.out(0));
+  if (ep) {
+    ep->declare(p, binds);
+  } else {
+    p.output("y", DType::Int32, out);
+    binds.push_back(ctx.out(0));
+    p.uniform("out_sz", uint32_t(shape_numel(win.out)));
+  }
   p.uniform("groups", uint32_t(group));
-  p.uniform("in_sz", uint32_t(shape_numel(in_sp)));
-  p.uniform("k_sz", uint32_t(shape_numel(k_sp)));
-  p.uniform("out_sz", uint32_t(shape_numel(win.out)));
+  p.uniform("in_sz", uint32_t(shape_numel(Shape(xs.begin() + 2, xs.end()))));
+  p.uniform("k_sz", uint32_t(shape_numel(Shape(ws.begin() + 2, ws.end()))));
   convutil::int_array(p, "stride", win.strides);
   convutil::int_array(p, "dil", win.dilations);
   convutil::int_array(p, "pad", win.pad_begin);
@@ -253,9 +560,9 @@ void conv(GpuKernelContext& ctx, bool integer) {
            "  let wzv = " + std::string(has_wz ? "i32(wz_load(select(0u, m, wz_numel() > 1u)))" : "0i") + ";\n";
     term = "(i32(x_load(x0 + c * in_sz() + off)) - xzv) * (i32(w_load(w0 + c * k_sz() + ki)) - wzv)";
   } else {
-    init = "  var acc = " + std::string(has_bias ? "to_f32_$b(b_load(m))" : "0.0") + ";\n";
+    init = "  var acc = 0.0;\n";
     term = "to_f32_$x(x_load(x0 + c * in_sz() + off)) * to_f32_$w(w_load(w0 + c * k_sz() + ki))";
-    // Padding is zeros that multiply the weights (ONNX's definition; the tiled path loads them): 0 * inf
+    // Padding is zeros that multiply the weights (ONNX's definition; the other kernels load them): 0 * inf
     // and 0 * NaN are NaN. Tested on the bits: a shader compiler may fold 0.0 * w to 0.
     pad_term = "      for (var c = 0u; c < cg; c = c + 1u) {\n"
                "        let wb = bitcast<u32>(to_f32_$w(w_load(w0 + c * k_sz() + ki)));\n"
@@ -288,10 +595,73 @@ void conv(GpuKernelContext& ctx, bool integer) {
       "    for (var c = 0u; c < cg; c = c + 1u) {\n"
       "      acc = acc + " + term + ";\n"
       "    }\n"
-      "  }\n"
-      "  y_store(gi, " + (integer ? "acc" : "from_f32_$y(acc)") + ");";
+      "  }\n" +
+      (integer ? "  y_store(gi, acc);" : "  put(m, n, sp, acc);");
   p.body(body);
   ctx.dispatch(p, binds);
+}
+
+// A 1x1 kernel over 1x1 images without padding, of at most kGemvMaxRows images (a squeeze-excitation
+// block's fully connected convolutions): Y [N, M] = X [N, C] @ W [M, C]^T, a product of a few rows that
+// the GEMV kernel (gemv.cpp) computes at memory speed, with the bias and the expression (when it reads
+// no tensor) in its epilogue. False, having emitted nothing, when it does not apply.
+bool conv_as_gemv(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep) {
+  bool unpadded = std::all_of(g.win.pad_begin.begin(), g.win.pad_begin.end(), [](int64_t p) { return p == 0; });
+  if (g.group != 1 || g.in_sz != 1 || g.out_sz != 1 || g.k_sz != 1 || !unpadded || g.N > products::kGemvMaxRows ||
+      ep.steps().num_inputs() != 0 || ctx.dtype(1) != ctx.dtype(0) || (ctx.has_input(2) && ctx.dtype(2) != ctx.dtype(0)))
+    return false;
+  products::Product pr;
+  pr.M = uint32_t(g.N);
+  pr.K = uint32_t(g.C);
+  pr.N = uint32_t(g.M);
+  pr.trans_b = true;
+  pr.out = pr.stored = {g.N, g.M};
+  products::Epilogue pe;
+  if (ep.has_bias()) {
+    pe.has_c = true;
+    pe.c_sm = 0;
+    pe.c_sn = 1;
+  }
+  if (!ep.steps().empty()) pe.act = ep.steps().wgsl(pe.act_decls) + "  return " + ep.steps().result() + ";\n";
+  return products::gemv_float(ctx, ctx.dtype(0), pr, pe);
+}
+
+// Conv (float, optional bias B) and the fused Conv: the kernel the shape calls for.
+void conv_float(GpuKernelContext& ctx) {
+  ConvGeom g = float_geometry(ctx);
+  ConvEpilogue ep(ctx, g.out);
+  if (shape_numel(g.out) == 0) return;
+  if (g.r == 2 && g.Cg == 1) {
+    conv_depthwise(ctx, g, ep);
+    return;
+  }
+  if (conv_as_gemv(ctx, g, ep)) return;
+  if (g.Mg >= 8 && g.K > 0)
+    if (std::optional<ConvTile> tl = choose_tile(ctx.limits, g))
+      if (conv_gemm(ctx, g, ep, *tl)) return;
+  conv_direct(ctx, g.out, g.win, g.group, false, &ep);
+}
+
+// ConvInteger: int8/uint8 X and W with optional zero points, int32 Y, exact integer accumulation.
+void conv_integer(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  const Shape& ws = ctx.shape(1);
+  ops::check_conv_integer_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3), ctx.fail_fn());
+  int64_t group = get_group(ctx);
+  ops::check_conv_shapes(xs, ws, group, -1, [&](const std::string& m) { ctx.fail(m); });
+  Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
+  check_kernel_shape_attr(ctx, k_sp);
+  ops::Window win = convutil::window(ctx, in_sp, k_sp, false);
+  Shape out{xs[0], ws[0]};
+  out.insert(out.end(), win.out.begin(), win.out.end());
+  ctx.set_output(0, DType::Int32, out);
+  convutil::check_i32(ctx, convutil::dims(xs), "input dim");
+  convutil::check_i32(ctx, convutil::dims(out), "output dim");
+  convutil::check_i32(ctx, win.strides, "stride");
+  convutil::check_i32(ctx, win.dilations, "dilation");
+  convutil::check_i32(ctx, win.pad_begin, "pad");
+  if (shape_numel(out) == 0) return;
+  conv_direct(ctx, out, win, group, true, nullptr);
 }
 
 void conv_transpose(GpuKernelContext& ctx) {
@@ -369,8 +739,9 @@ void conv_transpose(GpuKernelContext& ctx) {
 }  // namespace
 
 void register_conv(GpuKernelRegistry& r) {
-  r.add("Conv", [](GpuKernelContext& ctx) { conv(ctx, false); });
-  r.add("ConvInteger", [](GpuKernelContext& ctx) { conv(ctx, true); });
+  r.add("Conv", conv_float);
+  r.add("ConvInteger", conv_integer);
+  r.add_fused("Conv", conv_float);
   r.add("ConvTranspose", conv_transpose);
 }
 

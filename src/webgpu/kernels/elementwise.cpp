@@ -282,6 +282,8 @@ std::string fused_step_expression(const std::string& op, std::set<const char*>& 
   if (op == "Where") return "select(b, a, c != 0u)";  // c: the bool condition
   if (op == "Neg") return "-a";
   if (op == "Abs") return "abs(a)";
+  if (op == "Clip") return "min_f32(max_f32(a, b), c)";  // b, c: min and max (NaN stays NaN)
+  if (op == "HardSigmoid") return "select(clamp(b * a + c, 0.0, 1.0), a, isnan_f32(a))";  // b, c: alpha, beta
   for (const auto& [name, expr] : kFloatMath)
     if (op == name) {
       if (*float_math_decls(op)) helpers.insert(float_math_decls(op));

@@ -8,7 +8,9 @@ namespace onnxgpu::webgpu {
 namespace {
 
 bool binary(const std::string& op) { return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow"; }
-size_t arity(const std::string& op) { return op == "Where" ? 3 : binary(op) ? 2 : 1; }
+// Clip(x, min, max) and HardSigmoid(x, alpha, beta) (its attributes as constant operands, fusion.cpp).
+bool ternary(const std::string& op) { return op == "Clip" || op == "HardSigmoid"; }
+size_t arity(const std::string& op) { return op == "Where" || ternary(op) ? 3 : binary(op) ? 2 : 1; }
 
 }  // namespace
 
@@ -108,6 +110,9 @@ std::string FusedSteps::wgsl(std::string& decls) const {
     body += "  var " + t + ": f32;\n  {\n";
     if (st.op == "Where")
       body += "    let c = " + name(st.args[0]) + ";\n    let a = " + name(st.args[1]) + ";\n    let b = " +
+              name(st.args[2]) + ";\n";
+    else if (ternary(st.op))
+      body += "    let a = " + name(st.args[0]) + ";\n    let b = " + name(st.args[1]) + ";\n    let c = " +
               name(st.args[2]) + ";\n";
     else if (binary(st.op))
       body += "    let a = " + name(st.args[0]) + ";\n    let b = " + name(st.args[1]) + ";\n";

@@ -58,9 +58,10 @@ class FusedSteps {
   std::vector<std::string> literal_;
 };
 
-// The WGSL expression of one float32 step over its operands a, b (and c, Where's condition; v is a
-// too), or empty when the fused kernels do not evaluate `op`. The helper functions it needs join
-// `helpers`. (elementwise.cpp, next to the float math the unary kernels share.)
+// The WGSL expression of one float32 step over its operands a, b and c (Where's condition first, then
+// a and b; Clip's x, min, max and HardSigmoid's x, alpha, beta in order; v is a too), or empty
+// when the fused kernels do not evaluate `op`. The helper functions it needs join `helpers`.
+// (elementwise.cpp, next to the float math the unary kernels share.)
 std::string fused_step_expression(const std::string& op, std::set<const char*>& helpers);
 
 }  // namespace onnxgpu::webgpu
