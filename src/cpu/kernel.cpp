@@ -66,6 +66,7 @@ const KernelRegistry& registry() {
     register_control_flow(r);
     register_bias_activation(r);
     register_rotary(r);
+    register_attention(r);
     return r;
   }();
   return reg;

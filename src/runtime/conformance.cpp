@@ -39,7 +39,8 @@ const std::set<std::string>& in_scope_ops() {
       // ONNX Runtime's transformer ops (tests/data/contrib) and the opset-23 ops that share their kernels
       "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
-      "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding"};
+      "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
+      "Attention", "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention"};
   return ops;
 }
 

@@ -128,6 +128,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_loss(r);
     register_bias_activation(r);
     register_rotary(r);
+    register_attention_ops(r);
     return r;
   }();
   return reg;

@@ -186,6 +186,7 @@ void register_resize(GpuKernelRegistry&);         // Resize
 void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_bias_activation(GpuKernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
 void register_rotary(GpuKernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
+void register_attention_ops(GpuKernelRegistry&);  // com.microsoft GroupQueryAttention
 
 // Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
 void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);
