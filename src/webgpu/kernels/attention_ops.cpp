@@ -201,7 +201,6 @@ void group_query_attention(GpuKernelContext& ctx) {
   spec.uniforms = {{"zdiv", uint32_t(decode ? Nkv : Nkv * G)}, {"S", uint32_t(S)}, {"first", gp.first_prompt ? 1u : 0u}};
   spec.uniforms_f32 = {{"scale", gp.scale}, {"softcap", gp.softcap}};
   // Row i's keys (ops::gqa_keys); rows are query positions, or heads of one position when decoding.
-  const std::string row_pos = decode ? "0u" : "i";
   spec.decls =
       "fn window() -> i32 { return " + std::to_string(gp.window) + "; }\n"
       "fn keys_of(z: u32, s: u32) -> vec2<u32> {\n"
@@ -212,10 +211,10 @@ void group_query_attention(GpuKernelContext& ctx) {
       "  let lo = select(0, max(c - window(), 0), window() >= 0);\n"
       "  return vec2<u32>(u32(min(lo, hi)), u32(hi));\n"
       "}\n"
-      "fn key_range(z: u32, i: u32) -> vec2<u32> { return keys_of(z, " + row_pos + "); }\n"
+      "fn key_range(z: u32, i: u32) -> vec2<u32> { return keys_of(z, " + (decode ? "0u" : "i") + "); }\n"
       "fn block_keys(z: u32, i0: u32, i1: u32) -> vec2<u32> {\n"
-      "  let i = i0;\n  let a = keys_of(z, " + row_pos + ");\n"
-      "  let e = keys_of(z, " + (decode ? std::string("0u") : std::string("i1")) + ");\n"
+      "  let a = key_range(z, i0);\n"
+      "  let e = key_range(z, i1);\n"
       "  return vec2<u32>(min(a.x, e.x), max(a.y, e.y));\n"
       "}\n";
   spec.score = "  let x = p * scale();\n";

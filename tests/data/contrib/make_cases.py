@@ -13,7 +13,7 @@ ONNX Runtime implements only on its GPU EPs, its WebGPU EP (on SwiftShader here,
 --peer the peer is built in bench/.peer as bench/compare.py builds it.
 
 The cases cover each op's attributes, optional inputs and outputs, dtypes (float32, float16) and
-shapes; values are small (a few KB per case). The engine's tests run them on the CPU reference and on
+shapes; values are small (a few KB per case, 21 KB at most: the attention ops' KV caches). The engine's tests run them on the CPU reference and on
 WebGPU with capture and replays (tests/unit/test_contrib_ops.cpp; tests/conformance, suite "contrib",
 which docs/ops.md reports). Needs Debian's python3 (onnx, numpy).
 """
