@@ -316,6 +316,7 @@ void multi_head_attention(GpuKernelContext& ctx) {
   const bool via_present = mp.past || mp.bias;
   attention::Spec spec;
   spec.name = "mha";
+  spec.split = true;  // a decode step's few rows over many keys
   spec.batch = {B, N};
   spec.Lq = S;
   spec.D = H;
@@ -457,11 +458,18 @@ void onnx_attention(GpuKernelContext& ctx) {
   if (T == 0) ctx.unsupported("no keys");
   attention::Spec spec;
   spec.name = "attention";
-  spec.batch = {B, Nkv, G};
-  spec.Lq = S;
+  // The G query heads of a KV head: G rows of one batch element when decoding (one query: its keys
+  // staged once for all of them, split over workgroups), else S rows each.
+  const bool decode = S == 1;
+  spec.batch = decode ? Shape{B, Nkv} : Shape{B, Nkv, G};
+  spec.Lq = decode ? G : S;
   spec.D = H;
   spec.Lk = T;
   spec.Dv = Hv;
+  spec.split = decode;
+  auto kv_batch = [&](const HeadLayout& hl) {
+    return decode ? std::vector<uint32_t>{hl.s_b, hl.s_n} : std::vector<uint32_t>{hl.s_b, hl.s_n, 0};
+  };
   for (int kv = 0; kv < 2; ++kv) {
     const size_t o = size_t(1 + kv);
     const int64_t hx = kv ? Hv : H;
@@ -477,13 +485,16 @@ void onnx_attention(GpuKernelContext& ctx) {
                                       : attention::Binding{ctx.in(o), t, uint64_t(shape_numel(ctx.shape(o)))};
     attention::Matrix& m = kv ? spec.v : spec.k;
     m.t = bind;
-    m.layout = kv ? layout(hl.s_len, 1, {hl.s_b, hl.s_n, 0}) : layout(1, hl.s_len, {hl.s_b, hl.s_n, 0});
+    m.layout = kv ? layout(hl.s_len, 1, kv_batch(hl)) : layout(1, hl.s_len, kv_batch(hl));
   }
   const HeadLayout ql = head_layout(ctx, Nq, S, H, !ap.three_d), yl = head_layout(ctx, Nq, S, Hv, !ap.three_d);
   const uint32_t g = uint32_t(G);
-  spec.q = {{ctx.in(0), t, uint64_t(shape_numel(ctx.shape(0)))}, layout(ql.s_len, 1, {ql.s_b, g * ql.s_n, ql.s_n})};
-  spec.y = {{ctx.out(0), t, uint64_t(shape_numel(y))}, layout(yl.s_len, 1, {yl.s_b, g * yl.s_n, yl.s_n})};
-  spec.uniforms = {{"zdiv", uint32_t(Nkv * G)}, {"S", uint32_t(S)}, {"npast", uint32_t(P)}, {"MK", uint32_t(ap.mask_keys)}};
+  auto q_layout = [&](const HeadLayout& hl) {  // rows are heads when decoding
+    return decode ? layout(hl.s_n, 1, {hl.s_b, g * hl.s_n}) : layout(hl.s_len, 1, {hl.s_b, g * hl.s_n, hl.s_n});
+  };
+  spec.q = {{ctx.in(0), t, uint64_t(shape_numel(ctx.shape(0)))}, q_layout(ql)};
+  spec.y = {{ctx.out(0), t, uint64_t(shape_numel(y))}, q_layout(yl)};
+  spec.uniforms = {{"zdiv", uint32_t(decode ? Nkv : Nkv * G)}, {"S", uint32_t(S)}, {"npast", uint32_t(P)}, {"MK", uint32_t(ap.mask_keys)}};
   spec.uniforms_f32 = {{"scale", ap.scale}, {"softcap", ap.softcap}};
   // The keys a row sees: causal (offset P, or nonpad_kv_seqlen[b] - S) and within nonpad_kv_seqlen.
   std::string nonpad = "i32(Lk())";
@@ -510,9 +521,9 @@ void onnx_attention(GpuKernelContext& ctx) {
                 "  hi = max(hi, 0);\n"
                 "  return vec2<u32>(u32(min(lo, hi)), u32(hi));\n"
                 "}\n"
-                "fn key_range(z: u32, i: u32) -> vec2<u32> { return keys_of(z, i); }\n"
+                "fn key_range(z: u32, i: u32) -> vec2<u32> { return keys_of(z, " + (decode ? "0u" : "i") + "); }\n"
                 "fn block_keys(z: u32, i0: u32, i1: u32) -> vec2<u32> {\n"
-                "  let a = keys_of(z, i0);\n  let e = keys_of(z, i1);\n"
+                "  let a = key_range(z, i0);\n  let e = key_range(z, i1);\n"
                 "  return vec2<u32>(min(a.x, e.x), max(a.y, e.y));\n"
                 "}\n";
   spec.key_range = true;
@@ -521,9 +532,11 @@ void onnx_attention(GpuKernelContext& ctx) {
   if (ap.mask != ops::OnnxAttentionParams::Mask::None) {
     Shape m4(4 - ap.mask_shape.size(), 1);
     m4.insert(m4.end(), ap.mask_shape.begin(), ap.mask_shape.end());
-    // The mask over [B, Nq, S, M] read as [B, Nkv, G, S, M]: its head axis split into (kv, g).
-    const Shape m5{m4[0], m4[1] == 1 ? 1 : Nkv, m4[1] == 1 ? 1 : G, m4[2], m4[3]};
-    Layout ml = strided::broadcast(ctx, m5, spec.batch);
+    // The mask over [B, Nq, S, M] read as [B, Nkv, G, S, M] (its head axis split into (kv, g)), or
+    // as [B, Nkv, G, M] when decoding (S is 1: the heads are the rows).
+    const int64_t mkv = m4[1] == 1 ? 1 : Nkv, mg = m4[1] == 1 ? 1 : G;
+    const Shape mshape = decode ? Shape{m4[0], mkv, mg, m4[3]} : Shape{m4[0], mkv, mg, m4[2], m4[3]};
+    Layout ml = strided::broadcast(ctx, mshape, spec.batch);
     const bool is_bool = ap.mask == ops::OnnxAttentionParams::Mask::Bool;
     spec.inputs.push_back({"am", {ctx.in(3), is_bool ? DType::Bool : t, uint64_t(shape_numel(ap.mask_shape))}, ml,
                            is_bool ? "u32" : "f32", "MK()"});
