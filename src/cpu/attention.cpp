@@ -15,7 +15,8 @@ namespace {
 // in the range, or every score -inf).
 struct RowAttention {
   double scale = 1, softcap = 0;
-  bool smooth = false;  // an extra logit 0 in the softmax's sum
+  bool smooth = false;  // an extra logit `sink` in the softmax's sum (of value 0)
+  double sink = 0;
   // The scores of the row (after softcap and bias), for the caller's qk_matmul_output.
   static double score(double dot, double scale, double softcap) {
     double x = scale * dot;
@@ -35,12 +36,12 @@ struct RowAttention {
       s[size_t(j - lo)] = x;
       m = std::max(m, x);
     }
-    if (smooth) m = std::max(m, 0.0);
+    if (smooth) m = std::max(m, sink);
     if (m == -std::numeric_limits<double>::infinity()) {
       if (probs) std::fill(probs->begin(), probs->end(), 0.0);
       return;
     }
-    double sum = smooth ? std::exp(-m) : 0;
+    double sum = smooth ? std::exp(sink - m) : 0;
     for (double& x : s) sum += (x = std::exp(x - m));
     for (int64_t j = lo; j < hi; ++j) {
       const double w = s[size_t(j - lo)] / sum;
@@ -97,6 +98,16 @@ std::vector<Tensor> group_query_attention(KernelContext& ctx) {
   std::vector<ops::GqaSequence> seqs;
   for (int64_t b = 0; b < B; ++b) seqs.push_back(ops::gqa_sequence(p, b, seqlens[b], ctx.fail_fn()));
 
+  // The rotary position of each token: position_ids' (checked against the caches), or computed.
+  std::vector<int64_t> pos(size_t(B * S));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      int64_t& x = pos[size_t(b * S + s)];
+      x = p.position_ids ? ctx.input(9).data<int64_t>()[b * S + s] : ops::gqa_position(p, seqs[size_t(b)], s);
+      if (p.rotary && (x < 0 || x >= p.cache_rows))
+        ctx.fail("position_ids value " + std::to_string(x) + " at index " + std::to_string(b * S + s) +
+                 " is out of range [0, " + std::to_string(p.cache_rows) + ")");
+    }
   // Token s's head n of Q (n < N), K (N <= n < N + Nkv) or V, as the inputs hold them.
   const int64_t row = p.query_row();
   auto head = [&](int64_t b, int64_t s, int64_t n) -> const double* {
@@ -120,26 +131,34 @@ std::vector<Tensor> group_query_attention(KernelContext& ctx) {
         double* v = pv.data() + dst + size_t((sq.past + s) * H);
         std::copy_n(head(b, s, N + n), H, k);
         std::copy_n(head(b, s, N + Nkv + n), H, v);
-        if (p.rotary) rotate(k, cos.data(), sin.data(), ops::gqa_position(p, sq, s), p.rotary_dim, p.interleaved);
+        if (p.rotary) rotate(k, cos.data(), sin.data(), pos[size_t(b * S + s)], p.rotary_dim, p.interleaved);
       }
     }
     for (int64_t n = 0; n < N; ++n)
       for (int64_t s = 0; s < S; ++s) {
         double* x = q.data() + ((b * N + n) * S + s) * H;
         std::copy_n(head(b, s, n), H, x);
-        if (p.rotary) rotate(x, cos.data(), sin.data(), ops::gqa_position(p, sq, s), p.rotary_dim, p.interleaved);
+        if (p.rotary) rotate(x, cos.data(), sin.data(), pos[size_t(b * S + s)], p.rotary_dim, p.interleaved);
       }
   }
 
-  RowAttention attend{p.scale, p.softcap, p.smooth};
+  std::vector<double> bias, sinks;
+  if (p.attention_bias) bias = nn::to_doubles(ctx.input(10));
+  if (p.head_sink) sinks = nn::to_doubles(ctx.input(11));
   std::vector<double> out(size_t(B * S * N * H));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t n = 0; n < N; ++n) {
       const size_t kv = size_t((b * Nkv + n / G) * P * H);
+      RowAttention attend{p.scale, p.softcap, p.smooth || p.head_sink, p.head_sink ? sinks[size_t(n)] : 0.0};
       for (int64_t s = 0; s < S; ++s) {
         const ops::KeyRange r = ops::gqa_keys(p, seqs[size_t(b)], s);
+        auto add = [&](int64_t j) {  // attention_bias [B or 1, N or 1, S, total]
+          if (!p.attention_bias || j >= p.total) return 0.0;
+          const Shape& a = p.attention_bias_shape;
+          return bias[size_t((((a[0] == 1 ? 0 : b) * a[1] + (a[1] == 1 ? 0 : n)) * S + s) * p.total + j)];
+        };
         attend(q.data() + ((b * N + n) * S + s) * H, pk.data() + kv, pv.data() + kv, r.lo, r.hi, H, H,
-               out.data() + (b * S + s) * N * H + n * H);
+               out.data() + (b * S + s) * N * H + n * H, add);
       }
     }
   const Shape present{B, Nkv, P, H};
@@ -183,7 +202,7 @@ std::vector<Tensor> multi_head_attention(KernelContext& ctx) {
                              : value[size_t((b * L + j) * Dv + n * Hv + c)] + (p.bias ? bias[size_t(2 * D + n * Hv + c)] : 0.0);
         }
       }
-  RowAttention attend{p.scale, 0, false};
+  RowAttention attend{p.scale, 0, false, 0};
   std::vector<double> out(size_t(B * S * Dv));
   const double mfv = p.mask_filter_value;
   for (int64_t b = 0; b < B; ++b)
@@ -244,7 +263,7 @@ std::vector<Tensor> onnx_attention(KernelContext& ctx) {
   Shape m4(4 - p.mask_shape.size(), 1);
   m4.insert(m4.end(), p.mask_shape.begin(), p.mask_shape.end());
   const double inf = std::numeric_limits<double>::infinity();
-  RowAttention attend{p.scale, p.softcap, false};
+  RowAttention attend{p.scale, p.softcap, false, 0};
   std::vector<double> out(size_t(B * Nq * S * Hv)), qk(p.qk_output ? size_t(B * Nq * S * T) : 0);
   std::vector<double> probs(static_cast<size_t>(T));
   for (int64_t b = 0; b < B; ++b)

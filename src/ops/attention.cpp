@@ -17,11 +17,7 @@ GqaParams gqa_params(const ir::Node& node, const std::vector<Operand>& in, int64
   if (in.size() < 7)
     raise(fail, "takes at least 7 inputs (query, key, value, past_key, past_value, seqlens_k, "
                 "total_sequence_length), got " + std::to_string(in.size()));
-  if (in.size() > 9)
-    for (size_t i = 9; i < in.size(); ++i)
-      if (given(i))
-        raise(fail, "input " + std::to_string(i) +
-                        " (position_ids, attention_bias or head_sink) is not supported by this engine");
+  if (in.size() > 12) raise(fail, "takes at most 12 inputs, got " + std::to_string(in.size()));
   if (node.outputs.size() > 3)
     raise(fail, "has at most 3 outputs (output, present_key, present_value), the node has " +
                     std::to_string(node.outputs.size()));
@@ -129,6 +125,22 @@ GqaParams gqa_params(const ir::Node& node, const std::vector<Operand>& in, int64
       p.cache_rows = c.shape[0];
     }
   }
+  if (given(9) && (in[9].dtype != DType::Int64 || in[9].shape != Shape{p.batch, p.seq}))
+    raise(fail, named("position_ids", in[9]) + " must be int64 [batch, sequence] = " + shape_str(Shape{p.batch, p.seq}));
+  p.position_ids = given(9) && p.rotary && !p.first_prompt;
+  p.attention_bias = given(10);
+  if (p.attention_bias) {
+    const Operand& b = in[10];
+    if (b.dtype != q.dtype || b.shape.size() != 4 || (b.shape[0] != 1 && b.shape[0] != p.batch) ||
+        (b.shape[1] != 1 && b.shape[1] != p.heads) || b.shape[2] != p.seq || b.shape[3] != total)
+      raise(fail, named("attention_bias", b) + " must be of query's type and [batch or 1, num_heads or 1, sequence, " +
+                      "total_sequence_length] = [" + std::to_string(p.batch) + " or 1," + std::to_string(p.heads) +
+                      " or 1," + std::to_string(p.seq) + "," + std::to_string(total) + "]");
+    p.attention_bias_shape = b.shape;
+  }
+  p.head_sink = given(11);
+  if (p.head_sink && (in[11].dtype != q.dtype || in[11].shape != Shape{p.heads}))
+    raise(fail, named("head_sink", in[11]) + " must be of query's type and [num_heads] = [" + std::to_string(p.heads) + "]");
   return p;
 }
 

@@ -9,7 +9,10 @@
 //            key and value [B, S, Nkv*H], past_key and past_value [B, Nkv, L, H] (optional, BNSH; L is
 //            the past's length, or a static buffer's maximum length), seqlens_k int32 [B] (each
 //            sequence's total length minus one), total_sequence_length int32 (one value), cos_cache and
-//            sin_cache [max_position, rotary_dim / 2] (with do_rotary).
+//            sin_cache [max_position, rotary_dim / 2] (with do_rotary), position_ids int64 [B, S] (the
+//            rotary positions after the prompt; the prompt's are computed, as ONNX Runtime's CPU EP
+//            does), attention_bias [B or 1, N or 1, S, total_sequence_length], head_sink [N] (each
+//            head's sink logit).
 //   outputs  output [B, S, N*H]; present_key and present_value [B, Nkv, P, H], P = max(total, L).
 //   attrs    num_heads N, kv_num_heads Nkv (N a multiple of it), scale (0: 1/sqrt(H)), softcap (0: none),
 //            local_window_size (-1: none), do_rotary, rotary_interleaved, smooth_softmax.
@@ -19,7 +22,8 @@
 // past + s, a padded prompt row s >= T at position 1), then zeros. Query row s of head n sees the keys of
 // KV head n / (N / Nkv) at positions [lo, hi): c = past + s + 1, hi = min(c, T), lo = max(0, c - w)
 // with a local window w >= 0 (else 0). Its scores scale * q.k, then softcap * tanh(score / softcap),
-// softmaxed (smooth: with an extra logit 0 in the sum), weight V. A row that sees no key outputs 0.
+// plus attention_bias, softmaxed with an extra logit in the sum (its value 0) with smooth_softmax (0)
+// or head_sink (the head's), weight V. A row that sees no key outputs 0.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -47,6 +51,10 @@ struct GqaParams {
   bool rotary, interleaved;
   int64_t rotary_dim;   // 2 * cos_cache.shape[1] with do_rotary
   int64_t cache_rows;   // cos_cache.shape[0]
+  bool attention_bias;  // input 10
+  Shape attention_bias_shape;
+  bool head_sink;       // input 11
+  bool position_ids;    // rotary positions from input 9 (given, with do_rotary, after the prompt)
   int64_t group() const { return heads / kv_heads; }
   int64_t q_hidden() const { return heads * head_size; }
   int64_t kv_hidden() const { return kv_heads * head_size; }
@@ -75,7 +83,8 @@ inline KeyRange gqa_keys(const GqaParams& p, const GqaSequence& q, int64_t s) {
   return {lo, hi};
 }
 
-// The rotary position of token s of a sequence.
+// The rotary position of token s of a sequence, when position_ids does not give it (see
+// GqaParams::position_ids).
 inline int64_t gqa_position(const GqaParams& p, const GqaSequence& q, int64_t s) {
   return p.first_prompt && s >= q.total ? 1 : q.past + s;
 }

@@ -788,6 +788,16 @@ std::vector<Case> build() {
           .fg("total_sequence_length", DType::Int32, {}, fixed({8})).x("cos_cache", {10, 4}).x("sin_cache", {10, 4})
           .i("num_heads", 4).i("kv_num_heads", 2).i("do_rotary", 1).i("local_window_size", 5).fl("softcap", 2.0f).outs(3)
           .tol(10).note(kScoresNote).extremes(Extremes::None, kNoExtremes));
+  // position_ids (int64, read on the GPU after the prompt): 2^32 + 1 on replay, its low word a valid
+  // row of the caches, must fail on both EPs.
+  add(B("GroupQueryAttention", "decode, rotary position_ids 2^32+1 on replay, attention bias, head sink").ms()
+          .without_schema(kAttentionFloats).quick({DType::Float32}).x("query", {2, 1, 64}).x("key", {2, 1, 32})
+          .x("value", {2, 1, 32}).x("past_key", {2, 2, 6, 16}).x("past_value", {2, 2, 6, 16})
+          .fg("seqlens_k", DType::Int32, {2}, fixed({4, 2})).fg("total_sequence_length", DType::Int32, {}, fixed({5}))
+          .x("cos_cache", {6, 8}).x("sin_cache", {6, 8}).fg("position_ids", DType::Int64, {2, 1}, fixed({5, 1}))
+          .second_fails(fixed({(int64_t(1) << 32) + 1, 1})).x("attention_bias", {2, 1, 1, 5}).x("head_sink", {4})
+          .i("num_heads", 4).i("kv_num_heads", 2).i("do_rotary", 1).outs(3).tol(10).note(kScoresNote)
+          .extremes(Extremes::None, kNoExtremes));
   add(B("GroupQueryAttention", "packed, smooth softmax, seqlens_k beyond the present on replay").ms().without_schema(kAttentionFloats)
           .quick({DType::Float32}).x("query", {2, 1, 48}).none().none().x("past_key", {2, 1, 6, 8}).x("past_value", {2, 1, 6, 8})
           .fg("seqlens_k", DType::Int32, {2}, fixed({5, 2})).second_fails(fixed({5, 6}))

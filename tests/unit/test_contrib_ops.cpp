@@ -349,6 +349,27 @@ TEST(ContribErrors, GqaSequenceLengthsOutOfRange) {
   expect(9, 10, "seqlens_k[0] = 9 is out of range: the past (seqlens_k + 1 - sequence length) exceeds past_key's 8 positions", "9");
 }
 
+TEST(ContribErrors, GqaPositionIdsOutsideTheCaches) {
+  // After the prompt, rotary positions come from position_ids: the CPU checks them against the caches,
+  // the GPU reads them at run time and flags the first one outside.
+  std::vector<Operand> in = gqa_step(3, 8, 8, 1, {}, {});
+  in.push_back({"cos_cache", f32({8, 8})});
+  in.push_back({"sin_cache", f32({8, 8})});
+  in.push_back({"position_ids", Tensor::from_vector<int64_t>({1, 1}, {9})});
+  const std::string model = model_of("GroupQueryAttention", in, {"output", "present_key", "present_value"}, "com.microsoft", 1,
+                                     [](onnx::NodeProto& n) {
+                                       testing::set_int(n, "num_heads", 4);
+                                       testing::set_int(n, "kv_num_heads", 2);
+                                       testing::set_int(n, "do_rotary", 1);
+                                     });
+  const std::string cpu = error_of(model, in, "cpu");
+  EXPECT_NE(cpu.find("node 'n0' (GroupQueryAttention): position_ids value 9 at index 0 is out of range [0, 8)"), std::string::npos)
+      << cpu;
+  if (testing::skip_gpu()) return;
+  const std::string gpu = error_of(model, in, "webgpu");
+  EXPECT_NE(gpu.find("node 'n0' (GroupQueryAttention) on the GPU: an index is out of range (index 9)"), std::string::npos) << gpu;
+}
+
 // A decode loop over a static max-length KV buffer, captured: every step's presents are fed back as
 // the next step's past (on the GPU), total_sequence_length stays the buffer's length and seqlens_k
 // grows, so one recorded plan serves every step (replays). Each step matches the CPU reference fed

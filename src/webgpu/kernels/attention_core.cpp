@@ -244,12 +244,14 @@ std::string store_wgsl(const Spec& s, bool split) {
          "  }\n";
 }
 
-// The running maximum and sum before the first key: none, or the extra logit 0 (summed once per row:
-// by its first lane, in the first chunk of a split).
+// The running maximum, shift and sum before the first key: none, or the row's extra logit (its sink,
+// summed once per row: by its first lane, in the first chunk of a split).
 std::string init_wgsl(const Spec& s, bool split) {
-  if (!s.zero_logit) return "  var m = -f32_inf();\n  var sh = 0.0;\n  var l = 0.0;\n";
-  std::string first = split ? "chunk == 0u" : "true";
-  return "  var m = select(-f32_inf(), 0.0, " + first + ");\n  var sh = 0.0;\n"
+  if (!s.sink) return "  var m = -f32_inf();\n  var sh = 0.0;\n  var l = 0.0;\n";
+  const std::string first = split ? "chunk == 0u" : "true";
+  return "  let sink = sink_of(z, min(i, Lq() - 1u));\n"
+         "  var m = select(-f32_inf(), sink, " + first + ");\n"
+         "  var sh = select(0.0, sink, " + first + ");\n"
          "  var l = select(0.0, 1.0, " + first + " && lane == 0u);\n";
 }
 

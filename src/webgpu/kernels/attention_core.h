@@ -65,7 +65,7 @@ struct Spec {
   std::vector<Extra> extras;
   std::vector<std::pair<std::string, uint32_t>> uniforms;  // more uniforms the WGSL reads
   std::vector<std::pair<std::string, float>> uniforms_f32;
-  // Module-scope WGSL: helpers the score needs and, with key_range, the functions
+  // Module-scope WGSL: helpers the score needs and, with key_range (and sink, below), the functions
   //   fn key_range(z: u32, i: u32) -> vec2<u32>            row i's keys [lo, hi)
   //   fn block_keys(z: u32, i0: u32, i1: u32) -> vec2<u32>  the union of rows i0..i1's keys
   // (z is the batch element; i1 >= i0 are valid rows).
@@ -76,7 +76,9 @@ struct Spec {
   bool key_range = false;
   bool empty_rows_zero = false;  // a row that sees no key outputs 0 (else 0 / 0: NaN, as Softmax gives)
   bool split = false;            // may split the keys into chunks when the rows are few
-  bool zero_logit = false;       // an extra logit 0 in every row's softmax sum, of value 0 (smooth softmax)
+  // An extra logit in each row's softmax sum, of value 0 (smooth softmax, a head's sink): decls define
+  // fn sink_of(z: u32, i: u32) -> f32, row i's logit.
+  bool sink = false;
 };
 
 // Checks the device's limits, chooses the tile (and the split) and emits the dispatches.

@@ -47,6 +47,10 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
     p.input("sn", t, ctx.shape(8));
     binds.insert(binds.end(), {ctx.in(7), ctx.in(8)});
   }
+  if (rotary && gp.position_ids) {
+    p.input("pid", DType::Int64, ctx.shape(9));
+    binds.push_back(ctx.in(9));
+  }
   p.output("y", t, present);
   binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
@@ -79,9 +83,13 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
           "  let s = u32(t - past);\n"
           "  let head = (b * S() + s) * row() + off() + kv * H();\n";
   if (rotary) {
-    body += "  if (h < rot()) {\n"
-            "    let pos = select(u32(past) + s, 1u, first() == 1u && i32(s) >= total);\n"
-            "    let half = rot() / 2u;\n";
+    body += "  if (h < rot()) {\n";
+    body += gp.position_ids
+                ? "    let p64 = to_i64_$pid(pid_load(b * S() + s));\n"
+                  "    if (!w64_in_range(p64, cache_rows())) { flag_index(p64); return; }\n"
+                  "    let pos = w64_as_u32(p64);\n"
+                : "    let pos = select(u32(past) + s, 1u, first() == 1u && i32(s) >= total);\n";
+    body += "    let half = rot() / 2u;\n";
     body += gp.interleaved ? "    let kk = h / 2u;\n    let lead = h % 2u == 0u;\n    let j = select(h - 1u, h + 1u, lead);\n"
                            : "    let lead = h < half;\n    let kk = select(h - half, h, lead);\n"
                              "    let j = select(h - half, h + half, lead);\n";
@@ -108,7 +116,13 @@ void gqa_rotate_q(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef out)
   p.input("sl", DType::Int32, ctx.shape(5));
   p.input("cs", t, ctx.shape(7));
   p.input("sn", t, ctx.shape(8));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(5), ctx.in(7), ctx.in(8)};
+  if (gp.position_ids) {
+    p.input("pid", DType::Int64, ctx.shape(9));
+    binds.push_back(ctx.in(9));
+  }
   p.output("q", t, qs);
+  binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
   p.uniform("H", u32_dim(ctx, gp.head_size, "the head size"));
   p.uniform("NH", u32_dim(ctx, gp.q_hidden(), "the query's hidden size"));
@@ -125,9 +139,13 @@ void gqa_rotate_q(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef out)
       "  let src = bs * row() + gi % NH();\n"
       "  if (h >= rot()) { " + shader::move_element("q", "gi", "query", "src") + " return; }\n"
       "  let total = sl_load(b) + 1;\n"
-      "  let past = select(total - i32(S()), 0, first() == 1u);\n"
-      "  let pos = min(u32(max(select(past + i32(s), 1, first() == 1u && i32(s) >= total), 0)), cache_rows() - 1u);\n"
-      "  let half = rot() / 2u;\n";
+      "  let past = select(total - i32(S()), 0, first() == 1u);\n";
+  // (Positions out of range are flagged by the present's writer; here only clamped.)
+  body += gp.position_ids
+              ? "  let p64 = to_i64_$pid(pid_load(bs));\n"
+                "  let pos = select(cache_rows() - 1u, w64_as_u32(p64), w64_in_range(p64, cache_rows()));\n"
+              : "  let pos = min(u32(max(select(past + i32(s), 1, first() == 1u && i32(s) >= total), 0)), cache_rows() - 1u);\n";
+  body += "  let half = rot() / 2u;\n";
   body += gp.interleaved ? "  let kk = h / 2u;\n  let lead = h % 2u == 0u;\n  let j = select(h - 1u, h + 1u, lead);\n"
                          : "  let lead = h < half;\n  let kk = select(h - half, h, lead);\n"
                            "  let j = select(h - half, h + half, lead);\n";
@@ -137,7 +155,7 @@ void gqa_rotate_q(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef out)
           "  let xj = query_load(src - h + j);\n"
           "  q_store(gi, select(xi * c + xj * sv, xi * c - xj * sv, lead));\n";
   p.body(body);
-  ctx.dispatch(p, {ctx.in(0), ctx.in(5), ctx.in(7), ctx.in(8), out});
+  ctx.dispatch(p, std::move(binds));
 }
 
 Layout layout(uint32_t s_row, uint32_t s_col, std::vector<uint32_t> s_batch) {
@@ -218,10 +236,30 @@ void group_query_attention(GpuKernelContext& ctx) {
       "  return vec2<u32>(min(a.x, e.x), max(a.y, e.y));\n"
       "}\n";
   spec.score = "  let x = p * scale();\n";
-  spec.score += gp.softcap > 0 ? "  return softcap() * tanh_f32(x / softcap());\n" : "  return x;\n";
+  spec.score += gp.softcap > 0 ? "  var c = softcap() * tanh_f32(x / softcap());\n" : "  var c = x;\n";
+  // Row i's head: a row of head g when decoding, else the batch element is (b, head).
+  const std::string head = decode ? "(z % Nkv()) * G() + i" : "z % (Nkv() * G())";
+  spec.uniforms.insert(spec.uniforms.end(), {{"Nkv", uint32_t(Nkv)}, {"G", g}, {"total", uint32_t(gp.total)}});
+  if (gp.attention_bias) {
+    // [B or 1, N or 1, S, total] read as [B, Nkv, G, S, total] (its head axis split into (kv, g)), or as
+    // [B, Nkv, G, total] when decoding (S is 1: the heads are the rows).
+    const Shape& a = gp.attention_bias_shape;
+    const int64_t akv = a[1] == 1 ? 1 : Nkv, ag = a[1] == 1 ? 1 : G;
+    const Shape ashape = decode ? Shape{a[0], akv, ag, a[3]} : Shape{a[0], akv, ag, a[2], a[3]};
+    spec.inputs.push_back({"ab", {ctx.in(10), t, uint64_t(shape_numel(a))}, strided::broadcast(ctx, ashape, spec.batch), "f32",
+                           "total()"});
+    spec.score += "  if (j < total()) { c = c + ab; }\n";
+  }
+  spec.score += "  return c;\n";
+  if (gp.head_sink) {
+    spec.extras.push_back({"hs", {ctx.in(11), t, uint64_t(N)}});
+    spec.decls += "fn sink_of(z: u32, i: u32) -> f32 { return hs_load(" + head + "); }\n";
+  } else if (gp.smooth) {
+    spec.decls += "fn sink_of(z: u32, i: u32) -> f32 { return 0.0; }\n";
+  }
+  spec.sink = gp.smooth || gp.head_sink;
   spec.key_range = true;
   spec.empty_rows_zero = true;
-  spec.zero_logit = gp.smooth;
   spec.split = decode;
   attention::emit(ctx, spec);
 }

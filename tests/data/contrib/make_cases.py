@@ -214,11 +214,11 @@ def gqa_cases():
     """GroupQueryAttention: kv heads fewer than heads (and one), the prompt, a decode step after a past
     that grew by concatenation, a static max-length buffer with per-sequence lengths (seqlens_k), a
     later prompt chunk, a padded prompt, packed QKV, rotary inside (interleaved or not, partial), local
-    window, softcap, smooth softmax, scale, float16."""
+    window, softcap, smooth softmax, scale, attention_bias, head_sink, position_ids, float16."""
     cases = []
 
     def gqa(name, b, s, n, nkv, h, past=None, seqlens=None, total=None, packed=False, rotary=None, dt=np.float32,
-            attrs=None):
+            attrs=None, position_ids=None, attention_bias=None, head_sink=False):
         r = rng(name)
         t = F16 if dt == np.float16 else F32
         total = s if total is None else total
@@ -243,6 +243,15 @@ def gqa_cases():
             cos, sin = rotary_cache(max(total, past or 0) + 2, half, dt)
             ins += [("cos_cache", cos, False), ("sin_cache", sin, False)]
             a.update(do_rotary=1, rotary_interleaved=int(interleaved))
+        else:
+            ins += [("", None, False), ("", None, False)]
+        ins.append(("position_ids", np.array(position_ids, dtype=np.int64), False) if position_ids is not None
+                   else ("", None, False))
+        ins.append(("attention_bias", values(r, attention_bias, dt, -1.0, 1.0), False) if attention_bias
+                   else ("", None, False))
+        ins.append(("head_sink", values(r, (n,), dt, -1.0, 1.0), False) if head_sink else ("", None, False))
+        while ins and not ins[-1][0]:
+            ins.pop()
         a.update(attrs or {})
         cases.append(Case(name, "GroupQueryAttention", ins, [("output", t), ("present_key", t), ("present_value", t)], a))
 
@@ -258,6 +267,12 @@ def gqa_cases():
     gqa("gqa_static_prompt", 2, 4, 4, 2, 16, past=8, rotary=(8, False))
     gqa("gqa_later_prompt_chunk", 1, 3, 4, 2, 16, past=12, seqlens=[7], total=8, rotary=(8, False))
     gqa("gqa_decode_float16", 2, 1, 4, 2, 16, past=5, total=6, dt=np.float16)
+    # attention_bias (after softcap), head_sink (a sink logit per head), position_ids (which ONNX
+    # Runtime's CPU EP reads and does not use: the positions come from seqlens_k).
+    gqa("gqa_prompt_attention_bias_head_sink", 2, 4, 4, 2, 16, attention_bias=(2, 1, 4, 4), head_sink=True,
+        attrs={"softcap": 1.0})
+    gqa("gqa_decode_static_bias_sink_position_ids", 2, 1, 6, 2, 16, past=8, seqlens=[2, 6], total=7, rotary=(8, False),
+        position_ids=[[5], [0]], attention_bias=(1, 6, 1, 7), head_sink=True)
     return cases
 
 
