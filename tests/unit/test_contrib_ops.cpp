@@ -414,10 +414,11 @@ TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
   }
 }
 
-// A decode loop whose past grows by one position per step, total_sequence_length made from an
-// attention mask's shape (Shape -> Gather -> Cast, as ONNX Runtime's model builder writes it): the
-// plan is refreshed for each new length, not planned anew.
-TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) {
+// A decode loop whose total_sequence_length is made from an attention mask's shape (Shape -> Gather ->
+// Cast, as ONNX Runtime's model builder writes it) and grows by one position per step, over a past
+// that grows as much (its present one position longer) or over a static buffer of 12 positions (the
+// present as long as the past): the plan is refreshed for each new length, not planned anew.
+void decode_loop_with_mask_total(bool static_buffer) {
   if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
   testing::ModelBuilder b;
   b.input("query", DType::Float32, {1, 1, 64})
@@ -446,14 +447,16 @@ TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) {
   SessionOptions o = testing::webgpu_options();
   o.int64.fail_loud = true;
   Session gpu = Session::from_bytes(model, o);
-  Tensor pk = f32({1, 2, 3, 16}, 5), pv = f32({1, 2, 3, 16}, 6);
+  const int64_t kBuffer = 12;
+  Tensor pk = f32({1, 2, static_buffer ? kBuffer : 3, 16}, 5), pv = f32({1, 2, static_buffer ? kBuffer : 3, 16}, 6);
   std::vector<DeviceTensor> presents;
   for (int step = 0; step < 5; ++step) {
     const int64_t past = 3 + step;
-    std::vector<Operand> in = gqa_step(past, past, past + 1, 20 + 3 * uint32_t(step), pk, pv);
+    std::vector<Operand> in = gqa_step(past, static_buffer ? kBuffer : past, past + 1, 20 + 3 * uint32_t(step), pk, pv);
     in.pop_back();  // total_sequence_length comes from the mask
     in.push_back({"attention_mask", Tensor(DType::Int64, {1, past + 1})});
     std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
+    ASSERT_EQ(want[1].shape()[2], static_buffer ? kBuffer : past + 1);
     std::unordered_map<std::string, Tensor> host = testing::feeds_of(in);
     std::unordered_map<std::string, DeviceTensor> device;
     if (step > 0) {
@@ -474,6 +477,9 @@ TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) {
     pv = want[2];
   }
 }
+
+TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) { decode_loop_with_mask_total(false); }
+TEST(ContribGqa, StaticBufferGrowingTotalDecodeLoopRefreshed) { decode_loop_with_mask_total(true); }
 
 }  // namespace
 }  // namespace onnxgpu
