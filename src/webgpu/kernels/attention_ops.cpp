@@ -1,17 +1,23 @@
-// The attention ops on the GPU: GroupQueryAttention (com.microsoft); see ops/attention.h. Each is its
-// preparation (the KV cache's present written, rotary applied) then the attention core
-// (attention_core.h), which reads the present in place.
+// The attention ops on the GPU: GroupQueryAttention and MultiHeadAttention (com.microsoft), Attention
+// (ONNX, opset 23); see ops/attention.h. Each is its preparation (the KV cache's present written,
+// rotary applied, biases added) then the attention core (attention_core.h), which reads K and V where
+// they lie and computes each op's score and key range in its kernel.
 //
-// GroupQueryAttention. The sequence lengths (seqlens_k) are read on the GPU at run time, so a replay
-// takes new lengths; total_sequence_length sizes the present, so the plan reads it. Dispatches:
+// GroupQueryAttention. The sequence lengths (seqlens_k) and position_ids are read on the GPU at run
+// time, so a replay takes new ones; total_sequence_length sizes the present, so the plan reads it.
+// Dispatches:
 //   1. present_key, then present_value: every element (the past's first `past` positions, the new keys,
-//      rotated with do_rotary, or values, zeros after); a sequence length out of range is flagged (the
-//      run fails naming the node and the value) and nothing is written for it.
+//      rotated with do_rotary, or values, zeros after); a sequence length or a position out of range
+//      is flagged (the run fails naming the node and the value) and nothing is written for it.
 //   2. with do_rotary, Q rotated into a temporary.
 //   3. the attention: the G = N / Nkv query heads of a KV head share its keys: a decode step (one
 //      token) reads them as G rows of one batch element (its keys staged once for all of them, split
 //      into chunks over the workgroups); a prompt as S rows per query head. Each row sees the keys
 //      [lo, hi) of ops::gqa_keys, computed in the kernel from seqlens_k.
+// MultiHeadAttention and Attention write their presents (past then new rows) when there is a past
+// (or MHA's bias), and read the presents; else K and V are read in place (3-D or BNSH). Their masks
+// are per-score inputs of the core (or a key range: Attention's causal offset, windows and
+// nonpad_kv_seqlen, read at run time); Attention's qk_matmul_output has a kernel of its own.
 #include "ops/attention.h"
 #include "webgpu/kernels/attention_core.h"
 #include "webgpu/kernels/kernel.h"
