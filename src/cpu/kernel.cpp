@@ -67,6 +67,7 @@ const KernelRegistry& registry() {
     register_bias_activation(r);
     register_rotary(r);
     register_block_quant(r);
+    register_attention(r);
     return r;
   }();
   return reg;

@@ -102,5 +102,6 @@ void register_control_flow(KernelRegistry&);   // If, Loop, Scan
 void register_bias_activation(KernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
 void register_rotary(KernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
 void register_block_quant(KernelRegistry&);    // com.microsoft MatMulNBits, GatherBlockQuantized
+void register_attention(KernelRegistry&);      // Attention; com.microsoft GroupQueryAttention, MultiHeadAttention
 
 }  // namespace onnxgpu::cpu

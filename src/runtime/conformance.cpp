@@ -40,7 +40,8 @@ const std::set<std::string>& in_scope_ops() {
       "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
-      "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized"};
+      "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized",
+      "Attention", "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention"};
   return ops;
 }
 

@@ -253,6 +253,11 @@ struct B {
   B& without_schema(std::vector<DType> v) { c.dtypes_without_schema = std::move(v); return *this; }
   B& fold() { c.may_fold = true; return *this; }
   B& extremes(Extremes e, std::string why) { c.extremes = e; c.extremes_note = std::move(why); return *this; }
+  // The last input's second value set: `g` (a valid one).
+  B& second(Gen g) {
+    c.inputs.back().second = std::move(g);
+    return *this;
+  }
   // The last input's second value set: `g`; the case expects that run to fail.
   B& second_fails(Gen g) {
     c.inputs.back().second = std::move(g);
@@ -822,6 +827,64 @@ std::vector<Case> build() {
   add(B("DequantizeLinear", "blocked, float16 scales").opset(21).x("x", {2, 5, 4})
           .f("x_scale", DType::Float16, {2, 3, 4}, Dom::Positive).xg("x_zero_point", {2, 3, 4}, ints_in(0, 5))
           .i("axis", 1).i("block_size", 2));
+  // -- GroupQueryAttention (com.microsoft) ---------------------------------------------------------------------
+  // seqlens_k is an int32 GPU value read at run time; total_sequence_length sizes the present (a value
+  // the plan reads). A sequence length beyond the present makes the replay fail on both EPs.
+  family = "attention";
+  const std::vector<DType> kAttentionFloats = {DType::Float32, DType::Float16};
+  const char* kScoresNote = "softmax of products: 10x tolerance";
+  const char* kNoExtremes = "products of extreme values overflow in float32 on the GPU and not in double on the CPU";
+  add(B("GroupQueryAttention", "prompt, 2 heads per kv head").ms().without_schema(kAttentionFloats).x("query", {2, 5, 32})
+          .x("key", {2, 5, 16}).x("value", {2, 5, 16}).none().none().fg("seqlens_k", DType::Int32, {2}, fixed({4, 4}))
+          .fg("total_sequence_length", DType::Int32, {}, fixed({5})).i("num_heads", 4).i("kv_num_heads", 2).outs(3)
+          .tol(10).note(kScoresNote).extremes(Extremes::None, kNoExtremes));
+  add(B("GroupQueryAttention", "decode, static buffer, rotary, window, softcap").ms().without_schema(kAttentionFloats)
+          .x("query", {2, 1, 64}).x("key", {2, 1, 32}).x("value", {2, 1, 32}).x("past_key", {2, 2, 9, 16})
+          .x("past_value", {2, 2, 9, 16}).fg("seqlens_k", DType::Int32, {2}, fixed({3, 7}))
+          .fg("total_sequence_length", DType::Int32, {}, fixed({8})).x("cos_cache", {10, 4}).x("sin_cache", {10, 4})
+          .i("num_heads", 4).i("kv_num_heads", 2).i("do_rotary", 1).i("local_window_size", 5).fl("softcap", 2.0f).outs(3)
+          .tol(10).note(kScoresNote).extremes(Extremes::None, kNoExtremes));
+  // position_ids (int64, read on the GPU after the prompt): 2^32 + 1 on replay, its low word a valid
+  // row of the caches, must fail on both EPs.
+  add(B("GroupQueryAttention", "decode, rotary position_ids 2^32+1 on replay, attention bias, head sink").ms()
+          .without_schema(kAttentionFloats).quick({DType::Float32}).x("query", {2, 1, 64}).x("key", {2, 1, 32})
+          .x("value", {2, 1, 32}).x("past_key", {2, 2, 6, 16}).x("past_value", {2, 2, 6, 16})
+          .fg("seqlens_k", DType::Int32, {2}, fixed({4, 2})).fg("total_sequence_length", DType::Int32, {}, fixed({5}))
+          .x("cos_cache", {6, 8}).x("sin_cache", {6, 8}).fg("position_ids", DType::Int64, {2, 1}, fixed({5, 1}))
+          .second_fails(fixed({(int64_t(1) << 32) + 1, 1})).x("attention_bias", {2, 1, 1, 5}).x("head_sink", {4})
+          .i("num_heads", 4).i("kv_num_heads", 2).i("do_rotary", 1).outs(3).tol(10).note(kScoresNote)
+          .extremes(Extremes::None, kNoExtremes));
+  add(B("GroupQueryAttention", "packed, smooth softmax, seqlens_k beyond the present on replay").ms().without_schema(kAttentionFloats)
+          .quick({DType::Float32}).x("query", {2, 1, 48}).none().none().x("past_key", {2, 1, 6, 8}).x("past_value", {2, 1, 6, 8})
+          .fg("seqlens_k", DType::Int32, {2}, fixed({5, 2})).second_fails(fixed({5, 6}))
+          .fg("total_sequence_length", DType::Int32, {}, fixed({6})).i("num_heads", 4).i("kv_num_heads", 1)
+          .i("smooth_softmax", 1).outs(3).tol(10).note(kScoresNote).extremes(Extremes::None, kNoExtremes));
+
+  // -- MultiHeadAttention (com.microsoft), Attention (ONNX, opset 23) ------------------------------------------
+  add(B("MultiHeadAttention", "bias, key padding mask, attention bias").ms().without_schema(kAttentionFloats)
+          .x("query", {2, 3, 16}).x("key", {2, 4, 16}).x("value", {2, 4, 16}).x("bias", {48})
+          .fg("key_padding_mask", DType::Int32, {2, 4}, fixed({1, 1, 0, 1, 1, 1, 1, 0})).x("attention_bias", {1, 2, 3, 4})
+          .i("num_heads", 2).tol(10).note(kScoresNote).extremes(Extremes::None, kNoExtremes));
+  add(B("MultiHeadAttention", "past, unidirectional, key counts").ms().without_schema(kAttentionFloats).quick({DType::Float32})
+          .x("query", {2, 2, 16}).x("key", {2, 2, 16}).x("value", {2, 2, 16}).none()
+          .fg("key_padding_mask", DType::Int32, {2}, fixed({4, 3})).none().x("past_key", {2, 2, 2, 8})
+          .x("past_value", {2, 2, 2, 8}).i("num_heads", 2).i("unidirectional", 1).outs(3).tol(10).note(kScoresNote)
+          .extremes(Extremes::None, kNoExtremes));
+  // nonpad_kv_seqlen is an int64 GPU value read at run time: the replay's 2^32 + 1 (more keys than there
+  // are, its low word 1) must let every key through, as on the CPU.
+  const int64_t kBeyondKeys = (int64_t(1) << 32) + 1;
+  add(B("Attention", "4-D, GQA, bool mask, causal, past").opset(23).without_schema(kAttentionFloats).x("Q", {2, 4, 3, 8})
+          .x("K", {2, 2, 3, 8}).x("V", {2, 2, 3, 8}).fg("attn_mask", DType::Bool, {3, 5}, fixed({1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0}))
+          .x("past_key", {2, 2, 2, 8}).x("past_value", {2, 2, 2, 8}).i("is_causal", 1).outs(3).tol(10).note(kScoresNote)
+          .extremes(Extremes::None, kNoExtremes));
+  add(B("Attention", "3-D, float mask, softcap, qk_matmul_output softmax").opset(23).without_schema(kAttentionFloats)
+          .quick({DType::Float32}).x("Q", {2, 3, 16}).x("K", {2, 4, 16}).x("V", {2, 4, 8}).x("attn_mask", {2, 1, 3, 4})
+          .i("q_num_heads", 2).i("kv_num_heads", 2).fl("softcap", 2.0f).i("qk_matmul_output_mode", 3).outs(4)
+          .omit_outputs({1, 2}).tol(10).note(kScoresNote).extremes(Extremes::None, kNoExtremes));
+  add(B("Attention", "opset 24, nonpad_kv_seqlen 2^32+1 on replay, decode").opset(24).without_schema(kAttentionFloats)
+          .quick({DType::Float32}).x("Q", {2, 4, 1, 8}).x("K", {2, 2, 6, 8}).x("V", {2, 2, 6, 8}).none().none().none()
+          .fg("nonpad_kv_seqlen", DType::Int64, {2}, fixed({4, 6})).second(fixed({kBeyondKeys, 3})).i("is_causal", 1)
+          .tol(10).note(kScoresNote).extremes(Extremes::None, kNoExtremes));
 
   // -- Losses --------------------------------------------------------------------------------------------------
   family = "loss";

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "loader/tensor_proto.h"
+#include "model_builder.h"
 #include "one_node.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
@@ -73,6 +74,16 @@ std::string in_domain(const std::string& model, const std::string& domain, int v
     d->set_domain(domain);
     d->set_version(version);
   }
+  return m.SerializeAsString();
+}
+
+// `model` importing `domain` at version 1 (its nodes' domains set by the builder).
+std::string in_domain_import(const std::string& model, const std::string& domain) {
+  onnx::ModelProto m;
+  m.ParseFromString(model);
+  auto* d = m.add_opset_import();
+  d->set_domain(domain);
+  d->set_version(1);
   return m.SerializeAsString();
 }
 
@@ -359,6 +370,198 @@ TEST(ContribErrors, GatherBlockQuantizedIndicesAndAxes) {
   expect_error(model_of("GatherBlockQuantized", in, {"y"}, "com.microsoft", 1, attrs), in,
                {"node 'n0' (GatherBlockQuantized)", "scales float32[4,2] must be [4,1]"});
 }
+
+// ---- GroupQueryAttention
+
+// The inputs of a GroupQueryAttention decode step: 4 heads, 2 kv heads of 16 (one sequence) after a
+// past of `past` positions (a static buffer of `buffer` positions: seqlens_k = past).
+std::vector<Operand> gqa_step(int64_t past, int64_t buffer, int64_t total, uint32_t seed, const Tensor& pk, const Tensor& pv) {
+  return {{"query", f32({1, 1, 64}, seed)},
+          {"key", f32({1, 1, 32}, seed + 1)},
+          {"value", f32({1, 1, 32}, seed + 2)},
+          {"past_key", pk.defined() ? pk : Tensor(DType::Float32, {1, 2, buffer, 16})},
+          {"past_value", pv.defined() ? pv : Tensor(DType::Float32, {1, 2, buffer, 16})},
+          {"seqlens_k", Tensor::from_vector<int32_t>({1}, {int32_t(past)})},
+          {"total_sequence_length", Tensor::from_vector<int32_t>({}, {int32_t(total)})}};
+}
+
+testing::Attrs gqa_attrs(int64_t heads = 4, int64_t kv_heads = 2) {
+  return [=](onnx::NodeProto& n) {
+    testing::set_int(n, "num_heads", heads);
+    testing::set_int(n, "kv_num_heads", kv_heads);
+  };
+}
+
+TEST(ContribErrors, GqaHeadsAndShapes) {
+  std::vector<Operand> in = gqa_step(3, 8, 8, 1, {}, {});
+  auto model = [&](int64_t heads, int64_t kv) {
+    return model_of("GroupQueryAttention", in, {"output", "present_key", "present_value"}, "com.microsoft", 1,
+                    gqa_attrs(heads, kv));
+  };
+  expect_error(model(4, 3), in, {"node 'n0' (GroupQueryAttention)", "num_heads 4 must be a multiple of kv_num_heads 3"});
+  expect_error(model(0, 2), in, {"num_heads (0) and kv_num_heads (2) must be given and positive"});
+  expect_error(model(4, 1), in, {"key float32[1,1,32] must be [batch, sequence, kv_num_heads * head_size] = [1,1,16]"});
+  in[3].value = Tensor(DType::Float32, {1, 3, 8, 16});
+  expect_error(model(4, 2), in, {"past_key float32[1,3,8,16] must be [batch, kv_num_heads, length, head_size] = [1,2,length,16]"});
+  in = gqa_step(3, 8, 8, 1, {}, {});
+  in[5].value = Tensor::from_vector<int64_t>({1}, {3});
+  expect_error(model(4, 2), in, {"seqlens_k int64[1] must be int32 [batch] = [1]"});
+  // A step after the prompt without a past.
+  in = gqa_step(3, 8, 8, 1, {}, {});
+  in[3].value = in[4].value = Tensor();
+  expect_error(model(4, 2), in, {"a step after the prompt (sequence length 1 != total_sequence_length 8) needs past_key and past_value"});
+}
+
+TEST(ContribErrors, GqaSequenceLengthsOutOfRange) {
+  // The CPU checks each sequence's length against the tensors; the GPU reads seqlens_k at run time and
+  // flags the first one out of range: the run fails naming the node and the value.
+  auto expect = [&](int64_t past, int64_t total, const std::string& cpu_message, const std::string& gpu_value) {
+    std::vector<Operand> in = gqa_step(past, 8, total, 1, {}, {});
+    const std::string model = model_of("GroupQueryAttention", in, {"output", "present_key", "present_value"},
+                                       "com.microsoft", 1, gqa_attrs());
+    const std::string cpu = error_of(model, in, "cpu");
+    EXPECT_NE(cpu.find("node 'n0' (GroupQueryAttention): " + cpu_message), std::string::npos) << cpu;
+    if (testing::skip_gpu()) return;
+    const std::string gpu = error_of(model, in, "webgpu");
+    EXPECT_NE(gpu.find("node 'n0' (GroupQueryAttention) on the GPU: an index is out of range (index " + gpu_value + ")"),
+              std::string::npos) << gpu;
+  };
+  expect(8, 8, "seqlens_k[0] = 8 is out of range: the total length exceeds the present's 8 positions", "8");
+  expect(-1, 8, "seqlens_k[0] = -1 is out of range: the total length (seqlens_k + 1) must be at least the sequence length 1", "-1");
+  expect(9, 10, "seqlens_k[0] = 9 is out of range: the past (seqlens_k + 1 - sequence length) exceeds past_key's 8 positions", "9");
+}
+
+TEST(ContribErrors, GqaPositionIdsOutsideTheCaches) {
+  // After the prompt, rotary positions come from position_ids: the CPU checks them against the caches,
+  // the GPU reads them at run time and flags the first one outside.
+  std::vector<Operand> in = gqa_step(3, 8, 8, 1, {}, {});
+  in.push_back({"cos_cache", f32({8, 8})});
+  in.push_back({"sin_cache", f32({8, 8})});
+  in.push_back({"position_ids", Tensor::from_vector<int64_t>({1, 1}, {9})});
+  const std::string model = model_of("GroupQueryAttention", in, {"output", "present_key", "present_value"}, "com.microsoft", 1,
+                                     [](onnx::NodeProto& n) {
+                                       testing::set_int(n, "num_heads", 4);
+                                       testing::set_int(n, "kv_num_heads", 2);
+                                       testing::set_int(n, "do_rotary", 1);
+                                     });
+  const std::string cpu = error_of(model, in, "cpu");
+  EXPECT_NE(cpu.find("node 'n0' (GroupQueryAttention): position_ids value 9 at index 0 is out of range [0, 8)"), std::string::npos)
+      << cpu;
+  if (testing::skip_gpu()) return;
+  const std::string gpu = error_of(model, in, "webgpu");
+  EXPECT_NE(gpu.find("node 'n0' (GroupQueryAttention) on the GPU: an index is out of range (index 9)"), std::string::npos) << gpu;
+}
+
+// A decode loop over a static max-length KV buffer, captured: every step's presents are fed back as
+// the next step's past (on the GPU), total_sequence_length stays the buffer's length and seqlens_k
+// grows, so one recorded plan serves every step (replays). Each step matches the CPU reference fed
+// its own presents.
+TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
+  const int64_t kBuffer = 12;
+  std::vector<Operand> first = gqa_step(4, kBuffer, kBuffer, 1, {}, {});
+  first[3].value = f32({1, 2, kBuffer, 16}, 7);
+  first[4].value = f32({1, 2, kBuffer, 16}, 8);
+  const std::string model = model_of("GroupQueryAttention", first, {"output", "present_key", "present_value"},
+                                     "com.microsoft", 1, gqa_attrs());
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  Session gpu = Session::from_bytes(model, o);
+  Tensor pk = first[3].value, pv = first[4].value;
+  std::vector<DeviceTensor> presents;
+  for (int step = 0; step < 5; ++step) {
+    std::vector<Operand> in = gqa_step(4 + step, kBuffer, kBuffer, 10 + 3 * uint32_t(step), pk, pv);
+    std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
+    std::unordered_map<std::string, Tensor> host = testing::feeds_of(in);
+    std::unordered_map<std::string, DeviceTensor> device;
+    if (step > 0) {
+      host.erase("past_key");
+      host.erase("past_value");
+      device = {{"past_key", presents[1]}, {"past_value", presents[2]}};
+    }
+    presents = gpu.run_on_device(host, device);
+    for (size_t k = 0; k < 3; ++k) {
+      auto c = runtime::compare_tensors(presents[k].to_host(), want[k], {1e-5, 1e-3});
+      EXPECT_TRUE(c.passed) << "step " << step << " output " << k << ": " << c.message;
+    }
+    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0);
+    if (step > 1) {
+      EXPECT_TRUE(gpu.last_plan().replayed) << "step " << step;
+    }
+    pk = want[1];
+    pv = want[2];
+  }
+}
+
+// A decode loop whose total_sequence_length is made from an attention mask's shape (Shape -> Gather ->
+// Cast, as ONNX Runtime's model builder writes it) and grows by one position per step, over a past
+// that grows as much (its present one position longer) or over a static buffer of 12 positions (the
+// present as long as the past): the plan is refreshed for each new length, not planned anew.
+void decode_loop_with_mask_total(bool static_buffer) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
+  testing::ModelBuilder b;
+  b.input("query", DType::Float32, {1, 1, 64})
+      .input("key", DType::Float32, {1, 1, 32})
+      .input("value", DType::Float32, {1, 1, 32})
+      .input("past_key", DType::Float32, {1, 2, -1, 16})
+      .input("past_value", DType::Float32, {1, 2, -1, 16})
+      .input("seqlens_k", DType::Int32, {1})
+      .input("attention_mask", DType::Int64, {1, -1})
+      .initializer("one", Tensor::from_vector<int64_t>({}, {1}))
+      .output("output", DType::Float32)
+      .output("present_key", DType::Float32)
+      .output("present_value", DType::Float32);
+  b.node("Shape", {"attention_mask"}, {"mask_shape"});
+  b.node("Gather", {"mask_shape", "one"}, {"total64"});
+  testing::ModelBuilder::attr(b.node("Cast", {"total64"}, {"total"}), "to", int64_t(DType::Int32));
+  auto& n = b.node("GroupQueryAttention", {"query", "key", "value", "past_key", "past_value", "seqlens_k", "total"},
+                   {"output", "present_key", "present_value"}, "gqa");
+  n.set_domain("com.microsoft");
+  testing::ModelBuilder::attr(n, "num_heads", 4);
+  testing::ModelBuilder::attr(n, "kv_num_heads", 2);
+  const std::string model = in_domain_import(b.bytes(), "com.microsoft");
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  Session gpu = Session::from_bytes(model, o);
+  const int64_t kBuffer = 12;
+  Tensor pk = f32({1, 2, static_buffer ? kBuffer : 3, 16}, 5), pv = f32({1, 2, static_buffer ? kBuffer : 3, 16}, 6);
+  std::vector<DeviceTensor> presents;
+  for (int step = 0; step < 5; ++step) {
+    const int64_t past = 3 + step;
+    std::vector<Operand> in = gqa_step(past, static_buffer ? kBuffer : past, past + 1, 20 + 3 * uint32_t(step), pk, pv);
+    in.pop_back();  // total_sequence_length comes from the mask
+    in.push_back({"attention_mask", Tensor(DType::Int64, {1, past + 1})});
+    std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
+    ASSERT_EQ(want[1].shape()[2], static_buffer ? kBuffer : past + 1);
+    std::unordered_map<std::string, Tensor> host = testing::feeds_of(in);
+    std::unordered_map<std::string, DeviceTensor> device;
+    if (step > 0) {
+      host.erase("past_key");
+      host.erase("past_value");
+      device = {{"past_key", presents[1]}, {"past_value", presents[2]}};
+    }
+    presents = gpu.run_on_device(host, device);
+    for (size_t k = 0; k < 3; ++k) {
+      auto c = runtime::compare_tensors(presents[k].to_host(), want[k], {1e-5, 1e-3});
+      EXPECT_TRUE(c.passed) << "step " << step << " output " << k << ": " << c.message;
+    }
+    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0);
+    if (step > 1) {  // (step 1 is the first with its pasts on the GPU: a family of its own)
+      EXPECT_TRUE(gpu.last_plan().refreshed) << "step " << step;
+    }
+    pk = want[1];
+    pv = want[2];
+  }
+}
+
+TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) { decode_loop_with_mask_total(false); }
+TEST(ContribGqa, StaticBufferGrowingTotalDecodeLoopRefreshed) { decode_loop_with_mask_total(true); }
 
 }  // namespace
 }  // namespace onnxgpu

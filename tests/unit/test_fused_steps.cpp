@@ -88,7 +88,7 @@ TEST(FusedSteps, AttentionExpressionInputsFollowQKAndV) {
   ASSERT_EQ(binds.size(), 5u);
   EXPECT_EQ(binds[3].kind, webgpu::ValueRef::Kind::Input);
   EXPECT_EQ(binds[3].index, 3);
-  EXPECT_NE(p.source().find("fn score(p: f32, ok: bool, x0: f32)"), std::string::npos);
+  EXPECT_NE(p.source().find("fn score(p: f32, z: u32, i: u32, j: u32, x0: f32)"), std::string::npos);
   EXPECT_NE(p.source().find("let a = p;\n    let b = x0;"), std::string::npos);
 }
 

@@ -130,6 +130,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_rotary(r);
     register_block_quant(r);
     register_quantize(r);
+    register_attention_ops(r);
     return r;
   }();
   return reg;

@@ -188,6 +188,7 @@ void register_bias_activation(GpuKernelRegistry&);  // com.microsoft FastGelu, B
 void register_rotary(GpuKernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
 void register_block_quant(GpuKernelRegistry&);    // com.microsoft MatMulNBits, GatherBlockQuantized
 void register_quantize(GpuKernelRegistry&);       // QuantizeLinear, DequantizeLinear
+void register_attention_ops(GpuKernelRegistry&);  // com.microsoft GroupQueryAttention
 
 // Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
 void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);

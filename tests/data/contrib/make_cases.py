@@ -13,7 +13,7 @@ ONNX Runtime implements only on its GPU EPs, its WebGPU EP (on SwiftShader here,
 --peer the peer is built in bench/.peer as bench/compare.py builds it.
 
 The cases cover each op's attributes, optional inputs and outputs, dtypes (float32, float16) and
-shapes; values are small (a few KB per case). The engine's tests run them on the CPU reference and on
+shapes; values are small (a few KB per case, 21 KB at most: the attention ops' KV caches). The engine's tests run them on the CPU reference and on
 WebGPU with capture and replays (tests/unit/test_contrib_ops.cpp; tests/conformance, suite "contrib",
 which docs/ops.md reports). Needs Debian's python3 (onnx, numpy).
 """
@@ -33,9 +33,9 @@ from onnx import TensorProto, helper, numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 MS = "com.microsoft"
-F32, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
-NP = {F32: np.float32, F16: np.float16, I64: np.int64}
-ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: TensorProto.INT32, np.uint8: TensorProto.UINT8}
+F32, F16, I64, I32 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32
+NP = {F32: np.float32, F16: np.float16, I64: np.int64, I32: np.int32}
+ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8: TensorProto.UINT8}
 
 
 class Case:
@@ -295,7 +295,113 @@ def block_quant_cases():
     return cases
 
 
-ALL = norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases()
+def gqa_cases():
+    """GroupQueryAttention: kv heads fewer than heads (and one), the prompt, a decode step after a past
+    that grew by concatenation, a static max-length buffer with per-sequence lengths (seqlens_k), a
+    later prompt chunk, a padded prompt, packed QKV, rotary inside (interleaved or not, partial), local
+    window, softcap, smooth softmax, scale, attention_bias, head_sink, position_ids, float16."""
+    cases = []
+
+    def gqa(name, b, s, n, nkv, h, past=None, seqlens=None, total=None, packed=False, rotary=None, dt=np.float32,
+            attrs=None, position_ids=None, attention_bias=None, head_sink=False):
+        r = rng(name)
+        t = F16 if dt == np.float16 else F32
+        total = s if total is None else total
+        seqlens = [total - 1] * b if seqlens is None else seqlens
+        q = values(r, (b, s, n * h), dt, -1.0, 1.0)
+        k = values(r, (b, s, nkv * h), dt, -1.0, 1.0)
+        v = values(r, (b, s, nkv * h), dt, -1.0, 1.0)
+        ins = [("query", np.concatenate([q, k, v], axis=2), False)] if packed else [("query", q, False), ("key", k, False),
+                                                                                  ("value", v, False)]
+        if packed:
+            ins += [("", None, False), ("", None, False)]
+        if past is not None:
+            ins += [("past_key", values(r, (b, nkv, past, h), dt, -1.0, 1.0), False),
+                    ("past_value", values(r, (b, nkv, past, h), dt, -1.0, 1.0), False)]
+        else:
+            ins += [("", None, False), ("", None, False)]
+        ins += [("seqlens_k", np.array(seqlens, dtype=np.int32), False),
+                ("total_sequence_length", np.array(total, dtype=np.int32), False)]
+        a = {"num_heads": n, "kv_num_heads": nkv}
+        if rotary is not None:
+            half, interleaved = rotary
+            cos, sin = rotary_cache(max(total, past or 0) + 2, half, dt)
+            ins += [("cos_cache", cos, False), ("sin_cache", sin, False)]
+            a.update(do_rotary=1, rotary_interleaved=int(interleaved))
+        else:
+            ins += [("", None, False), ("", None, False)]
+        ins.append(("position_ids", np.array(position_ids, dtype=np.int64), False) if position_ids is not None
+                   else ("", None, False))
+        ins.append(("attention_bias", values(r, attention_bias, dt, -1.0, 1.0), False) if attention_bias
+                   else ("", None, False))
+        ins.append(("head_sink", values(r, (n,), dt, -1.0, 1.0), False) if head_sink else ("", None, False))
+        while ins and not ins[-1][0]:
+            ins.pop()
+        a.update(attrs or {})
+        cases.append(Case(name, "GroupQueryAttention", ins, [("output", t), ("present_key", t), ("present_value", t)], a))
+
+    gqa("gqa_prompt", 2, 5, 4, 2, 16)
+    gqa("gqa_prompt_packed_rotary", 2, 4, 4, 2, 16, packed=True, rotary=(8, False))
+    gqa("gqa_prompt_window_softcap", 1, 7, 4, 1, 8, attrs={"local_window_size": 3, "softcap": 2.0})
+    gqa("gqa_prompt_padded_smooth_scale", 2, 5, 2, 2, 8, seqlens=[4, 2], attrs={"smooth_softmax": 1, "scale": 0.5})
+    gqa("gqa_decode_past", 2, 1, 4, 2, 16, past=6, total=7)
+    gqa("gqa_decode_mqa_window", 1, 1, 4, 1, 16, past=9, total=10, attrs={"local_window_size": 4})
+    gqa("gqa_decode_static_rotary_interleaved", 2, 1, 6, 2, 16, past=12, seqlens=[3, 9], total=10, rotary=(8, True))
+    gqa("gqa_decode_static_partial_rotary_softcap", 2, 1, 4, 2, 32, past=8, seqlens=[5, 2], total=6,
+        rotary=(8, False), attrs={"softcap": 1.5})
+    gqa("gqa_static_prompt", 2, 4, 4, 2, 16, past=8, rotary=(8, False))
+    gqa("gqa_later_prompt_chunk", 1, 3, 4, 2, 16, past=12, seqlens=[7], total=8, rotary=(8, False))
+    gqa("gqa_decode_float16", 2, 1, 4, 2, 16, past=5, total=6, dt=np.float16)
+    # attention_bias (after softcap), head_sink (a sink logit per head), position_ids (which ONNX
+    # Runtime's CPU EP reads and does not use: the positions come from seqlens_k).
+    gqa("gqa_prompt_attention_bias_head_sink", 2, 4, 4, 2, 16, attention_bias=(2, 1, 4, 4), head_sink=True,
+        attrs={"softcap": 1.0})
+    gqa("gqa_decode_static_bias_sink_position_ids", 2, 1, 6, 2, 16, past=8, seqlens=[2, 6], total=7, rotary=(8, False),
+        position_ids=[[5], [0]], attention_bias=(1, 6, 1, 7), head_sink=True)
+    return cases
+
+
+def mha_cases():
+    """MultiHeadAttention: separate Q, K, V [B, S, D] with and without bias, key padding masks (key
+    counts [B] and [B, T]), attention_bias (broadcast over batch or heads), a past with presents,
+    unidirectional, scale, mask_filter_value, a value head size of its own, K and V in BNSH."""
+    cases = []
+
+    def mha(name, b, s, l, n, h, hv=None, past=None, bias=False, mask=None, attn_bias=None, bnsh=False, attrs=None):
+        r = rng(name)
+        hv = hv or h
+        ins = [("query", values(r, (b, s, n * h), lo=-1.0, hi=1.0), False)]
+        if bnsh:
+            ins += [("key", values(r, (b, n, l, h), lo=-1.0, hi=1.0), False),
+                    ("value", values(r, (b, n, l, hv), lo=-1.0, hi=1.0), False)]
+        else:
+            ins += [("key", values(r, (b, l, n * h), lo=-1.0, hi=1.0), False),
+                    ("value", values(r, (b, l, n * hv), lo=-1.0, hi=1.0), False)]
+        ins.append(("bias", values(r, (2 * n * h + n * hv,), lo=-0.5, hi=0.5), False) if bias else ("", None, False))
+        ins.append(("key_padding_mask", np.array(mask, dtype=np.int32), False) if mask is not None else ("", None, False))
+        ins.append(("attention_bias", values(r, attn_bias, lo=-1.0, hi=1.0), False) if attn_bias else ("", None, False))
+        if past is not None:
+            ins += [("past_key", values(r, (b, n, past, h), lo=-1.0, hi=1.0), False),
+                    ("past_value", values(r, (b, n, past, hv), lo=-1.0, hi=1.0), False)]
+        while ins and not ins[-1][0]:
+            ins.pop()
+        outs = [("output", F32)] + ([("present_key", F32), ("present_value", F32)] if past is not None else [])
+        a = {"num_heads": n}
+        a.update(attrs or {})
+        cases.append(Case(name, "MultiHeadAttention", ins, outs, a))
+
+    mha("mha_cross", 2, 3, 5, 2, 8)
+    mha("mha_bias_key_padding_mask", 2, 4, 4, 2, 8, bias=True, mask=[[1, 1, 0, 1], [1, 1, 1, 0]])
+    mha("mha_key_counts_attention_bias_scale", 2, 3, 5, 2, 8, hv=4, mask=[5, 3], attn_bias=(1, 2, 3, 5),
+        attrs={"scale": 0.5})
+    mha("mha_past_unidirectional_bias", 2, 3, 3, 2, 8, past=4, bias=True, attn_bias=(2, 1, 3, 7),
+        mask=[[1] * 7, [1, 1, 1, 1, 1, 0, 1]], attrs={"unidirectional": 1, "mask_filter_value": -1e9})
+    mha("mha_decode_past", 2, 1, 1, 4, 8, past=6)
+    mha("mha_bnsh_kv", 1, 3, 6, 2, 8, bnsh=True)
+    return cases
+
+
+ALL = norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases()
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------

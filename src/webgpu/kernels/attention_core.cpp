@@ -1,0 +1,412 @@
+#include "webgpu/kernels/attention_core.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "webgpu/kernels/reduce_util.h"
+
+namespace onnxgpu::webgpu::attention {
+
+namespace {
+
+using strided::Layout;
+
+constexpr uint32_t kCols = 64;  // DV: output columns per workgroup (4 per lane)
+
+// $ONNXGPU_ATTENTION_ROWS=8 and $ONNXGPU_ATTENTION_KEYS=64, read once: tile shapes for measuring.
+struct TileKnobs {
+  bool rows8 = false, keys64 = false;
+};
+const TileKnobs& tile_knobs() {
+  static const TileKnobs knobs = [] {
+    auto is = [](const char* name, const char* value) {
+      const char* e = std::getenv(name);
+      return e && std::string(e) == value;
+    };
+    return TileKnobs{is("ONNXGPU_ATTENTION_ROWS", "8"), is("ONNXGPU_ATTENTION_KEYS", "64")};
+  }();
+  return knobs;
+}
+
+// A workgroup's share: RQ query rows (16 invocations each), blocks of BK keys (BK / 16 scores per
+// invocation), DC of D staged at a time.
+struct Tile {
+  uint32_t rows, keys, depth;
+  uint32_t threads() const { return 16 * rows; }  // NT
+  uint32_t scores() const { return keys / 16; }   // SC: scores per invocation and block
+};
+
+// RQ: 16 where the device allows 256 invocations (K and V staged once for more rows: faster on the
+// H200 than 8), else 8; 8 for a split (few rows: fewer idle invocations). BK: 32 (64 was equal or
+// slower there). DC: 64 where workgroup memory allows (one stage per key block for heads of up to 64),
+// else 32; with 8 rows when 16 do not fit.
+Tile choose_tile(const GpuKernelContext& ctx, bool few_rows) {
+  const Limits& lim = ctx.limits;
+  uint32_t inv = lim.max_compute_invocations_per_workgroup ? lim.max_compute_invocations_per_workgroup : 256;
+  uint32_t wx = lim.max_compute_workgroup_size_x ? lim.max_compute_workgroup_size_x : 256;
+  uint32_t mem = lim.max_compute_workgroup_storage_size ? lim.max_compute_workgroup_storage_size : 16384;
+  Tile t{std::min(inv, wx) >= 256 && !few_rows ? 16u : 8u, 32, 0};
+  if (tile_knobs().rows8) t.rows = 8;
+  if (tile_knobs().keys64) t.keys = 64;
+  auto shared = [&](uint32_t dc) {
+    return 4 * (t.rows * dc + dc * (t.keys + 1) + t.keys * kCols + t.rows * t.keys + 16 * t.rows) + 8;
+  };
+  if (shared(32) > mem) t.rows = 8;
+  t.depth = shared(64) <= mem ? 64 : 32;
+  if (t.threads() > inv || t.threads() > wx || shared(t.depth) > mem) ctx.unsupported("the device's workgroups are too small");
+  return t;
+}
+
+// The keys of a split: NC chunks of CK keys (a multiple of BK), at least 128 keys a chunk and at most
+// 64 chunks.
+struct Split {
+  uint32_t chunks = 1, keys = 0;
+};
+Split choose_split(const Spec& s, const Tile& t) {
+  Split sp;
+  const uint64_t lk = uint64_t(std::max<int64_t>(s.Lk, 1));
+  uint64_t per = std::max<uint64_t>(128, (lk + 63) / 64);
+  per = (per + t.keys - 1) / t.keys * t.keys;
+  sp.chunks = uint32_t((lk + per - 1) / per);
+  sp.keys = uint32_t(per);
+  return sp;
+}
+
+uint32_t max_grid(const GpuKernelContext& ctx) {
+  return ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
+}
+
+// The WGSL of the score: fn score(...) (the caller's) and fn score_of(p, ok, z, i, j, ...) (-inf past
+// the row's keys); and the main loop's handling of the score inputs, read a block ahead with the next
+// keys and values.
+struct ScoreWgsl {
+  std::string fn;     // the caller's declarations, fn score, fn score_of
+  std::string bases;  // each input's row offset for this invocation's query row
+  std::string regs;   // its registers: this block's values (_a) and the next block's (_n)
+  std::string load;   // loading the next block's values
+  std::string next;   // the next block's values becoming this block's
+  std::string args;   // score_of()'s arguments after j
+};
+ScoreWgsl score_wgsl(const Spec& s) {
+  ScoreWgsl w;
+  std::string params;
+  std::string names;
+  for (const ScoreInput& x : s.inputs) {
+    const std::string& n = x.name;
+    params += ", " + n + ": " + x.type;
+    names += ", " + n;
+    w.bases += "  let " + n + "_row = " + n + "_boff(z) + min(i, Lq() - 1u) * " + n + "_sr();\n";
+    w.regs += "  var " + n + "_a: array<" + x.type + ", SC>;\n  var " + n + "_n: array<" + x.type + ", SC>;\n";
+    w.load += "        for (var q = 0u; q < SC; q = q + 1u) {\n"
+              "          let key = nj0 + lane + 16u * q;\n"
+              "          " + n + "_n[q] = " + n + "_in_load(select(0u, " + n + "_row + key * " + n + "_sc(), key < " + x.keys + "));\n"
+              "        }\n";
+    w.next += "      " + n + "_a = " + n + "_n;\n";
+    w.args += ", " + n + "_a[q]";
+  }
+  w.fn = s.decls + "fn score(p: f32, z: u32, i: u32, j: u32" + params + ") -> f32 {\n" +
+         (s.score.empty() ? std::string("  return p;\n") : s.score) + "}\n" +
+         "fn score_of(p: f32, ok: bool, z: u32, i: u32, j: u32" + params + ") -> f32 {\n"
+         "  if (!ok) { return -f32_inf(); }\n"
+         "  return score(p, z, i, j" + names + ");\n}\n";
+  return w;
+}
+
+// The tile's constants, workgroup arrays and element accessors. Tile loads: consecutive invocations
+// read along the operand's contiguous axis.
+std::string tile_decls(const Tile& t, const Spec& s) {
+  auto slot = [](bool along_cols, uint32_t rows, uint32_t cols) {
+    return along_cols ? "vec2<u32>(g / " + u32_lit(cols) + ", g % " + u32_lit(cols) + ")"
+                      : "vec2<u32>(g % " + u32_lit(rows) + ", g / " + u32_lit(rows) + ")";
+  };
+  return "const RQ: u32 = " + u32_lit(t.rows) + ";\nconst BK: u32 = " + u32_lit(t.keys) + ";\nconst DC: u32 = " +
+         u32_lit(t.depth) + ";\nconst DV: u32 = " + u32_lit(kCols) + ";\nconst NT: u32 = " + u32_lit(t.threads()) +
+         ";\nconst SC: u32 = " + u32_lit(t.scores()) + ";\n"
+         "var<workgroup> Qs: array<f32, " + u32_lit(t.rows * t.depth) + ">;  // [row][d]\n"
+         "const KS: u32 = BK + 1u;  // Ks's row stride (padded: a column of Ks is written at once)\n"
+         "var<workgroup> Ks: array<f32, " + u32_lit(t.depth * (t.keys + 1)) + ">;  // [d][key]\n"
+         "var<workgroup> Vs: array<f32, " + u32_lit(t.keys * kCols) + ">;  // [key][col]\n"
+         "var<workgroup> Ps: array<f32, " + u32_lit(t.rows * t.keys) + ">;  // [row][key]\n"
+         "var<workgroup> red: array<f32, " + u32_lit(t.threads()) + ">;\n"
+         "var<workgroup> wg_keys: vec2<u32>;  // the workgroup's keys [lo, hi)\n"
+         "fn fmax_nan(a: f32, b: f32) -> f32 { return select(a, b, b > a); }\n"
+         "fn q_slot(g: u32) -> vec2<u32> { return " + slot(s.q.layout.s_col == 1, t.rows, t.depth) + "; }\n"
+         "fn k_slot(g: u32) -> vec2<u32> { return " + slot(s.k.layout.s_col == 1, t.depth, t.keys) + "; }\n"
+         "fn v_slot(g: u32) -> vec2<u32> { return " + slot(s.v.layout.s_col == 1, t.keys, kCols) + "; }\n"
+         "fn q_at(base: u32, i: u32, c: u32) -> f32 {\n"
+         "  let ok = i < Lq() && c < D();\n"
+         "  return select(0.0, q_load(select(0u, base + i * q_sr() + c * q_sc(), ok)), ok);\n}\n"
+         "fn k_at(base: u32, c: u32, j: u32) -> f32 {\n"
+         "  let ok = c < D() && j < Lk();\n"
+         "  return select(0.0, k_load(select(0u, base + c * k_sr() + j * k_sc(), ok)), ok);\n}\n"
+         "fn v_at(base: u32, j: u32, c: u32) -> f32 {\n"
+         "  let ok = j < Lk() && c < Dv();\n"
+         "  return select(0.0, v_load(select(0u, base + j * v_sr() + c * v_sc(), ok)), ok);\n}\n";
+}
+
+// `stmt` in a loop over the n values a stage moves per invocation (`$`, the loop index).
+std::string looped(uint32_t n, const std::string& stmt) {
+  std::string body = stmt;
+  for (size_t at; (at = body.find('$')) != std::string::npos;) body.replace(at, 1, "t");
+  return "      for (var t = 0u; t < " + u32_lit(n) + "; t = t + 1u) " + body + "\n";
+}
+
+// Values of Q, K and V each invocation moves per stage.
+struct StageShare {
+  uint32_t q, k, v;
+};
+
+// A stage is one DC-slice of D for one block of keys (a block's last stage also brings its values and
+// the score inputs). Each stage's loads are issued into registers while the stage before it computes.
+std::string load_stage_wgsl(const StageShare& n, const ScoreWgsl& score) {
+  return "    {\n"
+         "      let nj0 = (b0 + nst / nd) * BK;\n"
+         "      let nd0 = (nst % nd) * DC;\n" +
+         looped(n.q, "{ let s = q_slot(lid + $ * NT); rq[$] = q_at(qb, i0 + s.x, nd0 + s.y); }") +
+         looped(n.k, "{ let s = k_slot(lid + $ * NT); rk[$] = k_at(kb, nd0 + s.x, nj0 + s.y); }") +
+         "      if (nst % nd == nd - 1u) {\n" +
+         looped(n.v, "{ let s = v_slot(lid + $ * NT); rv[$] = v_at(vb, nj0 + s.x, c0 + s.y); }") + score.load +
+         "      }\n"
+         "    }\n";
+}
+
+// A block's last stage: this invocation's scores of the block (keys lane + 16 q), the score applied,
+// and their maximum; then the online softmax's rescaling and the block's share of P V.
+std::string block_softmax_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score) {
+  std::string ok = "i < Lq() && key < Lk()";
+  if (s.key_range) ok += " && key >= kr.x && key < kr.y";
+  return "      var bmax = -f32_inf();\n"
+         "      for (var q = 0u; q < SC; q = q + 1u) {\n"
+         "        let key = j0 + lane + 16u * q;\n"
+         "        e[q] = score_of(sa[q], " + ok + ", z, i, key" + score.args + ");\n"
+         "        bmax = fmax_nan(bmax, e[q]);\n"
+         "      }\n"
+         "      red[lid] = bmax;\n"
+         "      workgroupBarrier();\n"
+         "      var bm = -f32_inf();\n"
+         "      for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r * 16u + t]); }\n"
+         "      let m_new = max(m, bm);\n"
+         "      let old_shift = select(m, 0.0, abs(m) == f32_inf());\n"
+         "      let shift = select(m_new, 0.0, abs(m_new) == f32_inf());\n"
+         "      // What was summed with the old shift, rescaled (nothing was while the maximum was -inf).\n"
+         "      let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
+         "      m = m_new;\n"
+         "      sh = shift;\n"
+         "      var psum = 0.0;\n" +
+         looped(t.scores(), "{ let p = exp_shifted(e[$], shift); Ps[r * BK + lane + 16u * $] = p; psum = psum + p; }") +
+         "      l = l * corr + psum;\n"
+         "      acc = acc * corr;\n"
+         "      workgroupBarrier();\n"
+         "      for (var j = 0u; j < BK; j = j + 1u) {\n"
+         "        let pj = Ps[r * BK + j];\n"
+         "        let at = j * DV + lane;\n"
+         "        acc = fma(vec4<f32>(pj), vec4<f32>(Vs[at], Vs[at + 16u], Vs[at + 32u], Vs[at + 48u]), acc);\n"
+         "      }\n";
+}
+
+// The workgroup's keys [klo, khi): all, or the union of its rows' (made uniform through workgroup
+// memory), within its chunk of a split.
+std::string key_bounds_wgsl(const Spec& s, bool split) {
+  std::string w = "  var klo = 0u;\n  var khi = Lk();\n";
+  if (s.key_range)
+    w += "  let kr = key_range(z, min(i, Lq() - 1u));\n"
+         "  if (lid == 0u) { wg_keys = block_keys(z, i0, min(i0 + RQ, Lq()) - 1u); }\n"
+         "  let wk = workgroupUniformLoad(&wg_keys);\n"
+         "  klo = wk.x;\n"
+         "  khi = min(wk.y, Lk());\n";
+  if (split)
+    w += "  klo = max(klo, chunk * CK());\n"
+         "  khi = min(khi, (chunk + 1u) * CK());\n";
+  w += "  let b0 = klo / BK;\n"
+       "  let b1 = select(b0, (khi + BK - 1u) / BK, khi > klo);\n";
+  return w;
+}
+
+// The row's result: acc / sum (0 for a row without keys when asked), or with a split the chunk's
+// partial output, shift and sum.
+std::string store_wgsl(const Spec& s, bool split) {
+  if (split)
+    return "  if (i < Lq()) {\n"
+           "    let pr = zc * Lq() + i;\n"
+           "    for (var t = 0u; t < 4u; t = t + 1u) {\n"
+           "      let c = c0 + lane + 16u * t;\n"
+           "      if (c < Dv()) { po_store(pr * Dv() + c, acc[t]); }\n"
+           "    }\n"
+           "    if (wid.x == 0u && lane == 0u) { pml_store(2u * pr, sh); pml_store(2u * pr + 1u, sum); }\n"
+           "  }\n";
+  std::string value = s.empty_rows_zero ? "select(acc[t] / sum, 0.0, sum == 0.0)" : "acc[t] / sum";
+  return "  if (i < Lq()) {\n"
+         "    let yb = y_boff(z) + i * y_sr();\n"
+         "    for (var t = 0u; t < 4u; t = t + 1u) {\n"
+         "      let c = c0 + lane + 16u * t;\n"
+         "      if (c < Dv()) { y_store(yb + c * y_sc(), " + value + "); }\n"
+         "    }\n"
+         "  }\n";
+}
+
+// The running maximum, shift and sum before the first key: none, or the row's extra logit (its sink,
+// summed once per row: by its first lane, in the first chunk of a split).
+std::string init_wgsl(const Spec& s, bool split) {
+  if (!s.sink) return "  var m = -f32_inf();\n  var sh = 0.0;\n  var l = 0.0;\n";
+  const std::string first = split ? "chunk == 0u" : "true";
+  return "  let sink = sink_of(z, min(i, Lq() - 1u));\n"
+         "  var m = select(-f32_inf(), sink, " + first + ");\n"
+         "  var sh = select(0.0, sink, " + first + ");\n"
+         "  var l = select(0.0, 1.0, " + first + " && lane == 0u);\n";
+}
+
+// The kernel's body: the stages in turn (staging, prefetching the next, accumulating the scores),
+// then each row's sum and the output columns written.
+std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool split) {
+  StageShare n{t.rows * t.depth / t.threads(), t.depth * t.keys / t.threads(), t.keys * kCols / t.threads()};
+  std::string load_stage = load_stage_wgsl(n, score);
+  return "  let r = lid / 16u;\n"
+         "  let lane = lid % 16u;\n" +
+         std::string(split ? "  let zc = wid.z;\n  let z = zc / NC();\n  let chunk = zc % NC();\n" : "  let z = wid.z;\n") +
+         "  let i0 = wid.y * RQ;\n"
+         "  let c0 = wid.x * DV;\n"
+         "  let i = i0 + r;\n"
+         "  let qb = q_boff(z);\n"
+         "  let kb = k_boff(z);\n"
+         "  let vb = v_boff(z);\n" + score.bases + key_bounds_wgsl(s, split) +
+         "  let nd = max((D() + DC - 1u) / DC, 1u);\n"
+         "  let ns = (b1 - b0) * nd;\n" +
+         "  var rq: array<f32, " + u32_lit(n.q) + ">;\n  var rk: array<f32, " + u32_lit(n.k) + ">;\n  var rv: array<f32, " +
+         u32_lit(n.v) + ">;\n" + score.regs +
+         init_wgsl(s, split) +
+         "  var acc = vec4<f32>(0.0);\n"
+         "  var sa: array<f32, SC>;\n  var e: array<f32, SC>;\n" +
+         "  var nst = 0u;\n" + load_stage +
+         "  for (var st = 0u; st < ns; st = st + 1u) {\n"
+         "    let j0 = (b0 + st / nd) * BK;\n"
+         "    let last = st % nd == nd - 1u;\n" +
+         looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[s.x * DC + s.y] = rq[$]; }") +
+         looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y] = rk[$]; }") +
+         "    if (last) {\n" +
+         looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x * DV + s.y] = rv[$]; }") + score.next +
+         "    }\n"
+         "    workgroupBarrier();\n"
+         "    nst = st + 1u;\n"
+         "    if (nst < ns) {\n" + load_stage +
+         "    }\n"
+         "    if (st % nd == 0u) {\n" +
+         looped(t.scores(), "{ sa[$] = 0.0; }") +
+         "    }\n"
+         "    for (var c = 0u; c < DC; c = c + 1u) {\n"
+         "      let a = Qs[r * DC + c];\n" +
+         looped(t.scores(), "{ sa[$] = fma(a, Ks[c * KS + lane + 16u * $], sa[$]); }") +
+         "    }\n"
+         "    if (last) {\n" + block_softmax_wgsl(t, s, score) +
+         "    }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  red[lid] = l;\n"
+         "  workgroupBarrier();\n"
+         "  var sum = 0.0;\n"
+         "  for (var t = 0u; t < 16u; t = t + 1u) { sum = sum + red[r * 16u + t]; }\n" +
+         store_wgsl(s, split);
+}
+
+// The combine of a split: per output element, the chunks' partial outputs weighed by their shifts
+// (chunks that summed nothing left out; NaN sums kept).
+void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count) {
+  auto p = ctx.program(s.name + "_combine");
+  const uint64_t parts = z_count * sp.chunks * uint64_t(s.Lq);
+  p.input("po", DType::Float32, Shape{int64_t(parts * uint64_t(s.Dv))});
+  p.input("pml", DType::Float32, Shape{int64_t(parts * 2)});
+  p.output("y", s.y.t.dtype, Shape{int64_t(s.y.t.numel)});
+  p.uniform("Lq", uint32_t(s.Lq));
+  p.uniform("Dv", uint32_t(s.Dv));
+  p.uniform("NC", sp.chunks);
+  strided::declare(p, s.batch, {{"y", &s.y.layout}});
+  const uint64_t threads = z_count * uint64_t(s.Lq) * uint64_t(s.Dv);
+  p.set_threads(threads);
+  std::string value = s.empty_rows_zero ? "select(o / lsum, 0.0, lsum == 0.0)" : "o / lsum";
+  p.body("  let c = gi % Dv();\n"
+         "  let i = (gi / Dv()) % Lq();\n"
+         "  let z = gi / Dv() / Lq();\n"
+         "  var mx = -f32_inf();\n"
+         "  for (var k = 0u; k < NC(); k = k + 1u) {\n"
+         "    let pr = (z * NC() + k) * Lq() + i;\n"
+         "    if (pml_load(2u * pr + 1u) != 0.0) { mx = max(mx, pml_load(2u * pr)); }\n"
+         "  }\n"
+         "  var lsum = 0.0;\n"
+         "  var o = 0.0;\n"
+         "  for (var k = 0u; k < NC(); k = k + 1u) {\n"
+         "    let pr = (z * NC() + k) * Lq() + i;\n"
+         "    let lk = pml_load(2u * pr + 1u);\n"
+         "    if (lk != 0.0) {\n"
+         "      let w = exp(pml_load(2u * pr) - mx);\n"
+         "      lsum = lsum + lk * w;\n"
+         "      o = o + po_load(pr * Dv() + c) * w;\n"
+         "    }\n"
+         "  }\n"
+         "  y_store(y_boff(z) + i * y_sr() + c * y_sc(), " + value + ");\n");
+  ctx.dispatch(p, {po, pml, s.y.t.ref});
+}
+
+}  // namespace
+
+void emit(GpuKernelContext& ctx, const Spec& s) {
+  if (s.Lq == 0 || s.Dv == 0 || shape_numel(s.batch) == 0) return;
+  for (int64_t v : {s.Lq, s.D, s.Lk, s.Dv}) strided::u32_dim(ctx, v, "an attention dimension");
+  for (const Matrix* m : {&s.q, &s.k, &s.v, &s.y}) strided::u32_dim(ctx, int64_t(m->t.numel), "an attention operand");
+  const uint64_t z_count = uint64_t(shape_numel(s.batch));
+  const bool split = s.split && s.Lq <= 8;
+  Tile t = choose_tile(ctx, split);
+  const Split sp = split ? choose_split(s, t) : Split{};
+  uint64_t gx = (uint64_t(s.Dv) + kCols - 1) / kCols, gy = (uint64_t(s.Lq) + t.rows - 1) / t.rows, gz = z_count * sp.chunks;
+  if (gx > max_grid(ctx) || gy > max_grid(ctx) || gz > max_grid(ctx)) ctx.unsupported("attention too large for the device's grid");
+  const size_t tensors = 4 + s.inputs.size() + s.extras.size() + (split ? 1 : 0);
+  uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+  if (tensors > most) ctx.unsupported("more tensors than the device binds per dispatch");
+
+  std::string name = s.name;
+  for (const auto& [tag, m] : {std::pair<const char*, const Matrix*>{"q", &s.q}, {"k", &s.k}, {"v", &s.v}})
+    name += std::string("_") + tag + (m->layout.s_col == 1 ? "r" : "c");
+  auto p = ctx.program(name + (split ? "_split" : ""), t.threads());
+  p.input("q", s.q.t.dtype, Shape{int64_t(s.q.t.numel)});
+  p.input("k", s.k.t.dtype, Shape{int64_t(s.k.t.numel)});
+  p.input("v", s.v.t.dtype, Shape{int64_t(s.v.t.numel)});
+  std::vector<ValueRef> binds{s.q.t.ref, s.k.t.ref, s.v.t.ref};
+  for (const Spec::Extra& x : s.extras) {
+    p.input(x.name, x.t.dtype, Shape{int64_t(x.t.numel)});
+    binds.push_back(x.t.ref);
+  }
+  for (const ScoreInput& x : s.inputs) {
+    p.input(x.name + "_in", x.t.dtype, Shape{int64_t(x.t.numel)});
+    binds.push_back(x.t.ref);
+  }
+  ValueRef po{}, pml{};
+  if (split) {
+    po = ctx.temp(DType::Float32, Shape{int64_t(gz * uint64_t(s.Lq) * uint64_t(s.Dv))});
+    pml = ctx.temp(DType::Float32, Shape{int64_t(gz * uint64_t(s.Lq) * 2)});
+    p.output("po", DType::Float32, Shape{int64_t(gz * uint64_t(s.Lq) * uint64_t(s.Dv))});
+    p.output("pml", DType::Float32, Shape{int64_t(gz * uint64_t(s.Lq) * 2)});
+    binds.insert(binds.end(), {po, pml});
+  } else {
+    p.output("y", s.y.t.dtype, Shape{int64_t(s.y.t.numel)});
+    binds.push_back(s.y.t.ref);
+  }
+  p.uniform("Lq", uint32_t(s.Lq));
+  p.uniform("Lk", uint32_t(s.Lk));
+  p.uniform("D", uint32_t(s.D));
+  p.uniform("Dv", uint32_t(s.Dv));
+  if (split) {
+    p.uniform("NC", sp.chunks);
+    p.uniform("CK", sp.keys);
+  }
+  for (const auto& [n, v] : s.uniforms) p.uniform(n, v);
+  for (const auto& [n, v] : s.uniforms_f32) p.uniform_f32(n, v);
+  std::vector<std::pair<std::string, const Layout*>> layouts{{"q", &s.q.layout}, {"k", &s.k.layout}, {"v", &s.v.layout}};
+  if (!split) layouts.emplace_back("y", &s.y.layout);
+  for (const ScoreInput& x : s.inputs) layouts.emplace_back(x.name, &x.layout);
+  strided::declare(p, s.batch, layouts);
+  ScoreWgsl score = score_wgsl(s);
+  p.declare(tile_decls(t, s) + reduce_util::kExpLog + score.fn);
+  p.body(body_wgsl(t, s, score, split));
+  ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(gz));
+  if (split) emit_combine(ctx, s, sp, po, pml, z_count);
+}
+
+}  // namespace onnxgpu::webgpu::attention
