@@ -381,7 +381,8 @@ def bench_pair(r, rnd, pair, model, model_path, data_dir, dims):
                    str(a.runs), "--json"] + TOL
     # Round 2 of capture: onnxgpu also profiles its GPU time per op (a second session).
     prof = ["--profile", str(a.gpu_profile)] if a.gpu_profile and pair == "capture" and rnd == min(2, a.rounds) else []
-    r.run("onnxgpu", model, pair, rnd, [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + common_og + prof)
+    io = ["--io", a.io] if pair != "cpu" else []
+    r.run("onnxgpu", model, pair, rnd, [r.onnxgpu, "bench", model_path] + OG_CONFIGS[pair] + io + common_og + prof)
     peer_args = PEER_CONFIGS[pair] + (dims_args(dims) if pair == "capture" else [])
     r.run("peer", model, pair, rnd, [r.peer, model_path] + peer_args + common_peer)
 
@@ -807,11 +808,12 @@ def make_chart(models, ratios, path, sws):
 NOTES = """## What is measured, and what differs between the two
 
 - Every configuration is a fresh process on the same `input_K.pb` files; A (onnxgpu) and B (peer) alternate
-  within each round. Latency is one whole run: onnxgpu `Session::run` uploads the inputs, runs (or replays) the
-  GPU work and reads every output back into host tensors. The peer (`ort_peer`, `--io bind`, its default)
-  uploads its inputs to GPU buffers **once** and times `RunWithBinding` + one `CopyTensors` that reads every
-  output back: input upload is not in its latency. onnxgpu's upload bytes per run are in the table above (for
-  gpt2_kv they include the whole KV cache).
+  within each round. Latency is one whole run with IO binding on both sides: the inputs are copied to GPU
+  buffers **once**, before the timed runs (onnxgpu `Session::to_device`, `onnxgpu bench --io bind`; the peer
+  `ort_peer --io bind`, its default), and a run is the GPU work on them plus one readback of every output into
+  host memory (onnxgpu `Session::run_on_device` + `DeviceTensor::to_host`; the peer `RunWithBinding` + one
+  `CopyTensors`). Input upload is in neither latency (before 2026-12-02, onnxgpu's rows uploaded every run:
+  `compare.py --io host` measures that, `Session::run`). The cpu rows run on host tensors.
 - Peer capture rows use `--dim` for every symbolic input dimension; onnxgpu captures per input-shape signature
   without pinning. Peer no-capture rows keep the dims dynamic, as onnxgpu does.
 - Both engines' outputs are compared with the peer's CPU EP outputs (`output_K.pb` beside the inputs),
@@ -956,6 +958,9 @@ def main():
     ap.add_argument("--gpu-profile", type=int, help="onnxgpu bench --profile N in the first capture round: GPU "
                     "time per op type from timestamp queries (0: off)")
     ap.add_argument("--configs", default=",".join(PAIRS), help="comma-separated subset of " + ",".join(PAIRS))
+    ap.add_argument("--io", choices=["bind", "host"], default="bind",
+                    help="onnxgpu's webgpu runs: bind (default; inputs copied to the GPU once, as the peer's --io bind) "
+                         "or host (Session::run, inputs uploaded every run)")
     ap.add_argument("--runs", type=int)
     ap.add_argument("--warmup", type=int)
     ap.add_argument("--rounds", type=int)

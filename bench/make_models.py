@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import os
+import subprocess
 import sys
 import zlib
 
@@ -366,7 +367,14 @@ def build_torch_models(size):
 def build_vision_models(names):
     """torchvision's classifiers with their own random initialisation (no weights are downloaded)."""
     import torch
-    import torchvision
+    try:
+        import torchvision
+    except ImportError:  # Debian's package, installed here when missing (as scripts/lib.sh installs the rest)
+        print("make_models: installing Debian's python3-torchvision", flush=True)
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        subprocess.run(sudo + ["apt-get", "install", "-y", "-q", "python3-torchvision"], check=True,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        import torchvision
 
     import torch.nn as nn
 

@@ -1,6 +1,8 @@
 // onnxgpu bench MODEL [run's engine and input flags] [--warmup N] [--runs N] [--time-limit S] [--json]
 //
-// Times whole Session::run calls (input upload, GPU work, output readback). Besides the latency it
+// Times whole Session::run calls (input upload, GPU work, output readback); with --io bind, runs on
+// inputs copied to the GPU beforehand (run_on_device + one readback), as ONNX Runtime's IO binding
+// (ort_peer's --io bind) is timed. Besides the latency it
 // reports what one run costs in WebGPU calls. Those counts come from counting wrappers that this
 // command puts into the Dawn function table before the session exists (the engine calls Dawn only
 // through that table): queue submits, dispatches, queue writes (upload bytes), time blocked in
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "commands.h"
 #include "common.h"
@@ -51,7 +54,7 @@ struct Counters {
   uint64_t buffer_bytes_created = 0;
   double wait_ms = 0;  // host time blocked in wgpuInstanceWaitAny
   double submit_ms = 0;  // host time in wgpuQueueSubmit
-  double write_ms = 0;   // host time in wgpuQueueWriteBuffer
+  double write_ms = 0;   // host time in wgpuQueueWriteBuffer, or filling the mapped upload buffer
 };
 Counters g_count;
 webgpu::Dawn g_real;  // the original entries
@@ -72,6 +75,20 @@ void hooked_write(WGPUQueue q, WGPUBuffer b, uint64_t offset, const void* data, 
   auto t0 = Clock::now();
   g_real.QueueWriteBuffer(q, b, offset, data, size);
   g_count.write_ms += ms_since(t0);
+}
+// Writes over the device's upload ring go through a mapped upload buffer (webgpu::Device::write_staged):
+// counted as writes, from getting its mapped range to unmapping it (the host's copy into it).
+std::optional<Clock::time_point> g_mapped_for_write;
+void* hooked_mapped_range(WGPUBuffer b, size_t offset, size_t size) {
+  g_count.writes++;
+  g_count.write_bytes += size;
+  g_mapped_for_write = Clock::now();
+  return g_real.BufferGetMappedRange(b, offset, size);
+}
+void hooked_unmap(WGPUBuffer b) {
+  g_real.BufferUnmap(b);
+  if (g_mapped_for_write) g_count.write_ms += ms_since(*g_mapped_for_write);
+  g_mapped_for_write.reset();
 }
 WGPUWaitStatus hooked_wait(WGPUInstance inst, size_t n, WGPUFutureWaitInfo* infos, uint64_t timeout) {
   auto t0 = Clock::now();
@@ -98,6 +115,8 @@ void install_hooks() {
   table.QueueSubmit = hooked_submit;
   table.ComputePassEncoderDispatchWorkgroups = hooked_dispatch;
   table.QueueWriteBuffer = hooked_write;
+  table.BufferGetMappedRange = hooked_mapped_range;
+  table.BufferUnmap = hooked_unmap;
   table.InstanceWaitAny = hooked_wait;
   table.DeviceCreateBuffer = hooked_create_buffer;
   done = true;
@@ -171,6 +190,7 @@ struct BenchFlags {
   int profile_runs = 0;  // > 0: a second session times every dispatch (GPU timestamps)
   int profile_nodes = 15;  // the slowest nodes listed
   double rtol = 1e-3, atol = 1e-5;
+  std::string io = "host";  // host: Session::run; bind: inputs on the GPU once, run_on_device + readback
 };
 
 // GPU time per op type and the slowest nodes, from a session with SessionOptions::profile.
@@ -221,8 +241,16 @@ void bench_command(const BenchFlags& f) {
   Session session(f.model, options);
   double load_ms = ms_since(t_create);
   auto feeds = f.in.feeds(session);
+  // --io bind measures what ONNX Runtime's IO binding does: the inputs are copied to the GPU once,
+  // and a run is run_on_device on them + one readback of every output.
+  const bool bind = f.io == "bind";
+  if (bind && !gpu) throw InvalidArgument("--io bind needs the webgpu execution provider");
+  std::unordered_map<std::string, DeviceTensor> bound;
+  if (bind)
+    for (const auto& [name, t] : feeds) bound[name] = session.to_device(t);
+  auto run = [&] { return bind ? DeviceTensor::to_host(session.run_on_device({}, bound)) : session.run(feeds); };
   auto t_first = Clock::now();
-  std::vector<Tensor> outs = session.run(feeds);
+  std::vector<Tensor> outs = run();
   double first_run_ms = ms_since(t_first);
   const double session_create_ms = load_ms + first_run_ms;  // load + plan + first run (input generation excluded)
   PlanReport first_plan = session.last_plan();
@@ -231,7 +259,7 @@ void bench_command(const BenchFlags& f) {
   auto t_loop = Clock::now();
   auto over_time = [&] { return f.time_limit_s > 0 && ms_since(t_loop) > f.time_limit_s * 1000.0; };
   int warmup_done = 0;
-  for (; warmup_done < f.warmup && !over_time(); ++warmup_done) outs = session.run(feeds);
+  for (; warmup_done < f.warmup && !over_time(); ++warmup_done) outs = run();
 
   std::vector<double> ms, wait_ms, host_ms, submit_ms, write_ms, submits, dispatches, write_bytes;
   bool time_limited = warmup_done < f.warmup;
@@ -243,7 +271,7 @@ void bench_command(const BenchFlags& f) {
     }
     Counters before = g_count;
     auto t0 = Clock::now();
-    outs = session.run(feeds);
+    outs = run();
     double run_ms = ms_since(t0);
     ms.push_back(run_ms);
     double w = g_count.wait_ms - before.wait_ms;
@@ -275,7 +303,10 @@ void bench_command(const BenchFlags& f) {
   j["runs"] = ms.size();
   j["runs_requested"] = f.runs;
   j["time_limited"] = time_limited;
-  j["latency_scope"] = "Session::run: input upload, GPU work (or CPU reference), output readback into host tensors";
+  j["io"] = f.io;
+  j["latency_scope"] = bind ? "run_on_device on inputs copied to the GPU before the runs (IO binding), GPU work, "
+                              "one readback of every output into host tensors"
+                            : "Session::run: input upload, GPU work (or CPU reference), output readback into host tensors";
   j["latency_ms"] = stats(ms);
   j["process_cpu_ms_per_run"] = cpu_per_run;
   j["run_ms"] = ms;
@@ -389,6 +420,9 @@ void add_bench_command(CLI::App& app) {
   f->in.add_to(cmd);
   cmd->add_option("--warmup", f->warmup, "untimed runs after the first run")->check(CLI::NonNegativeNumber);
   cmd->add_option("--runs", f->runs, "timed runs")->check(CLI::PositiveNumber);
+  cmd->add_option("--io", f->io, "host: Session::run (inputs uploaded every run); bind: inputs copied to the GPU "
+                                 "once, runs on them (IO binding, as ort_peer's --io bind)")
+      ->check(CLI::IsMember({"host", "bind"}));
   cmd->add_option("--readback-repeats", f->readback_repeats, "repeats of the readback-only measurement")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--time-limit", f->time_limit_s, "stop warmup and timed runs after this many seconds (>= 1 timed run)");

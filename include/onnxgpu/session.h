@@ -2,6 +2,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,6 +59,7 @@ class DeviceTensor {
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   Tensor to_host() const;  // reads it back (waits for the GPU)
+  static std::vector<Tensor> to_host(std::span<const DeviceTensor> tensors);  // all of them, one wait
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
  private:
@@ -149,6 +151,10 @@ class Session {
   // stay on the GPU (read one back with DeviceTensor::to_host, or feed it to the next run).
   std::vector<DeviceTensor> run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
                                           const std::unordered_map<std::string, DeviceTensor>& device_feeds = {});
+
+  // IO binding (webgpu ep only): a copy of a host tensor in GPU memory, to feed runs as a device input
+  // (run_on_device's device_feeds) without uploading it again, as an input bound to GPU memory is.
+  DeviceTensor to_device(const Tensor& tensor);
 
   // The plan of the last run (placement, segments, fallbacks, INT64 representation).
   PlanReport last_plan() const;

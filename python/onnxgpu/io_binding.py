@@ -82,7 +82,7 @@ class OrtValue:
 
     def numpy(self):
         """The host array (shared), or a copy read back from the GPU."""
-        return self._gpu.to_numpy() if self._gpu is not None else self._array
+        return self._gpu.to_numpy() if self._array is None else self._array
 
     def shape(self):
         return list(self._gpu.shape) if self._gpu is not None else list(self._array.shape)
@@ -111,8 +111,17 @@ class OrtValue:
 
     def update_inplace(self, np_arr):
         if self._gpu is not None:
-            raise _C.NotImplemented("update_inplace of a GPU OrtValue")
+            if self._array is None:
+                raise _C.NotImplemented("update_inplace of a GPU OrtValue made by a run")
+            self._gpu.release()  # a host array placed on 'webgpu': copied again at its next run
+            self._gpu = None
         np.copyto(self._array, np.asarray(np_arr))
+
+    def _place(self, gpu):
+        """Keeps the GPU copy of this value's host array (made at its first run on the device)."""
+        self._gpu = gpu
+        with _live_lock:
+            _live_device_values.add(gpu)
 
     def _take(self, other):
         """Becomes `other` (a run's output written into this bound value)."""

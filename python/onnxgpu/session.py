@@ -244,6 +244,10 @@ class InferenceSession:
         """IO binding on the GPU: [OrtValue on 'webgpu'] for output_names (all when empty)."""
         host, device = {}, {}
         for k, v in inputs.items():
+            if isinstance(v, OrtValue) and v._gpu is None and v.device_name() == "webgpu":
+                # A host array placed on 'webgpu' (ortvalue_from_numpy): copied to the GPU at its first
+                # run, then fed from there, as ONNX Runtime's GPU OrtValue is.
+                v._place(self._sess.to_device(str(k), _as_array(k, v._array)))
             if isinstance(v, OrtValue) and v._gpu is not None:
                 device[str(k)] = v._gpu
             else:

@@ -297,6 +297,20 @@ class PySession {
     return result;
   }
 
+  // IO binding: a host array copied into GPU memory once (an input bound to the GPU).
+  PyDeviceValue to_device(const std::string& name, const py::object& array) {
+    std::shared_ptr<Session> s = session();
+    Tensor t = tensor_from_numpy(name, array);
+    DeviceTensor d;
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock<std::mutex> lock(gpu_mutex(), std::defer_lock);
+      if (gpu_) lock.lock();
+      d = s->to_device(t);
+    }
+    return PyDeviceValue(std::move(d));
+  }
+
   py::dict last_plan() {
     std::shared_ptr<Session> s = session();
     PlanReport copy;
@@ -403,6 +417,8 @@ PYBIND11_MODULE(_onnxgpu, m) {
            py::arg("model"), py::arg("ep"), py::arg("capture"), py::arg("int64"), py::arg("config"))
       .def("run", &PySession::run, py::arg("feeds"), "Runs the model; returns every output, in graph order.")
       .def("run_on_device", &PySession::run_on_device, py::arg("feeds"), py::arg("device_feeds"))
+      .def("to_device", &PySession::to_device, py::arg("name"), py::arg("array"),
+           "Copies a host array into GPU memory once, to feed runs as a device input.")
       .def("last_plan", &PySession::last_plan)
       .def("inputs", [](PySession& s) { return s.infos(true); })
       .def("outputs", [](PySession& s) { return s.infos(false); })

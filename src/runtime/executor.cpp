@@ -173,9 +173,10 @@ std::vector<Tensor> GpuExecutor::run_whole_graph_on_cpu(const std::unordered_map
   return outs;
 }
 
-std::vector<DeviceTensor> GpuExecutor::to_device(const std::vector<Tensor>& outputs) {
+std::vector<DeviceTensor> GpuExecutor::to_device(const std::vector<Tensor>& tensors) {
+  std::lock_guard<std::recursive_mutex> lock(device_mutex());
   std::vector<DeviceTensor> on_device;
-  for (const Tensor& t : outputs) {
+  for (const Tensor& t : tensors) {
     auto st = std::make_shared<DeviceTensor::Storage>();
     st->device = device_;
     st->policy = options_.int64;

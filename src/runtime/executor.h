@@ -27,6 +27,8 @@ class GpuExecutor {
   std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
   std::vector<DeviceTensor> run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
                                           const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+  // Host tensors copied into GPU buffers of their own, as outputs kept on the device are (IO binding).
+  std::vector<DeviceTensor> to_device(const std::vector<Tensor>& tensors);
   PlanReport last_report() const;  // a copy, taken under the device lock
   webgpu::Device& device() { return *device_; }
   Profile profile() const;
@@ -45,7 +47,6 @@ class GpuExecutor {
                                     const std::unordered_map<std::string, DeviceTensor>& device_feeds);
   std::vector<Tensor> run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
                                              const std::unordered_map<std::string, DeviceTensor>& device_feeds);
-  std::vector<DeviceTensor> to_device(const std::vector<Tensor>& outputs);
 
   const ir::Model& model_;
   SessionOptions options_;

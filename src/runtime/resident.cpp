@@ -71,6 +71,28 @@ Tensor read_device_tensor(const DeviceTensor& t) {
   return from_gpu(data.data(), t.dtype(), t.shape(), st.policy);
 }
 
+std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors) {
+  std::vector<Tensor> out(tensors.size());
+  std::vector<std::vector<std::byte>> data(tensors.size());
+  std::vector<webgpu::ReadRequest> reads;
+  webgpu::Device* device = nullptr;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const DeviceTensor::Storage& st = *tensors[i].storage();
+    if (st.pitch_axis >= 0 || (device && device != st.device.get())) continue;  // read alone, below
+    device = st.device.get();
+    data[i].resize(gpu_bytes(tensors[i].dtype(), tensors[i].shape(), st.policy));
+    if (!data[i].empty()) reads.push_back({st.buffer.get(), 0, data[i].size(), data[i].data()});
+  }
+  if (device && !reads.empty()) device->read(reads);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const DeviceTensor& t = tensors[i];
+    const DeviceTensor::Storage& st = *t.storage();
+    if (st.pitch_axis < 0 && st.device.get() == device) out[i] = from_gpu(data[i].data(), t.dtype(), t.shape(), st.policy);
+    else out[i] = read_device_tensor(t);
+  }
+  return out;
+}
+
 void copy_device_tensor(webgpu::CommandBatch& batch, const DeviceTensor& t, WGPUBuffer dst, int64_t axis, int64_t rows) {
   const DeviceTensor::Storage& st = *t.storage();
   const uint64_t esize = element_bytes(t.dtype(), st.policy);

@@ -43,6 +43,8 @@ RowLayout row_layout(const Shape& shape, int64_t axis, int64_t rows);
 
 // A DeviceTensor read back to the host, whatever its storage's layout (the caller holds the device lock).
 Tensor read_device_tensor(const DeviceTensor& t);
+// Several, with one wait for the contiguous ones (all on one device).
+std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors);
 // Encodes the copy of a DeviceTensor into a buffer: contiguous at the start of `dst` (axis < 0), or
 // laid out along `axis` with room for `rows` positions.
 void copy_device_tensor(webgpu::CommandBatch& batch, const DeviceTensor& t, WGPUBuffer dst, int64_t axis = -1,

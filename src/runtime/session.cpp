@@ -153,6 +153,12 @@ std::vector<DeviceTensor> Session::run_on_device(const std::unordered_map<std::s
   return out;
 }
 
+DeviceTensor Session::to_device(const Tensor& tensor) {
+  if (!impl_->gpu) throw InvalidArgument("to_device (IO binding) needs the webgpu execution provider");
+  if (!tensor.defined()) throw InvalidArgument("to_device: the tensor is empty");
+  return impl_->gpu->to_device({tensor}).front();
+}
+
 PlanReport Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }
 
 Profile Session::profile() const { return impl_->gpu ? impl_->gpu->profile() : Profile{}; }

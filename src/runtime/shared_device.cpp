@@ -46,4 +46,11 @@ Tensor DeviceTensor::to_host() const {
   return runtime::read_device_tensor(*this);
 }
 
+std::vector<Tensor> DeviceTensor::to_host(std::span<const DeviceTensor> tensors) {
+  for (const DeviceTensor& t : tensors)
+    if (!t.storage_) throw InvalidArgument("DeviceTensor::to_host: a tensor is empty");
+  std::lock_guard<std::recursive_mutex> lock(runtime::device_mutex());
+  return runtime::read_device_tensors(tensors);
+}
+
 }  // namespace onnxgpu

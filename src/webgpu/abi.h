@@ -694,6 +694,7 @@ typedef struct WGPUQuerySetDescriptor {
   X(BufferGetSize, uint64_t, (WGPUBuffer)) \
   X(BufferMapAsync, WGPUFuture, (WGPUBuffer, WGPUMapMode, size_t, size_t, WGPUBufferMapCallbackInfo)) \
   X(BufferGetConstMappedRange, const void*, (WGPUBuffer, size_t, size_t)) \
+  X(BufferGetMappedRange, void*, (WGPUBuffer, size_t, size_t)) \
   X(BufferUnmap, void, (WGPUBuffer)) \
   X(ShaderModuleAddRef, void, (WGPUShaderModule)) \
   X(ShaderModuleRelease, void, (WGPUShaderModule)) \

@@ -734,6 +734,7 @@ Device::~Device() {
   // Dawn objects first (they hold the device), then queue, device, adapter, instance.
   pipelines_.clear();
   staging_ = Buffer{};
+  upload_.buffer = Buffer{};  // a pending map is cancelled; its callback runs when the instance goes
   pool_.clear();
   queue_ = QueueHandle();
   device_ = DeviceHandle();
@@ -784,6 +785,10 @@ void Device::write(WGPUBuffer dst, const void* data, uint64_t bytes, uint64_t of
   check();
   if (offset % 4 != 0) throw InvalidArgument("WebGPU: buffer write offset " + std::to_string(offset) + " is not a multiple of 4");
   if (bytes == 0) return;
+  if (bytes > kUploadRingBytes) {
+    write_staged(dst, data, bytes, offset);
+    return;
+  }
   const auto* src = static_cast<const uint8_t*>(data);
   uint64_t whole = bytes / 4 * 4;
   if (whole > 0) dawn().QueueWriteBuffer(queue_.get(), dst, offset, src, whole);
@@ -793,6 +798,60 @@ void Device::write(WGPUBuffer dst, const void* data, uint64_t bytes, uint64_t of
     dawn().QueueWriteBuffer(queue_.get(), dst, offset + whole, tail, 4);
   }
   check();
+}
+
+void Device::start_upload_map() {
+  upload_.status = std::make_shared<int>(WGPUMapAsyncStatus_Error);
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView, void* u1, void*) { *take<int>(u1) = status; };
+  cb.userdata1 = hold(upload_.status);
+  upload_.future = dawn().BufferMapAsync(upload_.buffer.get(), WGPUMapMode_Write, 0,
+                                         static_cast<size_t>(upload_.buffer.capacity), cb);
+  upload_.pending = true;
+}
+
+void Device::map_upload() {
+  if (!upload_.pending) start_upload_map();
+  try {
+    wait(upload_.future, "mapping the upload buffer");
+  } catch (...) {
+    upload_ = Upload{};  // its map may still be pending: never reuse it
+    throw;
+  }
+  upload_.pending = false;
+  if (*upload_.status != WGPUMapAsyncStatus_Success) {
+    upload_ = Upload{};
+    check();
+    throw GpuError("WebGPU: mapping the upload buffer failed");
+  }
+  upload_.mapped = true;
+}
+
+void Device::write_staged(WGPUBuffer dst, const void* data, uint64_t bytes, uint64_t offset) {
+  const Dawn& d = dawn();
+  const uint64_t size = round_up4(bytes);
+  if (!upload_.buffer.handle || upload_.buffer.capacity < size) {
+    if (upload_.pending) map_upload();  // let the old map finish before the buffer goes
+    upload_ = Upload{};
+    upload_.buffer = create_buffer(BufferPool::bucket(size), WGPUBufferUsage_MapWrite | WGPUBufferUsage_CopySrc,
+                                   "onnxgpu upload");
+  }
+  if (!upload_.mapped) map_upload();
+  auto* mapped = static_cast<uint8_t*>(d.BufferGetMappedRange(upload_.buffer.get(), 0, static_cast<size_t>(size)));
+  if (!mapped) {
+    upload_ = Upload{};
+    check();
+    throw GpuError("WebGPU: the mapped upload buffer has no data");
+  }
+  std::memcpy(mapped, data, bytes);
+  if (size > bytes) std::memset(mapped + bytes, 0, size - bytes);
+  d.BufferUnmap(upload_.buffer.get());
+  upload_.mapped = false;
+  CommandBatch b = batch();
+  b.copy(upload_.buffer.get(), 0, dst, offset, size);
+  submit(b);  // ordered with queue writes and submits as a queue write made now would be
+  start_upload_map();  // done once the copy is: the next write rarely waits
 }
 
 Buffer& Device::staging(uint64_t bytes) {

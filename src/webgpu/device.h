@@ -167,6 +167,9 @@ AdapterList list_adapters(const DeviceOptions& options = {});
 inline constexpr WGPUBufferUsage kStorageUsage =
     WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
 inline constexpr WGPUBufferUsage kUniformUsage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+// Dawn's upload ring (DynamicUploader::kRingBufferSize): a queue write up to this size is staged in
+// memory Dawn keeps; a larger one in a buffer Dawn allocates for that write alone.
+inline constexpr uint64_t kUploadRingBytes = uint64_t(4) << 20;
 
 // A GPU buffer. `size` is what was asked for (may be 0 or odd); `capacity` is what exists on the
 // GPU (a multiple of 4, at least 4: WebGPU cannot bind an empty buffer or copy partial words).
@@ -276,7 +279,9 @@ class Device {
 
   // Buffers. create_buffer rounds up to 4 bytes (min 4); a size over maxBufferSize or an
   // allocation failure is a GpuError. write() uses a queue write (offset a multiple of 4; an odd
-  // tail is padded with zeros up to the next 4 bytes). read() waits for everything submitted.
+  // tail is padded with zeros up to the next 4 bytes); a write larger than Dawn's upload ring
+  // (kUploadRingBytes) goes through the device's own upload buffer instead (write_staged).
+  // read() waits for everything submitted.
   Buffer create_buffer(uint64_t bytes, WGPUBufferUsage usage = kStorageUsage, const std::string& label = {},
                        bool fake_oom_for_testing = false);
   void write(WGPUBuffer dst, const void* data, uint64_t bytes, uint64_t offset = 0);
@@ -334,6 +339,9 @@ class Device {
  private:
   void wait(WGPUFuture future, const char* what);
   Buffer& staging(uint64_t bytes);
+  void write_staged(WGPUBuffer dst, const void* data, uint64_t bytes, uint64_t offset);
+  void start_upload_map();
+  void map_upload();  // waits until upload_ is mapped (starting the map if none is pending)
 
   Pipeline finish_pipeline(WGPUComputePipeline handle, const std::string& entry_point);
 
@@ -349,6 +357,17 @@ class Device {
   std::shared_ptr<ErrorState> errors_;
   BufferPool pool_;
   Buffer staging_;  // MapRead|CopyDst, reused by reads
+  // Large writes: Dawn stages a queue write larger than its 4 MiB upload ring in a host-visible
+  // buffer it allocates (and faults in) every time, which costs more than the copy itself (an
+  // image batch fed every run). upload_ is a MapWrite|CopySrc buffer kept across writes: filled
+  // while mapped, copied on the GPU, then mapped again at once, so the next write finds it ready.
+  struct Upload {
+    Buffer buffer;
+    bool mapped = false;   // mapped for writing now
+    bool pending = false;  // a map was asked for and not yet waited for
+    WGPUFuture future{};
+    std::shared_ptr<int> status;  // WGPUMapAsyncStatus of the pending map
+  } upload_;
   std::unordered_map<std::string, Pipeline> pipelines_;
 };
 

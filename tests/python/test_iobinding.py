@@ -174,3 +174,26 @@ def test_decode_loop_keeps_the_kv_cache_on_the_gpu_and_replays(models_dir):
         assert past_gpu[0].shape()[2] == position + 1
         token = int(np.argmax(want[0][0, -1]))
     assert refreshed >= 10, sess.get_capture_plan()
+
+
+def test_input_placed_on_webgpu_is_copied_once(sess, gpt2_sets):
+    """An OrtValue made on 'webgpu' from a host array is copied to the GPU at its first run and fed from
+    there at the next ones (the plan reads it as a device input); update_inplace copies it again."""
+    ids = dict(gpt2_sets[0][0])["input_ids"]
+    ids2 = dict(gpt2_sets[1][0])["input_ids"]
+    want = sess.run(None, {"input_ids": ids})[0]
+    want2 = sess.run(None, {"input_ids": ids2})[0]
+    placed = onnxgpu.OrtValue.ortvalue_from_numpy(ids.copy(), "webgpu")
+    assert placed.device_name() == "webgpu"
+    b = sess.io_binding()
+    b.bind_ortvalue_input("input_ids", placed)
+    b.bind_output("logits")
+    for _ in range(3):
+        sess.run_with_iobinding(b)
+        np.testing.assert_array_equal(b.copy_outputs_to_cpu()[0], want)
+    assert placed._gpu is not None and placed._gpu.alive
+    np.testing.assert_array_equal(placed.numpy(), ids)
+    if ids2.shape == ids.shape:
+        placed.update_inplace(ids2)
+        sess.run_with_iobinding(b)
+        np.testing.assert_array_equal(b.copy_outputs_to_cpu()[0], want2)

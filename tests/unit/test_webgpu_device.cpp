@@ -131,6 +131,37 @@ TEST(WebGpuDevice, RoundTripsBuffersOfEverySize) {
   }
 }
 
+// Writes over kUploadRingBytes go through the device's own upload buffer (a GPU copy submitted at
+// the write), the others through Dawn's queue writes: both must land in the order they were made,
+// each from the data given at the time, the upload buffer reused and grown between them.
+TEST(WebGpuDevice, LargeWritesKeepTheirOrderWithQueueWrites) {
+  GET_DEVICE(dev);
+  const uint64_t big = kUploadRingBytes + 4096 + 3;  // odd: the tail is padded
+  const uint64_t total = 3 * big + 64;
+  Buffer dst = dev->create_buffer(total);
+  std::vector<uint8_t> expect(total, 0), data(2 * big + 7);
+  std::mt19937 rng(11);
+  // Writes the first n bytes of fresh random data at offset, and notes what the buffer must hold.
+  auto put = [&](uint64_t offset, uint64_t n) {
+    for (auto& b : data) b = static_cast<uint8_t>(rng());
+    dev->write(dst, data.data(), n, offset);
+    std::memcpy(expect.data() + offset, data.data(), n);
+    for (uint64_t i = offset + n; i % 4 != 0; ++i) expect[i] = 0;
+  };
+  put(0, big);                   // large
+  put(8, 1000);                  // small, over it
+  put(4, big);                   // large again, over both: the upload buffer reused
+  const uint64_t second = (big + 64) / 4 * 4;  // offsets are multiples of 4
+  put(second, 0);                // nothing
+  put(second, big - 4);          // large, at an offset
+  for (uint64_t i = 0; i < 3; ++i) put(i * 4, 12);  // small ones after it
+  put(0, 2 * big + 7);           // larger than the upload buffer so far: it grows
+  put((2 * big + 7 + 3) / 4 * 4 + 4, 9);
+  std::vector<uint8_t> out(total);
+  dev->read(dst, out.data(), total);
+  for (uint64_t i = 0; i < total; ++i) ASSERT_EQ(out[i], expect[i]) << "byte " << i;
+}
+
 TEST(WebGpuDevice, ReadsUnalignedRangesAndSeveralBuffersWithOneWait) {
   GET_DEVICE(dev);
   std::vector<uint8_t> a(1001), b(13);
