@@ -1,4 +1,4 @@
-// MatMul, MatMulInteger, Gemm, Einsum, Det.
+// MatMul, MatMulInteger, QLinearMatMul, Gemm, Einsum, Det.
 // float32 MatMul and Gemm go through the library (src/cpu/blas.h: oneDNN, float32 accumulation) while
 // it is enabled; the reference kernels below are the other types' path and the check: floats
 // accumulate in double; integers accumulate exactly with two's complement wrap-around (as numpy).
@@ -159,6 +159,45 @@ std::vector<Tensor> matmul_integer(KernelContext& ctx) {
         y[(int64_t(bi) * p.M + m) * p.N + n] = int32_t(acc);
       }
   return {Y};
+}
+
+// QLinearMatMul: the int32 product of (a - a_zero_point) and (b - b_zero_point), requantized to y's type:
+// round-half-to-even(acc * a_scale * b_scale / y_scale) + y_zero_point, saturated. Scales are scalars or
+// per row of a / per column of b (the factor in double).
+std::vector<Tensor> qlinear_matmul(KernelContext& ctx) {
+  const Tensor& A = ctx.input(0);
+  const Tensor& B = ctx.input(3);
+  DTypeSet q{DType::Int8, DType::UInt8};
+  if (!q.has(A.dtype()) || !q.has(B.dtype()))
+    ctx.fail("a and b must be int8 or uint8, got " + A.describe() + " and " + B.describe());
+  const Tensor& yz = ctx.input(7);
+  if (!q.has(yz.dtype()) || yz.numel() != 1) ctx.fail("y_zero_point must be an int8 or uint8 scalar, got " + yz.describe());
+  MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  std::vector<int32_t> za = zero_points(ctx, 2, A.dtype(), p.M, "a_zero_point");
+  std::vector<int32_t> zb = zero_points(ctx, 5, B.dtype(), p.N, "b_zero_point");
+  auto scales = [&](size_t i, int64_t count, const char* what) {
+    const Tensor& t = ctx.input(i);
+    if (!kFloatTypes.has(t.dtype()) || (t.numel() != 1 && t.numel() != count))
+      ctx.fail(std::string(what) + " must be a float scalar or have " + std::to_string(count) + " values, got " + t.describe());
+    std::vector<double> v = nn::to_doubles(t);
+    if (v.size() == 1) v.assign(size_t(count), v[0]);
+    return v;
+  };
+  std::vector<double> sa = scales(1, p.M, "a_scale"), sb = scales(4, p.N, "b_scale"), sy = scales(6, 1, "y_scale");
+  const int32_t y0 = int32_t(yz.int_at(0));
+  const double lo = yz.dtype() == DType::Int8 ? -128 : 0, hi = yz.dtype() == DType::Int8 ? 127 : 255;
+  std::vector<double> a = nn::to_doubles(A), b = nn::to_doubles(B), y(size_t(shape_numel(p.out)));
+  for (size_t bi = 0; bi < p.a_off.size(); ++bi)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t n = 0; n < p.N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < p.K; ++k)
+          acc += (int64_t(a[size_t(p.a_off[bi] + m * p.K + k)]) - za[size_t(m)]) *
+                 (int64_t(b[size_t(p.b_off[bi] + k * p.N + n)]) - zb[size_t(n)]);
+        double v = std::nearbyint(double(acc) * (sa[size_t(m)] * sb[size_t(n)] / sy[0])) + double(y0);
+        y[size_t((int64_t(bi) * p.M + m) * p.N + n)] = std::clamp(v, lo, hi);
+      }
+  return {nn::tensor_from_doubles(yz.dtype(), p.out, y)};
 }
 
 // ------------------------------------------------------------------------------------------------ Gemm
@@ -414,6 +453,7 @@ std::vector<Tensor> det(KernelContext& ctx) {
 void register_matmul(KernelRegistry& r) {
   r.add("MatMul", matmul);
   r.add("MatMulInteger", matmul_integer);
+  r.add("QLinearMatMul", qlinear_matmul);
   r.add("Gemm", gemm);
   r.add("Einsum", einsum);
   r.add("Det", det);
