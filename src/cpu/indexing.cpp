@@ -242,14 +242,7 @@ std::vector<Tensor> compress(KernelContext& ctx) {
   int64_t axis = flat ? 0 : ctx.normalize_axis(ctx.node.attr_int("axis", 0), x.rank());
   if (src.rank() == 0) ctx.fail("input must have rank >= 1 when axis is given, got " + x.describe());
   int64_t n = src.dim(axis);
-  const bool* c = cond.data<bool>();
-  std::vector<int64_t> keep;
-  for (int64_t j = 0; j < cond.numel(); ++j) {
-    if (!c[j]) continue;
-    if (j >= n)
-      ctx.fail("condition " + cond.describe() + " selects index " + std::to_string(j) + " beyond " + axis_of(axis, n, x));
-    keep.push_back(j);
-  }
+  std::vector<int64_t> keep = ops::compress_keep(cond, n, axis_of(axis, n, x), ctx.fail_fn());
   Shape out_shape = src.shape();
   out_shape[size_t(axis)] = int64_t(keep.size());
   int64_t outer = prod(src.shape(), 0, size_t(axis)), inner = prod(src.shape(), size_t(axis) + 1, src.shape().size());

@@ -63,4 +63,17 @@ TensorScatterParams tensor_scatter_params(const ir::Node& node, const Operand& p
   return p;
 }
 
+std::vector<int64_t> compress_keep(const Tensor& condition, int64_t n, const std::string& where, const Fail& fail) {
+  if (condition.dtype() != DType::Bool || condition.rank() != 1)
+    raise(fail, "condition must be a 1-D bool tensor, got " + condition.describe());
+  const bool* c = condition.data<bool>();
+  std::vector<int64_t> keep;
+  for (int64_t j = 0; j < condition.numel(); ++j) {
+    if (!c[j]) continue;
+    if (j >= n) raise(fail, "condition " + condition.describe() + " selects index " + std::to_string(j) + " beyond " + where);
+    keep.push_back(j);
+  }
+  return keep;
+}
+
 }  // namespace onnxgpu::ops

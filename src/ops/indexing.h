@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "onnxgpu/tensor.h"
@@ -37,5 +38,9 @@ struct TensorScatterParams {
 };
 TensorScatterParams tensor_scatter_params(const ir::Node& node, const Operand& past, const Operand& update,
                                           const Operand& indices, const Fail& fail);
+
+// Compress: the indices along the axis (of `n`) whose condition is true; a true condition at index n or
+// beyond is an error (`where` names the axis in the message).
+std::vector<int64_t> compress_keep(const Tensor& condition, int64_t n, const std::string& where, const Fail& fail);
 
 }  // namespace onnxgpu::ops

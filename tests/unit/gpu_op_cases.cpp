@@ -664,6 +664,9 @@ std::vector<Case> build() {
           .s("reduction", "mul"));
   add(B("ScatterND", "element indices").x("data", {2, 3}).fg("indices", DType::Int64, {1, 2}, nd_indices({2, 3})).x("updates", {1}));
 
+  add(B("Compress").x("input", {3, 4}).fg("condition", DType::Bool, {3}, fixed({1, 0, 1})).i("axis", 0)
+          .note("a run-time condition: its values key the plan"));
+  add(B("Compress", "flat, short condition").x("input", {2, 3}).k("condition", Tensor::from_vector<bool>({4}, {false, true, true, false})));
   add(B("TensorScatter").opset(24).without_schema(kAllTypes12).x("past_cache", {2, 1, 4, 3}).x("update", {2, 1, 2, 3})
           .fg("write_indices", DType::Int64, {2}, fixed({1, 2})).note("TensorScatter-24 (no schema in ONNX 1.12): every type"));
   add(B("TensorScatter", "circular, axis 1, no indices").opset(24).without_schema(kAllTypes12).x("past_cache", {2, 3, 2})
@@ -798,6 +801,18 @@ std::vector<Case> build() {
   add(B("Gemm", "alpha 2 beta 3").x("A", {3, 4}).x("B", {4, 5}).x("C", {3, 5}).fl("alpha", 2.0f).fl("beta", 3.0f).tol(10).quick({DType::Float32, DType::Int64})
           .note("integral alpha/beta so integer types are well defined"));
   add(B("Gemm", "no C").x("A", {3, 4}).x("B", {4, 5}).tol(10).quick({DType::Int64, DType::UInt64}));
+  add(B("MatMulInteger").tp("T1").x("A", {2, 3, 4}).f("B", DType::UInt8, {4, 5}).kx("a_zero_point", {}, fixed({3}))
+          .fg("b_zero_point", DType::UInt8, {5}, fixed({0, 1, 200, 7, 255})).note("per-column b zero points"));
+  add(B("MatMulInteger", "T2, no zero points").tp("T2").f("A", DType::Int8, {3, 4}).x("B", {2, 4, 2}));
+  add(B("QLinearMatMul").opset(21).without_schema({DType::Int8, DType::UInt8}).x("a", {2, 3, 4})
+          .f("a_scale", DType::Float32, {}, Dom::Positive).kx("a_zero_point", {}, fixed({2})).x("b", {4, 5})
+          .f("b_scale", DType::Float32, {}, Dom::Positive).kx("b_zero_point", {}, fixed({1}))
+          .fg("y_scale", DType::Float32, {}, [](DType, const Shape& s, Rng& r) {
+            return Tensor::scalar<float>(float(uniform_real(r, 50, 200))).reshaped(s);
+          }).kx("y_zero_point", {}, fixed({5}))
+          .note("QLinearMatMul-21 (libonnx's schema is QLinearMatMul-10): a, b and y of the varied type; y_scale "
+                "large enough that the results spread over the type's range"));
+  add(B("Det").x("X", {3, 4, 4}).tol(10).note("LU in f32 on the GPU, double on the CPU"));
 
   // -- Normalization --------------------------------------------------------------------------------------------------
   family = "normalization";
@@ -1085,6 +1100,28 @@ std::vector<Case> build() {
           .fg("upper_edge_hertz", DType::Float32, {}, [](DType, const Shape& s, Rng&) { return Tensor::scalar<float>(7000.0f).reshaped(s); })
           .dtype_attr("output_datatype").note("the bin edges from the known inputs on the host, the triangles on the GPU"));
 
+  family = "rnn";
+  add(B("RNN").x("X", {3, 2, 4}).x("W", {1, 5, 4}).x("R", {1, 5, 5}).x("B", {1, 10}).i("hidden_size", 5).outs(2).tol(10));
+  add(B("GRU", "bidirectional, sequence_lens, linear_before_reset").x("X", {4, 2, 3}).x("W", {2, 12, 3}).x("R", {2, 12, 4})
+          .x("B", {2, 24}).fg("sequence_lens", DType::Int32, {2}, fixed({4, 2})).x("initial_h", {2, 2, 4})
+          .i("hidden_size", 4).s("direction", "bidirectional").i("linear_before_reset", 1).outs(2).tol(10)
+          .note("steps past a row's length are zeros in Y"));
+  add(B("GRU", "reverse").x("X", {3, 1, 2}).x("W", {1, 9, 2}).x("R", {1, 9, 3}).i("hidden_size", 3).s("direction", "reverse")
+          .outs(2).tol(10).quick());
+  add(B("LSTM", "layout 1, peepholes, clip").x("X", {2, 3, 3}).x("W", {1, 16, 3}).x("R", {1, 16, 4}).x("B", {1, 32}).none()
+          .x("initial_h", {2, 1, 4}).x("initial_c", {2, 1, 4}).kxd("P", {1, 12}, Dom::Wide).i("hidden_size", 4).i("layout", 1)
+          .fl("clip", 2.0f).outs(3).tol(10)
+          .note("P an initializer: with every input and output the dispatch would bind 11 buffers, so P travels as uniforms"));
+  add(B("LSTM", "activations, input_forget").x("X", {2, 1, 2}).x("W", {1, 12, 2}).x("R", {1, 12, 3}).i("hidden_size", 3)
+          .i("input_forget", 1).a([](onnx::NodeProto& n, DType) {
+            auto* a = attr(n, "activations", onnx::AttributeProto_AttributeType_STRINGS);
+            for (const char* f : {"HardSigmoid", "LeakyRelu", "ScaledTanh"}) a->add_strings(f);
+            auto* al = attr(n, "activation_alpha", onnx::AttributeProto_AttributeType_FLOATS);
+            for (float v : {0.3f, 0.05f, 0.9f}) al->add_floats(v);
+            auto* be = attr(n, "activation_beta", onnx::AttributeProto_AttributeType_FLOATS);
+            for (float v : {0.4f, 1.1f}) be->add_floats(v);
+          }).outs(3).tol(10).quick());
+
   // -- Larger shapes -----------------------------------------------------------------------------------------
   // Rows longer than a workgroup, outputs of many workgroups, tiles cut by the edges: the multi-pass
   // paths of the kernels, for float32 and the 64-bit integers (the pipelines are mostly the ones above:
@@ -1164,7 +1201,8 @@ std::vector<Case> build() {
                                               "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceLogSum",
                                               "CumSum", "AveragePool", "GlobalAveragePool", "Einsum",
                                               "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "GroupNormalization",
-                                              "LpNormalization", "LRN", "Col2Im", "RoiAlign", "CumProd"};
+                                              "LpNormalization", "LRN", "Col2Im", "RoiAlign", "CumProd", "RNN", "GRU",
+                                              "LSTM"};
   for (Case& c : v)
     if (accumulating.count(c.op) && c.extremes == Extremes::All) {
       c.extremes = Extremes::NoOverflow;

@@ -214,7 +214,7 @@ TEST(CpuElementwiseBinary, ModFloatSignOfDivisorOrDividend) {
   float inf = std::numeric_limits<float>::infinity();
   auto m0 = values<float>(run1("Mod", {vec<float>({-4.5f, 4.5f, -3.0f, 3.0f, 1.0f, 0.0f}),
                                        vec<float>({2.0f, -2.0f, inf, inf, -inf, -2.0f})}));
-  EXPECT_EQ(m0, (std::vector<float>{1.5f, -0.5f, inf, 3.0f, -inf, 0.0f}));
+  EXPECT_EQ(m0, (std::vector<float>{1.5f, -1.5f, inf, 3.0f, -inf, 0.0f}));
   EXPECT_TRUE(std::signbit(m0[5]));
   EXPECT_TRUE(std::isnan(values<float>(run1("Mod", {vec<float>({1.0f}), vec<float>({0.0f})}))[0]));
   EXPECT_TRUE(std::isnan(values<double>(run1("Mod", {vec<double>({inf}), vec<double>({2.0})}))[0]));

@@ -1,6 +1,6 @@
 // Indexed reads and writes on the GPU: Gather, GatherElements, GatherND, ScatterElements (and the
 // deprecated Scatter), ScatterND, TensorScatter (one pass: each output element picks the past or the
-// update element).
+// update element), Compress (the condition known at plan time).
 //
 // Index tensors are GPU values (int32 or int64) read at run time: each index goes through to_i64_$idx
 // and wrap_index (negatives wrap once; anything out of range is flagged FLAG_INDEX and its element is
@@ -340,9 +340,42 @@ void tensor_scatter(GpuKernelContext& ctx) {
   ctx.dispatch(p, binds);
 }
 
+// Compress: the kept indices (ops::compress_keep, from the condition known at plan time: its values
+// key the plan) in a uniform array; one invocation per output element moves its source element as raw
+// bits.
+void compress(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  if (t == DType::String) ctx.unsupported("string tensors");
+  const bool flat = !ctx.node.has_attr("axis");
+  const Shape src = flat ? Shape{shape_numel(xs)} : xs;
+  if (!flat && xs.empty()) ctx.fail("input must have rank >= 1 when axis is given, got shape " + shape_str(xs));
+  const int64_t axis = flat ? 0 : ctx.normalize_axis(ctx.node.attr_int("axis", 0), int64_t(xs.size()));
+  const int64_t n = src[size_t(axis)];
+  std::vector<int64_t> keep = ops::compress_keep(ctx.constant(1, "condition"), n,
+                                                 "axis " + std::to_string(axis) + " (size " + std::to_string(n) + ")", ctx.fail_fn());
+  if (keep.size() > 4096) ctx.unsupported("more than 4096 kept indices (they travel as uniforms)");
+  Shape out = src;
+  out[size_t(axis)] = int64_t(keep.size());
+  ctx.set_output(0, t, out);
+  if (shape_numel(out) == 0) return;
+  auto p = ctx.program("compress");
+  p.input("x", t, xs);
+  p.output("y", t, out);
+  p.uniform_array("keep", std::vector<uint32_t>(keep.begin(), keep.end()));
+  p.uniform("n", uint32_t(n));
+  p.uniform("m", uint32_t(keep.size()));
+  p.uniform("inner", uint32_t(prod(src, size_t(axis) + 1, src.size())));
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body("  let i = gi % inner();\n  let j = (gi / inner()) % m();\n  let o = gi / (inner() * m());\n"
+         "  y_store_raw(gi, x_raw((o * n() + keep(j)) * inner() + i));");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
 }  // namespace
 
 void register_indexing(GpuKernelRegistry& r) {
+  r.add("Compress", compress);
   r.add("TensorScatter", tensor_scatter);
   r.add("Gather", gather);
   r.add("GatherElements", gather_elements);
