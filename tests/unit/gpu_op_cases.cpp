@@ -813,6 +813,10 @@ std::vector<Case> build() {
           .note("QLinearMatMul-21 (libonnx's schema is QLinearMatMul-10): a, b and y of the varied type; y_scale "
                 "large enough that the results spread over the type's range"));
   add(B("Det").x("X", {3, 4, 4}).tol(10).note("LU in f32 on the GPU, double on the CPU"));
+  add(B("Einsum").x("A", {2, 3, 4}).x("B", {2, 4, 5}).s("equation", "bij,bjk->bik").tol(10));
+  add(B("Einsum", "diagonal, ellipsis, broadcast").x("A", {3, 3, 1, 2}).x("B", {2, 5}).s("equation", "ii...,...j->i...j").tol(10).quick());
+  add(B("Einsum", "implicit output: scalar").x("A", {3, 4}).x("B", {3, 4}).s("equation", "ij,ij").tol(10).quick());
+  add(B("Einsum", "one input, transpose and sum").x("A", {2, 3, 4}).s("equation", "abc->ca").tol(10).quick());
 
   // -- Normalization --------------------------------------------------------------------------------------------------
   family = "normalization";

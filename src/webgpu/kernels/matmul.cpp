@@ -1,4 +1,4 @@
-// MatMul and Gemm on the GPU; MatMulInteger, QLinearMatMul and Det (direct kernels, at the end).
+// MatMul and Gemm on the GPU; MatMulInteger, QLinearMatMul, Det and Einsum (direct kernels, at the end).
 //
 // Floats (float32, and float16 / bfloat16 / float64 through the f32 accessors) run a tiled kernel: each
 // workgroup computes a TM x TN tile of the output, staging K-slices of A and B (TK wide) in workgroup
@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "ops/broadcast.h"
+#include "ops/einsum.h"
 #include "ops/matmul.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
@@ -680,9 +681,75 @@ void det(GpuKernelContext& ctx) {
   ctx.dispatch(p, {ctx.in(0), ctx.out(0), ctx.temp(DType::Float32, xs)});
 }
 
+// Einsum: one invocation per output element, summing over the summed labels' index space the product of
+// one element per input (ops::einsum_plan's strides, in uniform arrays), in the inputs' family
+// arithmetic: floats in f32, integers wrapping (int64 exact), as the CPU reference's 64-bit sums.
+void einsum(GpuKernelContext& ctx) {
+  const size_t n_in = ctx.num_inputs();
+  if (n_in == 0) ctx.fail("needs at least one input");
+  const DType t = ctx.dtype(0);
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (ctx.dtype(i) != t) ctx.fail("all inputs must have the same type");
+    shapes.push_back(ctx.shape(i));
+  }
+  if (!(kNumericTypes.has(t))) ctx.fail("Einsum takes numeric inputs, got " + std::string(dtype_name(t)));
+  const ops::EinsumPlan plan = ops::einsum_plan(ctx.node.attr_string("equation", ""), shapes, ctx.fail_fn());
+  ctx.set_output(0, t, plan.out_shape);
+  if (shape_numel(plan.out_shape) == 0) return;
+  if (n_in + 2 > ctx.limits.max_storage_buffers_per_shader_stage) ctx.unsupported("more inputs than the device binds per dispatch");
+  const size_t ro = plan.out_shape.size(), rs = plan.sum_shape.size();
+  auto words = [](const std::vector<int64_t>& v) { return std::vector<uint32_t>(v.begin(), v.end()); };
+  auto p = ctx.program("einsum" + std::to_string(n_in) + "_" + std::to_string(ro) + "_" + std::to_string(rs));
+  std::vector<ValueRef> binds;
+  std::vector<int64_t> os, ss;
+  for (size_t i = 0; i < n_in; ++i) {
+    p.input("x" + std::to_string(i), t, shapes[i]);
+    binds.push_back(ctx.in(i));
+    os.insert(os.end(), plan.out_strides[i].begin(), plan.out_strides[i].end());
+    ss.insert(ss.end(), plan.sum_strides[i].begin(), plan.sum_strides[i].end());
+  }
+  p.output("y", t, plan.out_shape);
+  binds.push_back(ctx.out(0));
+  p.uniform_array("out_dims", words(plan.out_shape));
+  p.uniform_array("sum_dims", words(plan.sum_shape));
+  p.uniform_array("out_st", words(os));
+  p.uniform_array("sum_st", words(ss));
+  p.uniform("n_sum", uint32_t(shape_numel(plan.sum_shape)));
+  const std::string RO = u32_lit(ro), RS = u32_lit(rs), NI = u32_lit(n_in);
+  std::string body = "  var base: array<u32, " + std::to_string(n_in) + ">;\n"
+                     "  var rem = gi;\n"
+                     "  for (var e = 0u; e < " + RO + "; e = e + 1u) {\n"
+                     "    let k = " + RO + " - 1u - e;\n"
+                     "    let c = rem % out_dims(k);\n"
+                     "    rem = rem / out_dims(k);\n"
+                     "    for (var i = 0u; i < " + NI + "; i = i + 1u) { base[i] = base[i] + c * out_st(i * " + RO + " + k); }\n"
+                     "  }\n"
+                     "  var acc = zero_$y();\n"
+                     "  for (var s = 0u; s < n_sum(); s = s + 1u) {\n"
+                     "    var off = base;\n"
+                     "    var sr = s;\n"
+                     "    for (var e = 0u; e < " + RS + "; e = e + 1u) {\n"
+                     "      let k = " + RS + " - 1u - e;\n"
+                     "      let c = sr % sum_dims(k);\n"
+                     "      sr = sr / sum_dims(k);\n"
+                     "      for (var i = 0u; i < " + NI + "; i = i + 1u) { off[i] = off[i] + c * sum_st(i * " + RS + " + k); }\n"
+                     "    }\n"
+                     "    var prod = x0_load(off[0]);\n";
+  for (size_t i = 1; i < n_in; ++i) body += "    prod = mul_$y(prod, x" + std::to_string(i) + "_load(off[" + std::to_string(i) + "]));\n";
+  body += "    acc = add_$y(acc, prod);\n"
+          "  }\n"
+          "  y_store(gi, acc);";
+  if (ro == 0) body = "  var base: array<u32, " + std::to_string(n_in) + ">;\n" + body.substr(body.find("  var acc"));
+  p.set_threads(uint64_t(shape_numel(plan.out_shape)));
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
 }  // namespace
 
 void register_matmul(GpuKernelRegistry& r) {
+  r.add("Einsum", einsum);
   r.add("MatMulInteger", [](GpuKernelContext& ctx) { integer_matmul(ctx, false); });
   r.add("QLinearMatMul", [](GpuKernelContext& ctx) { integer_matmul(ctx, true); });
   r.add("Det", det);
