@@ -76,9 +76,10 @@ class KernelRegistry {
 const KernelRegistry& registry();
 
 // Families (src/cpu/<family>.cpp).
-void register_unary(KernelRegistry&);          // Abs, Exp, Relu, Sigmoid, Gelu, IsNaN, Not, ...
-void register_binary(KernelRegistry&);         // Add..Pow, And/Or/Xor, BitShift, comparisons, Where, Max/Min/Sum/Mean, PRelu
-void register_cast(KernelRegistry&);           // Cast, CastLike, Clip
+void register_unary(KernelRegistry&);          // Abs, Exp, Relu, Sigmoid, Gelu, Swish, Mish, IsNaN, Not, BitwiseNot, ...
+void register_binary(KernelRegistry&);         // Add..Pow, And/Or/Xor, BitShift, Bitwise*, SwiGLU, comparisons, Where,
+                                               // Max/Min/Sum/Mean, PRelu
+void register_cast(KernelRegistry&);           // Cast, CastLike, Clip, BitCast
 void register_reduce(KernelRegistry&);         // Reduce*, ArgMax, ArgMin
 void register_softmax(KernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(KernelRegistry&);           // TopK, Unique, NonZero
@@ -88,7 +89,7 @@ void register_layout(KernelRegistry&);         // Transpose, Concat, Split, Slic
                                                // CenterCropPad, ReverseSequence
 void register_generators(KernelRegistry&);     // Constant, ConstantOfShape, Range, EyeLike, OneHot, Trilu
 void register_indexing(KernelRegistry&);       // Gather*, Scatter*, Compress, TensorScatter
-void register_matmul(KernelRegistry&);         // MatMul, Gemm, Einsum, Det
+void register_matmul(KernelRegistry&);         // MatMul, MatMulInteger, QLinearMatMul, Gemm, Einsum, Det
 void register_conv(KernelRegistry&);           // Conv, ConvTranspose, Col2Im
 void register_pool(KernelRegistry&);           // AveragePool, MaxPool, Global*Pool, LRN, RoiAlign
 void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN,

@@ -167,17 +167,19 @@ class GpuKernelRegistry {
 const GpuKernelRegistry& gpu_registry();
 
 // Families (src/webgpu/kernels/<family>.cpp).
-void register_elementwise(GpuKernelRegistry&);    // unary, binary, comparison, logical, Where, Cast, Clip, activations
+void register_elementwise(GpuKernelRegistry&);    // unary, binary, comparison, logical, bitwise, Where, Cast, BitCast,
+                                                  // Clip, activations (Swish, Mish, SwiGLU ...)
 void register_views(GpuKernelRegistry&);          // Reshape, Squeeze, Unsqueeze, Flatten, Identity, Dropout
 void register_layout(GpuKernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
                                                   // CenterCropPad, ReverseSequence
 void register_indexing(GpuKernelRegistry&);       // Gather, GatherElements, GatherND, ScatterElements, ScatterND,
-                                                  // TensorScatter
+                                                  // TensorScatter, Compress
 void register_generators(GpuKernelRegistry&);     // Range, ConstantOfShape, Trilu, OneHot, EyeLike
 void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum, CumProd
 void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(GpuKernelRegistry&);           // TopK
-void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm, MatMulInteger, Det; the fused MatMul
+void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm, MatMulInteger, QLinearMatMul, Det, Einsum;
+                                                  // the fused MatMul
 void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(e(Q K)) V)
 void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization,
                                                   // GroupNormalization, LpNormalization,
