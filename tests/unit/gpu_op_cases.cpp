@@ -669,6 +669,10 @@ std::vector<Case> build() {
   add(B("Compress", "flat, short condition").x("input", {2, 3}).k("condition", Tensor::from_vector<bool>({4}, {false, true, true, false})));
   add(B("TensorScatter").opset(24).without_schema(kAllTypes12).x("past_cache", {2, 1, 4, 3}).x("update", {2, 1, 2, 3})
           .fg("write_indices", DType::Int64, {2}, fixed({1, 2})).note("TensorScatter-24 (no schema in ONNX 1.12): every type"));
+  add(B("TensorScatter", "write index 2^32+1 on replay").opset(24).without_schema(kAllTypes12).quick().x("past_cache", {2, 4, 3})
+          .x("update", {2, 1, 3}).fg("write_indices", DType::Int64, {2}, fixed({1, 3})).i("axis", 1)
+          .second_fails(fixed({(int64_t(1) << 32) + 1, 0}))
+          .note("low word 1: a kernel reading only the low word would write at 1; both EPs must refuse it"));
   add(B("TensorScatter", "circular, axis 1, no indices").opset(24).without_schema(kAllTypes12).x("past_cache", {2, 3, 2})
           .x("update", {2, 2, 2}).i("axis", 1).s("mode", "circular").note("TensorScatter-24: write index 0"));
   add(B("TensorScatter", "circular, wraps").opset(24).without_schema(kAllTypes12).quick().x("past_cache", {2, 4, 3})
@@ -1034,6 +1038,9 @@ std::vector<Case> build() {
   };
   add(B("RoiAlign").opset(16).tp("T1").x("X", {2, 2, 6, 6}).xg("rois", {3, 4}, boxes).fg("batch_indices", DType::Int64, {3}, fixed({1, 0, 1}))
           .i("output_height", 2).i("output_width", 3).i("sampling_ratio", 2).fl("spatial_scale", 0.9f).tol(10));
+  add(B("RoiAlign", "batch index 2^32 on replay").opset(16).tp("T1").quick({DType::Float32}).x("X", {2, 1, 6, 6})
+          .xg("rois", {2, 4}, boxes).fg("batch_indices", DType::Int64, {2}, fixed({1, 0})).second_fails(fixed({int64_t(1) << 32, 1}))
+          .i("output_height", 2).i("output_width", 2).tol(10).note("low word 0: a kernel reading only the low word would pool image 0"));
   add(B("RoiAlign", "max, output_half_pixel, adaptive").opset(16).tp("T1").x("X", {1, 1, 6, 6}).xg("rois", {2, 4}, boxes)
           .fg("batch_indices", DType::Int64, {2}, fixed({0, 0})).s("mode", "max").s("coordinate_transformation_mode", "output_half_pixel")
           .i("output_height", 3).i("output_width", 2).tol(10)
