@@ -1,5 +1,5 @@
 // Elementwise ops of two or more inputs with numpy broadcasting: arithmetic, comparisons, logic,
-// BitShift, Where, PRelu and the variadic Max/Min/Sum/Mean.
+// BitShift, the Bitwise ops, SwiGLU, Where, PRelu and the variadic Max/Min/Sum/Mean.
 #include <algorithm>
 #include <cmath>
 
@@ -309,8 +309,13 @@ void register_binary(KernelRegistry& r) {
           return V(a % b);
         }
       } else {
-        if (!fmod) ctx.fail("attribute 'fmod' must be 1 for floating-point inputs");
-        return std::fmod(a, b);
+        V m = std::fmod(a, b);  // sign of the dividend (C fmod); NaN for b == 0 or an infinite a
+        if (fmod) return m;
+        // fmod=0 on floats (allowed since the opset-13 spec's clarification): the sign of the divisor, as
+        // numpy's mod: a remainder of the other sign moves by b (-3 mod inf is inf), a zero takes b's sign.
+        if (m != V(0) && ((m < V(0)) != (b < V(0)))) return V(m + b);
+        if (m == V(0)) return std::copysign(V(0), b);
+        return m;
       }
     };
   });
@@ -320,14 +325,37 @@ void register_binary(KernelRegistry& r) {
   add_same_type<kBoolOnly>(r, "And", none([](bool a, bool b) { return a && b; }));
   add_same_type<kBoolOnly>(r, "Or", none([](bool a, bool b) { return a || b; }));
   add_same_type<kBoolOnly>(r, "Xor", none([](bool a, bool b) { return a != b; }));
-  add_same_type<kUnsignedIntTypes>(r, "BitShift", [](const KernelContext& ctx) {
+  // BitShift on every integer type (opset 11: unsigned only; later specs add the signed ones). The shift
+  // amount is taken as the unsigned value of its bits: a negative one is a shift by the width or more,
+  // which gives 0 to the left and the sign's fill (0 or -1) to the right; a right shift is arithmetic on
+  // signed types, a left shift wraps (two's complement).
+  add_same_type<kIntTypes>(r, "BitShift", [](const KernelContext& ctx) {
     std::string dir = ctx.node.attr_string("direction", "");
     if (dir != "LEFT" && dir != "RIGHT") ctx.fail("attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"" + dir + "\"");
     bool left = dir == "LEFT";
     return [left](auto a, auto b) {
       using V = decltype(a);
-      if (b >= V(sizeof(V) * 8)) return V(0);
-      return left ? V(a << b) : V(a >> b);
+      using U = std::make_unsigned_t<V>;
+      constexpr U bits = U(sizeof(V) * 8);
+      U s = U(b);
+      if (left) return s >= bits ? V(0) : V(U(U(a) << s));
+      if constexpr (std::is_signed_v<V>) return s >= bits ? V(a < 0 ? -1 : 0) : V(a >> s);  // arithmetic
+      else return s >= bits ? V(0) : V(a >> s);
+    };
+  });
+  // Bitwise ops (opset 18) on every integer type.
+  add_same_type<kIntTypes>(r, "BitwiseAnd", none([](auto a, auto b) { return decltype(a)(a & b); }));
+  add_same_type<kIntTypes>(r, "BitwiseOr", none([](auto a, auto b) { return decltype(a)(a | b); }));
+  add_same_type<kIntTypes>(r, "BitwiseXor", none([](auto a, auto b) { return decltype(a)(a ^ b); }));
+
+  // SwiGLU (opset 28): Swish(a, alpha) * b, with numpy broadcasting.
+  add_same_type<kFloatTypes>(r, "SwiGLU", [](const KernelContext& ctx) {
+    float alpha = ctx.node.attr_float("alpha", 1.0f);
+    return [alpha](auto a, auto b) {
+      using V = decltype(a);
+      V z = V(alpha) * a;
+      V sig = z >= V(0) ? V(1) / (V(1) + std::exp(-z)) : std::exp(z) / (V(1) + std::exp(z));
+      return a * sig * b;
     };
   });
 

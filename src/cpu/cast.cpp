@@ -1,14 +1,16 @@
-// Cast, CastLike and Clip.
+// Cast, CastLike, Clip and BitCast.
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <limits>
 #include <optional>
 
 #include "cpu/elementwise_util.h"
 #include "cpu/kernel.h"
+#include "ops/bitcast.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -156,6 +158,22 @@ Tensor clip_kernel(const KernelContext& ctx) {
   }, "Clip");
 }
 
+// BitCast: the input's bits seen as another type of the same size (a byte that is not 0 or 1 read as bool
+// is true, the only bool it can be).
+Tensor bitcast_kernel(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  DType to = ops::bitcast_target(ctx.node, x.dtype(), ctx.fail_fn());
+  Tensor y(to, x.shape());
+  if (to == DType::Bool) {
+    const uint8_t* in = static_cast<const uint8_t*>(x.raw());
+    bool* out = y.data<bool>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) out[i] = in[i] != 0;
+  } else if (x.nbytes()) {
+    std::memcpy(y.raw(), x.raw(), x.nbytes());
+  }
+  return y;
+}
+
 }  // namespace
 
 void register_cast(KernelRegistry& r) {
@@ -164,6 +182,7 @@ void register_cast(KernelRegistry& r) {
     return {cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype())};
   });
   r.add("Clip", [](KernelContext& ctx) -> std::vector<Tensor> { return {clip_kernel(ctx)}; });
+  r.add("BitCast", [](KernelContext& ctx) -> std::vector<Tensor> { return {bitcast_kernel(ctx)}; });
 }
 
 }  // namespace onnxgpu::cpu

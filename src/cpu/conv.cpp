@@ -1,4 +1,4 @@
-// Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond). float32 Conv goes through the
+// Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond), Col2Im. float32 Conv goes through the
 // library (src/cpu/blas.h: im2col + sgemm) while it is enabled; the reference kernels below compute
 // in double and are the other types' path and the check.
 #include <algorithm>
@@ -220,9 +220,44 @@ std::vector<Tensor> conv_transpose(KernelContext& ctx) {
   return {nn::tensor_from_doubles(X.dtype(), out, y)};
 }
 
+// Col2Im: each input element (a block offset j of block l) added into the image pixel it came from
+// (ops::col2im_geometry), in double.
+std::vector<Tensor> col2im(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (!kFloatTypes.has(x.dtype())) ctx.fail("input 'input' must be a float tensor, got " + x.describe());
+  auto ints = [&](size_t i, const char* what) {
+    const Tensor& t = ctx.input(i);
+    if (t.dtype() != DType::Int64 || t.rank() != 1) ctx.fail(std::string("input '") + what + "' must be 1-D int64, got " + t.describe());
+    return t.to_int64_vector();
+  };
+  ops::Col2ImGeometry g = ops::col2im_geometry(ctx.node, x.shape(), ints(1, "image_shape"), ints(2, "block_shape"), ctx.fail_fn());
+  const size_t d = g.image.size();
+  const int64_t N = x.dim(0), K = shape_numel(g.block), L = shape_numel(g.blocks), P = shape_numel(g.image);
+  std::vector<double> xv = nn::to_doubles(x), y(size_t(N * g.channels * P), 0.0);
+  std::vector<int64_t> j(d), l(d);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < g.channels; ++c)
+      for (int64_t kj = 0; kj < K; ++kj) {
+        for (size_t k = d, r = size_t(kj); k-- > 0;) j[k] = int64_t(r) % g.block[k], r /= size_t(g.block[k]);
+        for (int64_t lj = 0; lj < L; ++lj) {
+          for (size_t k = d, r = size_t(lj); k-- > 0;) l[k] = int64_t(r) % g.blocks[k], r /= size_t(g.blocks[k]);
+          int64_t pix = 0;
+          bool inside = true;
+          for (size_t k = 0; k < d; ++k) {
+            int64_t q = l[k] * g.strides[k] + j[k] * g.dilations[k] - g.pad_begin[k];
+            if (q < 0 || q >= g.image[k]) inside = false;
+            pix = pix * g.image[k] + q;
+          }
+          if (inside) y[size_t((n * g.channels + c) * P + pix)] += xv[size_t((n * g.channels * K + c * K + kj) * L + lj)];
+        }
+      }
+  return {nn::tensor_from_doubles(x.dtype(), g.out, y)};
+}
+
 }  // namespace
 
 void register_conv(KernelRegistry& r) {
+  r.add("Col2Im", col2im);
   r.add("Conv", conv);
   r.add("ConvInteger", conv_integer);
   r.add("ConvTranspose", conv_transpose);

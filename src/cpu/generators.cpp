@@ -51,7 +51,9 @@ std::vector<Tensor> range(KernelContext& ctx) {
     Tensor out(s.dtype(), {count});
     T* o = out.data<T>();
     for (int64_t i = 0; i < count; ++i) {
-      if constexpr (is_float_v<T>) o[i] = T(start + T(i) * delta);
+      if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)  // opset 25's 16-bit floats, in float
+        o[i] = T(float(start) + float(i) * float(delta));
+      else if constexpr (is_float_v<T>) o[i] = T(start + T(i) * delta);
       // start + i * delta lies within [start, limit); unsigned arithmetic keeps the intermediate product defined.
       else o[i] = T(int64_t(uint64_t(int64_t(start)) + uint64_t(i) * uint64_t(int64_t(delta))));
     }

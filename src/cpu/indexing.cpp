@@ -1,5 +1,5 @@
 // Indexed reads and writes: Gather, GatherElements, GatherND, ScatterElements, Scatter, ScatterND,
-// Compress. Negative indices count from the end (once); any other out-of-range index is an error.
+// Compress, TensorScatter. Negative indices count from the end (once); any other out-of-range index is an error.
 #include <algorithm>
 
 #include "cpu/kernel.h"
@@ -207,6 +207,31 @@ std::vector<Tensor> scatter_nd(KernelContext& ctx) {
   return {out};
 }
 
+// TensorScatter: past_cache with each batch element's update written along the axis from its write
+// index (ops::tensor_scatter_params); linear positions must fit, circular ones wrap.
+std::vector<Tensor> tensor_scatter(KernelContext& ctx) {
+  const Tensor& past = ctx.input(0);
+  const Tensor& upd = ctx.input(1);
+  auto p = ops::tensor_scatter_params(ctx.node, ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
+  const int64_t B = past.dim(0);
+  const int64_t inner = shape_numel(Shape(past.shape().begin() + p.axis + 1, past.shape().end()));
+  const int64_t mid = shape_numel(Shape(past.shape().begin() + 1, past.shape().begin() + p.axis));  // dims between batch and axis
+  Tensor out = past.clone();
+  ElementCopier copy(upd, out);
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t w = ctx.has_input(2) ? ctx.input(2).data<int64_t>()[b] : 0;
+    if (w < 0 || (p.circular ? w >= p.max_seq : w + p.seq > p.max_seq))
+      ctx.fail("write_indices[" + std::to_string(b) + "] = " + std::to_string(w) + " does not place " + std::to_string(p.seq) +
+               " steps in " + std::to_string(p.max_seq) + (p.circular ? " (circular: must be in [0, max_seq))" : ""));
+    for (int64_t m = 0; m < mid; ++m)
+      for (int64_t s = 0; s < p.seq; ++s) {
+        int64_t pos = p.circular ? (w + s) % p.max_seq : w + s;
+        copy.run(((b * mid + m) * p.max_seq + pos) * inner, ((b * mid + m) * p.seq + s) * inner, inner);
+      }
+  }
+  return {out};
+}
+
 std::vector<Tensor> compress(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& cond = ctx.input(1);
@@ -217,14 +242,7 @@ std::vector<Tensor> compress(KernelContext& ctx) {
   int64_t axis = flat ? 0 : ctx.normalize_axis(ctx.node.attr_int("axis", 0), x.rank());
   if (src.rank() == 0) ctx.fail("input must have rank >= 1 when axis is given, got " + x.describe());
   int64_t n = src.dim(axis);
-  const bool* c = cond.data<bool>();
-  std::vector<int64_t> keep;
-  for (int64_t j = 0; j < cond.numel(); ++j) {
-    if (!c[j]) continue;
-    if (j >= n)
-      ctx.fail("condition " + cond.describe() + " selects index " + std::to_string(j) + " beyond " + axis_of(axis, n, x));
-    keep.push_back(j);
-  }
+  std::vector<int64_t> keep = ops::compress_keep(cond, n, axis_of(axis, n, x), ctx.fail_fn());
   Shape out_shape = src.shape();
   out_shape[size_t(axis)] = int64_t(keep.size());
   int64_t outer = prod(src.shape(), 0, size_t(axis)), inner = prod(src.shape(), size_t(axis) + 1, src.shape().size());
@@ -246,6 +264,7 @@ void register_indexing(KernelRegistry& r) {
   r.add("Scatter", scatter_elements);
   r.add("ScatterND", scatter_nd);
   r.add("Compress", compress);
+  r.add("TensorScatter", tensor_scatter);
 }
 
 }  // namespace onnxgpu::cpu

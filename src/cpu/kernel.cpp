@@ -68,6 +68,8 @@ const KernelRegistry& registry() {
     register_rotary(r);
     register_block_quant(r);
     register_attention(r);
+    register_grid(r);
+    register_spectral(r);
     return r;
   }();
   return reg;

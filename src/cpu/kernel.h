@@ -76,21 +76,24 @@ class KernelRegistry {
 const KernelRegistry& registry();
 
 // Families (src/cpu/<family>.cpp).
-void register_unary(KernelRegistry&);          // Abs, Exp, Relu, Sigmoid, Gelu, IsNaN, Not, ...
-void register_binary(KernelRegistry&);         // Add..Pow, And/Or/Xor, BitShift, comparisons, Where, Max/Min/Sum/Mean, PRelu
-void register_cast(KernelRegistry&);           // Cast, CastLike, Clip
+void register_unary(KernelRegistry&);          // Abs, Exp, Relu, Sigmoid, Gelu, Swish, Mish, IsNaN, Not, BitwiseNot, ...
+void register_binary(KernelRegistry&);         // Add..Pow, And/Or/Xor, BitShift, Bitwise*, SwiGLU, comparisons, Where,
+                                               // Max/Min/Sum/Mean, PRelu
+void register_cast(KernelRegistry&);           // Cast, CastLike, Clip, BitCast
 void register_reduce(KernelRegistry&);         // Reduce*, ArgMax, ArgMin
 void register_softmax(KernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(KernelRegistry&);           // TopK, Unique, NonZero
-void register_cumsum(KernelRegistry&);         // CumSum
+void register_cumsum(KernelRegistry&);         // CumSum, CumProd
 void register_shape_ops(KernelRegistry&);      // Reshape, Flatten, Squeeze, Unsqueeze, Shape, Size, Identity, Dropout, ...
-void register_layout(KernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, ...
+void register_layout(KernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, ...,
+                                               // CenterCropPad, ReverseSequence
 void register_generators(KernelRegistry&);     // Constant, ConstantOfShape, Range, EyeLike, OneHot, Trilu
-void register_indexing(KernelRegistry&);       // Gather*, Scatter*, Compress
-void register_matmul(KernelRegistry&);         // MatMul, Gemm, Einsum, Det
-void register_conv(KernelRegistry&);           // Conv, ConvTranspose
-void register_pool(KernelRegistry&);           // AveragePool, MaxPool, Global*Pool, LRN
+void register_indexing(KernelRegistry&);       // Gather*, Scatter*, Compress, TensorScatter
+void register_matmul(KernelRegistry&);         // MatMul, MatMulInteger, QLinearMatMul, Gemm, Einsum, Det
+void register_conv(KernelRegistry&);           // Conv, ConvTranspose, Col2Im
+void register_pool(KernelRegistry&);           // AveragePool, MaxPool, Global*Pool, LRN, RoiAlign
 void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN,
+                                               // GroupNormalization, LpNormalization,
                                                // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
                                                // SkipLayerNormalization, SkipSimplifiedLayerNormalization
 void register_resize(KernelRegistry&);         // Resize, Upsample
@@ -103,5 +106,7 @@ void register_bias_activation(KernelRegistry&);  // com.microsoft FastGelu, Bias
 void register_rotary(KernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
 void register_block_quant(KernelRegistry&);    // com.microsoft MatMulNBits, GatherBlockQuantized
 void register_attention(KernelRegistry&);      // Attention; com.microsoft GroupQueryAttention, MultiHeadAttention
+void register_grid(KernelRegistry&);           // GridSample, AffineGrid
+void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 
 }  // namespace onnxgpu::cpu

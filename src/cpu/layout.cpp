@@ -1,5 +1,5 @@
 // Ops that move elements around: Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace,
-// SpaceToDepth. All are type-generic (elements copied as bytes, or as strings).
+// SpaceToDepth, CenterCropPad, ReverseSequence. All are type-generic (elements copied as bytes, or as strings).
 #include <algorithm>
 #include <numeric>
 
@@ -227,9 +227,56 @@ std::vector<Tensor> space_to_depth(KernelContext& ctx) {
   return {transpose_view(x, t.view, t.perm).reshaped(t.out)};
 }
 
+// CenterCropPad: y[c] = x[c - begin] per axis, 0 outside x (ops::center_crop_pad).
+std::vector<Tensor> center_crop_pad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  ops::CropPad cp = ops::center_crop_pad(ctx.node, x.shape(), int64_input(ctx, 1, "shape"), ctx.fail_fn());
+  Tensor y(x.dtype(), cp.out);  // zeros ("" for strings)
+  ElementCopier copy(x, y);
+  std::vector<int64_t> in_strides = shape_strides(x.shape());
+  int64_t i = 0;
+  for_each_coord(cp.out, [&](const std::vector<int64_t>& c) {
+    int64_t src = 0;
+    bool inside = true;
+    for (size_t d = 0; d < c.size(); ++d) {
+      int64_t p = c[d] - cp.begin[d];
+      if (p < 0 || p >= x.shape()[d]) inside = false;
+      src += p * in_strides[d];
+    }
+    if (inside) copy(i, src);
+    ++i;
+  });
+  return {y};
+}
+
+// ReverseSequence: element t < sequence_lens[b] of batch element b's sequence is element len - 1 - t.
+std::vector<Tensor> reverse_sequence(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& lens = ctx.input(1);
+  if (lens.dtype() != DType::Int64) ctx.fail("input 'sequence_lens' must be int64, got " + lens.describe());
+  ops::ReverseSequenceAxes a = ops::reverse_sequence_axes(ctx.node, x.shape(), lens.shape(), ctx.fail_fn());
+  const int64_t T = x.dim(a.time_axis);
+  for (int64_t b = 0; b < lens.numel(); ++b)
+    if (lens.data<int64_t>()[b] < 0 || lens.data<int64_t>()[b] > T)
+      ctx.fail("sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lens.data<int64_t>()[b]) +
+               " is outside [0, " + std::to_string(T) + "]");
+  std::vector<int64_t> st = shape_strides(x.shape());
+  Tensor y(x.dtype(), x.shape());
+  ElementCopier copy(x, y);
+  int64_t i = 0;
+  for_each_coord(x.shape(), [&](const std::vector<int64_t>& c) {
+    int64_t t = c[size_t(a.time_axis)], len = lens.data<int64_t>()[c[size_t(a.batch_axis)]];
+    copy(i, t < len ? i + (len - 1 - 2 * t) * st[size_t(a.time_axis)] : i);
+    ++i;
+  });
+  return {y};
+}
+
 }  // namespace
 
 void register_layout(KernelRegistry& r) {
+  r.add("CenterCropPad", center_crop_pad);
+  r.add("ReverseSequence", reverse_sequence);
   r.add("Transpose", transpose);
   r.add("Concat", concat);
   r.add("Split", split);

@@ -1,4 +1,4 @@
-// MatMul, MatMulInteger, Gemm, Einsum, Det.
+// MatMul, MatMulInteger, QLinearMatMul, Gemm, Einsum, Det.
 // float32 MatMul and Gemm go through the library (src/cpu/blas.h: oneDNN, float32 accumulation) while
 // it is enabled; the reference kernels below are the other types' path and the check: floats
 // accumulate in double; integers accumulate exactly with two's complement wrap-around (as numpy).
@@ -9,6 +9,7 @@
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 #include "ops/broadcast.h"
+#include "ops/einsum.h"
 #include "ops/matmul.h"
 
 namespace onnxgpu::cpu {
@@ -161,6 +162,45 @@ std::vector<Tensor> matmul_integer(KernelContext& ctx) {
   return {Y};
 }
 
+// QLinearMatMul: the int32 product of (a - a_zero_point) and (b - b_zero_point), requantized to y's type:
+// round-half-to-even(acc * a_scale * b_scale / y_scale) + y_zero_point, saturated. Scales are scalars or
+// per row of a / per column of b (the factor in double).
+std::vector<Tensor> qlinear_matmul(KernelContext& ctx) {
+  const Tensor& A = ctx.input(0);
+  const Tensor& B = ctx.input(3);
+  DTypeSet q{DType::Int8, DType::UInt8};
+  if (!q.has(A.dtype()) || !q.has(B.dtype()))
+    ctx.fail("a and b must be int8 or uint8, got " + A.describe() + " and " + B.describe());
+  const Tensor& yz = ctx.input(7);
+  if (!q.has(yz.dtype()) || yz.numel() != 1) ctx.fail("y_zero_point must be an int8 or uint8 scalar, got " + yz.describe());
+  MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  std::vector<int32_t> za = zero_points(ctx, 2, A.dtype(), p.M, "a_zero_point");
+  std::vector<int32_t> zb = zero_points(ctx, 5, B.dtype(), p.N, "b_zero_point");
+  auto scales = [&](size_t i, int64_t count, const char* what) {
+    const Tensor& t = ctx.input(i);
+    if (!kFloatTypes.has(t.dtype()) || (t.numel() != 1 && t.numel() != count))
+      ctx.fail(std::string(what) + " must be a float scalar or have " + std::to_string(count) + " values, got " + t.describe());
+    std::vector<double> v = nn::to_doubles(t);
+    if (v.size() == 1) v.assign(size_t(count), v[0]);
+    return v;
+  };
+  std::vector<double> sa = scales(1, p.M, "a_scale"), sb = scales(4, p.N, "b_scale"), sy = scales(6, 1, "y_scale");
+  const int32_t y0 = int32_t(yz.int_at(0));
+  const double lo = yz.dtype() == DType::Int8 ? -128 : 0, hi = yz.dtype() == DType::Int8 ? 127 : 255;
+  std::vector<double> a = nn::to_doubles(A), b = nn::to_doubles(B), y(size_t(shape_numel(p.out)));
+  for (size_t bi = 0; bi < p.a_off.size(); ++bi)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t n = 0; n < p.N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < p.K; ++k)
+          acc += (int64_t(a[size_t(p.a_off[bi] + m * p.K + k)]) - za[size_t(m)]) *
+                 (int64_t(b[size_t(p.b_off[bi] + k * p.N + n)]) - zb[size_t(n)]);
+        double v = std::nearbyint(double(acc) * (sa[size_t(m)] * sb[size_t(n)] / sy[0])) + double(y0);
+        y[size_t((int64_t(bi) * p.M + m) * p.N + n)] = std::clamp(v, lo, hi);
+      }
+  return {nn::tensor_from_doubles(yz.dtype(), p.out, y)};
+}
+
 // ------------------------------------------------------------------------------------------------ Gemm
 
 std::vector<Tensor> gemm(KernelContext& ctx) {
@@ -225,142 +265,36 @@ std::vector<Tensor> gemm(KernelContext& ctx) {
 
 // ---------------------------------------------------------------------------------------------- Einsum
 
-constexpr int kEllipsisBase = 52;  // label ids: a-z 0..25, A-Z 26..51, ellipsis dims 52..
-
-int label_id(char c) {
-  if (c >= 'a' && c <= 'z') return c - 'a';
-  if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
-  return -1;
-}
-
-struct Term {
-  std::vector<int> letters_before, letters_after;  // letters around the ellipsis (all in before when none)
-  bool ellipsis = false;
-};
-
-Term parse_term(const KernelContext& ctx, const std::string& s) {
-  Term t;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '.') {
-      if (s.compare(i, 3, "...") != 0 || t.ellipsis) ctx.fail("malformed ellipsis in einsum term '" + s + "'");
-      t.ellipsis = true;
-      i += 2;
-      continue;
-    }
-    int id = label_id(c);
-    if (id < 0) ctx.fail(std::string("invalid character '") + c + "' in einsum term '" + s + "'");
-    (t.ellipsis ? t.letters_after : t.letters_before).push_back(id);
-  }
-  return t;
-}
-
+// The equation and its loop plan: ops::einsum_plan. Sums in double (floats) or wrapping 64-bit integers.
 std::vector<Tensor> einsum(KernelContext& ctx) {
-  std::string eq;
-  for (char c : ctx.node.attr_string("equation", "")) if (c != ' ') eq += c;
-  if (eq.empty()) ctx.fail("attribute 'equation' is required");
-  size_t arrow = eq.find("->");
-  std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  size_t n_in = ctx.num_inputs();
-  if (terms.size() != n_in)
-    ctx.fail("equation '" + eq + "' has " + std::to_string(terms.size()) + " input terms but the node has " +
-             std::to_string(n_in) + " inputs");
-  DType dt = ctx.input(0).dtype();
-  // Per input: the label of each dim.
-  std::vector<std::vector<int>> dim_labels(n_in);
-  std::vector<Term> parsed;
-  int64_t ell_rank = 0;
+  const size_t n_in = ctx.num_inputs();
+  std::vector<Shape> shapes;
+  const DType dt = ctx.input(0).dtype();
   for (size_t i = 0; i < n_in; ++i) {
     const Tensor& x = ctx.input(i);
     if (x.dtype() != dt) ctx.fail("all inputs must have the same type; input 0 is " + std::string(dtype_name(dt)) +
                                   " but input " + std::to_string(i) + " is " + x.describe());
-    Term t = parse_term(ctx, terms[i]);
-    int64_t nl = int64_t(t.letters_before.size() + t.letters_after.size());
-    if (t.ellipsis ? x.rank() < nl : x.rank() != nl)
-      ctx.fail("einsum term '" + terms[i] + "' does not match input " + std::to_string(i) + " " + x.describe());
-    if (t.ellipsis) ell_rank = std::max(ell_rank, x.rank() - nl);
-    parsed.push_back(t);
+    shapes.push_back(x.shape());
   }
-  std::vector<int64_t> size(size_t(kEllipsisBase + ell_rank), -1);
-  std::vector<int> count(size.size(), 0);
-  for (size_t i = 0; i < n_in; ++i) {
-    const Tensor& x = ctx.input(i);
-    const Term& t = parsed[i];
-    std::vector<int>& dl = dim_labels[i];
-    dl = t.letters_before;
-    int64_t er = x.rank() - int64_t(t.letters_before.size() + t.letters_after.size());
-    for (int64_t k = 0; k < er; ++k) dl.push_back(int(kEllipsisBase + ell_rank - er + k));
-    dl.insert(dl.end(), t.letters_after.begin(), t.letters_after.end());
-    for (size_t d = 0; d < dl.size(); ++d) {
-      int64_t& s = size[size_t(dl[d])];
-      int64_t xd = x.dim(int64_t(d));
-      ++count[size_t(dl[d])];
-      if (s == -1 || s == 1) s = xd;  // size-1 dims broadcast
-      else if (xd != s && xd != 1)
-        ctx.fail("label of dim " + std::to_string(d) + " of input " + std::to_string(i) + " " + x.describe() +
-                 " has size " + std::to_string(xd) + " but " + std::to_string(s) + " elsewhere");
-    }
-  }
-  // Output labels.
-  std::vector<int> out_labels;
-  if (arrow != std::string::npos) {
-    Term t = parse_term(ctx, eq.substr(arrow + 2));
-    out_labels = t.letters_before;
-    if (t.ellipsis)
-      for (int64_t k = 0; k < ell_rank; ++k) out_labels.push_back(int(kEllipsisBase + k));
-    out_labels.insert(out_labels.end(), t.letters_after.begin(), t.letters_after.end());
-    std::vector<bool> seen(size.size(), false);
-    for (int l : out_labels) {
-      if (size[size_t(l)] < 0) ctx.fail("output label of '" + eq + "' does not appear in any input");
-      if (seen[size_t(l)]) ctx.fail("output label repeated in '" + eq + "'");
-      seen[size_t(l)] = true;
-    }
-  } else {
-    for (int64_t k = 0; k < ell_rank; ++k) out_labels.push_back(int(kEllipsisBase + k));
-    // Letters appearing once, in ASCII order (uppercase first).
-    for (int l = 26; l < 52; ++l) if (count[size_t(l)] == 1) out_labels.push_back(l);
-    for (int l = 0; l < 26; ++l) if (count[size_t(l)] == 1) out_labels.push_back(l);
-  }
-  std::vector<int> sum_labels;
-  for (int l = 0; l < int(size.size()); ++l)
-    if (size[size_t(l)] >= 0 && std::find(out_labels.begin(), out_labels.end(), l) == out_labels.end())
-      sum_labels.push_back(l);
-  // Per input, the element stride of each label (repeated labels add up: diagonals; size-1 broadcast dims: 0).
-  std::vector<std::vector<int64_t>> lstride(n_in, std::vector<int64_t>(size.size(), 0));
-  for (size_t i = 0; i < n_in; ++i) {
-    const Tensor& x = ctx.input(i);
-    std::vector<int64_t> st = shape_strides(x.shape());
-    for (size_t d = 0; d < dim_labels[i].size(); ++d)
-      if (x.dim(int64_t(d)) != 1 || size[size_t(dim_labels[i][d])] == 1) lstride[i][size_t(dim_labels[i][d])] += st[d];
-  }
-  Shape out_shape, sum_shape;
-  for (int l : out_labels) out_shape.push_back(size[size_t(l)]);
-  for (int l : sum_labels) sum_shape.push_back(size[size_t(l)]);
-  Tensor Y(dt, out_shape);
+  const ops::EinsumPlan p = ops::einsum_plan(ctx.node.attr_string("equation", ""), shapes, ctx.fail_fn());
+  Tensor Y(dt, p.out_shape);
   visit_dtype(dt, [&]<class T>() {
     std::vector<const T*> xs;
     for (size_t i = 0; i < n_in; ++i) xs.push_back(ctx.input(i).data<T>());
     T* y = Y.data<T>();
-    int64_t n_out = shape_numel(out_shape), n_sum = shape_numel(sum_shape);
-    std::vector<int64_t> oi(out_labels.size(), 0);
-    for (int64_t o = 0; o < n_out; ++o, nn::next_index(oi, out_shape)) {
+    int64_t n_out = shape_numel(p.out_shape), n_sum = shape_numel(p.sum_shape);
+    std::vector<int64_t> oi(p.out_shape.size(), 0);
+    for (int64_t o = 0; o < n_out; ++o, nn::next_index(oi, p.out_shape)) {
       std::vector<int64_t> base(n_in, 0);
       for (size_t i = 0; i < n_in; ++i)
-        for (size_t k = 0; k < out_labels.size(); ++k) base[i] += oi[k] * lstride[i][size_t(out_labels[k])];
+        for (size_t k = 0; k < oi.size(); ++k) base[i] += oi[k] * p.out_strides[i][k];
       std::conditional_t<is_float_v<T>, double, uint64_t> acc{};
-      std::vector<int64_t> si(sum_labels.size(), 0);
-      for (int64_t s = 0; s < n_sum; ++s, nn::next_index(si, sum_shape)) {
+      std::vector<int64_t> si(p.sum_shape.size(), 0);
+      for (int64_t s = 0; s < n_sum; ++s, nn::next_index(si, p.sum_shape)) {
         std::conditional_t<is_float_v<T>, double, uint64_t> prod{1};
         for (size_t i = 0; i < n_in; ++i) {
           int64_t off = base[i];
-          for (size_t k = 0; k < sum_labels.size(); ++k) off += si[k] * lstride[i][size_t(sum_labels[k])];
+          for (size_t k = 0; k < si.size(); ++k) off += si[k] * p.sum_strides[i][k];
           if constexpr (is_float_v<T>) prod *= static_cast<double>(xs[i][off]);
           else prod *= static_cast<uint64_t>(static_cast<int64_t>(xs[i][off]));
         }
@@ -414,6 +348,7 @@ std::vector<Tensor> det(KernelContext& ctx) {
 void register_matmul(KernelRegistry& r) {
   r.add("MatMul", matmul);
   r.add("MatMulInteger", matmul_integer);
+  r.add("QLinearMatMul", qlinear_matmul);
   r.add("Gemm", gemm);
   r.add("Einsum", einsum);
   r.add("Det", det);

@@ -1,7 +1,7 @@
 // BatchNormalization, InstanceNormalization, LayerNormalization, MeanVarianceNormalization, and the
 // transformer normalizations: SkipLayerNormalization and SkipSimplifiedLayerNormalization (com.microsoft),
 // SimplifiedLayerNormalization (ONNX Runtime's, ai.onnx domain), RMSNormalization (opset 23). Computed
-// in double.
+// in double. GroupNormalization (opsets 18, 21) and LpNormalization.
 #include <algorithm>
 #include <cmath>
 
@@ -345,9 +345,59 @@ std::vector<Tensor> mvn(KernelContext& ctx) {
   return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
 }
 
+// --------------------------------------------------------------------------------- GroupNormalization
+
+// Each (batch, group of C / num_groups channels) normalized over its channels and spatial elements; then
+// scale and bias per channel (opset 21) or per group (opset 18). See ops::group_norm_params.
+std::vector<Tensor> group_norm(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  check_float(ctx, X, "input 'X'");
+  const ops::GroupNormParams p = ops::group_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
+  std::vector<double> x = nn::to_doubles(X), s = nn::to_doubles(ctx.input(1)), b = nn::to_doubles(ctx.input(2));
+  const int64_t N = X.dim(0), C = X.dim(1), G = p.groups, spatial = X.numel() / std::max<int64_t>(1, N * C);
+  Stats st = group_stats(x, {N, G, X.numel() / std::max<int64_t>(1, N * G)}, {false, false, true});
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t c = (int64_t(i) / spatial) % C;
+    size_t g = size_t(st.group_of[i]);
+    size_t k = size_t(p.per_channel ? c : c / (C / G));
+    y[i] = s[k] * (x[i] - st.mean[g]) / std::sqrt(st.var[g] + p.epsilon) + b[k];
+  }
+  return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+}
+
+// ------------------------------------------------------------------------------------ LpNormalization
+
+// x / ||x||_p along `axis` (p 1 or 2); a line of zeros stays zeros, as in the reference.
+std::vector<Tensor> lp_norm(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  check_float(ctx, X, "input");
+  const ops::LpNormParams p = ops::lp_norm_params(ctx.node, X.shape(), ctx.fail_fn());
+  std::vector<double> x = nn::to_doubles(X), y(x.size());
+  const int64_t n = X.dim(p.axis), inner = X.numel() / std::max<int64_t>(1, shape_numel(Shape(X.shape().begin(), X.shape().begin() + p.axis + 1)));
+  const int64_t outer = X.numel() / std::max<int64_t>(1, n * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double norm = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        double v = x[size_t((o * n + k) * inner + i)];
+        norm += p.p == 1 ? std::fabs(v) : v * v;
+      }
+      if (p.p == 2) norm = std::sqrt(norm);
+      if (norm == 0) norm = 1;  // an all-zero line stays zero (the reference's choice)
+      for (int64_t k = 0; k < n; ++k) {
+        size_t at = size_t((o * n + k) * inner + i);
+        y[at] = x[at] / norm;
+      }
+    }
+  return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+}
+
 }  // namespace
 
 void register_normalization(KernelRegistry& r) {
+  r.add("GroupNormalization", group_norm);
+  r.add("LpNormalization", lp_norm);
   r.add("BatchNormalization", batch_norm);
   r.add("InstanceNormalization", instance_norm);
   r.add("LayerNormalization", layer_norm);

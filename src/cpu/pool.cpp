@@ -1,4 +1,5 @@
-// AveragePool, MaxPool (with Indices), LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool, LRN, MaxUnpool.
+// AveragePool, MaxPool (with Indices), LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool, LRN, MaxUnpool,
+// RoiAlign.
 // Computed in double (exact for every admitted type's max).
 #include <cmath>
 #include <cstring>
@@ -142,6 +143,67 @@ std::vector<Tensor> lrn(KernelContext& ctx) {
   return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
 }
 
+// RoiAlign (ops::roi_align_params): per output bin, bilinear samples of the roi's grid, averaged (avg) or
+// the largest weighted corner value (max), as ONNX Runtime computes them; in double.
+std::vector<Tensor> roi_align(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  const Tensor& rois = ctx.input(1);
+  const Tensor& bi = ctx.input(2);
+  if (!kPoolTypes.has(X.dtype())) ctx.fail("input X has unsupported type: " + X.describe());
+  if (rois.dtype() != X.dtype()) ctx.fail("input 'rois' " + rois.describe() + " must have the type of input 'X' " + X.describe());
+  if (bi.dtype() != DType::Int64) ctx.fail("input 'batch_indices' must be int64, got " + bi.describe());
+  ops::RoiAlignParams p = ops::roi_align_params(ctx.node, ctx.opset, X.shape(), rois.shape(), bi.shape(), ctx.fail_fn());
+  const int64_t N = X.dim(0), C = X.dim(1), H = X.dim(2), W = X.dim(3), R = rois.dim(0);
+  std::vector<double> x = nn::to_doubles(X), rv = nn::to_doubles(rois), y(size_t(shape_numel(p.out)));
+  const double offset = p.half_pixel ? 0.5 : 0.0;
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t b = bi.data<int64_t>()[r];
+    if (b < 0 || b >= N) ctx.fail("batch_indices[" + std::to_string(r) + "] = " + std::to_string(b) + " is outside [0, " + std::to_string(N) + ")");
+    double sw = rv[size_t(r * 4)] * p.spatial_scale - offset, sh = rv[size_t(r * 4 + 1)] * p.spatial_scale - offset;
+    double ew = rv[size_t(r * 4 + 2)] * p.spatial_scale - offset, eh = rv[size_t(r * 4 + 3)] * p.spatial_scale - offset;
+    double rw = ew - sw, rh = eh - sh;
+    if (!p.half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+    double bw = rw / double(p.out_w), bh = rh / double(p.out_h);
+    int64_t gh = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rh / double(p.out_h)));
+    int64_t gw = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rw / double(p.out_w)));
+    double count = double(std::max<int64_t>(gh * gw, 1));
+    for (int64_t c = 0; c < C; ++c) {
+      const double* plane = &x[size_t((b * C + c) * H * W)];
+      for (int64_t ph = 0; ph < p.out_h; ++ph)
+        for (int64_t pw = 0; pw < p.out_w; ++pw) {
+          double acc = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < gh; ++iy)
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              double yy = sh + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+              double xx = sw + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+              double v[4] = {0, 0, 0, 0};
+              if (!(yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W))) {
+                yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
+                int64_t yl = int64_t(yy), xl = int64_t(xx), yh, xh;
+                if (yl >= H - 1) yh = yl = H - 1, yy = double(yl);
+                else yh = yl + 1;
+                if (xl >= W - 1) xh = xl = W - 1, xx = double(xl);
+                else xh = xl + 1;
+                double ly = yy - double(yl), lx = xx - double(xl), hy = 1 - ly, hx = 1 - lx;
+                v[0] = hy * hx * plane[yl * W + xl], v[1] = hy * lx * plane[yl * W + xh];
+                v[2] = ly * hx * plane[yh * W + xl], v[3] = ly * lx * plane[yh * W + xh];
+              }
+              if (p.max_mode) {
+                double m = std::max(std::max(std::max(v[0], v[1]), v[2]), v[3]);
+                acc = first ? m : std::max(acc, m);
+                first = false;
+              } else {
+                acc += v[0] + v[1] + v[2] + v[3];
+              }
+            }
+          y[size_t(((r * C + c) * p.out_h + ph) * p.out_w + pw)] = p.max_mode ? acc : acc / count;
+        }
+    }
+  }
+  return {nn::tensor_from_doubles(X.dtype(), p.out, y)};
+}
+
 std::vector<Tensor> max_unpool(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   const Tensor& I = ctx.input(1);
@@ -194,6 +256,7 @@ void register_pool(KernelRegistry& r) {
   r.add("GlobalAveragePool", [](KernelContext& c) { return global_pool(c, PoolKind::Average); });
   r.add("GlobalMaxPool", [](KernelContext& c) { return global_pool(c, PoolKind::Max); });
   r.add("GlobalLpPool", [](KernelContext& c) { return global_pool(c, PoolKind::Lp); });
+  r.add("RoiAlign", roi_align);
   r.add("LRN", lrn);
   r.add("MaxUnpool", max_unpool);
 }

@@ -1,4 +1,4 @@
-// Elementwise unary ops: math functions, activations, predicates (IsNaN, IsInf, Not).
+// Elementwise unary ops: math functions, activations, predicates (IsNaN, IsInf, Not), BitwiseNot.
 #include <cmath>
 #include <numbers>
 
@@ -178,9 +178,20 @@ void register_activations(KernelRegistry& r) {
       return V(0.5) * x * (V(1) + std::erf(x / V(std::numbers::sqrt2)));
     };
   });
+  // Swish (opset 24): x * sigmoid(alpha * x).
+  add_unary<kFloatTypes>(r, "Swish", [](const KernelContext& ctx) {
+    float alpha = ctx.node.attr_float("alpha", 1.0f);
+    return [alpha](auto x) { return x * sigmoid(decltype(x)(alpha) * x); };
+  });
+  // Mish (opset 18): x * tanh(softplus(x)), softplus as Softplus computes it.
+  add_simple<kFloatTypes>(r, "Mish", [](auto x) {
+    using V = decltype(x);
+    V sp = x > V(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    return x * std::tanh(sp);
+  });
 }
 
-// Predicates (IsNaN, IsInf) and Not: bool outputs.
+// Predicates (IsNaN, IsInf) and Not: bool outputs; BitwiseNot.
 void register_predicates(KernelRegistry& r) {
   r.add("IsNaN", [](KernelContext& ctx) -> std::vector<Tensor> {
     const Tensor& x = ctx.input(0);
@@ -202,6 +213,8 @@ void register_predicates(KernelRegistry& r) {
       return map_elements<T, bool>(x, [](bool v) { return !v; });
     }, "Not")};
   });
+  // BitwiseNot (opset 18): every integer type.
+  add_simple<kIntTypes>(r, "BitwiseNot", [](auto x) { return decltype(x)(~x); });
 }
 
 }  // namespace

@@ -102,6 +102,22 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
       {{"", "SimplifiedLayerNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
       {{"", "RMSNormalization"}, {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}},
       {{"", "RotaryEmbedding"}, {{"interleaved", Kind::Int}, {"num_heads", Kind::Int}, {"rotary_embedding_dim", Kind::Int}}},
+      {{"", "BitwiseAnd"}, {}},
+      {{"", "BitwiseOr"}, {}},
+      {{"", "BitwiseXor"}, {}},
+      {{"", "BitwiseNot"}, {}},
+      {{"", "BitCast"}, {{"to", Kind::Int}}},
+      {{"", "CumProd"}, {{"exclusive", Kind::Int}, {"reverse", Kind::Int}}},
+      {{"", "Swish"}, {{"alpha", Kind::Float}}},
+      {{"", "Mish"}, {}},
+      {{"", "SwiGLU"}, {{"alpha", Kind::Float}}},
+      {{"", "GridSample"}, {{"align_corners", Kind::Int}, {"mode", Kind::String}, {"padding_mode", Kind::String}}},
+      {{"", "AffineGrid"}, {{"align_corners", Kind::Int}}},
+      {{"", "GroupNormalization"}, {{"epsilon", Kind::Float}, {"num_groups", Kind::Int}, {"stash_type", Kind::Int}}},
+      {{"", "CenterCropPad"}, {{"axes", Kind::Ints}}},
+      {{"", "TensorScatter"}, {{"axis", Kind::Int}, {"mode", Kind::String}}},
+      {{"", "Col2Im"}, {{"dilations", Kind::Ints}, {"pads", Kind::Ints}, {"strides", Kind::Ints}}},
+      {{"", "DFT"}, {{"axis", Kind::Int}, {"inverse", Kind::Int}, {"onesided", Kind::Int}}},
   };
   auto it = table.find({domain, op});
   return it == table.end() ? nullptr : &it->second;

@@ -120,4 +120,45 @@ ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape&
   return g;
 }
 
+Col2ImGeometry col2im_geometry(const ir::Node& node, const Shape& input, const std::vector<int64_t>& image_shape,
+                               const std::vector<int64_t>& block_shape, const Fail& fail) {
+  Col2ImGeometry g;
+  const size_t d = image_shape.size();
+  if (d == 0 || block_shape.size() != d)
+    raise(fail, "inputs 'image_shape' and 'block_shape' must have one value per spatial dim, got " +
+                    std::to_string(d) + " and " + std::to_string(block_shape.size()));
+  if (input.size() != 3) raise(fail, "input 'input' must be [N, C * prod(block_shape), L], got shape " + shape_str(input));
+  auto get = [&](const char* name, size_t count, int64_t def) {
+    std::vector<int64_t> v = node.attr_ints(name, {});
+    if (v.empty()) v.assign(count, def);
+    if (v.size() != count)
+      raise(fail, std::string("attribute '") + name + "' has " + std::to_string(v.size()) + " values, expected " + std::to_string(count));
+    return v;
+  };
+  g.strides = get("strides", d, 1);
+  g.dilations = get("dilations", d, 1);
+  std::vector<int64_t> pads = get("pads", 2 * d, 0);
+  g.image = image_shape;
+  g.block = block_shape;
+  int64_t kprod = 1, lprod = 1;
+  for (size_t k = 0; k < d; ++k) {
+    if (g.strides[k] <= 0 || g.dilations[k] <= 0 || block_shape[k] <= 0 || image_shape[k] <= 0)
+      raise(fail, "strides, dilations, block_shape and image_shape must be positive");
+    int64_t span = image_shape[k] + pads[k] + pads[k + d] - g.dilations[k] * (block_shape[k] - 1) - 1;
+    if (span < 0) raise(fail, "the block does not fit the padded image along spatial dim " + std::to_string(k));
+    g.blocks.push_back(span / g.strides[k] + 1);
+    g.pad_begin.push_back(pads[k]);
+    kprod *= block_shape[k];
+    lprod *= g.blocks.back();
+  }
+  if (input[1] % kprod != 0)
+    raise(fail, "input 'input' " + shape_str(input) + ": dim 1 must be a multiple of prod(block_shape) = " + std::to_string(kprod));
+  if (input[2] != lprod)
+    raise(fail, "input 'input' " + shape_str(input) + ": dim 2 must be the block count " + std::to_string(lprod));
+  g.channels = input[1] / kprod;
+  g.out = {input[0], g.channels};
+  g.out.insert(g.out.end(), image_shape.begin(), image_shape.end());
+  return g;
+}
+
 }  // namespace onnxgpu::ops

@@ -42,4 +42,18 @@ struct ConvTransposeGeometry {
 ConvTransposeGeometry conv_transpose_geometry(const ir::Node& node, const Shape& in, const Shape& kernel,
                                               const Fail& fail);
 
+// Col2Im (opset 18): input [N, C * prod(block_shape), L] holds the sliding blocks of an image
+// [N, C, image_shape...] (pads begin..., end...; strides; dilations), L = prod(blocks) where blocks[d] =
+// (image[d] + pads - dilation[d] * (block[d] - 1) - 1) / stride[d] + 1. Output pixel x sums, for every
+// block offset j with q = x + pad_begin - j * dilation a multiple of the stride and l = q / stride inside
+// blocks, the input element [n, c * prod(block) + flat(j), flat(l)].
+struct Col2ImGeometry {
+  Shape image, block, blocks;
+  std::vector<int64_t> strides, dilations, pad_begin;
+  int64_t channels = 0;
+  Shape out;
+};
+Col2ImGeometry col2im_geometry(const ir::Node& node, const Shape& input, const std::vector<int64_t>& image_shape,
+                               const std::vector<int64_t>& block_shape, const Fail& fail);
+
 }  // namespace onnxgpu::ops

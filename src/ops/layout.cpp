@@ -67,7 +67,49 @@ BlockTranspose space_to_depth(const ir::Node& node, const Shape& x, const Fail& 
   const int64_t n = x[0], c = x[1], h = x[2], w = x[3];
   if (h % b != 0 || w % b != 0)
     raise(fail, "height and width of input " + shape_str(x) + " must be divisible by blocksize " + std::to_string(b));
-  return {{n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}, {n, c * b * b, h / b, w / b}};
+  // mode (opset 25): DCR puts the block offset before the channel in the output depth, CRD after it.
+  const std::string mode = node.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") raise(fail, "mode '" + mode + "' is not DCR or CRD");
+  return {{n, c, h / b, b, w / b, b}, mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4} : std::vector<int64_t>{0, 1, 3, 5, 2, 4},
+          {n, c * b * b, h / b, w / b}};
+}
+
+CropPad center_crop_pad(const ir::Node& node, const Shape& x, const std::vector<int64_t>& shape, const Fail& fail) {
+  const int64_t r = int64_t(x.size());
+  std::vector<int64_t> axes = node.attr_ints("axes", {});
+  if (!node.has_attr("axes"))
+    for (int64_t a = 0; a < r; ++a) axes.push_back(a);
+  if (axes.size() != shape.size())
+    raise(fail, "input 'shape' has " + std::to_string(shape.size()) + " values for " + std::to_string(axes.size()) + " axes");
+  CropPad c;
+  c.out = x;
+  c.begin.assign(size_t(r), 0);
+  std::vector<bool> seen(size_t(r), false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+    if (a < 0 || a >= r) raise(fail, "axis " + std::to_string(axes[k]) + " is out of range for input " + shape_str(x));
+    if (seen[size_t(a)]) raise(fail, "axis " + std::to_string(axes[k]) + " is repeated");
+    seen[size_t(a)] = true;
+    int64_t n = x[size_t(a)], s = shape[k];
+    if (s < 0) raise(fail, "input 'shape' has a negative length " + std::to_string(s));
+    c.out[size_t(a)] = s;
+    c.begin[size_t(a)] = s >= n ? (s - n) / 2 : -((n - s) / 2);
+  }
+  return c;
+}
+
+ReverseSequenceAxes reverse_sequence_axes(const ir::Node& node, const Shape& x, const Shape& lens, const Fail& fail) {
+  ReverseSequenceAxes a;
+  a.batch_axis = node.attr_int("batch_axis", 1);
+  a.time_axis = node.attr_int("time_axis", 0);
+  if (x.size() < 2) raise(fail, "input 'input' must have rank >= 2, got " + shape_str(x));
+  if (!((a.batch_axis == 0 && a.time_axis == 1) || (a.batch_axis == 1 && a.time_axis == 0)))
+    raise(fail, "attributes batch_axis and time_axis must be 0 and 1 (in either order), got " +
+                    std::to_string(a.batch_axis) + " and " + std::to_string(a.time_axis));
+  if (lens.size() != 1 || lens[0] != x[size_t(a.batch_axis)])
+    raise(fail, "input 'sequence_lens' " + shape_str(lens) + " must be 1-D with the batch size " +
+                    std::to_string(x[size_t(a.batch_axis)]) + " of input 'input' " + shape_str(x));
+  return a;
 }
 
 }  // namespace onnxgpu::ops

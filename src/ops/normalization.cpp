@@ -30,6 +30,39 @@ void check_instance_norm(DType x_dtype, const Shape& x, DType scale_dtype, const
                       shape_str(x) + "), got " + std::string(dtype_name(dt)) + shape_str(s));
 }
 
+GroupNormParams group_norm_params(const ir::Node& node, int64_t opset, const Operand& x, const Operand& scale,
+                                  const Operand& bias, const Fail& fail) {
+  GroupNormParams p;
+  if (x.shape.size() < 2) raise(fail, "input 'X' must be [N, C, D1, ...] (rank >= 2), got " + x.describe());
+  if (!node.has_attr("num_groups")) raise(fail, "attribute 'num_groups' is required");
+  p.groups = node.attr_int("num_groups", 0);
+  const int64_t C = x.shape[1];
+  if (p.groups <= 0 || C % p.groups != 0)
+    raise(fail, "attribute 'num_groups' (" + std::to_string(p.groups) + ") must be positive and divide the " +
+                    std::to_string(C) + " channels of input 'X' " + x.describe());
+  p.epsilon = node.attr_float("epsilon", 1e-5f);
+  p.per_channel = opset >= 21;
+  const int64_t want = p.per_channel ? C : p.groups;
+  for (const auto& [what, o] : {std::pair{"scale", scale}, std::pair{"bias", bias}})
+    if (o.dtype != x.dtype || o.shape.size() != 1 || o.shape[0] != want)
+      raise(fail, std::string("input '") + what + "' must be 1-D of X's type with " + std::to_string(want) + " values (" +
+                      (p.per_channel ? "the channels" : "the groups") + " of input 'X' " + x.describe() + "), got " +
+                      o.describe());
+  return p;
+}
+
+LpNormParams lp_norm_params(const ir::Node& node, const Shape& x, const Fail& fail) {
+  LpNormParams p;
+  const int64_t r = int64_t(x.size());
+  int64_t axis = node.attr_int("axis", -1);
+  if (axis < -r || axis >= r || r == 0)
+    raise(fail, "attribute 'axis' (" + std::to_string(axis) + ") is out of range for an input of shape " + shape_str(x));
+  p.axis = axis < 0 ? axis + r : axis;
+  p.p = node.attr_int("p", 2);
+  if (p.p != 1 && p.p != 2) raise(fail, "attribute 'p' must be 1 or 2, got " + std::to_string(p.p));
+  return p;
+}
+
 namespace {
 
 const DTypeSet kTransformerNormTypes{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16};

@@ -1,4 +1,4 @@
-// LayerNormalization, InstanceNormalization and the transformer normalizations (SkipLayerNormalization,
+// LayerNormalization, InstanceNormalization, GroupNormalization, LpNormalization and the transformer normalizations (SkipLayerNormalization,
 // SkipSimplifiedLayerNormalization: ONNX Runtime's com.microsoft ops; SimplifiedLayerNormalization:
 // ONNX Runtime's, in the ONNX domain; RMSNormalization: ONNX opset 23), the part both kernel sets
 // share: the normalized axes and the stash type, the shapes of the inputs, read and checked once.
@@ -61,5 +61,23 @@ struct RmsNormParams {
 };
 RmsNormParams rms_norm_params(const ir::Node& node, int64_t opset, const Operand& x, const Operand& scale,
                               const Fail& fail);
+
+// GroupNormalization: X [N, C, D1, ...] (rank >= 2) in num_groups groups of C / num_groups channels, each
+// (batch, group) normalized over its channels and spatial elements (epsilon, default 1e-5); scale and bias
+// 1-D of X's type with C values (opset 21) or num_groups values (opset 18).
+struct GroupNormParams {
+  int64_t groups;
+  double epsilon;
+  bool per_channel;  // opset 21: scale and bias per channel; opset 18: per group
+};
+GroupNormParams group_norm_params(const ir::Node& node, int64_t opset, const Operand& x, const Operand& scale,
+                                  const Operand& bias, const Fail& fail);
+
+// LpNormalization: x / ||x||_p along `axis` (default -1), p 1 or 2 (default 2); a line of zeros stays zeros.
+struct LpNormParams {
+  int64_t axis;  // in [0, rank)
+  int64_t p;
+};
+LpNormParams lp_norm_params(const ir::Node& node, const Shape& x, const Fail& fail);
 
 }  // namespace onnxgpu::ops

@@ -27,4 +27,28 @@ PoolParams pool_params(const ir::Node& node, const Shape& x, bool lp, const Fail
   return pp;
 }
 
+RoiAlignParams roi_align_params(const ir::Node& node, int64_t opset, const Shape& x, const Shape& rois,
+                                const Shape& batch_indices, const Fail& fail) {
+  RoiAlignParams p;
+  std::string mode = node.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") raise(fail, "attribute 'mode' must be avg or max, got \"" + mode + "\"");
+  p.max_mode = mode == "max";
+  std::string ct = node.attr_string("coordinate_transformation_mode", opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (ct != "half_pixel" && ct != "output_half_pixel")
+    raise(fail, "attribute 'coordinate_transformation_mode' must be half_pixel or output_half_pixel, got \"" + ct + "\"");
+  p.half_pixel = ct == "half_pixel";
+  p.out_h = node.attr_int("output_height", 1);
+  p.out_w = node.attr_int("output_width", 1);
+  p.sampling_ratio = node.attr_int("sampling_ratio", 0);
+  p.spatial_scale = node.attr_float("spatial_scale", 1.0f);
+  if (p.out_h <= 0 || p.out_w <= 0) raise(fail, "output_height and output_width must be positive");
+  if (p.sampling_ratio < 0) raise(fail, "attribute 'sampling_ratio' must not be negative");
+  if (x.size() != 4) raise(fail, "input 'X' must be [N, C, H, W], got shape " + shape_str(x));
+  if (rois.size() != 2 || rois[1] != 4) raise(fail, "input 'rois' must be [num_rois, 4], got shape " + shape_str(rois));
+  if (batch_indices.size() != 1 || batch_indices[0] != rois[0])
+    raise(fail, "input 'batch_indices' must be [" + std::to_string(rois[0]) + "] (one per roi), got shape " + shape_str(batch_indices));
+  p.out = {rois[0], x[1], p.out_h, p.out_w};
+  return p;
+}
+
 }  // namespace onnxgpu::ops

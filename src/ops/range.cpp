@@ -12,7 +12,7 @@ int64_t range_count(const Tensor& s, const Tensor& l, const Tensor& d, const Fai
       raise(fail, "start, limit and delta must have one type, got " + s.describe() + ", " + l.describe() + ", " +
                       d.describe());
   }
-  const DTypeSet allowed{DType::Float32, DType::Float64, DType::Int16, DType::Int32, DType::Int64};
+  const DTypeSet allowed{DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int16, DType::Int32, DType::Int64};
   if (!allowed.has(s.dtype())) raise(fail, "type " + std::string(dtype_name(s.dtype())) + " is not supported by Range");
   if (dtype_is_float(s.dtype())) {
     double ds = s.double_at(0), dl = l.double_at(0), dd = d.double_at(0);

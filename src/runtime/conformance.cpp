@@ -41,7 +41,12 @@ const std::set<std::string>& in_scope_ops() {
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
       "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized",
-      "Attention", "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention"};
+      "Attention", "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention",
+      // opsets 18-28
+      "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitCast", "CumProd", "Swish", "Mish", "SwiGLU",
+      "GridSample", "AffineGrid", "DFT", "STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix",
+      "GroupNormalization", "LpNormalization", "CenterCropPad", "ReverseSequence", "TensorScatter", "Col2Im",
+      "RoiAlign", "QLinearMatMul"};
   return ops;
 }
 

@@ -20,6 +20,8 @@ constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 constexpr int32_t kI32Min = std::numeric_limits<int32_t>::min();
 
 const std::vector<DType> kFloats = {DType::Float32, DType::Float16, DType::Float64};
+const std::vector<DType> kInts = {DType::Int8,  DType::UInt8,  DType::Int16, DType::UInt16,
+                                  DType::Int32, DType::UInt32, DType::Int64, DType::UInt64};
 
 // ---- Values ----------------------------------------------------------------------------------------
 
@@ -438,6 +440,7 @@ std::vector<Case> build() {
   add(B("Sign").x("X", S3));
   add(B("Relu").x("X", S3));
   add(B("Not").x("X", S3));
+  add(B("BitwiseNot").opset(18).without_schema(kInts).x("X", S3).note("BitwiseNot-18 (no schema in ONNX 1.12): dtypes from the opset-18 spec"));
   add(B("IsNaN").tp("T1").x("X", S3, Dom::Special));
   add(B("IsInf").tp("T1").x("X", S3, Dom::Special));
   add(B("IsInf", "negative only").tp("T1").x("X", S3, Dom::Special).i("detect_positive", 0));
@@ -456,6 +459,12 @@ std::vector<Case> build() {
   add(B("Shrink", "default").x("X", S3));
   add(B("Gelu").opset(20).without_schema(kFloats).x("X", S3).tol(10)
           .note("Gelu-20 (no schema in ONNX 1.12): dtypes from the opset-20 spec; erf: 10x tolerance"));
+  add(B("Swish").opset(24).without_schema(kFloats).x("X", S3).tol(10)
+          .note("Swish-24 (no schema in ONNX 1.12): dtypes from the opset-24 spec; exp: 10x tolerance"));
+  add(B("Swish", "alpha 0.75").opset(24).without_schema(kFloats).x("X", S3).fl("alpha", 0.75f).tol(10)
+          .note("Swish-24 (no schema in ONNX 1.12): dtypes from the opset-24 spec; exp: 10x tolerance"));
+  add(B("Mish").opset(18).without_schema(kFloats).x("X", S3).tol(10)
+          .note("Mish-18 (no schema in ONNX 1.12): dtypes from the opset-18 spec; exp, log, tanh: 10x tolerance"));
   add(B("Gelu", "tanh").opset(20).without_schema(kFloats).x("X", S3).s("approximate", "tanh").tol(10)
           .note("Gelu-20 (no schema in ONNX 1.12): dtypes from the opset-20 spec; tanh: 10x tolerance"));
 
@@ -501,6 +510,20 @@ std::vector<Case> build() {
     add(B("BitShift", dir).x("X", S3).xg("Y", SB, [](DType dt, const Shape& s, Rng& r) {
       return ints_in(0, int64_t(dtype_size(dt)) * 8 - 1)(dt, s, r);
     }).s("direction", dir).note("shift amounts below the bit width"));
+  for (const char* dir : {"LEFT", "RIGHT"})
+    add(B("BitShift", std::string(dir) + ", opset 28").opset(28).without_schema(kInts).x("X", S3)
+            .xg("Y", SB, ints_in(-2, 70)).s("direction", dir)
+            .note("BitShift-28 (libonnx's schema is BitShift-11, unsigned only): every integer type; amounts "
+                  "beyond the width and negative ones (unsigned bits beyond it) give 0 or the sign's fill"));
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"})
+    add(B(op).opset(18).without_schema(kInts).x("A", S3).x("B", SB)
+            .note(std::string(op) + "-18 (no schema in ONNX 1.12): dtypes from the opset-18 spec"));
+  add(B("SwiGLU").opset(28).without_schema(kFloats).x("A", S3).x("B", SB).tol(10)
+          .note("SwiGLU-28 (no schema in ONNX 1.12): dtypes from the spec; exp: 10x tolerance"));
+  add(B("SwiGLU", "alpha 0.5").opset(28).without_schema(kFloats).x("A", S3).x("B", S3).fl("alpha", 0.5f).tol(10)
+          .note("SwiGLU-28 (no schema in ONNX 1.12): dtypes from the spec; exp: 10x tolerance"));
+  add(B("Mod", "fmod 0, opset 28").opset(28).without_schema(kFloats).x("A", S3).x("B", SB, Dom::NonZero)
+          .note("floats with fmod=0 (numpy's mod, the sign of the divisor; libonnx's Mod-13 schema is older)"));
   add(B("Where").f("condition", DType::Bool, SB).x("X", S3).x("Y", {4}));
   for (const char* op : {"Max", "Min"}) {
     add(B(op).x("x0", S3).x("x1", SB, Dom::Tricky).x("x2", {4}, Dom::Tricky));
@@ -524,6 +547,29 @@ std::vector<Case> build() {
       b.quick({DType::Int64, DType::UInt64, DType::Float32, DType::Float16, DType::Int32, DType::Bool});
     add(b);
   }
+  // BitCast-26 (no schema in ONNX 1.12): the varied input type to the signed / unsigned integer of its
+  // size (float32 -> int32, int8 -> uint8, uint64 -> int64 ...), and float32 / float64 from the integers.
+  auto bitcast_to = [](DType dt) {
+    switch (dt) {
+      case DType::Float32: case DType::UInt32: return DType::Int32;
+      case DType::Int32: return DType::Float32;
+      case DType::Float16: case DType::Int16: return DType::UInt16;
+      case DType::UInt16: return DType::Int16;
+      case DType::Float64: case DType::UInt64: return DType::Int64;
+      case DType::Int64: return DType::Float64;
+      case DType::Int8: case DType::Bool: return DType::UInt8;
+      default: return DType::Int8;
+    }
+  };
+  add(B("BitCast").opset(26).without_schema({DType::Float32, DType::Float16, DType::Float64, DType::Int8, DType::UInt8,
+                                             DType::Int16, DType::UInt16, DType::Int32, DType::UInt32, DType::Int64,
+                                             DType::UInt64, DType::Bool})
+          .x("input", S3).extremes(Extremes::None, "NaN payloads: moved as bits, compared as values")
+          .a([bitcast_to](onnx::NodeProto& n, DType dt) { attr(n, "to", onnx::AttributeProto_AttributeType_INT)->set_i(int64_t(bitcast_to(dt))); })
+          .note("to the other type of the input's size"));
+  add(B("BitCast", "to bool").opset(26).without_schema({DType::Int8, DType::UInt8}).x("input", S3)
+          .a([](onnx::NodeProto& n, DType) { attr(n, "to", onnx::AttributeProto_AttributeType_INT)->set_i(int64_t(DType::Bool)); })
+          .note("bytes other than 0 and 1 are true"));
   add(B("CastLike").tp("T1").xg("input", S3, cast_input(DType::Int64)).f("target_type", DType::Int64, {1}));
   add(B("CastLike", "target T2").tp("T2").f("input", DType::Int64, S3).x("target_type", {1}));
   add(B("Clip").x("input", S3).xg("min", {}, clip_gen(false)).xg("max", {}, clip_gen(true)));
@@ -577,6 +623,14 @@ std::vector<Case> build() {
           .note("the fill value is baked into the program (float types only at opset 2)"));
   add(B("Pad", "reflect").x("data", {3, 4}).k("pads", i64v({1, 2, 2, 3})).s("mode", "reflect"));
   add(B("Pad", "edge").x("data", {3, 4}).k("pads", i64v({2, 0, 1, 3})).s("mode", "edge"));
+  const std::vector<DType> kAllTypes12 = {DType::Float32, DType::Float16, DType::Float64, DType::Int8, DType::UInt8, DType::Int16,
+                                          DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Bool};
+  add(B("CenterCropPad").opset(18).without_schema(kAllTypes12).x("input_data", {4, 5, 3}).k("shape", i64v({3, 8, 3}))
+          .note("CenterCropPad-18 (no schema in ONNX 1.12): every type; axis 0 cropped, axis 1 padded"));
+  add(B("CenterCropPad", "axes").opset(18).without_schema(kAllTypes12).x("input_data", {2, 7, 4}).k("shape", i64v({2, 5}))
+          .ints("axes", {-1, 1}).note("CenterCropPad-18 (no schema in ONNX 1.12)"));
+  add(B("ReverseSequence").x("input", {4, 3, 2}).fg("sequence_lens", DType::Int64, {3}, fixed({4, 1, 2})));
+  add(B("ReverseSequence", "batch axis 0").x("input", {2, 5}).k("sequence_lens", i64v({3, 0})).i("batch_axis", 0).i("time_axis", 1));
   add(B("DepthToSpace").x("input", {1, 8, 2, 3}).i("blocksize", 2));
   add(B("DepthToSpace", "CRD").x("input", {1, 8, 2, 3}).i("blocksize", 2).s("mode", "CRD"));
   add(B("SpaceToDepth").x("input", {1, 2, 4, 6}).i("blocksize", 2));
@@ -610,6 +664,20 @@ std::vector<Case> build() {
           .s("reduction", "mul"));
   add(B("ScatterND", "element indices").x("data", {2, 3}).fg("indices", DType::Int64, {1, 2}, nd_indices({2, 3})).x("updates", {1}));
 
+  add(B("Compress").x("input", {3, 4}).fg("condition", DType::Bool, {3}, fixed({1, 0, 1})).i("axis", 0)
+          .note("a run-time condition: its values key the plan"));
+  add(B("Compress", "flat, short condition").x("input", {2, 3}).k("condition", Tensor::from_vector<bool>({4}, {false, true, true, false})));
+  add(B("TensorScatter").opset(24).without_schema(kAllTypes12).x("past_cache", {2, 1, 4, 3}).x("update", {2, 1, 2, 3})
+          .fg("write_indices", DType::Int64, {2}, fixed({1, 2})).note("TensorScatter-24 (no schema in ONNX 1.12): every type"));
+  add(B("TensorScatter", "write index 2^32+1 on replay").opset(24).without_schema(kAllTypes12).quick().x("past_cache", {2, 4, 3})
+          .x("update", {2, 1, 3}).fg("write_indices", DType::Int64, {2}, fixed({1, 3})).i("axis", 1)
+          .second_fails(fixed({(int64_t(1) << 32) + 1, 0}))
+          .note("low word 1: a kernel reading only the low word would write at 1; both EPs must refuse it"));
+  add(B("TensorScatter", "circular, axis 1, no indices").opset(24).without_schema(kAllTypes12).x("past_cache", {2, 3, 2})
+          .x("update", {2, 2, 2}).i("axis", 1).s("mode", "circular").note("TensorScatter-24: write index 0"));
+  add(B("TensorScatter", "circular, wraps").opset(24).without_schema(kAllTypes12).quick().x("past_cache", {2, 4, 3})
+          .x("update", {2, 3, 3}).fg("write_indices", DType::Int64, {2}, fixed({3, 2})).s("mode", "circular").i("axis", 1)
+          .second_fails(fixed({1, 4})).note("TensorScatter-24: positions wrap; a write index of max_seq on replay fails"));
   // Index 2^32 + 1 (low word 1) on the first replay: an error on the CPU, and must be one on the GPU
   // (a kernel that reads only the low word of an int64 index would return element 1).
   const std::vector<DType> kIdxQuick = {DType::Float32, DType::Int64};
@@ -704,6 +772,13 @@ std::vector<Case> build() {
   }
   add(B("CumSum").x("x", {3, 4}).k("axis", Tensor::scalar<int64_t>(1)));
   add(B("CumSum", "exclusive reverse, int32 axis 0").x("x", {3, 4}).k("axis", Tensor::scalar<int32_t>(0)).i("exclusive", 1).i("reverse", 1).quick());
+  const std::vector<DType> kCumProdTypes = {DType::Float32, DType::Float16, DType::Float64, DType::Int32,
+                                            DType::UInt32, DType::Int64, DType::UInt64};
+  add(B("CumProd").opset(26).without_schema(kCumProdTypes).x("x", {3, 4}, Dom::Small).k("axis", Tensor::scalar<int64_t>(1))
+          .note("CumProd-26 (no schema in ONNX 1.12): dtypes from the spec; small values (products stay in range)"));
+  add(B("CumProd", "exclusive reverse, axis 0").opset(26).without_schema(kCumProdTypes).quick()
+          .x("x", {3, 4}).k("axis", Tensor::scalar<int32_t>(0)).i("exclusive", 1).i("reverse", 1)
+          .note("wide values: integer products wrap as on the CPU"));
   add(B("CumSum", "T2").tp("T2").f("x", DType::Int64, {3, 4}).kx("axis", {}, fixed({-1})));
   add(B("CumSum", "run-time axis, 2^32+1 on replay").quick().x("x", {3, 4}).fg("axis", DType::Int64, {}, fixed({-1}))
           .second_fails(fixed({(int64_t(1) << 32) + 1}))
@@ -730,6 +805,22 @@ std::vector<Case> build() {
   add(B("Gemm", "alpha 2 beta 3").x("A", {3, 4}).x("B", {4, 5}).x("C", {3, 5}).fl("alpha", 2.0f).fl("beta", 3.0f).tol(10).quick({DType::Float32, DType::Int64})
           .note("integral alpha/beta so integer types are well defined"));
   add(B("Gemm", "no C").x("A", {3, 4}).x("B", {4, 5}).tol(10).quick({DType::Int64, DType::UInt64}));
+  add(B("MatMulInteger").tp("T1").x("A", {2, 3, 4}).f("B", DType::UInt8, {4, 5}).kx("a_zero_point", {}, fixed({3}))
+          .fg("b_zero_point", DType::UInt8, {5}, fixed({0, 1, 200, 7, 255})).note("per-column b zero points"));
+  add(B("MatMulInteger", "T2, no zero points").tp("T2").f("A", DType::Int8, {3, 4}).x("B", {2, 4, 2}));
+  add(B("QLinearMatMul").opset(21).without_schema({DType::Int8, DType::UInt8}).x("a", {2, 3, 4})
+          .f("a_scale", DType::Float32, {}, Dom::Positive).kx("a_zero_point", {}, fixed({2})).x("b", {4, 5})
+          .f("b_scale", DType::Float32, {}, Dom::Positive).kx("b_zero_point", {}, fixed({1}))
+          .fg("y_scale", DType::Float32, {}, [](DType, const Shape& s, Rng& r) {
+            return Tensor::scalar<float>(float(uniform_real(r, 50, 200))).reshaped(s);
+          }).kx("y_zero_point", {}, fixed({5}))
+          .note("QLinearMatMul-21 (libonnx's schema is QLinearMatMul-10): a, b and y of the varied type; y_scale "
+                "large enough that the results spread over the type's range"));
+  add(B("Det").x("X", {3, 4, 4}).tol(10).note("LU in f32 on the GPU, double on the CPU"));
+  add(B("Einsum").x("A", {2, 3, 4}).x("B", {2, 4, 5}).s("equation", "bij,bjk->bik").tol(10));
+  add(B("Einsum", "diagonal, ellipsis, broadcast").x("A", {3, 3, 1, 2}).x("B", {2, 5}).s("equation", "ii...,...j->i...j").tol(10).quick());
+  add(B("Einsum", "implicit output: scalar").x("A", {3, 4}).x("B", {3, 4}).s("equation", "ij,ij").tol(10).quick());
+  add(B("Einsum", "one input, transpose and sum").x("A", {2, 3, 4}).s("equation", "abc->ca").tol(10).quick());
 
   // -- Normalization --------------------------------------------------------------------------------------------------
   family = "normalization";
@@ -751,6 +842,13 @@ std::vector<Case> build() {
   add(B("SimplifiedLayerNormalization").without_schema(kFloats).x("X", S3).x("scale", {3, 4}).i("axis", 1).outs(2).tol(10)
           .note("ONNX Runtime's op in the ONNX domain"));
   add(B("RMSNormalization").opset(23).without_schema(kFloats).x("X", S3).x("scale", {1, 4}).i("axis", -2).tol(10));
+  add(B("GroupNormalization").opset(21).without_schema(kFloats).x("X", {2, 4, 2, 3}).x("scale", {4}).x("bias", {4})
+          .i("num_groups", 2).tol(10).note("GroupNormalization-21 (no schema in ONNX 1.12): scale and bias per channel"));
+  add(B("GroupNormalization", "opset 18, per group").opset(18).without_schema(kFloats).x("X", {2, 6, 3}).x("scale", {3})
+          .x("bias", {3}).i("num_groups", 3).fl("epsilon", 1e-3f).tol(10)
+          .note("GroupNormalization-18 (no schema in ONNX 1.12): scale and bias per group"));
+  add(B("LpNormalization").x("input", S3, Dom::NonZero).tol(10));
+  add(B("LpNormalization", "p 1, axis 1").x("input", S3, Dom::NonZero).i("p", 1).i("axis", 1).tol(10));
 
   // -- RotaryEmbedding (com.microsoft, and ai.onnx from opset 23) ------------------------------------------
   // Positions are int64 GPU values read at run time; a position beyond the caches (2^32 + 1, whose low
@@ -927,6 +1025,31 @@ std::vector<Case> build() {
   add(B("GlobalLpPool").x("X", {2, 3, 4, 5}).tol(10));
   add(B("GlobalAveragePool").x("X", {2, 3, 4, 5}).tol(10));
   add(B("GlobalMaxPool").x("X", {2, 3, 4, 5}));
+  add(B("LRN").x("X", {1, 5, 3, 3}).i("size", 3).fl("alpha", 0.01f).fl("beta", 0.6f).fl("bias", 1.5f).tol(10));
+  // Boxes (x1, y1, x2, y2) inside and around a 6 x 6 image, some beyond its edges.
+  Gen boxes = [](DType dt, const Shape& s, Rng& r) {
+    Tensor t(DType::Float64, s);
+    for (int64_t i = 0; i < s[0]; ++i) {
+      double x1 = uniform_real(r, -1.5, 4), y1 = uniform_real(r, -1.5, 4);
+      double* b = t.data<double>() + i * 4;
+      b[0] = x1, b[1] = y1, b[2] = x1 + uniform_real(r, 0.5, 4), b[3] = y1 + uniform_real(r, 0.5, 4);
+    }
+    return t.cast(DType::Float32).cast(dt);
+  };
+  add(B("RoiAlign").opset(16).tp("T1").x("X", {2, 2, 6, 6}).xg("rois", {3, 4}, boxes).fg("batch_indices", DType::Int64, {3}, fixed({1, 0, 1}))
+          .i("output_height", 2).i("output_width", 3).i("sampling_ratio", 2).fl("spatial_scale", 0.9f).tol(10));
+  add(B("RoiAlign", "batch index 2^32 on replay").opset(16).tp("T1").quick({DType::Float32}).x("X", {2, 1, 6, 6})
+          .xg("rois", {2, 4}, boxes).fg("batch_indices", DType::Int64, {2}, fixed({1, 0})).second_fails(fixed({int64_t(1) << 32, 1}))
+          .i("output_height", 2).i("output_width", 2).tol(10).note("low word 0: a kernel reading only the low word would pool image 0"));
+  add(B("RoiAlign", "max, output_half_pixel, adaptive").opset(16).tp("T1").x("X", {1, 1, 6, 6}).xg("rois", {2, 4}, boxes)
+          .fg("batch_indices", DType::Int64, {2}, fixed({0, 0})).s("mode", "max").s("coordinate_transformation_mode", "output_half_pixel")
+          .i("output_height", 3).i("output_width", 2).tol(10)
+          .extremes(Extremes::None, "NaN: the CPU's std::max and WGSL's max keep different operands"));
+  add(B("Col2Im").opset(18).without_schema(kFloats).x("input", {1, 8, 6}).k("image_shape", i64v({3, 4})).k("block_shape", i64v({2, 2}))
+          .tol(10).note("Col2Im-18 (no schema in ONNX 1.12): float types"));
+  add(B("Col2Im", "strides, pads, dilations").opset(18).without_schema(kFloats).x("input", {2, 4, 9}).k("image_shape", i64v({4, 5}))
+          .k("block_shape", i64v({2, 2})).ints("strides", {2, 1}).ints("pads", {1, 0, 1, 0}).ints("dilations", {1, 2}).tol(10)
+          .note("Col2Im-18 (no schema in ONNX 1.12): float types"));
   family = "resize";
   add(B("Resize", "nearest, scales").tp("T1").x("X", {1, 1, 2, 3}).none().k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 1.5f})));
   add(B("Resize", "nearest, sizes, asymmetric floor").tp("T1").x("X", {1, 1, 3, 2}).none().none().k("sizes", i64v({1, 1, 5, 3}))
@@ -939,6 +1062,76 @@ std::vector<Case> build() {
           .note("Upsample-9 (deprecated since opset 10)"));
   add(B("Upsample", "linear").opset(9).only(kFloats).x("X", {1, 1, 2, 3}).k("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}))
           .s("mode", "linear").tol(10).note("linear: float types only here (the nearest case covers every type)"));
+
+  family = "grid";
+  const std::string gs_note = "GridSample-22 (libonnx's schema is GridSample-16): float types; grid values in [-3, 3] "
+                              "reach the padding; no overflowing extremes (the CPU sums taps in double)";
+  add(B("GridSample").opset(22).tp("T1").without_schema(kFloats).x("X", {1, 2, 3, 4}).f("grid", DType::Float32, {1, 2, 3, 2})
+          .tol(10).extremes(Extremes::NoOverflow, "taps summed in double on the CPU").note(gs_note));
+  add(B("GridSample", "nearest, border, align_corners").opset(22).tp("T1").without_schema(kFloats).x("X", {2, 1, 3, 4})
+          .f("grid", DType::Float32, {2, 3, 2, 2}).s("mode", "nearest").s("padding_mode", "border").i("align_corners", 1)
+          .tol(10).extremes(Extremes::NoOverflow, "taps summed in double on the CPU").note(gs_note));
+  add(B("GridSample", "cubic, reflection").opset(22).tp("T1").without_schema(kFloats).x("X", {1, 1, 4, 3})
+          .f("grid", DType::Float16, {1, 2, 3, 2}).s("mode", "cubic").s("padding_mode", "reflection")
+          .tol(10).extremes(Extremes::NoOverflow, "taps summed in double on the CPU").note(gs_note + "; a float16 grid"));
+  add(B("GridSample", "3-D linear, reflection, align_corners").opset(22).tp("T1").without_schema(kFloats)
+          .x("X", {1, 2, 2, 3, 2}).f("grid", DType::Float32, {1, 2, 2, 1, 3}).s("padding_mode", "reflection").i("align_corners", 1)
+          .tol(10).extremes(Extremes::NoOverflow, "taps summed in double on the CPU").note(gs_note));
+  add(B("AffineGrid").opset(20).without_schema(kFloats).x("theta", {2, 2, 3}).k("size", i64v({2, 3, 4, 5})).tol(10)
+          .note("AffineGrid-20 (no schema in ONNX 1.12): float types"));
+  add(B("AffineGrid", "3-D, align_corners").opset(20).without_schema(kFloats).x("theta", {1, 3, 4}).k("size", i64v({1, 1, 2, 3, 4}))
+          .i("align_corners", 1).tol(10).note("AffineGrid-20 (no schema in ONNX 1.12): float types"));
+
+  family = "spectral";
+  add(B("DFT").opset(20).without_schema(kFloats).x("input", {2, 5, 3, 2}).none().k("axis", Tensor::scalar<int64_t>(1))
+          .tol(10).extremes(Extremes::None, "sums of products: the CPU's double sums differ from f32 at the extremes")
+          .note("DFT-20 (no schema in ONNX 1.12): float types; a complex signal along axis 1"));
+  add(B("DFT", "inverse onesided, dft_length 6").opset(20).without_schema(kFloats).x("input", {1, 3, 4, 2})
+          .k("dft_length", Tensor::scalar<int64_t>(6)).k("axis", Tensor::scalar<int64_t>(-2)).i("inverse", 1).i("onesided", 1)
+          .tol(10).extremes(Extremes::None, "sums of products: the CPU's double sums differ from f32 at the extremes")
+          .note("DFT-20: a Hermitian half-spectrum to a real signal"));
+  add(B("DFT", "opset 17, real onesided, padded").opset(17).tp("T1").x("input", {2, 5, 1}).k("dft_length", Tensor::scalar<int64_t>(7))
+          .i("axis", 1).i("onesided", 1).tol(10)
+          .extremes(Extremes::None, "sums of products: the CPU's double sums differ from f32 at the extremes"));
+  add(B("STFT").opset(17).tp("T1").x("signal", {2, 16, 1}).k("frame_step", Tensor::scalar<int64_t>(4)).x("window", {8}).tol(10)
+          .extremes(Extremes::None, "sums of products: the CPU's double sums differ from f32 at the extremes"));
+  add(B("STFT", "complex, frame_length, two-sided").opset(17).tp("T1").x("signal", {1, 12, 2}).k("frame_step", Tensor::scalar<int64_t>(3))
+          .none().k("frame_length", Tensor::scalar<int64_t>(5)).i("onesided", 0).tol(10)
+          .extremes(Extremes::None, "sums of products: the CPU's double sums differ from f32 at the extremes"));
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    add(B(op).opset(17).tp("T2").only(kFloats).fg("size", DType::Int64, {}, fixed({10})).dtype_attr("output_datatype").tol(10)
+            .note("float outputs (integer ones truncate values in [0, 1], where f32 and double cos may fall on "
+                  "either side of 1); the size a run-time value"));
+    add(B(op, "symmetric").opset(17).tp("T2").only({DType::Float32}).fg("size", DType::Int32, {}, fixed({7}))
+            .dtype_attr("output_datatype").i("periodic", 0).tol(10));
+  }
+  add(B("MelWeightMatrix").opset(17).tp("T3").only(kFloats).fg("num_mel_bins", DType::Int64, {}, fixed({6}))
+          .fg("dft_length", DType::Int64, {}, fixed({32})).fg("sample_rate", DType::Int64, {}, fixed({16000}))
+          .fg("lower_edge_hertz", DType::Float32, {}, [](DType, const Shape& s, Rng&) { return Tensor::scalar<float>(100.0f).reshaped(s); })
+          .fg("upper_edge_hertz", DType::Float32, {}, [](DType, const Shape& s, Rng&) { return Tensor::scalar<float>(7000.0f).reshaped(s); })
+          .dtype_attr("output_datatype").note("the bin edges from the known inputs on the host, the triangles on the GPU"));
+
+  family = "rnn";
+  add(B("RNN").x("X", {3, 2, 4}).x("W", {1, 5, 4}).x("R", {1, 5, 5}).x("B", {1, 10}).i("hidden_size", 5).outs(2).tol(10));
+  add(B("GRU", "bidirectional, sequence_lens, linear_before_reset").x("X", {4, 2, 3}).x("W", {2, 12, 3}).x("R", {2, 12, 4})
+          .x("B", {2, 24}).fg("sequence_lens", DType::Int32, {2}, fixed({4, 2})).x("initial_h", {2, 2, 4})
+          .i("hidden_size", 4).s("direction", "bidirectional").i("linear_before_reset", 1).outs(2).tol(10)
+          .note("steps past a row's length are zeros in Y"));
+  add(B("GRU", "reverse").x("X", {3, 1, 2}).x("W", {1, 9, 2}).x("R", {1, 9, 3}).i("hidden_size", 3).s("direction", "reverse")
+          .outs(2).tol(10).quick());
+  add(B("LSTM", "layout 1, peepholes, clip").x("X", {2, 3, 3}).x("W", {1, 16, 3}).x("R", {1, 16, 4}).x("B", {1, 32}).none()
+          .x("initial_h", {2, 1, 4}).x("initial_c", {2, 1, 4}).kxd("P", {1, 12}, Dom::Wide).i("hidden_size", 4).i("layout", 1)
+          .fl("clip", 2.0f).outs(3).tol(10)
+          .note("P an initializer: with every input and output the dispatch would bind 11 buffers, so P travels as uniforms"));
+  add(B("LSTM", "activations, input_forget").x("X", {2, 1, 2}).x("W", {1, 12, 2}).x("R", {1, 12, 3}).i("hidden_size", 3)
+          .i("input_forget", 1).a([](onnx::NodeProto& n, DType) {
+            auto* a = attr(n, "activations", onnx::AttributeProto_AttributeType_STRINGS);
+            for (const char* f : {"HardSigmoid", "LeakyRelu", "ScaledTanh"}) a->add_strings(f);
+            auto* al = attr(n, "activation_alpha", onnx::AttributeProto_AttributeType_FLOATS);
+            for (float v : {0.3f, 0.05f, 0.9f}) al->add_floats(v);
+            auto* be = attr(n, "activation_beta", onnx::AttributeProto_AttributeType_FLOATS);
+            for (float v : {0.4f, 1.1f}) be->add_floats(v);
+          }).outs(3).tol(10).quick());
 
   // -- Larger shapes -----------------------------------------------------------------------------------------
   // Rows longer than a workgroup, outputs of many workgroups, tiles cut by the edges: the multi-pass
@@ -1018,7 +1211,9 @@ std::vector<Case> build() {
                                               "Softmax", "LogSoftmax", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp",
                                               "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceLogSum",
                                               "CumSum", "AveragePool", "GlobalAveragePool", "Einsum",
-                                              "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"};
+                                              "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "GroupNormalization",
+                                              "LpNormalization", "LRN", "Col2Im", "RoiAlign", "CumProd", "RNN", "GRU",
+                                              "LSTM"};
   for (Case& c : v)
     if (accumulating.count(c.op) && c.extremes == Extremes::All) {
       c.extremes = Extremes::NoOverflow;

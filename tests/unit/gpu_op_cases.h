@@ -53,8 +53,8 @@ struct Case {
   std::string domain;              // "" (ai.onnx) or another domain the model imports at version 1 (com.microsoft)
   int opset = 17;                  // of ai.onnx
   std::string type_param = "T";    // the schema type parameter whose dtypes are varied
-  // When the ONNX 1.12 schema library has no schema for op@opset (ops newer than opset 17), the dtypes
-  // to vary, from the newer spec.
+  // When the ONNX 1.12 schema library has no schema for op@opset (ops newer than opset 17), or only an
+  // older one whose types a newer spec widened (BitShift-28), the dtypes to vary, from the newer spec.
   std::vector<DType> dtypes_without_schema;
   // Restricts the schema's dtypes (only with a reason in `note`): the case's attributes make sense for
   // these only (e.g. Resize linear on floats); another case of the op covers the rest.

@@ -209,8 +209,15 @@ TEST(CpuElementwiseBinary, IntegerDivideByZeroFails) {
   EXPECT_TRUE(std::isinf(run1("Div", {vec<float>({1}), vec<float>({0})}).data<float>()[0]));
 }
 
-TEST(CpuElementwiseBinary, ModFloatNeedsFmod) {
-  EXPECT_THROW(run1("Mod", {vec<float>({1.5f}), vec<float>({1.0f})}), InvalidArgument);
+TEST(CpuElementwiseBinary, ModFloatSignOfDivisorOrDividend) {
+  // fmod=0: numpy's mod (the sign of the divisor; x mod +-inf keeps x or moves to +-inf; zeros take b's sign).
+  float inf = std::numeric_limits<float>::infinity();
+  auto m0 = values<float>(run1("Mod", {vec<float>({-4.5f, 4.5f, -3.0f, 3.0f, 1.0f, 0.0f}),
+                                       vec<float>({2.0f, -2.0f, inf, inf, -inf, -2.0f})}));
+  EXPECT_EQ(m0, (std::vector<float>{1.5f, -1.5f, inf, 3.0f, -inf, 0.0f}));
+  EXPECT_TRUE(std::signbit(m0[5]));
+  EXPECT_TRUE(std::isnan(values<float>(run1("Mod", {vec<float>({1.0f}), vec<float>({0.0f})}))[0]));
+  EXPECT_TRUE(std::isnan(values<double>(run1("Mod", {vec<double>({inf}), vec<double>({2.0})}))[0]));
   auto m = values<float>(run1("Mod", {vec<float>({-4.5f, 4.5f}), vec<float>({2.0f, -2.0f})}, {{"fmod", int_attr(1)}}));
   EXPECT_EQ(m, (std::vector<float>{-0.5f, 0.5f}));
 }
@@ -238,6 +245,24 @@ TEST(CpuElementwiseBinary, ComparisonsAndLogic) {
             (std::vector<uint64_t>{uint64_t(1) << 40, 0, 64}));
   EXPECT_EQ(values<uint8_t>(run1("BitShift", {vec<uint8_t>({16, 255}), vec<uint8_t>({2, 7})}, {{"direction", string_attr("RIGHT")}})),
             (std::vector<uint8_t>{4, 1}));
+  // Signed types: arithmetic right shifts, wrapping left shifts; amounts >= the width (negative ones
+  // included, as their unsigned bits) give 0, or the sign's fill to the right.
+  EXPECT_EQ(values<int8_t>(run1("BitShift", {vec<int8_t>({64, 1, -64, -8, 4}), vec<int8_t>({1, 7, 1, -1, 8})},
+                                {{"direction", string_attr("LEFT")}})),
+            (std::vector<int8_t>{-128, -128, -128, 0, 0}));
+  EXPECT_EQ(values<int8_t>(run1("BitShift", {vec<int8_t>({-8, -128, -8, 4, -1}), vec<int8_t>({1, 1, -1, -8, 127})},
+                                {{"direction", string_attr("RIGHT")}})),
+            (std::vector<int8_t>{-4, -64, -1, 0, -1}));
+  EXPECT_EQ(values<int64_t>(run1("BitShift", {vec<int64_t>({-kBig, 3}), vec<int64_t>({3, 62})}, {{"direction", string_attr("RIGHT")}})),
+            (std::vector<int64_t>{-kBig >> 3, 0}));
+  EXPECT_EQ(values<int64_t>(run1("BitwiseAnd", {vec<int64_t>({kBig + 5, -1}), vec<int64_t>({-kBig, 7})})),
+            (std::vector<int64_t>{(kBig + 5) & -kBig, 7}));
+  EXPECT_EQ(values<uint16_t>(run1("BitwiseOr", {vec<uint16_t>({0x8001, 2}), vec<uint16_t>({0x0100, 2})})),
+            (std::vector<uint16_t>{0x8101, 2}));
+  EXPECT_EQ(values<int32_t>(run1("BitwiseXor", {vec<int32_t>({-1, 5}), vec<int32_t>({1, 3})})), (std::vector<int32_t>{-2, 6}));
+  EXPECT_EQ(values<uint64_t>(run1("BitwiseNot", {vec<uint64_t>({0, uint64_t(1) << 40})})),
+            (std::vector<uint64_t>{~uint64_t(0), ~(uint64_t(1) << 40)}));
+  EXPECT_EQ(values<int8_t>(run1("BitwiseNot", {vec<int8_t>({0, -128})})), (std::vector<int8_t>{-1, 127}));
 }
 
 TEST(CpuElementwiseBinary, WhereBroadcastsThreeWays) {

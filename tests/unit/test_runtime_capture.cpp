@@ -117,21 +117,27 @@ TEST(RuntimeInt64, GpuRoundTripAndArithmeticBeyond32Bits) {
   EXPECT_GE(g.last_plan().int64_on_gpu, 2);
 }
 
-// A node without a GPU kernel (Det) runs on the CPU alone; the rest stays captured around it.
-static std::string det_model() {
+// A node without a GPU kernel (MeanVarianceNormalization) runs on the CPU alone; the rest stays
+// captured around it.
+static std::string cpu_node_model() {
   ModelBuilder b;
   b.input("x", DType::Float32, {2, 3, 3});
   b.node("Add", {"x", "x"}, {"twice"});
-  b.node("Det", {"twice"}, {"det"}, "the_det");
-  b.node("Mul", {"det", "det"}, {"y"});
+  onnx::NodeProto& mvn = b.node("MeanVarianceNormalization", {"twice"}, {"mvn"}, "the_mvn");
+  auto* axes = mvn.add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto_AttributeType_INTS);
+  axes->add_ints(1);
+  axes->add_ints(2);
+  b.node("Mul", {"mvn", "mvn"}, {"y"});
   b.output("y", DType::Float32);
   return b.bytes();
 }
 
 TEST(RuntimeCapture, OneCpuNodeSplitsTheCaptureInsteadOfDroppingIt) {
   SKIP_WITHOUT_GPU();
-  Session g = Session::from_bytes(det_model(), gpu());
-  Session c = Session::from_bytes(det_model(), cpu());
+  Session g = Session::from_bytes(cpu_node_model(), gpu());
+  Session c = Session::from_bytes(cpu_node_model(), cpu());
   std::vector<float> v(18);
   for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 7) * 0.25f - 0.5f + (i % 4 == 0 ? 1.0f : 0.0f);
   std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 3}, v)}};
@@ -145,22 +151,22 @@ TEST(RuntimeCapture, OneCpuNodeSplitsTheCaptureInsteadOfDroppingIt) {
   EXPECT_EQ(p.gpu_nodes, 2);
   EXPECT_EQ(p.segments, 2);
   ASSERT_EQ(p.fallbacks.size(), 1u);
-  EXPECT_EQ(p.fallbacks[0].op, "Det");
-  EXPECT_EQ(p.fallbacks[0].node, "the_det");
+  EXPECT_EQ(p.fallbacks[0].op, "MeanVarianceNormalization");
+  EXPECT_EQ(p.fallbacks[0].node, "the_mvn");
 }
 
 TEST(RuntimeCapture, FailLoudNamesNodeOpDtypesAndReason) {
   SKIP_WITHOUT_GPU();
   SessionOptions o = gpu();
   o.int64.fail_loud = true;
-  Session g = Session::from_bytes(det_model(), o);
+  Session g = Session::from_bytes(cpu_node_model(), o);
   std::unordered_map<std::string, Tensor> feeds{{"x", Tensor(DType::Float32, {2, 3, 3})}};
   try {
     g.run(feeds);
     FAIL() << "expected fail_loud to refuse the CPU fallback";
   } catch (const Error& e) {
     std::string m = e.what();
-    for (const char* part : {"fail_loud", "the_det", "Det", "float32", "no GPU kernel"})
+    for (const char* part : {"fail_loud", "the_mvn", "MeanVarianceNormalization", "float32", "no GPU kernel"})
       EXPECT_NE(m.find(part), std::string::npos) << "missing '" << part << "' in: " << m;
   }
 }
@@ -169,8 +175,8 @@ TEST(RuntimeCapture, WholeGraphFallbackWhenPerOpFallbackIsOff) {
   SKIP_WITHOUT_GPU();
   SessionOptions o = gpu();
   o.int64.fallback_per_op_not_whole_graph = false;
-  Session g = Session::from_bytes(det_model(), o);
-  Session c = Session::from_bytes(det_model(), cpu());
+  Session g = Session::from_bytes(cpu_node_model(), o);
+  Session c = Session::from_bytes(cpu_node_model(), cpu());
   std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 3}, std::vector<float>(18, 0.5f))}};
   expect_same(g.run(feeds).at(0), c.run(feeds).at(0));
   EXPECT_TRUE(g.last_plan().whole_graph_fallback);

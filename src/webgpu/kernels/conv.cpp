@@ -1,4 +1,5 @@
-// Conv, ConvInteger and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe).
+// Conv, ConvInteger and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe);
+// Col2Im (one invocation per image pixel, summing the block elements that cover it).
 // Float Conv takes one of three kernels, chosen by shape (the choice shows in the program's name, so a
 // refresh for other sizes that would choose another is planned anew):
 //   - an implicit GEMM per group: Y[m, col] = sum_k W[m, k] X̂[k, col], k = (input channel, kernel tap),
@@ -736,9 +737,65 @@ void conv_transpose(GpuKernelContext& ctx) {
   ctx.dispatch(p, binds);
 }
 
+// Col2Im: one invocation per image pixel, summing the input elements of every block offset whose block
+// covers it (ops::col2im_geometry); the geometry in uniform arrays, the spatial rank in the program.
+void col2im(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  if (!dtype_is_float(t)) ctx.fail("input 'input' must be a float tensor, got " + std::string(dtype_name(t)));
+  auto ints = [&](size_t i, const char* what) {
+    const Tensor& v = ctx.constant(i, what);
+    if (v.dtype() != DType::Int64 || v.rank() != 1) ctx.fail(std::string("input '") + what + "' must be 1-D int64, got " + v.describe());
+    return v.to_int64_vector();
+  };
+  ops::Col2ImGeometry g = ops::col2im_geometry(ctx.node, ctx.shape(0), ints(1, "image_shape"), ints(2, "block_shape"), ctx.fail_fn());
+  ctx.set_output(0, t, g.out);
+  if (shape_numel(g.out) == 0) return;
+  const size_t d = g.image.size();
+  auto words = [](const std::vector<int64_t>& v) { return std::vector<uint32_t>(v.begin(), v.end()); };
+  auto p = ctx.program("col2im" + std::to_string(d) + "d");
+  p.input("x", t, ctx.shape(0));
+  p.output("y", t, g.out);
+  p.uniform_array("image", words(g.image));
+  p.uniform_array("block", words(g.block));
+  p.uniform_array("blocks", words(g.blocks));
+  p.uniform_array("stride", words(g.strides));
+  p.uniform_array("dil", words(g.dilations));
+  p.uniform_array("pad", words(g.pad_begin));
+  p.uniform("nk", uint32_t(shape_numel(g.block)));
+  p.uniform("nl", uint32_t(shape_numel(g.blocks)));
+  p.uniform("npix", uint32_t(shape_numel(g.image)));
+  p.declare("const D: u32 = " + u32_lit(d) + ";\n");
+  p.set_threads(uint64_t(shape_numel(g.out)));
+  p.body("  let pix = gi % npix();\n"
+         "  let nc = gi / npix();\n"
+         "  var acc = 0.0;\n"
+         "  for (var kj = 0u; kj < nk(); kj = kj + 1u) {\n"
+         "    var rk = kj;\n"
+         "    var rp = pix;\n"
+         "    var l = 0u;\n"
+         "    var lmul = 1u;\n"
+         "    var ok = true;\n"
+         "    for (var e = 0u; e < D; e = e + 1u) {\n"
+         "      let k = D - 1u - e;\n"
+         "      let j = rk % block(k);\n"
+         "      rk = rk / block(k);\n"
+         "      let xk = rp % image(k);\n"
+         "      rp = rp / image(k);\n"
+         "      let q = i32(xk) + i32(pad(k)) - i32(j * dil(k));\n"
+         "      if (q < 0i || q % i32(stride(k)) != 0i || u32(q) / stride(k) >= blocks(k)) { ok = false; }\n"
+         "      l = l + (u32(max(q, 0i)) / stride(k)) * lmul;\n"
+         "      lmul = lmul * blocks(k);\n"
+         "    }\n"
+         "    if (ok) { acc = acc + to_f32_$x(x_load((nc * nk() + kj) * nl() + l)); }\n"
+         "  }\n"
+         "  y_store(gi, from_f32_$y(acc));");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
 }  // namespace
 
 void register_conv(GpuKernelRegistry& r) {
+  r.add("Col2Im", col2im);
   r.add("Conv", conv_float);
   r.add("ConvInteger", conv_integer);
   r.add_fused("Conv", conv_float);

@@ -1,5 +1,6 @@
 // Elementwise ops on the GPU: unary math and activations, binary arithmetic with broadcasting,
-// comparisons, logical ops, Where, variadic Max/Min/Sum/Mean, Cast/CastLike and Clip.
+// comparisons, logical and bitwise ops, BitShift, SwiGLU, Where, variadic Max/Min/Sum/Mean, Cast/CastLike,
+// BitCast and Clip.
 // Every op is written once against the shader layer's family helpers (add_$a, lt_$a, ...), so it runs
 // for each dtype its ONNX schema admits; the family of an INT64 tensor decides its arithmetic.
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/math_wgsl.h"
+#include "ops/bitcast.h"
 #include "ops/broadcast.h"
 
 namespace onnxgpu::webgpu {
@@ -66,6 +68,8 @@ GpuKernel activation(const std::string& op) {
     else if (op == "HardSigmoid") e = "select(clamp(" + a("alpha", 0.2f) + " * v + " + a("beta", 0.5f) + ", 0.0, 1.0), v, isnan_f32(v))";
     else if (op == "ThresholdedRelu") e = "select(0.0, v, v > " + a("alpha", 1.0f) + ")";
     else if (op == "Shrink") e = "select(select(0.0, v + " + a("bias", 0.0f) + ", v < -" + a("lambd", 0.5f) + "), v - " + a("bias", 0.0f) + ", v > " + a("lambd", 0.5f) + ")";
+    else if (op == "Swish") e = "v * sigmoid_f32(" + a("alpha", 1.0f) + " * v)";
+    else if (op == "Mish") e = "v * tanh_f32(softplus_f32(v))";
     else if (op == "Gelu")
       e = n.attr_string("approximate", "none") == "tanh"
               ? "0.5 * v * (1.0 + tanh_f32(0.7978845608028654 * (v + 0.044715 * v * v * v)))"
@@ -137,16 +141,40 @@ void pow_kernel(GpuKernelContext& ctx) {
   binary(ctx, "Pow", "ipow_$a(a, to_i64_$b(b))", t);
 }
 
+// BitShift on every integer type through the shader layer's shl_/shr_ (the amount as an int64; the
+// element type's width decides when it shifts everything out).
 void bitshift_kernel(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
-  if (t != DType::UInt8 && t != DType::UInt16 && t != DType::UInt32) ctx.unsupported("BitShift on " + std::string(dtype_name(t)));
+  if (ctx.dtype(1) != t) ctx.fail("inputs have different types");
+  if (!kIntTypes.has(t)) ctx.fail("BitShift takes integer inputs, got " + std::string(dtype_name(t)));
   std::string dir = ctx.node.attr_string("direction", "");
   if (dir != "LEFT" && dir != "RIGHT") ctx.fail("attribute 'direction' must be LEFT or RIGHT");
-  int bits = int(dtype_size(t) * 8);
-  std::string mask = bits == 32 ? "0xffffffffu" : std::to_string((1u << bits) - 1) + "u";
-  std::string e = dir == "LEFT" ? "select(0u, (a << b) & " + mask + ", b < " + std::to_string(bits) + "u)"
-                                : "select(0u, a >> b, b < " + std::to_string(bits) + "u)";
-  binary(ctx, "BitShift", e, t);
+  std::string bits = u32_lit(dtype_size(t) * 8);
+  binary(ctx, "BitShift", std::string(dir == "LEFT" ? "shl" : "shr") + "_$a(a, to_i64_$b(b), " + bits + ")", t);
+}
+
+// BitwiseAnd, BitwiseOr, BitwiseXor: the operator on the family's value (i32, u32, or the two words of
+// a 64-bit integer, which &, | and ^ take word by word).
+GpuKernel bitwise(const std::string& op) {
+  return [op](GpuKernelContext& ctx) {
+    if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("inputs have different types");
+    if (!kIntTypes.has(ctx.dtype(0))) ctx.fail("takes integer inputs, got " + std::string(dtype_name(ctx.dtype(0))));
+    binary(ctx, "bitwise", "a " + op + " b", ctx.dtype(0));
+  };
+}
+
+// BitCast: each element's storage bits moved into an element of the target type (one size); bool
+// targets store 0 or 1.
+void bitcast_kernel(GpuKernelContext& ctx) {
+  DType to = ops::bitcast_target(ctx.node, ctx.dtype(0), ctx.fail_fn());
+  const Shape& shape = ctx.shape(0);
+  ctx.set_output(0, to, shape);
+  auto p = ctx.program("bitcast");
+  p.input("x", ctx.dtype(0), shape);
+  p.output("y", to, shape);
+  p.set_threads(uint64_t(shape_numel(shape)));
+  p.body(to == DType::Bool ? "  y_store(gi, select(0u, 1u, x_raw(gi) != 0u));" : "  y_store_raw(gi, x_raw(gi));");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
 
 void where_kernel(GpuKernelContext& ctx) {
@@ -213,8 +241,33 @@ GpuKernel variadic(const std::string& op) {
   };
 }
 
+// Casts to and from float64 that its bits make exact (the value path would round through f32): float64
+// to a float type rounds the bits to f32 once (f64_to_f32; float16 / bfloat16 then round again, as their
+// stores do), and float32, float16, bfloat16, bool and the 8- and 16-bit integers widen exactly
+// (f32_to_f64). Others (int32 and the 64-bit integers, either way) keep the value path, which the shader
+// layer refuses, so they run on the CPU. Returns false when the pair is not one of these.
+bool cast_float64_bits(GpuKernelContext& ctx, DType to) {
+  const DType from = ctx.dtype(0);
+  std::string store;
+  if (from == DType::Float64 && dtype_is_float(to) && to != DType::Float64) store = "y_store(gi, f64_to_f32(x_raw(gi)));";
+  const DTypeSet widen{DType::Float32, DType::Float16, DType::BFloat16, DType::Bool,
+                       DType::Int8,    DType::UInt8,   DType::Int16,    DType::UInt16};
+  if (to == DType::Float64 && widen.has(from)) store = "y_store_raw(gi, f32_to_f64(to_f32_$x(x_load(gi))));";
+  if (store.empty()) return false;
+  const Shape& shape = ctx.shape(0);
+  ctx.set_output(0, to, shape);
+  auto p = ctx.program("cast_f64_bits");
+  p.input("x", from, shape);
+  p.output("y", to, shape);
+  p.set_threads(uint64_t(shape_numel(shape)));
+  p.body("  " + store);
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+  return true;
+}
+
 void cast_to(GpuKernelContext& ctx, DType to) {
   if (ctx.dtype(0) == DType::String || to == DType::String) ctx.unsupported("string casts");
+  if (ctx.dtype(0) != to && (ctx.dtype(0) == DType::Float64 || to == DType::Float64) && cast_float64_bits(ctx, to)) return;
   unary(ctx, "cast", shader::convert_value("v", shader::type_info(ctx.dtype(0), ctx.policy), shader::type_info(to, ctx.policy)), to);
 }
 
@@ -355,7 +408,7 @@ void register_elementwise(GpuKernelRegistry& r) {
                     ") || (v < 0.0 && " + std::string(neg ? "true" : "false") + ")))";
     unary(ctx, "isinf", e, DType::Bool);
   });
-  for (const char* op : {"LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "ThresholdedRelu", "Shrink", "Gelu"})
+  for (const char* op : {"LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "ThresholdedRelu", "Shrink", "Gelu", "Swish", "Mish"})
     r.add(op, activation(op));
   r.add("Add", arithmetic("add"));
   r.add("Sub", arithmetic("sub"));
@@ -363,8 +416,7 @@ void register_elementwise(GpuKernelRegistry& r) {
   r.add("Div", arithmetic("div"));
   r.add("Mod", [](GpuKernelContext& ctx) {
     if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("inputs have different types");
-    bool fmod = ctx.node.attr_int("fmod", 0) != 0;
-    if (!fmod && dtype_is_float(ctx.dtype(0))) ctx.fail("fmod must be 1 for floating-point inputs");
+    bool fmod = ctx.node.attr_int("fmod", 0) != 0;  // fmod=0 on floats: numpy's mod (mod_f32)
     binary(ctx, "Mod", std::string(fmod ? "fmod" : "mod") + "_$a(a, b)", ctx.dtype(0));
   });
   r.add("Pow", pow_kernel);
@@ -381,6 +433,19 @@ void register_elementwise(GpuKernelRegistry& r) {
   r.add("Or", logical("|"));
   r.add("Xor", logical("^"));
   r.add("BitShift", bitshift_kernel);
+  r.add("BitwiseAnd", bitwise("&"));
+  r.add("BitwiseOr", bitwise("|"));
+  r.add("BitwiseXor", bitwise("^"));
+  r.add("BitwiseNot", [](GpuKernelContext& ctx) {
+    if (!kIntTypes.has(ctx.dtype(0))) ctx.fail("takes an integer input, got " + std::string(dtype_name(ctx.dtype(0))));
+    unary(ctx, "bitwise_not", "~v", ctx.dtype(0));
+  });
+  r.add("SwiGLU", [](GpuKernelContext& ctx) {
+    if (ctx.dtype(0) != ctx.dtype(1)) ctx.fail("inputs have different types");
+    if (!dtype_is_float(ctx.dtype(0))) ctx.fail("takes float inputs, got " + std::string(dtype_name(ctx.dtype(0))));
+    binary(ctx, "SwiGLU", "a * sigmoid_f32(" + f32_lit(ctx.node.attr_float("alpha", 1.0f)) + " * a) * b", ctx.dtype(0));
+  });
+  r.add("BitCast", bitcast_kernel);
   r.add("Where", where_kernel);
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) r.add(op, variadic(op));
   r.add("Cast", cast_kernel);

@@ -1,5 +1,6 @@
 // Indexed reads and writes on the GPU: Gather, GatherElements, GatherND, ScatterElements (and the
-// deprecated Scatter), ScatterND.
+// deprecated Scatter), ScatterND, TensorScatter (one pass: each output element picks the past or the
+// update element), Compress (the condition known at plan time).
 //
 // Index tensors are GPU values (int32 or int64) read at run time: each index goes through to_i64_$idx
 // and wrap_index (negatives wrap once; anything out of range is flagged FLAG_INDEX and its element is
@@ -295,9 +296,87 @@ void scatter_nd(GpuKernelContext& ctx) {
   else ctx.dispatch(p, {ctx.in(2), ctx.out(0)});
 }
 
+// TensorScatter: one invocation per output element, which copies the update element written there (its
+// batch element's write index read on the GPU; one that does not place the update is flagged) or the
+// past element, as raw bits.
+void tensor_scatter(GpuKernelContext& ctx) {
+  auto ts = ops::tensor_scatter_params(ctx.node, ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
+  const Shape& ps = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  if (t == DType::String) ctx.unsupported("string tensors");
+  if (shape_numel(ps) == 0 || shape_numel(ctx.shape(1)) == 0) {  // nothing written: the past as it is
+    ctx.alias_output(0, 0, ps);
+    return;
+  }
+  ctx.set_output(0, t, ps);
+  const bool indexed = ctx.has_input(2);
+  auto p = ctx.program(std::string("tensor_scatter") + (ts.circular ? "_circular" : "_linear") + (indexed ? "_indexed" : ""));
+  p.input("pa", t, ps);
+  p.input("up", t, ctx.shape(1));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  if (indexed) {
+    p.input("wi", DType::Int64, ctx.shape(2));
+    binds.push_back(ctx.in(2));
+  }
+  p.output("y", t, ps);
+  binds.push_back(ctx.out(0));
+  p.uniform("axis", uint32_t(ts.axis));
+  p.uniform("max_seq", uint32_t(ts.max_seq));
+  p.uniform("seq", uint32_t(ts.seq));
+  p.uniform("mid", uint32_t(prod(ps, 1, size_t(ts.axis))));
+  std::string w = "  var w = 0u;\n";
+  if (indexed)
+    w += "  let wi = to_i64_$wi(wi_load(b));\n"
+         "  if (!w64_in_range(wi, " + std::string(ts.circular ? "max_seq()" : "max_seq() - seq() + 1u") + ")) { flag(FLAG_INDEX); return; }\n"
+         "  w = w64_as_u32(wi);\n";
+  p.set_threads(uint64_t(shape_numel(ps)));
+  p.body("  let inner = pa_stride(axis());\n"
+         "  let pos = (gi / inner) % max_seq();\n"
+         "  let ob = gi / (inner * max_seq());\n"
+         "  let b = ob / mid();\n" + w +
+         (ts.circular ? "  let rel = (pos + max_seq() - w) % max_seq();\n  let inside = rel < seq();\n"
+                      : "  let rel = pos - w;\n  let inside = pos >= w && rel < seq();\n") +
+         "  if (inside) { y_store_raw(gi, up_raw((ob * seq() + rel) * inner + gi % inner)); } else { y_store_raw(gi, pa_raw(gi)); }");
+  ctx.dispatch(p, binds);
+}
+
+// Compress: the kept indices (ops::compress_keep, from the condition known at plan time: its values
+// key the plan) in a uniform array; one invocation per output element moves its source element as raw
+// bits.
+void compress(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  if (t == DType::String) ctx.unsupported("string tensors");
+  const bool flat = !ctx.node.has_attr("axis");
+  const Shape src = flat ? Shape{shape_numel(xs)} : xs;
+  if (!flat && xs.empty()) ctx.fail("input must have rank >= 1 when axis is given, got shape " + shape_str(xs));
+  const int64_t axis = flat ? 0 : ctx.normalize_axis(ctx.node.attr_int("axis", 0), int64_t(xs.size()));
+  const int64_t n = src[size_t(axis)];
+  std::vector<int64_t> keep = ops::compress_keep(ctx.constant(1, "condition"), n,
+                                                 "axis " + std::to_string(axis) + " (size " + std::to_string(n) + ")", ctx.fail_fn());
+  if (keep.size() > 4096) ctx.unsupported("more than 4096 kept indices (they travel as uniforms)");
+  Shape out = src;
+  out[size_t(axis)] = int64_t(keep.size());
+  ctx.set_output(0, t, out);
+  if (shape_numel(out) == 0) return;
+  auto p = ctx.program("compress");
+  p.input("x", t, xs);
+  p.output("y", t, out);
+  p.uniform_array("keep", std::vector<uint32_t>(keep.begin(), keep.end()));
+  p.uniform("n", uint32_t(n));
+  p.uniform("m", uint32_t(keep.size()));
+  p.uniform("inner", uint32_t(prod(src, size_t(axis) + 1, src.size())));
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body("  let i = gi % inner();\n  let j = (gi / inner()) % m();\n  let o = gi / (inner() * m());\n"
+         "  y_store_raw(gi, x_raw((o * n() + keep(j)) * inner() + i));");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
 }  // namespace
 
 void register_indexing(GpuKernelRegistry& r) {
+  r.add("Compress", compress);
+  r.add("TensorScatter", tensor_scatter);
   r.add("Gather", gather);
   r.add("GatherElements", gather_elements);
   r.add("GatherND", gather_nd);

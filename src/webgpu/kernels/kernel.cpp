@@ -131,6 +131,9 @@ const GpuKernelRegistry& gpu_registry() {
     register_block_quant(r);
     register_quantize(r);
     register_attention_ops(r);
+    register_grid(r);
+    register_spectral(r);
+    register_rnn(r);
     return r;
   }();
   return reg;

@@ -167,21 +167,26 @@ class GpuKernelRegistry {
 const GpuKernelRegistry& gpu_registry();
 
 // Families (src/webgpu/kernels/<family>.cpp).
-void register_elementwise(GpuKernelRegistry&);    // unary, binary, comparison, logical, Where, Cast, Clip, activations
+void register_elementwise(GpuKernelRegistry&);    // unary, binary, comparison, logical, bitwise, Where, Cast, BitCast,
+                                                  // Clip, activations (Swish, Mish, SwiGLU ...)
 void register_views(GpuKernelRegistry&);          // Reshape, Squeeze, Unsqueeze, Flatten, Identity, Dropout
-void register_layout(GpuKernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth
-void register_indexing(GpuKernelRegistry&);       // Gather, GatherElements, GatherND, ScatterElements, ScatterND
+void register_layout(GpuKernelRegistry&);         // Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
+                                                  // CenterCropPad, ReverseSequence
+void register_indexing(GpuKernelRegistry&);       // Gather, GatherElements, GatherND, ScatterElements, ScatterND,
+                                                  // TensorScatter, Compress
 void register_generators(GpuKernelRegistry&);     // Range, ConstantOfShape, Trilu, OneHot, EyeLike
-void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum
+void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum, CumProd
 void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(GpuKernelRegistry&);           // TopK
-void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm; the fused MatMul
+void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm, MatMulInteger, QLinearMatMul, Det, Einsum;
+                                                  // the fused MatMul
 void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(e(Q K)) V)
 void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization,
+                                                  // GroupNormalization, LpNormalization,
                                                   // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
                                                   // SkipLayerNormalization, SkipSimplifiedLayerNormalization
-void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose
-void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool
+void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose, Col2Im
+void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool, LRN, RoiAlign
 void register_resize(GpuKernelRegistry&);         // Resize
 void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_bias_activation(GpuKernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
@@ -189,6 +194,9 @@ void register_rotary(GpuKernelRegistry&);         // RotaryEmbedding (opset 23) 
 void register_block_quant(GpuKernelRegistry&);    // com.microsoft MatMulNBits, GatherBlockQuantized
 void register_quantize(GpuKernelRegistry&);       // QuantizeLinear, DequantizeLinear
 void register_attention_ops(GpuKernelRegistry&);  // com.microsoft GroupQueryAttention
+void register_grid(GpuKernelRegistry&);           // GridSample, AffineGrid
+void register_spectral(GpuKernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
+void register_rnn(GpuKernelRegistry&);            // RNN, GRU, LSTM
 
 // Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
 void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);

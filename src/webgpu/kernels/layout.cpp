@@ -1,11 +1,12 @@
 // Data movement on the GPU: Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace,
-// SpaceToDepth. Every op is a gather by index map, built from two programs:
+// SpaceToDepth, CenterCropPad, ReverseSequence. Every op is a gather by index map, built from two programs:
 //   - a strided copy: for each coordinate c of an iteration space,
 //       y[dst_base + sum(c[d] * dst_stride[d])] = x[src_base + sum(c[d] * src_stride[d])]
 //     (Transpose, Slice, Expand, DepthToSpace and SpaceToDepth with a contiguous destination; Concat
 //     and Split as one [outer, row] copy per input / output);
 //   - a padded copy: each output coordinate minus the leading pad, mapped back into the input by the
-//     pad mode (Pad, and Tile, which is Pad in wrap mode).
+//     pad mode (Pad, Tile, which is Pad in wrap mode, and CenterCropPad, which is Pad in constant mode
+//     with a negative pad where it crops); ReverseSequence's gather maps each step to its reversed one.
 // Sizes, strides, starts and pads are uniforms; the WGSL depends only on dtypes, ranks and the pad
 // mode. Elements are copied bit for bit whatever their dtype (see the gather programs), INT64 and float64 included.
 #include <algorithm>
@@ -457,9 +458,48 @@ void space_to_depth(GpuKernelContext& ctx) {
   strided_copy(ctx, 0, 0, t.out, transposed(t.view, t.perm));
 }
 
+// CenterCropPad: a constant-mode padded copy whose begin is the pad start, or minus the crop start.
+void center_crop_pad(GpuKernelContext& ctx) {
+  ops::CropPad cp = ops::center_crop_pad(ctx.node, ctx.shape(0), int_list(ctx, 1, "shape"), ctx.fail_fn());
+  padded_copy(ctx, "constant", cp.out, cp.begin, Fill{});
+}
+
+// ReverseSequence: a gather whose source reverses the first sequence_lens[b] steps of each batch element
+// (the lengths, known at plan time, in a uniform array).
+void reverse_sequence(GpuKernelContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  data_dtype(ctx, 0);
+  if (ctx.dtype(1) != DType::Int64) ctx.fail("input 'sequence_lens' must be int64, got " + std::string(dtype_name(ctx.dtype(1))));
+  ops::ReverseSequenceAxes a = ops::reverse_sequence_axes(ctx.node, x, ctx.shape(1), ctx.fail_fn());
+  std::vector<int64_t> lens = int_list(ctx, 1, "sequence_lens");
+  const int64_t T = x[size_t(a.time_axis)];
+  for (size_t b = 0; b < lens.size(); ++b)
+    if (lens[b] < 0 || lens[b] > T)
+      ctx.fail("sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lens[b]) + " is outside [0, " + std::to_string(T) + "]");
+  if (lens.size() > 4096) ctx.unsupported("more than 4096 sequences (the lengths travel as uniforms)");
+  if (shape_numel(x) > (int64_t(1) << 30)) ctx.unsupported("more than 2^30 elements");
+  ctx.set_output(0, ctx.dtype(0), x);
+  if (shape_numel(x) == 0) return;
+  std::vector<ValueRef> binds;
+  auto p = gather_program(ctx, "reverse_sequence", 0, Fill{}, x, binds);
+  p.uniform_array("lens", words(lens));
+  p.uniform("time_axis", uint32_t(a.time_axis));
+  p.uniform("batch_axis", uint32_t(a.batch_axis));
+  p.declare("fn src_of(e: u32) -> u32 {\n"
+            "  let ts = x_stride(time_axis());\n"
+            "  let t = (e / ts) % x_shape(time_axis());\n"
+            "  let len = lens((e / x_stride(batch_axis())) % x_shape(batch_axis()));\n"
+            "  if (t >= len) { return e; }\n"
+            "  return e + (len - 1u - t) * ts - t * ts;\n"
+            "}\n");
+  finish_gather(ctx, p, binds, 0, uint64_t(shape_numel(x)), false, Fill{});
+}
+
 }  // namespace
 
 void register_layout(GpuKernelRegistry& r) {
+  r.add("CenterCropPad", center_crop_pad);
+  r.add("ReverseSequence", reverse_sequence);
   r.add("Transpose", transpose);
   r.add("Concat", concat);
   r.add("Split", split);

@@ -1,4 +1,4 @@
-// MatMul and Gemm on the GPU.
+// MatMul and Gemm on the GPU; MatMulInteger, QLinearMatMul, Det and Einsum (direct kernels, at the end).
 //
 // Floats (float32, and float16 / bfloat16 / float64 through the f32 accessors) run a tiled kernel: each
 // workgroup computes a TM x TN tile of the output, staging K-slices of A and B (TK wide) in workgroup
@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "ops/broadcast.h"
+#include "ops/einsum.h"
 #include "ops/matmul.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
@@ -563,9 +564,195 @@ void gemm(GpuKernelContext& ctx) {
   run_product(ctx, t, pr, ep);
 }
 
+// MatMulInteger and QLinearMatMul: one invocation per output element, the int32 sum of (a - a_zero_point)
+// (b - b_zero_point) over K (wrapping, as the CPU reference); zero points (and QLinearMatMul's scales)
+// a scalar or one per row of A / column of B. QLinearMatMul requantizes: round half to even of
+// acc * a_scale * b_scale / y_scale (in f32), plus y_zero_point, saturated to y's type.
+void integer_matmul(GpuKernelContext& ctx, bool quantized) {
+  const size_t ib = quantized ? 3 : 1;  // B's input index
+  const DTypeSet q{DType::Int8, DType::UInt8};
+  if (!q.has(ctx.dtype(0)) || !q.has(ctx.dtype(ib)))
+    ctx.fail("A and B must be int8 or uint8, got " + std::string(dtype_name(ctx.dtype(0))) + " and " +
+             std::string(dtype_name(ctx.dtype(ib))));
+  ops::MatMulShape ms = ops::matmul_shape(ctx.shape(0), ctx.shape(ib), ctx.fail_fn());
+  const size_t iza = 2, izb = quantized ? 5 : 3;
+  auto check_vec = [&](size_t i, int64_t count, const char* what, bool scale) {
+    if (!ctx.has_input(i)) return false;
+    int64_t n = shape_numel(ctx.shape(i));
+    if (n != 1 && n != count) ctx.fail(std::string(what) + " must be a scalar or have " + std::to_string(count) + " values");
+    if (scale ? !dtype_is_float(ctx.dtype(i)) : ctx.dtype(i) != ctx.dtype(i == iza ? 0 : ib))
+      ctx.fail(std::string(what) + (scale ? " must be a float tensor" : " must have its matrix's type"));
+    return true;
+  };
+  DType yt = DType::Int32;
+  if (quantized) {
+    check_vec(1, ms.M, "a_scale", true);
+    check_vec(4, ms.N, "b_scale", true);
+    check_vec(6, 1, "y_scale", true);
+    yt = ctx.dtype(7);
+    if (!q.has(yt) || shape_numel(ctx.shape(7)) != 1) ctx.fail("y_zero_point must be an int8 or uint8 scalar");
+  }
+  ctx.set_output(0, yt, ms.out);
+  if (shape_numel(ms.out) == 0) return;
+  auto p = ctx.program(quantized ? "qlinear" : "integer");
+  std::vector<ValueRef> binds;
+  auto in = [&](const std::string& name, size_t i) {
+    p.input(name, ctx.dtype(i), ctx.shape(i));
+    binds.push_back(ctx.in(i));
+  };
+  in("a", 0);
+  in("b", ib);
+  const bool za = check_vec(iza, ms.M, "a_zero_point", false), zb = check_vec(izb, ms.N, "b_zero_point", false);
+  if (za) in("za", iza);
+  if (zb) in("zb", izb);
+  if (quantized) {
+    in("sa", 1);
+    in("sb", 4);
+    in("sy", 6);
+    in("zy", 7);
+  }
+  p.output("y", yt, ms.out);
+  binds.push_back(ctx.out(0));
+  p.uniform("M", uint32_t(ms.M));
+  p.uniform("K", uint32_t(ms.K));
+  p.uniform("N", uint32_t(ms.N));
+  p.broadcast_index("a_batch", ms.a_batch, ms.batch);
+  p.broadcast_index("b_batch", ms.b_batch, ms.batch);
+  // Element i of a scalar-or-vector input.
+  auto at = [](const std::string& t, const std::string& i) { return t + "_load(select(0u, " + i + ", " + t + "_numel() > 1u))"; };
+  std::string body =
+      "  let n = gi % N();\n  let m = (gi / N()) % M();\n  let bi = gi / (M() * N());\n"
+      "  let ab = a_batch(bi) * M() * K() + m * K();\n  let bb = b_batch(bi) * K() * N() + n;\n"
+      "  let oa = " + (za ? "i32(" + at("za", "m") + ")" : std::string("0i")) + ";\n"
+      "  let ob = " + (zb ? "i32(" + at("zb", "n") + ")" : std::string("0i")) + ";\n"
+      "  var acc = 0i;\n"
+      "  for (var k = 0u; k < K(); k = k + 1u) {\n"
+      "    acc = acc + (i32(a_load(ab + k)) - oa) * (i32(b_load(bb + k * N())) - ob);\n"
+      "  }\n";
+  if (quantized) {
+    const bool s8 = yt == DType::Int8;
+    body += "  let f = to_f32_$sa(" + at("sa", "m") + ") * to_f32_$sb(" + at("sb", "n") + ") / to_f32_$sy(sy_load(0u));\n"
+            "  let v = clamp(round(f32(acc) * f) + f32(zy_load(0u)), " + std::string(s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
+            "  y_store(gi, " + std::string(s8 ? "i32(v)" : "u32(v)") + ");";
+  } else {
+    body += "  y_store(gi, acc);";
+  }
+  p.set_threads(uint64_t(shape_numel(ms.out)));
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
+// Det: one invocation per matrix, LU with partial pivoting (as the CPU reference) on a copy of the
+// matrix in a scratch buffer, in f32.
+void det(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  if (xs.size() < 2 || xs[xs.size() - 1] != xs[xs.size() - 2])
+    ctx.fail("input must be [*, M, M] (square matrices), got " + shape_str(xs));
+  if (!dtype_is_float(t)) ctx.fail("input must be a float tensor, got " + std::string(dtype_name(t)));
+  Shape out(xs.begin(), xs.end() - 2);
+  ctx.set_output(0, t, out);
+  if (shape_numel(out) == 0) return;
+  auto p = ctx.program("det");
+  p.input("x", t, xs);
+  p.output("y", t, out);
+  p.output("w", DType::Float32, xs);
+  p.uniform("dim", uint32_t(xs.back()));
+  p.set_threads(uint64_t(shape_numel(out)));
+  p.body("  let n = dim();\n  let base = gi * n * n;\n"
+         "  for (var i = 0u; i < n * n; i = i + 1u) { w_store(base + i, x_load(base + i)); }\n"
+         "  var d = 1.0;\n"
+         "  for (var c = 0u; c < n; c = c + 1u) {\n"
+         "    var piv = c;\n"
+         "    for (var r = c + 1u; r < n; r = r + 1u) { if (abs(w_load(base + r * n + c)) > abs(w_load(base + piv * n + c))) { piv = r; } }\n"
+         "    let pv = w_load(base + piv * n + c);\n"
+         "    if (pv == 0.0) { d = 0.0; break; }\n"
+         "    if (piv != c) {\n"
+         "      for (var k = 0u; k < n; k = k + 1u) { let a = w_load(base + c * n + k); w_store(base + c * n + k, w_load(base + piv * n + k)); w_store(base + piv * n + k, a); }\n"
+         "      d = -d;\n"
+         "    }\n"
+         "    d = d * pv;\n"
+         "    for (var r = c + 1u; r < n; r = r + 1u) {\n"
+         "      let f = w_load(base + r * n + c) / pv;\n"
+         "      for (var k = c; k < n; k = k + 1u) { w_store(base + r * n + k, w_load(base + r * n + k) - f * w_load(base + c * n + k)); }\n"
+         "    }\n"
+         "  }\n"
+         "  y_store(gi, d);");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0), ctx.temp(DType::Float32, xs)});
+}
+
+// Einsum: one invocation per output element, summing over the summed labels' index space the product of
+// one element per input (ops::einsum_plan's strides, in uniform arrays), in the inputs' family
+// arithmetic: floats in f32, integers wrapping (int64 exact), as the CPU reference's 64-bit sums.
+void einsum(GpuKernelContext& ctx) {
+  const size_t n_in = ctx.num_inputs();
+  if (n_in == 0) ctx.fail("needs at least one input");
+  const DType t = ctx.dtype(0);
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (ctx.dtype(i) != t) ctx.fail("all inputs must have the same type");
+    shapes.push_back(ctx.shape(i));
+  }
+  if (!(kNumericTypes.has(t))) ctx.fail("Einsum takes numeric inputs, got " + std::string(dtype_name(t)));
+  const ops::EinsumPlan plan = ops::einsum_plan(ctx.node.attr_string("equation", ""), shapes, ctx.fail_fn());
+  ctx.set_output(0, t, plan.out_shape);
+  if (shape_numel(plan.out_shape) == 0) return;
+  if (n_in + 2 > ctx.limits.max_storage_buffers_per_shader_stage) ctx.unsupported("more inputs than the device binds per dispatch");
+  const size_t ro = plan.out_shape.size(), rs = plan.sum_shape.size();
+  auto words = [](const std::vector<int64_t>& v) { return std::vector<uint32_t>(v.begin(), v.end()); };
+  auto p = ctx.program("einsum" + std::to_string(n_in) + "_" + std::to_string(ro) + "_" + std::to_string(rs));
+  std::vector<ValueRef> binds;
+  std::vector<int64_t> os, ss;
+  for (size_t i = 0; i < n_in; ++i) {
+    p.input("x" + std::to_string(i), t, shapes[i]);
+    binds.push_back(ctx.in(i));
+    os.insert(os.end(), plan.out_strides[i].begin(), plan.out_strides[i].end());
+    ss.insert(ss.end(), plan.sum_strides[i].begin(), plan.sum_strides[i].end());
+  }
+  p.output("y", t, plan.out_shape);
+  binds.push_back(ctx.out(0));
+  p.uniform_array("out_dims", words(plan.out_shape));
+  p.uniform_array("sum_dims", words(plan.sum_shape));
+  p.uniform_array("out_st", words(os));
+  p.uniform_array("sum_st", words(ss));
+  p.uniform("n_sum", uint32_t(shape_numel(plan.sum_shape)));
+  const std::string RO = u32_lit(ro), RS = u32_lit(rs), NI = u32_lit(n_in);
+  std::string body = "  var base: array<u32, " + std::to_string(n_in) + ">;\n"
+                     "  var rem = gi;\n"
+                     "  for (var e = 0u; e < " + RO + "; e = e + 1u) {\n"
+                     "    let k = " + RO + " - 1u - e;\n"
+                     "    let c = rem % out_dims(k);\n"
+                     "    rem = rem / out_dims(k);\n"
+                     "    for (var i = 0u; i < " + NI + "; i = i + 1u) { base[i] = base[i] + c * out_st(i * " + RO + " + k); }\n"
+                     "  }\n"
+                     "  var acc = zero_$y();\n"
+                     "  for (var s = 0u; s < n_sum(); s = s + 1u) {\n"
+                     "    var off = base;\n"
+                     "    var sr = s;\n"
+                     "    for (var e = 0u; e < " + RS + "; e = e + 1u) {\n"
+                     "      let k = " + RS + " - 1u - e;\n"
+                     "      let c = sr % sum_dims(k);\n"
+                     "      sr = sr / sum_dims(k);\n"
+                     "      for (var i = 0u; i < " + NI + "; i = i + 1u) { off[i] = off[i] + c * sum_st(i * " + RS + " + k); }\n"
+                     "    }\n"
+                     "    var prod = x0_load(off[0]);\n";
+  for (size_t i = 1; i < n_in; ++i) body += "    prod = mul_$y(prod, x" + std::to_string(i) + "_load(off[" + std::to_string(i) + "]));\n";
+  body += "    acc = add_$y(acc, prod);\n"
+          "  }\n"
+          "  y_store(gi, acc);";
+  if (ro == 0) body = "  var base: array<u32, " + std::to_string(n_in) + ">;\n" + body.substr(body.find("  var acc"));
+  p.set_threads(uint64_t(shape_numel(plan.out_shape)));
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
 }  // namespace
 
 void register_matmul(GpuKernelRegistry& r) {
+  r.add("Einsum", einsum);
+  r.add("MatMulInteger", [](GpuKernelContext& ctx) { integer_matmul(ctx, false); });
+  r.add("QLinearMatMul", [](GpuKernelContext& ctx) { integer_matmul(ctx, true); });
+  r.add("Det", det);
   r.add("MatMul", matmul);
   r.add("Gemm", gemm);
   r.add_fused("MatMul", fused_matmul);

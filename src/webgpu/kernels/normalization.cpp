@@ -1,4 +1,5 @@
-// LayerNormalization, InstanceNormalization, BatchNormalization (inference) and the transformer
+// LayerNormalization, InstanceNormalization, GroupNormalization, LpNormalization, BatchNormalization
+// (inference) and the transformer
 // normalizations (com.microsoft SkipLayerNormalization and SkipSimplifiedLayerNormalization,
 // SimplifiedLayerNormalization, RMSNormalization) on the GPU, in f32 (float16, bfloat16 and float64 are
 // loaded into f32 and stored back; float64 arithmetic is refused by the shader layer, so those nodes run
@@ -334,6 +335,70 @@ void instance_norm(GpuKernelContext& ctx) {
   dispatch_rows(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
 }
 
+// --------------------------------------------------------------------------------- GroupNormalization
+
+// Rows of (batch, group): C / num_groups channels' spatial elements, contiguous; scale and bias per
+// channel (opset 21: channel (row % G) * C/G + j / spatial) or per group (opset 18).
+void group_norm(GpuKernelContext& ctx) {
+  check_float(ctx, 0, "input 'X'");
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  const ops::GroupNormParams gp = ops::group_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
+  const int64_t C = xs[1];
+  uint32_t rows = u32_size(ctx, xs[0] * gp.groups);
+  uint32_t spatial = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
+  uint32_t len = u32_size(ctx, (C / gp.groups) * int64_t(spatial));
+  ctx.set_output(0, t, xs);
+  if (shape_numel(xs) == 0) return;
+  uint32_t wgs = row_workgroup(ctx.limits);
+  auto p = ctx.program(gp.per_channel ? "rows_per_channel" : "rows_per_group", wgs);
+  p.input("x", t, xs);
+  p.input("s", t, ctx.shape(1));
+  p.input("b", t, ctx.shape(2));
+  p.output("y", t, xs);
+  p.uniform("rows", rows);
+  p.uniform("len", len);
+  p.uniform("groups", uint32_t(gp.groups));
+  p.uniform("cpg", uint32_t(C / gp.groups));
+  p.uniform("spatial", std::max(spatial, 1u));
+  p.uniform_f32("eps", float(gp.epsilon));
+  p.declare(row_sum_decl(wgs));
+  p.declare(kPlainValue);
+  std::string k = gp.per_channel ? "((row % groups()) * cpg() + j / spatial())" : "(row % groups())";
+  p.body(row_body({"s_load(" + k + ")", "b_load(" + k + ")"}));
+  dispatch_rows(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
+}
+
+// ------------------------------------------------------------------------------------ LpNormalization
+
+// One invocation per line along the axis: its norm, then the line divided by it.
+void lp_norm(GpuKernelContext& ctx) {
+  check_float(ctx, 0, "input");
+  const Shape& xs = ctx.shape(0);
+  DType t = ctx.dtype(0);
+  const ops::LpNormParams lp = ops::lp_norm_params(ctx.node, xs, ctx.fail_fn());
+  ctx.set_output(0, t, xs);
+  const int64_t n = xs[size_t(lp.axis)];
+  if (shape_numel(xs) == 0) return;
+  const uint32_t inner = u32_size(ctx, shape_numel(Shape(xs.begin() + lp.axis + 1, xs.end())));
+  auto p = ctx.program(lp.p == 1 ? "l1" : "l2");
+  p.input("x", t, xs);
+  p.output("y", t, xs);
+  p.uniform("n", u32_size(ctx, n));
+  p.uniform("inner", inner);
+  p.set_threads(uint64_t(shape_numel(xs) / n));
+  p.body("  let base = (gi / inner()) * n() * inner() + gi % inner();\n"
+         "  var norm = 0.0;\n"
+         "  for (var k = 0u; k < n(); k = k + 1u) {\n"
+         "    let v = x_load(base + k * inner());\n" +
+         std::string(lp.p == 1 ? "    norm = norm + abs(v);\n" : "    norm = norm + v * v;\n") +
+         "  }\n" +
+         std::string(lp.p == 1 ? "" : "  norm = sqrt_f32(norm);\n") +
+         "  norm = select(norm, 1.0, norm == 0.0);\n" +  // a line of zeros stays zeros
+         "  for (var k = 0u; k < n(); k = k + 1u) { let i = base + k * inner(); y_store(i, x_load(i) / norm); }");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
 // ---------------------------------------------------------------------------------- BatchNormalization
 
 void batch_norm(GpuKernelContext& ctx) {
@@ -382,6 +447,8 @@ void batch_norm(GpuKernelContext& ctx) {
 }  // namespace
 
 void register_normalization(GpuKernelRegistry& r) {
+  r.add("GroupNormalization", group_norm);
+  r.add("LpNormalization", lp_norm);
   r.add("LayerNormalization", layer_norm);
   r.add("InstanceNormalization", instance_norm);
   r.add("BatchNormalization", batch_norm);

@@ -1,7 +1,8 @@
 // Pools on the GPU: AveragePool, MaxPool (with the optional Indices output), LpPool — one invocation per
 // output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — one workgroup
 // per (n, c) row with a shared-memory tree reduction. Window geometry and output shapes are the CPU
-// reference's (src/cpu/pool.cpp, ops::make_window); sums are accumulated in f32.
+// reference's (src/cpu/pool.cpp, ops::make_window); sums are accumulated in f32. LRN and RoiAlign: one
+// invocation per output element.
 #include "ops/pool.h"
 #include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
@@ -209,9 +210,104 @@ void global_pool(GpuKernelContext& ctx, PoolKind kind) {
   ctx.dispatch(p, {ctx.in(0), ctx.out(0)}, gx, gy, 1);
 }
 
+// LRN: one invocation per element, the sum of squares over its channel window [c - (size-1)/2, c + size/2].
+void lrn(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  const Shape& xs = ctx.shape(0);
+  if (!(pool_type(t) || t == DType::BFloat16)) ctx.fail("input X has unsupported type: " + std::string(dtype_name(t)));
+  if (xs.size() < 2) ctx.fail("input X must be [N, C, ...] (rank >= 2), got " + shape_str(xs));
+  const ir::Node& n = ctx.node;
+  int64_t size = n.attr_int("size", 0);
+  if (size <= 0) ctx.fail("attribute 'size' is required and must be positive");
+  ctx.set_output(0, t, xs);
+  if (shape_numel(xs) == 0) return;
+  auto p = ctx.program("lrn");
+  p.input("x", t, xs);
+  p.output("y", t, xs);
+  p.uniform("lo", uint32_t((size - 1) / 2));
+  p.uniform("hi", uint32_t(size - 1 - (size - 1) / 2));
+  p.uniform_f32("alpha_n", n.attr_float("alpha", 0.0001f) / float(size));
+  p.uniform_f32("beta", n.attr_float("beta", 0.75f));
+  p.uniform_f32("bias", n.attr_float("bias", 1.0f));
+  p.set_threads(uint64_t(shape_numel(xs)));
+  p.body("  let sp = x_stride(1u);\n"
+         "  let C = x_shape(1u);\n"
+         "  let c = (gi / sp) % C;\n"
+         "  let base = gi - c * sp;\n"
+         "  var sq = 0.0;\n"
+         "  for (var k = select(0u, c - lo(), c >= lo()); k <= min(C - 1u, c + hi()); k = k + 1u) {\n"
+         "    let v = x_load(base + k * sp);\n"
+         "    sq = sq + v * v;\n"
+         "  }\n"
+         "  y_store(gi, x_load(gi) / pow_f32(bias() + alpha_n() * sq, beta()));");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
+// RoiAlign: one invocation per output bin (ops::roi_align_params), its samples as the CPU reference
+// takes them, in f32; a batch index outside [0, N) is flagged.
+void roi_align(GpuKernelContext& ctx) {
+  DType t = ctx.dtype(0);
+  if (!pool_type(t)) ctx.fail("input X has unsupported type: " + std::string(dtype_name(t)));
+  if (ctx.dtype(1) != t) ctx.fail("input 'rois' must have the type of input 'X'");
+  if (ctx.dtype(2) != DType::Int64) ctx.fail("input 'batch_indices' must be int64");
+  ops::RoiAlignParams rp = ops::roi_align_params(ctx.node, ctx.opset, ctx.shape(0), ctx.shape(1), ctx.shape(2), ctx.fail_fn());
+  ctx.set_output(0, t, rp.out);
+  if (shape_numel(rp.out) == 0) return;
+  auto p = ctx.program(std::string("roi_align_") + (rp.max_mode ? "max" : "avg") + (rp.half_pixel ? "_half_pixel" : ""));
+  p.input("x", t, ctx.shape(0));
+  p.input("rois", t, ctx.shape(1));
+  p.input("bi", DType::Int64, ctx.shape(2));
+  p.output("y", t, rp.out);
+  p.uniform("sampling", uint32_t(rp.sampling_ratio));
+  p.uniform_f32("scale", rp.spatial_scale);
+  p.set_threads(uint64_t(shape_numel(rp.out)));
+  const std::string combine = rp.max_mode ? "      let m = max(max(max(v.x, v.y), v.z), v.w);\n"
+                                            "      acc = select(max(acc, m), m, first);\n"
+                                            "      first = false;\n"
+                                          : "      acc = acc + v.x + v.y + v.z + v.w;\n";
+  p.body("  let ow = y_shape(3u);\n  let oh = y_shape(2u);\n  let C = y_shape(1u);\n"
+         "  let pw = gi % ow;\n  let ph = (gi / ow) % oh;\n  let c = (gi / (ow * oh)) % C;\n  let r = gi / (ow * oh * C);\n"
+         "  let H = x_shape(2u);\n  let W = x_shape(3u);\n"
+         "  let bw64 = to_i64_$bi(bi_load(r));\n"
+         "  if (!w64_in_range(bw64, x_shape(0u))) { flag(FLAG_INDEX); return; }\n"
+         "  let b = w64_as_u32(bw64);\n"
+         "  let offset = " + std::string(rp.half_pixel ? "0.5" : "0.0") + ";\n"
+         "  let sw = to_f32_$rois(rois_load(r * 4u)) * scale() - offset;\n"
+         "  let sh = to_f32_$rois(rois_load(r * 4u + 1u)) * scale() - offset;\n"
+         "  var rw = to_f32_$rois(rois_load(r * 4u + 2u)) * scale() - offset - sw;\n"
+         "  var rh = to_f32_$rois(rois_load(r * 4u + 3u)) * scale() - offset - sh;\n" +
+         std::string(rp.half_pixel ? "" : "  rw = max(rw, 1.0);\n  rh = max(rh, 1.0);\n") +
+         "  let bw = rw / f32(ow);\n  let bh = rh / f32(oh);\n"
+         "  let gh = select(u32(ceil(rh / f32(oh))), sampling(), sampling() > 0u);\n"
+         "  let gw = select(u32(ceil(rw / f32(ow))), sampling(), sampling() > 0u);\n"
+         "  let plane = (b * C + c) * H * W;\n"
+         "  var acc = 0.0;\n  var first = true;\n"
+         "  for (var iy = 0u; iy < gh; iy = iy + 1u) {\n"
+         "    for (var ix = 0u; ix < gw; ix = ix + 1u) {\n"
+         "      var yy = sh + f32(ph) * bh + (f32(iy) + 0.5) * bh / f32(gh);\n"
+         "      var xx = sw + f32(pw) * bw + (f32(ix) + 0.5) * bw / f32(gw);\n"
+         "      var v = vec4<f32>(0.0);\n"
+         "      if (!(yy < -1.0 || yy > f32(H) || xx < -1.0 || xx > f32(W))) {\n"
+         "        yy = max(yy, 0.0);\n        xx = max(xx, 0.0);\n"
+         "        var yl = u32(yy);\n        var xl = u32(xx);\n        var yh = yl + 1u;\n        var xh = xl + 1u;\n"
+         "        if (yl >= H - 1u) { yl = H - 1u; yh = yl; yy = f32(yl); }\n"
+         "        if (xl >= W - 1u) { xl = W - 1u; xh = xl; xx = f32(xl); }\n"
+         "        let ly = yy - f32(yl);\n        let lx = xx - f32(xl);\n        let hy = 1.0 - ly;\n        let hx = 1.0 - lx;\n"
+         "        v = vec4<f32>(hy * hx * x_load(plane + yl * W + xl), hy * lx * x_load(plane + yl * W + xh),\n"
+         "                      ly * hx * x_load(plane + yh * W + xl), ly * lx * x_load(plane + yh * W + xh));\n"
+         "      }\n" + combine +
+         "    }\n"
+         "  }\n" +
+         std::string(rp.max_mode ? "" : "  acc = acc / f32(max(gh * gw, 1u));\n") +
+         "  y_store(gi, acc);");
+  ctx.dispatch(p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)});
+}
+
 }  // namespace
 
 void register_pool(GpuKernelRegistry& r) {
+  r.add("LRN", lrn);
+  r.add("RoiAlign", roi_align);
   r.add("AveragePool", [](GpuKernelContext& c) { pool(c, PoolKind::Average); });
   r.add("MaxPool", [](GpuKernelContext& c) { pool(c, PoolKind::Max); });
   r.add("LpPool", [](GpuKernelContext& c) { pool(c, PoolKind::Lp); });

@@ -1,5 +1,5 @@
 // Reductions on the GPU: Reduce* (Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare),
-// ArgMax, ArgMin and CumSum.
+// ArgMax, ArgMin, CumSum and CumProd.
 //
 // Every kernel here folds rows (the elements behind one result) with a segment of a workgroup: a
 // power-of-two number of invocations up to the workgroup size, about half the row length, so a long row
@@ -15,7 +15,7 @@
 // ArgMax/ArgMin: one segment per output element, folding (value, index) pairs with a total order
 // (NaN is the extreme; ties go to the lower index, or the higher with select_last_index).
 //
-// CumSum: one segment per line along the axis; each invocation scans a contiguous chunk, the chunk
+// CumSum and CumProd: one segment per line along the axis; each invocation scans a contiguous chunk, the chunk
 // totals are scanned in shared memory, then each chunk is rescanned from its offset. The axis may be
 // known only at run time: it is then read from its buffer by the shader (with whole-workgroup segments
 // and as many segments as the axis with the most lines needs; the others idle).
@@ -283,7 +283,7 @@ void arg_kernel(GpuKernelContext& ctx, bool is_max) {
 
 const DTypeSet kCumSumTypes = kFloatTypes | DTypeSet{DType::Int32, DType::UInt32, DType::Int64, DType::UInt64};
 
-void cumsum_kernel(GpuKernelContext& ctx) {
+void cumulate_kernel(GpuKernelContext& ctx, bool product) {
   DType t = ctx.dtype(0);
   if (!kCumSumTypes.has(t)) ctx.fail("input 0 has unsupported element type " + std::string(dtype_name(t)));
   const Shape& in = ctx.shape(0);
@@ -315,7 +315,7 @@ void cumsum_kernel(GpuKernelContext& ctx) {
 
   uint32_t wg = ru::workgroup_size(ctx.limits, shader::type_info(t, ctx.policy).value_bytes);
   uint32_t seg = axis_const ? ru::segment_size(line, wg) : wg;
-  auto p = ctx.program(std::string("cumsum") + (exclusive ? "_excl" : "") + (reverse ? "_rev" : "") +
+  auto p = ctx.program(std::string(product ? "cumprod" : "cumsum") + (exclusive ? "_excl" : "") + (reverse ? "_rev" : "") +
                            (axis_const ? "" : "_rtaxis"),
                        wg);
   p.input("x", t, in);
@@ -338,6 +338,8 @@ void cumsum_kernel(GpuKernelContext& ctx) {
   }
   p.declare(decl);
   std::string pos = reverse ? "(n - 1u - q)" : "q";
+  const std::string op = product ? "mul_$x" : "add_$x";       // the running operation
+  const std::string ident = product ? "one_$x()" : "zero_$x()";  // and its identity
   // Each invocation scans a contiguous chunk of its segment's line; the chunk totals are scanned by the
   // segment's first invocation; then each chunk is rescanned from its offset.
   p.body(std::string(ru::kSegmentPrelude) +
@@ -352,15 +354,15 @@ void cumsum_kernel(GpuKernelContext& ctx) {
       "  let chunk = (n + S - 1u) / S;\n"
       "  let start = min(lane * chunk, n);\n"
       "  let end = min(start + chunk, n);\n"
-      "  var part = zero_$x();\n"
+      "  var part = " + ident + ";\n"
       "  if (on) {\n"
-      "    for (var q = start; q < end; q = q + 1u) { part = add_$x(part, x_load(base + " + pos + " * inner)); }\n"
+      "    for (var q = start; q < end; q = q + 1u) { part = " + op + "(part, x_load(base + " + pos + " * inner)); }\n"
       "  }\n"
       "  sh[lid] = part;\n"
       "  workgroupBarrier();\n"
       "  if (lane == 0u) {\n"
-      "    var run = zero_$x();\n"
-      "    for (var j = head; j < head + S; j = j + 1u) { let v = sh[j]; sh[j] = run; run = add_$x(run, v); }\n"
+      "    var run = " + ident + ";\n"
+      "    for (var j = head; j < head + S; j = j + 1u) { let v = sh[j]; sh[j] = run; run = " + op + "(run, v); }\n"
       "  }\n"
       "  workgroupBarrier();\n"
       "  if (on) {\n"
@@ -368,8 +370,8 @@ void cumsum_kernel(GpuKernelContext& ctx) {
       "    for (var q = start; q < end; q = q + 1u) {\n"
       "      let at = base + " + pos + " * inner;\n"
       "      let v = x_load(at);\n" +
-      std::string(exclusive ? "      y_store(at, acc);\n      acc = add_$x(acc, v);\n"
-                            : "      acc = add_$x(acc, v);\n      y_store(at, acc);\n") +
+      (exclusive ? "      y_store(at, acc);\n      acc = " + op + "(acc, v);\n"
+                 : "      acc = " + op + "(acc, v);\n      y_store(at, acc);\n") +
       "    }\n"
       "  }\n");
   ru::dispatch_rows(ctx, p, binds, groups, seg);
@@ -390,7 +392,8 @@ void register_reduce(GpuKernelRegistry& r) {
   r.add("ReduceSumSquare", reduce_kernel("ReduceSumSquare", ReduceKind::SumSquare, 18));
   r.add("ArgMax", [](GpuKernelContext& ctx) { arg_kernel(ctx, true); });
   r.add("ArgMin", [](GpuKernelContext& ctx) { arg_kernel(ctx, false); });
-  r.add("CumSum", cumsum_kernel);
+  r.add("CumSum", [](GpuKernelContext& ctx) { cumulate_kernel(ctx, false); });
+  r.add("CumProd", [](GpuKernelContext& ctx) { cumulate_kernel(ctx, true); });
 }
 
 }  // namespace onnxgpu::webgpu

@@ -91,6 +91,18 @@ fn w64_udivmod(n: w64, d: w64) -> W64DivMod {
   }
   return W64DivMod(q, r);
 }
+// Shifts by s in [0, 63]: left, and right filling with zeros or (arith) the sign bit.
+fn w64_shl(a: w64, s: u32) -> w64 {
+  if (s == 0u) { return a; }
+  if (s >= 32u) { return w64(0u, a.x << (s - 32u)); }
+  return w64(a.x << s, (a.y << s) | (a.x >> (32u - s)));
+}
+fn w64_shr(a: w64, s: u32, arith: bool) -> w64 {
+  let fill = select(0u, 0xffffffffu, arith && w64_is_neg(a));
+  if (s == 0u) { return a; }
+  if (s >= 32u) { return w64(select(a.y >> (s - 32u), bitcast<u32>(bitcast<i32>(a.y) >> (s - 32u)), arith), fill); }
+  return w64((a.x >> s) | (a.y << (32u - s)), select(a.y >> s, bitcast<u32>(bitcast<i32>(a.y) >> s), arith));
+}
 fn w64_to_f32_unsigned(a: w64) -> f32 { return f32(a.y) * 4294967296.0 + f32(a.x); }
 fn w64_to_f32_signed(a: w64) -> f32 {
   return select(w64_to_f32_unsigned(a), -w64_to_f32_unsigned(w64_neg(a)), w64_is_neg(a));
@@ -214,7 +226,12 @@ fn fmod_f32(a: f32, b: f32) -> f32 {
   if (ea > 0i) { return bitcast<f32>(sa | (u32(ea) << 23u) | (ma & 0x7fffffu)); }
   return bitcast<f32>(sa | (ma >> u32(1i - ea)));
 }
-fn mod_f32(a: f32, b: f32) -> f32 { let r = fmod_f32(a, b); return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0))); }
+// numpy's mod (the sign of the divisor): a zero takes b's sign, x mod +-inf is x or +-inf.
+fn mod_f32(a: f32, b: f32) -> f32 {
+  let r = fmod_f32(a, b);
+  if (r == 0.0) { return bitcast<f32>(bitcast<u32>(b) & 0x80000000u); }
+  return select(r, r + b, (r < 0.0) != (b < 0.0));
+}
 fn neg_f32(a: f32) -> f32 { return -a; }
 fn abs_f32(a: f32) -> f32 { return abs(a); }
 // Sign and comparisons from the bits: a GPU may flush subnormals to zero in float arithmetic, which
@@ -570,6 +587,28 @@ fn ipow_$f(base: $t, e_in: w64) -> $t {
   return s;
 }
 
+// shl_<fam>(a, s, bits) and shr_<fam>(a, s, bits): BitShift on an integer type of `bits` bits (the
+// element type's width: 8 for int8 in the i32 family, 64 for int64 narrowed to i32), the amount s as an
+// int64 (to_i64_<fam>) taken as unsigned: an amount of `bits` or more (a negative one too) gives 0 to the
+// left and the sign's fill to the right. Left shifts wrap (the store keeps the element's low bits; the
+// narrowed family flags a result beyond int32); right shifts are arithmetic on signed families.
+std::string int_shift(const std::string& fam, const std::string& type, bool arith) {
+  std::string s = R"(
+fn shl_$f(a: $t, s: w64, bits: u32) -> $t {
+  if (s.y != 0u || s.x >= bits) { return zero_$f(); }
+  return from_i64_$f(w64_shl(to_i64_$f(a), s.x));
+}
+fn shr_$f(a: $t, s: w64, bits: u32) -> $t {
+  let w = to_i64_$f(a);
+  if (s.y != 0u || s.x >= bits) { return from_i64_$f(select(w64(0u, 0u), w64(0xffffffffu, 0xffffffffu), $a && w64_is_neg(w))); }
+  return from_i64_$f(w64_shr(w, s.x, $a));
+}
+)";
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"$f", fam}, {"$t", type}, {"$a", arith ? "true" : "false"}})
+    for (size_t pos = 0; (pos = s.find(key, pos)) != std::string::npos; pos += value.size()) s.replace(pos, key.size(), value);
+  return s;
+}
+
 }  // namespace
 
 const char* trig_helpers() { return kTrig; }
@@ -587,13 +626,13 @@ std::string convert_value(const std::string& v, const TypeInfo& from, const Type
 
 std::string family_helpers(const std::string& family) {
   if (family == "wide") return kWide;
-  if (family == "i64") return kI64 + int_pow("i64", "w64");
-  if (family == "u64") return kU64 + int_pow("u64", "w64");
+  if (family == "i64") return kI64 + int_pow("i64", "w64") + int_shift("i64", "w64", true);
+  if (family == "u64") return kU64 + int_pow("u64", "w64") + int_shift("u64", "w64", false);
   if (family == "f32") return kF32;
-  if (family == "i32") return kI32 + int_pow("i32", "i32");
-  if (family == "u32") return kU32 + int_pow("u32", "u32");
+  if (family == "i32") return kI32 + int_pow("i32", "i32") + int_shift("i32", "i32", true);
+  if (family == "u32") return kU32 + int_pow("u32", "u32") + int_shift("u32", "u32", false);
   if (family == "bool") return kBool;
-  if (family == "i64n") return kI64n + int_pow("i64n", "i32");
+  if (family == "i64n") return kI64n + int_pow("i64n", "i32") + int_shift("i64n", "i32", true);
   throw Error("unknown WGSL helper family '" + family + "'");
 }
 

@@ -41,7 +41,7 @@ size_t gpu_element_size(DType dtype, const Int64Policy& policy);
 // for workgroup memory that holds such values.
 inline constexpr uint32_t kW64ValueBytes = 8;
 
-// The WGSL helpers of one family (add_<fam>, ..., ipow_<fam> for the integer families, plus the
+// The WGSL helpers of one family (add_<fam>, ..., ipow_<fam>, shl_<fam> and shr_<fam> for the integer families, plus the
 // conversions to/from i64 and f32), and the shared helpers they depend on. `status` helpers (flag())
 // are always available in a program. The shared w64 helpers give kernels 64-bit integers without their
 // representation: w64_from_u32 / w64_from_i32, w64_add, w64_sub, w64_mul, w64_eq, w64_slt, w64_ult,
