@@ -117,6 +117,7 @@ struct Recording {
   // values changed, kept to spare an allocation per run.
   std::vector<int> kernel_class, fold_class;
   std::vector<char> changed;
+  std::vector<PlanValue> changed_values;  // a refresh's scratch too: the values it changed, by id
   std::vector<char> guarded;  // by kernel record: its node is in the report's guarded_nodes
 };
 

@@ -85,7 +85,8 @@ bool same_constant(const Tensor* a, const Tensor* b) {
 }  // namespace
 
 Refresh::Refresh(const ir::Model& model, const SessionOptions& options, Plan& plan, const Fusion& fusion)
-    : model_(model), options_(options), plan_(plan), fusion_(fusion), rec_(plan.recording), changed_(plan.recording.changed) {}
+    : model_(model), options_(options), plan_(plan), fusion_(fusion), rec_(plan.recording), changed_(plan.recording.changed),
+      values_(plan.recording.changed_values) {}
 
 // Records of the same function share a class: its first record's index (computed once per plan; the
 // recorded nodes never change).
@@ -118,13 +119,13 @@ void Refresh::classify() {
 }
 
 const PlanValue& Refresh::value(int id) const {
-  if (changed_[size_t(id)]) return values_.at(id);
-  return rec_.values[size_t(id)];
+  return changed_[size_t(id)] ? values_[size_t(id)] : rec_.values[size_t(id)];
 }
 
 void Refresh::change(int id, PlanValue v) {
+  if (!changed_[size_t(id)]) changed_ids_.push_back(id);
   changed_[size_t(id)] = 1;
-  values_[id] = std::move(v);
+  values_[size_t(id)] = std::move(v);
 }
 
 bool Refresh::any_changed(const std::vector<int>& ids) const {
@@ -141,6 +142,7 @@ bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
   }
   classify();
   changed_.assign(rec_.values.size(), 0);
+  if (values_.size() < rec_.values.size()) values_.resize(rec_.values.size());
   for (const auto& [name, slot] : plan_.inputs) {
     auto id = rec_.ids.find(name);
     if (id == rec_.ids.end()) continue;  // an input no node reads
@@ -175,25 +177,25 @@ bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
 // A fold that read a changed value, computed again; outputs that come out different change too.
 void Refresh::refold(const FoldRecord& f) {
   const ir::Node& node = model_.graph.nodes[f.index];
-  std::vector<const Tensor*> ins;
+  std::vector<const Tensor*>& ins = fold_ins_;
+  ins.clear();
   for (int id : f.inputs) ins.push_back(id < 0 ? nullptr : value(id).constant);
-  std::vector<Tensor> outs;
-  if (const std::vector<Tensor>* same = folded_before(node, f, ins)) {
-    for (const Tensor& t : *same) outs.push_back(t.clone());
-  } else {
-    if (f.shape_only) outs = fold_shape_op(node, value(f.inputs.at(0)).shape);
-    else outs = cpu::run_node(node, model_.opsets, ins);
-    Fold done{&node, rec_.fold_class[size_t(&f - rec_.folds.data())], f.shape_only ? std::vector<const Tensor*>{} : ins,
-              f.shape_only ? value(f.inputs.at(0)).shape : Shape{}, {}};
-    for (const Tensor& t : outs) done.outputs.push_back(t.clone());
-    folds_.push_back(std::move(done));
+  const std::vector<Tensor>* outs = folded_before(node, f, ins);
+  if (!outs) {
+    Fold& done = folds_.emplace_back(Fold{&node, rec_.fold_class[size_t(&f - rec_.folds.data())],
+                                          f.shape_only ? std::vector<const Tensor*>{} : ins,
+                                          f.shape_only ? value(f.inputs.at(0)).shape : Shape{}, {}});
+    done.outputs = f.shape_only ? fold_shape_op(node, done.shape) : cpu::run_node(node, model_.opsets, ins);
+    outs = &done.outputs;
   }
-  for (size_t k = 0; k < f.outputs.size() && k < outs.size(); ++k) {
+  // Outputs that came out different replace the recorded values (sharing the memo's storage: folded
+  // values are never written in place).
+  for (size_t k = 0; k < f.outputs.size() && k < outs->size(); ++k) {
     const int id = f.outputs[k];
     if (id < 0) continue;
     const PlanValue& was = value(id);
-    if (same_value(outs[k], *was.constant)) continue;
-    fresh_.push_back(std::move(outs[k]));
+    if (same_value((*outs)[k], *was.constant)) continue;
+    fresh_.push_back((*outs)[k]);
     const Tensor& t = fresh_.back();
     replaced_.emplace_back(was.constant, &t);
     change(id, PlanValue{t.dtype(), t.shape(), &t, was.slot});
@@ -416,10 +418,16 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
   const Int64Policy& policy = options_.int64;
   std::vector<const Recalled*> recalled(rec_.kernels.size(), nullptr);
   for (const Recalled& r : kernels_) recalled[r.n] = &r;
+  // Recorded folded value -> this refresh's, sorted for lookups.
+  std::vector<std::pair<const Tensor*, const Tensor*>> fresh = replaced_;
+  std::sort(fresh.begin(), fresh.end());
   auto fresh_of = [&](const Tensor* recorded) -> const Tensor* {
-    for (const auto& [was, now] : replaced_)
-      if (was == recorded) return now;
-    return recorded;
+    auto f = std::lower_bound(fresh.begin(), fresh.end(), std::pair<const Tensor*, const Tensor*>{recorded, nullptr});
+    return f != fresh.end() && f->first == recorded ? f->second : nullptr;
+  };
+  auto now_of = [&](const Tensor* recorded) {
+    const Tensor* f = fresh_of(recorded);
+    return f ? f : recorded;
   };
 
   // What each buffer must hold now: the most any value it serves needs.
@@ -445,7 +453,7 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
       needs(k.temp_slots[temps.size() + u], o.dtype, o.shape);
     }
   }
-  for (const auto& [slot, t] : rec_.constant_uploads) needs(slot, t->dtype(), fresh_of(t)->shape());
+  for (const auto& [slot, t] : rec_.constant_uploads) needs(slot, t->dtype(), now_of(t)->shape());
   const uint64_t max_binding = dev.limits().max_storage_buffer_binding_size;
   std::map<int, webgpu::Buffer> regrown;
   for (size_t s = 0; s < need.size(); ++s) {
@@ -469,17 +477,15 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
         give_buffer(p, r, layout, policy);
         p.report.capacity_growths++;
       }
-  for (auto& [id, v] : values_) {
-    for (const auto& [was, now] : replaced_)
-      if (v.constant == now) v.constant = was;  // the recorded tensor takes the fresh value below
+  for (int id : changed_ids_) {
+    PlanValue& v = values_[size_t(id)];
+    // A folded value that came out different: the recorded tensor (this id's) takes the fresh value below.
+    if (v.constant) v.constant = rec.values[size_t(id)].constant;
     rec.values[size_t(id)] = std::move(v);
   }
   for (auto& [was, now] : replaced_) const_cast<Tensor&>(*was) = std::move(const_cast<Tensor&>(*now));
-  for (const auto& [slot, t] : rec.constant_uploads) {
-    bool again = regrown.count(slot) != 0;
-    for (const auto& r : replaced_) again |= r.first == t;
-    if (again) p.upload(slot, *t, policy, "a folded value");
-  }
+  for (const auto& [slot, t] : rec.constant_uploads)
+    if (regrown.count(slot) || fresh_of(t)) p.upload(slot, *t, policy, "a folded value");
   // The records take the new sizes, uniforms and workgroup counts; their programs stay (the guards
   // found them the same). A record whose choices were taken from another's adopts that one's
   // programs once, so that their texts are shared and the next refreshes compare them at once. A

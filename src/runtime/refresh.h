@@ -83,7 +83,9 @@ class Refresh {
   const Fusion& fusion_;
   const Recording& rec_;
   std::vector<char>& changed_;                  // by value id (the recording's scratch)
-  std::unordered_map<int, PlanValue> values_;   // the changed values
+  std::vector<PlanValue>& values_;              // by value id: the changed ones (the recording's scratch)
+  std::vector<int> changed_ids_;                // which, in the order they changed
+  std::vector<const Tensor*> fold_ins_;         // a fold's inputs
   std::unordered_map<int, const Tensor*> feed_; // graph inputs' host values in this run, by id
   std::deque<Tensor> fresh_;                    // folded values that came out different
   std::vector<std::pair<const Tensor*, const Tensor*>> replaced_;  // recorded -> fresh
