@@ -206,7 +206,7 @@ std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts)
   auto operand = [&](size_t mm, size_t q, const char* perm_attr) -> bool {
     auto t = transposed_.find({mm, q});
     const std::string& name = t == transposed_.end() ? g_.nodes[mm].inputs[q] : g_.nodes[t->second].inputs[0];
-    const ValueFacts* v = facts(name);
+    const ValueFacts* v = facts(name, Read::Kind);  // known, and its rank: all the group needs
     if (!v) return false;
     f.node.inputs.push_back(name);
     rank = std::max(rank, v->shape.size());
@@ -226,7 +226,7 @@ std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts)
     const size_t first = f.node.inputs.size();
     auto expr = fused_expr(g_, chain, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
       if (in == qk.outputs[0]) return ir::FusedOperand::product();
-      if (!facts(in)) return std::nullopt;
+      if (!facts(in, Read::Kind)) return std::nullopt;
       f.node.inputs.push_back(in);
       return ir::FusedOperand::input(f.node.inputs.size() - 1 - first);
     });
@@ -537,7 +537,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
   for (size_t q = 0; q < 2; ++q) {
     auto t = transposed_.find({i, q});
     const std::string& name = t == transposed_.end() ? mm.inputs[q] : g_.nodes[t->second].inputs[0];
-    const ValueFacts* v = facts(name);
+    const ValueFacts* v = facts(name, Read::All);
     if (!v) return std::nullopt;
     dtype[q] = v->dtype;
     shape[q] = v->shape;
@@ -572,7 +572,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
   if (add && plain(*add, "Add") && add->inputs.size() == 2 && add->outputs.size() == 1 && !add->outputs[0].empty() &&
       shape[0].size() >= 2 && shape[1].size() == 2) {
     const std::string& bias = add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0];
-    const ValueFacts* c = facts(bias);
+    const ValueFacts* c = facts(bias, Read::All);
     int64_t n = shape[1][1];
     if (c && c->value && c->dtype == dtype[0] && !c->shape.empty() && c->shape.size() <= shape[0].size() &&
         c->shape.back() == n && shape_numel(c->shape) == n) {
@@ -588,7 +588,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
         const ir::Node& res = g_.nodes[*k];
         if (plain(res, "Add") && res.inputs.size() == 2 && res.outputs.size() == 1 && !res.outputs[0].empty()) {
           const std::string& other = res.inputs[0] == add->outputs[0] ? res.inputs[1] : res.inputs[0];
-          const ValueFacts* r = other == add->outputs[0] ? nullptr : facts(other);
+          const ValueFacts* r = other == add->outputs[0] ? nullptr : facts(other, Read::All);
           if (r && r->dtype == dtype[0] && r->shape == out) {
             f.node.name += "+" + res.name;
             f.node.inputs.push_back(other);
@@ -668,7 +668,7 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
   // The sizes: a constant the plan knows, or a Constant node later in the graph than the product.
   const Tensor* sizes_in = nullptr;
   if (has_input) {
-    const ValueFacts* v = facts(s.inputs[1]);
+    const ValueFacts* v = facts(s.inputs[1], Read::All);
     sizes_in = v ? v->value : nullptr;
     if (const ir::Node* c = sizes_in ? nullptr : constant_node(s.inputs[1])) sizes_in = c->attr_tensor("value");
     if (!sizes_in || !dtype_is_integer(sizes_in->dtype())) return false;
@@ -700,8 +700,8 @@ std::optional<FusedGroup> Fusion::conv_group(size_t i, const Lookup& facts) cons
   if (!on || !plain(cv, "Conv") || cv.inputs.size() < 2 || cv.inputs.size() > 3 || cv.outputs.size() != 1 ||
       cv.outputs[0].empty() || cv.inputs[0].empty() || cv.inputs[1].empty())
     return std::nullopt;
-  const ValueFacts* x = facts(cv.inputs[0]);
-  const ValueFacts* w = facts(cv.inputs[1]);
+  const ValueFacts* x = facts(cv.inputs[0], Read::All);
+  const ValueFacts* w = facts(cv.inputs[1], Read::All);
   if (!x || !w || x->dtype != DType::Float32 || w->dtype != DType::Float32 || x->shape.size() < 3 ||
       w->shape.size() != x->shape.size())
     return std::nullopt;
@@ -808,7 +808,7 @@ bool Fusion::absorb_expression(FusedGroup& f, const Shape& out, const Lookup& fa
   auto expr = fused_expr(g_, order, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
     if (in == value) return ir::FusedOperand::product();
     if (auto v = scalar_value(in, out.size())) return ir::FusedOperand::constant(*v);
-    const ValueFacts* v = facts(in);
+    const ValueFacts* v = facts(in, Read::All);
     if (!v || v->dtype != DType::Float32 || inputs.size() >= 3) return std::nullopt;
     try {
       if (ops::broadcast_shapes({out, v->shape}) != out) return std::nullopt;

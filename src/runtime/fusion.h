@@ -63,7 +63,12 @@ class Fusion {
   // `onnx_opset`: the model's ai.onnx opset (how Split reads its sizes). `derived`: where constants
   // made by fusing live (the session's; null: no sibling groups).
   Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::map<std::string, Tensor>* derived = nullptr);
-  using Lookup = std::function<const ValueFacts*(const std::string&)>;  // null when unknown
+  // How much of a value's facts a decision reads. Kind: whether the value is known, its dtype and
+  // rank (the facts come with every dim 0 and no value): what a refresh of a plan for other sizes
+  // (refresh.h) never changes, so a decision that reads no more of a value is not made again when
+  // only that value's sizes or contents changed. All: its sizes and a constant's contents too.
+  enum class Read { Kind, All };
+  using Lookup = std::function<const ValueFacts*(const std::string&, Read)>;  // null when unknown
 
   // A MatMul or sibling group placed at node i (its members come after i), or the elementwise
   // group whose root is i (its members come before i and were deferred).

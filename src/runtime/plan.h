@@ -92,7 +92,9 @@ struct FoldRecord {  // a node computed at plan time
 struct DecisionRecord {  // which fused group is placed at a node (fusion.h), decided on values' facts
   size_t index = 0;
   bool attention = false;
-  std::vector<int> queried;  // the values whose facts the decision read
+  std::vector<int> queried;     // the values whose facts the decision read
+  std::vector<char> read_all;   // per queried value: their sizes and contents too (Fusion::Read::All),
+                                // else only whether they are known, their dtype and rank
   bool found = false;
   ir::Node group;            // the fused node, when found
 };
@@ -109,6 +111,14 @@ struct Recording {
   std::deque<KernelRecord> kernels;  // never moved: the planner's open segment points into them
   std::vector<std::pair<int, const Tensor*>> constant_uploads;  // folded values the GPU reads, by slot
   std::string not_refreshable;  // why the plan cannot serve other sizes ("" when it can)
+  // Made by the first refresh, for the next ones: per kernel and fold record, the first record of
+  // the same function (same op, attributes, fused expression; inputs and outputs by position), so
+  // that a refresh finds another layer's call among those of one class; and a scratch of which
+  // values changed, kept to spare an allocation per run.
+  std::vector<int> kernel_class, fold_class;
+  std::vector<char> changed;
+  std::vector<PlanValue> changed_values;  // a refresh's scratch too: the values it changed, by id
+  std::vector<char> guarded;  // by kernel record: its node is in the report's guarded_nodes
 };
 
 // Where a graph output is found after a run.

@@ -499,13 +499,15 @@ void Planner::place(size_t i, size_t at) {
 // finished at `at` (where the plan is). False (and nothing recorded) when no group is placed here or
 // its kernel cannot run: the nodes then run alone.
 bool Planner::try_fused(size_t index, size_t at, bool attention) {
-  std::unordered_map<std::string, ValueFacts> known;
-  DecisionRecord decision{index, attention, {}, false, {}};
-  auto facts = [&](const std::string& name) -> const ValueFacts* {
+  std::unordered_map<std::string, ValueFacts> known, kinds;  // as read whole, and as read for their kind
+  DecisionRecord decision{index, attention, {}, {}, false, {}};
+  auto facts = [&](const std::string& name, Fusion::Read read) -> const ValueFacts* {
     auto it = values_.find(name);
     if (it == values_.end()) return nullptr;
     decision.queried.push_back(id_of(name));
-    return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant});
+    decision.read_all.push_back(read == Fusion::Read::All);
+    if (read == Fusion::Read::All) return &(known[name] = ValueFacts{it->second.dtype, it->second.shape, it->second.constant});
+    return &(kinds[name] = ValueFacts{it->second.dtype, Shape(it->second.shape.size(), 0), nullptr});
   };
   std::optional<FusedGroup> group = attention ? fusion_.attention_group(index, facts) : fusion_.group_at(index, facts);
   decision.found = group.has_value();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "cpu/graph_runner.h"
@@ -16,7 +17,7 @@ namespace {
 
 bool same_value(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
-         (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
+         (a.nbytes() == 0 || a.raw() == b.raw() || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
 }
 
 bool same_attr(const ir::Attribute& a, const ir::Attribute& b) {
@@ -37,16 +38,16 @@ bool same_fused(const ir::Node& a, const ir::Node& b) {
 
 // The kernel chose as recorded: the same programs over the same bindings, the same outputs' dtypes
 // and views, the same temporaries' dtypes.
-bool same_choices(const KernelRecord& r, const webgpu::GpuKernelContext& ctx) {
-  if (r.results.size() != ctx.outputs.size() || r.temps.size() != ctx.temps.size() ||
-      r.dispatches.size() != ctx.dispatches.size())
+bool same_choices(const KernelRecord& r, const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs,
+                  const std::vector<webgpu::TempSpec>& temps, const std::vector<webgpu::DispatchSpec>& dispatches) {
+  if (r.results.size() != outputs.size() || r.temps.size() != temps.size() || r.dispatches.size() != dispatches.size())
     return false;
   for (size_t i = 0; i < r.results.size(); ++i)
-    if (r.results[i].dtype != ctx.outputs[i].dtype || r.results[i].alias_of != ctx.outputs[i].alias_of) return false;
+    if (r.results[i].dtype != outputs[i].dtype || r.results[i].alias_of != outputs[i].alias_of) return false;
   for (size_t i = 0; i < r.temps.size(); ++i)
-    if (r.temps[i].dtype != ctx.temps[i].dtype) return false;
+    if (r.temps[i].dtype != temps[i].dtype) return false;
   for (size_t i = 0; i < r.dispatches.size(); ++i) {
-    const webgpu::DispatchSpec &a = r.dispatches[i], &b = ctx.dispatches[i];
+    const webgpu::DispatchSpec &a = r.dispatches[i], &b = dispatches[i];
     if (a.uniforms.size() != b.uniforms.size() || a.bindings.size() != b.bindings.size() || !a.program.same_source(b.program))
       return false;
     for (size_t j = 0; j < a.bindings.size(); ++j)
@@ -84,16 +85,47 @@ bool same_constant(const Tensor* a, const Tensor* b) {
 }  // namespace
 
 Refresh::Refresh(const ir::Model& model, const SessionOptions& options, Plan& plan, const Fusion& fusion)
-    : model_(model), options_(options), plan_(plan), fusion_(fusion), rec_(plan.recording) {}
+    : model_(model), options_(options), plan_(plan), fusion_(fusion), rec_(plan.recording), changed_(plan.recording.changed),
+      values_(plan.recording.changed_values) {}
+
+// Records of the same function share a class: its first record's index (computed once per plan; the
+// recorded nodes never change).
+void Refresh::classify() {
+  Recording& rec = plan_.recording;
+  if (rec.kernel_class.size() == rec.kernels.size() && rec.fold_class.size() == rec.folds.size()) return;
+  auto classes = [](size_t n, auto node_of) {
+    std::vector<int> out(n, -1);
+    std::unordered_map<std::string, std::vector<int>> by_op;  // class representatives, by op
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Node& node = node_of(i);
+      std::vector<int>& reps = by_op[node.op_type];
+      for (int r : reps)
+        if (same_function(node_of(size_t(r)), node)) {
+          out[i] = r;
+          break;
+        }
+      if (out[i] < 0) {
+        out[i] = int(i);
+        reps.push_back(int(i));
+      }
+    }
+    return out;
+  };
+  rec.kernel_class = classes(rec.kernels.size(), [&](size_t i) -> const ir::Node& {
+    const KernelRecord& k = rec.kernels[i];
+    return k.node ? *k.node : k.fused;
+  });
+  rec.fold_class = classes(rec.folds.size(), [&](size_t i) -> const ir::Node& { return model_.graph.nodes[rec.folds[i].index]; });
+}
 
 const PlanValue& Refresh::value(int id) const {
-  if (changed_[size_t(id)]) return values_.at(id);
-  return rec_.values[size_t(id)];
+  return changed_[size_t(id)] ? values_[size_t(id)] : rec_.values[size_t(id)];
 }
 
 void Refresh::change(int id, PlanValue v) {
+  if (!changed_[size_t(id)]) changed_ids_.push_back(id);
   changed_[size_t(id)] = 1;
-  values_[id] = std::move(v);
+  values_[size_t(id)] = std::move(v);
 }
 
 bool Refresh::any_changed(const std::vector<int>& ids) const {
@@ -108,7 +140,9 @@ bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
     why = "the plan serves only its own sizes: " + rec_.not_refreshable;
     return false;
   }
+  classify();
   changed_.assign(rec_.values.size(), 0);
+  if (values_.size() < rec_.values.size()) values_.resize(rec_.values.size());
   for (const auto& [name, slot] : plan_.inputs) {
     auto id = rec_.ids.find(name);
     if (id == rec_.ids.end()) continue;  // an input no node reads
@@ -125,7 +159,7 @@ bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
           if (any_changed(rec_.folds[e.record].inputs)) refold(rec_.folds[e.record]);
           break;
         case Recording::Event::Kind::Decision:
-          if (any_changed(rec_.decisions[e.record].queried)) redecide(rec_.decisions[e.record]);
+          if (decision_changed(rec_.decisions[e.record])) redecide(rec_.decisions[e.record]);
           break;
         case Recording::Event::Kind::Kernel:
           if (any_changed(rec_.kernels[e.record].inputs)) recall(e.record, rec_.kernels[e.record]);
@@ -143,25 +177,25 @@ bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
 // A fold that read a changed value, computed again; outputs that come out different change too.
 void Refresh::refold(const FoldRecord& f) {
   const ir::Node& node = model_.graph.nodes[f.index];
-  std::vector<const Tensor*> ins;
+  std::vector<const Tensor*>& ins = fold_ins_;
+  ins.clear();
   for (int id : f.inputs) ins.push_back(id < 0 ? nullptr : value(id).constant);
-  std::vector<Tensor> outs;
-  if (const std::vector<Tensor>* same = folded_before(node, f, ins)) {
-    for (const Tensor& t : *same) outs.push_back(t.clone());
-  } else {
-    if (f.shape_only) outs = fold_shape_op(node, value(f.inputs.at(0)).shape);
-    else outs = cpu::run_node(node, model_.opsets, ins);
-    Fold done{&node, f.shape_only ? std::vector<const Tensor*>{} : ins,
-              f.shape_only ? value(f.inputs.at(0)).shape : Shape{}, {}};
-    for (const Tensor& t : outs) done.outputs.push_back(t.clone());
-    folds_.push_back(std::move(done));
+  const std::vector<Tensor>* outs = folded_before(node, f, ins);
+  if (!outs) {
+    Fold& done = folds_.emplace_back(Fold{&node, rec_.fold_class[size_t(&f - rec_.folds.data())],
+                                          f.shape_only ? std::vector<const Tensor*>{} : ins,
+                                          f.shape_only ? value(f.inputs.at(0)).shape : Shape{}, {}});
+    done.outputs = f.shape_only ? fold_shape_op(node, done.shape) : cpu::run_node(node, model_.opsets, ins);
+    outs = &done.outputs;
   }
-  for (size_t k = 0; k < f.outputs.size() && k < outs.size(); ++k) {
+  // Outputs that came out different replace the recorded values (sharing the memo's storage: folded
+  // values are never written in place).
+  for (size_t k = 0; k < f.outputs.size() && k < outs->size(); ++k) {
     const int id = f.outputs[k];
     if (id < 0) continue;
     const PlanValue& was = value(id);
-    if (same_value(outs[k], *was.constant)) continue;
-    fresh_.push_back(std::move(outs[k]));
+    if (same_value((*outs)[k], *was.constant)) continue;
+    fresh_.push_back((*outs)[k]);
     const Tensor& t = fresh_.back();
     replaced_.emplace_back(was.constant, &t);
     change(id, PlanValue{t.dtype(), t.shape(), &t, was.slot});
@@ -172,8 +206,9 @@ void Refresh::refold(const FoldRecord& f) {
 // its shape arithmetic in every layer), or null.
 const std::vector<Tensor>* Refresh::folded_before(const ir::Node& node, const FoldRecord& f,
                                                   const std::vector<const Tensor*>& ins) const {
+  const int cls = rec_.fold_class[size_t(&f - rec_.folds.data())];
   for (const Fold& d : folds_) {
-    if (!same_function(*d.node, node)) continue;
+    if (d.cls != cls) continue;
     if (f.shape_only) {
       if (d.shape == value(f.inputs.at(0)).shape) return &d.outputs;
       continue;
@@ -185,16 +220,30 @@ const std::vector<Tensor>* Refresh::folded_before(const ir::Node& node, const Fo
   return nullptr;
 }
 
+// Whether a fusion decision must be made again: it read the sizes or contents of a changed value, or
+// only the kind (dtype, rank) of one whose kind changed.
+bool Refresh::decision_changed(const DecisionRecord& d) const {
+  for (size_t q = 0; q < d.queried.size(); ++q) {
+    const int id = d.queried[q];
+    if (id < 0 || !changed_[size_t(id)]) continue;
+    if (q >= d.read_all.size() || d.read_all[q]) return true;
+    const PlanValue &now = value(id), &was = rec_.values[size_t(id)];
+    if (now.dtype != was.dtype || now.shape.size() != was.shape.size()) return true;
+  }
+  return false;
+}
+
 // A fusion decision that read a changed value, made again: it must place the same group.
 void Refresh::redecide(const DecisionRecord& d) {
-  std::map<std::string, ValueFacts> known;
-  auto facts = [&](const std::string& name) -> const ValueFacts* {
+  std::map<std::string, ValueFacts> known, kinds;
+  auto facts = [&](const std::string& name, Fusion::Read read) -> const ValueFacts* {
     auto id = rec_.ids.find(name);
     // Only the values the recording's decision saw: the others did not exist yet at that point.
     if (id == rec_.ids.end() || std::find(d.queried.begin(), d.queried.end(), id->second) == d.queried.end())
       return nullptr;
     const PlanValue& v = value(id->second);
-    return &(known[name] = ValueFacts{v.dtype, v.shape, v.constant});
+    if (read == Fusion::Read::All) return &(known[name] = ValueFacts{v.dtype, v.shape, v.constant});
+    return &(kinds[name] = ValueFacts{v.dtype, Shape(v.shape.size(), 0), nullptr});
   };
   std::optional<FusedGroup> group =
       d.attention ? fusion_.attention_group(d.index, facts) : fusion_.group_at(d.index, facts);
@@ -203,14 +252,17 @@ void Refresh::redecide(const DecisionRecord& d) {
                       " are not those recorded");
 }
 
+const RowLayout* Refresh::layout_of(int slot) const {
+  auto r = relayout_.find(slot);
+  if (r != relayout_.end()) return &r->second;
+  const Resident* res = plan_.resident_at(slot);
+  return res ? &res->layout : nullptr;
+}
+
 // The kernel's dispatches with their bindings in appended buffers pitched, as the planner did
 // (record_dispatches), by the layouts this refresh gives those buffers.
 void Refresh::pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const {
-  const ResidentLayouts plan_layouts = resident_layouts(plan_);
-  const ResidentLayouts layouts = [&](int slot) -> const RowLayout* {
-    auto r = relayout_.find(slot);
-    return r != relayout_.end() ? &r->second : plan_layouts(slot);
-  };
+  const ResidentLayouts layouts = [this](int slot) { return layout_of(slot); };
   for (webgpu::DispatchSpec& d : ctx.dispatches) {
     std::vector<int> slots;
     std::vector<uint64_t> numel;
@@ -239,8 +291,8 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   // recorded after it, run alone as recorded, which is correct.
   if (!k.ok) return;
   const ir::Node& node = k.node ? *k.node : k.fused;
-  const webgpu::GpuKernel* kernel = webgpu::gpu_registry().find(node.op_type, node.domain);
   std::vector<webgpu::GpuValueInfo> infos;
+  infos.reserve(k.inputs.size());
   for (int id : k.inputs) {
     if (id < 0) {
       infos.push_back({});
@@ -250,22 +302,27 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     auto f = feed_.find(id);
     infos.push_back({v.dtype, v.shape, v.constant, f == feed_.end() ? nullptr : f->second});
   }
-  webgpu::GpuKernelContext ctx(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), infos);
   const Resident* resident = nullptr;  // the Concat appending in place, resident.h
   if (k.node && k.node->op_type == "Concat")
     for (const Resident& r : plan_.residents)
       if (r.pair.node == k.index) resident = &r;
-  if (resident) ctx.in_place_input = 0;
   auto resident_slot = [&](int slot) { return slot >= 0 && plan_.resident_at(slot) != nullptr; };
-  std::string reason;
+  auto fail = [&](const std::string& reason) {
+    throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
+                      (reason.empty() ? "" : " (" + reason + ")"));
+  };
   // A kernel is a function of its node's op, attributes and inputs' facts: one this refresh called
-  // already on the same (another layer's) gives the same choices without building its programs again.
-  // (Bindings in an appended buffer alike too: they are pitched below, each with its own buffer's.)
-  const KernelRecord* same = nullptr;
-  for (const auto& [m, r] : kernels_) {
-    const ir::Node& other = r.node ? *r.node : r.fused;
-    if (!same_function(other, node) || r.inputs.size() != infos.size()) continue;
-    bool alike = r.out_slots.size() == k.out_slots.size();
+  // already on the same (another layer's: a record of the same class) gives the same choices, taken
+  // without calling the kernel or copying its programs. (Bindings in an appended buffer alike too:
+  // they are pitched below, each with its own buffer's.)
+  const int cls = rec_.kernel_class[n];
+  const Recalled* same = nullptr;
+  for (const Recalled* c : own_calls_) {
+    const KernelRecord& r = rec_.kernels[c->n];
+    if (rec_.kernel_class[c->n] != cls || r.inputs.size() != infos.size() || r.dispatched != k.dispatched ||
+        r.out_slots.size() != k.out_slots.size())
+      continue;
+    bool alike = true;
     for (size_t i = 0; alike && i < k.out_slots.size(); ++i) alike = resident_slot(r.out_slots[i]) == resident_slot(k.out_slots[i]);
     for (size_t i = 0; alike && i < infos.size(); ++i) {
       const PlanValue* v = r.inputs[i] < 0 ? nullptr : &value(r.inputs[i]);
@@ -275,54 +332,80 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
                 : infos[i].dtype == DType::Undefined;
     }
     if (alike) {
-      same = &r;
+      same = c;
       break;
     }
   }
+
+  Recalled& out = kernels_.emplace_back();
+  out.n = n;
+  std::optional<webgpu::GpuKernelContext> ctx;
   if (same) {
-    ctx.outputs = same->results;
-    ctx.temps = same->temps;
-    ctx.dispatches = same->dispatches;
-    ctx.in_place_done = resident != nullptr;  // `same` appends in place too: its output is resident alike
+    // The same choices as `same`'s call, which matched its own record: this record must match that one
+    // (programs whose texts are shared compare at once).
+    const KernelRecord& r = rec_.kernels[same->n];
+    if (!same_choices(k, r.results, r.temps, r.dispatches)) fail("");
+    out.like = same;
+  } else {
+    const webgpu::GpuKernel* kernel = webgpu::gpu_registry().find(node.op_type, node.domain);
+    ctx.emplace(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), std::move(infos));
+    if (resident) ctx->in_place_input = 0;
+    std::string reason;
+    if (!kernel || !run_kernel(*kernel, *ctx, reason) || (resident && !ctx->in_place_done)) fail(reason);
   }
-  if (!kernel || (!same && !run_kernel(*kernel, ctx, reason)) || (resident && !ctx.in_place_done))
-    throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
-                      (reason.empty() ? "" : " (" + reason + ")"));
+  const auto& results = ctx ? ctx->outputs : same->results;
   if (resident) {  // the appended buffer: another layout when the present outgrows it or its shape moves
-    RowLayout want = row_layout(ctx.outputs.at(0).shape, resident->axis, int64_t(resident->layout.rows));
+    RowLayout want = row_layout(results.at(0).shape, resident->axis, int64_t(resident->layout.rows));
     if (want.outer != resident->layout.outer || want.inner != resident->layout.inner || want.used > want.rows) {
       want.rows = uint64_t(resident_rows(*plan_.device, *resident, want, int64_t(want.used), options_.int64));
       relayout_[resident->slot] = want;
     }
   }
-  if (k.dispatched) pitch(k, ctx);
-  if (!same_choices(k, ctx))
-    throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
-                      (reason.empty() ? "" : " (" + reason + ")"));
-  for (size_t i = 0; i < k.outputs.size() && i < ctx.outputs.size(); ++i) {
+  if (ctx) {
+    if (k.dispatched) pitch(k, *ctx);
+    if (!same_choices(k, ctx->outputs, ctx->temps, ctx->dispatches)) fail("");
+    out.results = std::move(ctx->outputs);
+    out.temps = std::move(ctx->temps);
+    out.dispatches = std::move(ctx->dispatches);
+    own_calls_.push_back(&out);
+  } else {
+    out.uniforms.reserve(same->dispatches.size());
+    for (size_t j = 0; j < same->dispatches.size(); ++j) {
+      std::vector<uint32_t>& u = out.uniforms.emplace_back(same->dispatches[j].uniforms);
+      if (!k.dispatched) continue;
+      // Bindings in an appended buffer: pitched for this kernel's own buffers, where `same`'s program
+      // keeps the pitches (pitch_bindings' words).
+      const webgpu::DispatchSpec& d = same->dispatches[j];
+      for (size_t b = 0; b < d.bindings.size(); ++b) {
+        const webgpu::ValueRef& ref = d.bindings[b];
+        int slot = -1;
+        const Shape* shape = nullptr;
+        if (ref.kind == webgpu::ValueRef::Kind::Input && k.inputs.at(size_t(ref.index)) >= 0) {
+          const PlanValue& v = value(k.inputs[size_t(ref.index)]);
+          slot = v.slot;
+          shape = &v.shape;
+        } else if (ref.kind == webgpu::ValueRef::Kind::Output && size_t(ref.index) < k.out_slots.size()) {
+          slot = k.out_slots[size_t(ref.index)];
+          shape = &same->results.at(size_t(ref.index)).shape;
+        }
+        const RowLayout* l = slot >= 0 ? layout_of(slot) : nullptr;
+        if (!l) continue;
+        const int at = d.program.tensors().at(b).pitch;
+        if (at < 0) fail("a binding in an appended buffer that the call taken does not pitch");
+        u.at(size_t(at)) = uint32_t(l->outer ? uint64_t(shape_numel(*shape)) / l->outer : 0);
+        u.at(size_t(at) + 1) = uint32_t(l->rows * l->inner);
+      }
+    }
+  }
+  const auto& outputs = out.outputs();
+  for (size_t i = 0; i < k.outputs.size() && i < outputs.size(); ++i) {
     const int id = k.outputs[i];
     if (id < 0) continue;
     const PlanValue& was = value(id);
-    if (ctx.outputs[i].dtype != was.dtype || ctx.outputs[i].shape != was.shape)
-      change(id, PlanValue{ctx.outputs[i].dtype, ctx.outputs[i].shape, nullptr, was.slot});
+    if (outputs[i].dtype != was.dtype || outputs[i].shape != was.shape)
+      change(id, PlanValue{outputs[i].dtype, outputs[i].shape, nullptr, was.slot});
   }
-  KernelRecord r;
-  r.index = k.index;
-  r.node = k.node;
-  if (!k.node) r.fused = k.fused;
-  r.inputs = k.inputs;
-  r.outputs = k.outputs;
-  r.ok = true;
-  r.results = std::move(ctx.outputs);
-  r.temps = std::move(ctx.temps);
-  r.dispatches = std::move(ctx.dispatches);
-  r.out_slots = k.out_slots;
-  r.temp_slots = k.temp_slots;
-  r.unwanted = k.unwanted;
-  r.first_dispatch = k.first_dispatch;
-  r.dispatched = k.dispatched;
-  kernels_.emplace_back(n, std::move(r));
-  guarded_.push_back(node_label(node));
+  guarded_.push_back(n);
 }
 
 // Applies the refresh: buffers regrown (taken first, so a failure leaves the plan as it was), the
@@ -333,13 +416,18 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
                     const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   webgpu::Device& dev = *plan_.device;
   const Int64Policy& policy = options_.int64;
-  std::vector<const KernelRecord*> kernels(rec_.kernels.size());
-  for (size_t n = 0; n < kernels.size(); ++n) kernels[n] = &rec_.kernels[n];
-  for (const auto& [n, r] : kernels_) kernels[n] = &r;
+  std::vector<const Recalled*> recalled(rec_.kernels.size(), nullptr);
+  for (const Recalled& r : kernels_) recalled[r.n] = &r;
+  // Recorded folded value -> this refresh's, sorted for lookups.
+  std::vector<std::pair<const Tensor*, const Tensor*>> fresh = replaced_;
+  std::sort(fresh.begin(), fresh.end());
   auto fresh_of = [&](const Tensor* recorded) -> const Tensor* {
-    for (const auto& [was, now] : replaced_)
-      if (was == recorded) return now;
-    return recorded;
+    auto f = std::lower_bound(fresh.begin(), fresh.end(), std::pair<const Tensor*, const Tensor*>{recorded, nullptr});
+    return f != fresh.end() && f->first == recorded ? f->second : nullptr;
+  };
+  auto now_of = [&](const Tensor* recorded) {
+    const Tensor* f = fresh_of(recorded);
+    return f ? f : recorded;
   };
 
   // What each buffer must hold now: the most any value it serves needs.
@@ -352,17 +440,20 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     if (h != feeds.end()) needs(slot, h->second.dtype(), h->second.shape());
     else needs(slot, device_feeds.at(name).dtype(), device_feeds.at(name).shape());
   }
-  for (const KernelRecord* k : kernels) {
-    if (!k->ok) continue;
-    for (size_t i = 0; i < k->out_slots.size(); ++i)
-      if (k->results[i].alias_of < 0) needs(k->out_slots[i], k->results[i].dtype, k->results[i].shape);
-    for (size_t t = 0; t < k->temps.size(); ++t) needs(k->temp_slots[t], k->temps[t].dtype, k->temps[t].shape);
-    for (size_t u = 0; u < k->unwanted.size(); ++u) {
-      const auto& o = k->results[k->unwanted[u]];
-      needs(k->temp_slots[k->temps.size() + u], o.dtype, o.shape);
+  for (size_t n = 0; n < rec_.kernels.size(); ++n) {
+    const KernelRecord& k = rec_.kernels[n];
+    if (!k.ok) continue;
+    const auto& results = recalled[n] ? recalled[n]->outputs() : k.results;
+    const auto& temps = recalled[n] ? recalled[n]->temporaries() : k.temps;
+    for (size_t i = 0; i < k.out_slots.size(); ++i)
+      if (results[i].alias_of < 0) needs(k.out_slots[i], results[i].dtype, results[i].shape);
+    for (size_t t = 0; t < temps.size(); ++t) needs(k.temp_slots[t], temps[t].dtype, temps[t].shape);
+    for (size_t u = 0; u < k.unwanted.size(); ++u) {
+      const auto& o = results[k.unwanted[u]];
+      needs(k.temp_slots[temps.size() + u], o.dtype, o.shape);
     }
   }
-  for (const auto& [slot, t] : rec_.constant_uploads) needs(slot, t->dtype(), fresh_of(t)->shape());
+  for (const auto& [slot, t] : rec_.constant_uploads) needs(slot, t->dtype(), now_of(t)->shape());
   const uint64_t max_binding = dev.limits().max_storage_buffer_binding_size;
   std::map<int, webgpu::Buffer> regrown;
   for (size_t s = 0; s < need.size(); ++s) {
@@ -386,29 +477,46 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
         give_buffer(p, r, layout, policy);
         p.report.capacity_growths++;
       }
-  for (auto& [id, v] : values_) {
-    for (const auto& [was, now] : replaced_)
-      if (v.constant == now) v.constant = was;  // the recorded tensor takes the fresh value below
+  for (int id : changed_ids_) {
+    PlanValue& v = values_[size_t(id)];
+    // A folded value that came out different: the recorded tensor (this id's) takes the fresh value below.
+    if (v.constant) v.constant = rec.values[size_t(id)].constant;
     rec.values[size_t(id)] = std::move(v);
   }
   for (auto& [was, now] : replaced_) const_cast<Tensor&>(*was) = std::move(const_cast<Tensor&>(*now));
-  for (const auto& [slot, t] : rec.constant_uploads) {
-    bool again = regrown.count(slot) != 0;
-    for (const auto& r : replaced_) again |= r.first == t;
-    if (again) p.upload(slot, *t, policy, "a folded value");
-  }
+  for (const auto& [slot, t] : rec.constant_uploads)
+    if (regrown.count(slot) || fresh_of(t)) p.upload(slot, *t, policy, "a folded value");
+  // The records take the new sizes, uniforms and workgroup counts; their programs stay (the guards
+  // found them the same). A record whose choices were taken from another's adopts that one's
+  // programs once, so that their texts are shared and the next refreshes compare them at once. A
+  // profiled session's records take the new programs, whose tensors' sizes the profile reads.
   if (!kernels_.empty()) {
     Step& step = p.steps.at(0);
-    for (auto& [n, r] : kernels_) {
-      for (size_t j = 0; r.dispatched && j < r.dispatches.size(); ++j) {
-        RecordedDispatch& d = step.dispatches.at(r.first_dispatch + j);
-        const std::vector<uint32_t>& u = r.dispatches[j].uniforms;
-        std::memcpy(step.uniform_data.data() + d.uniform_offset / 4 + 1, u.data() + 1, (u.size() - 1) * 4);
-        d.x = r.dispatches[j].x;
-        d.y = r.dispatches[j].y;
-        d.z = r.dispatches[j].z;
+    for (Recalled& r : kernels_) {
+      KernelRecord& k = rec.kernels[r.n];
+      for (size_t j = 0; j < k.dispatches.size(); ++j) {
+        webgpu::DispatchSpec& spec = k.dispatches[j];
+        const webgpu::DispatchSpec& now = r.dispatch(j);
+        const std::vector<uint32_t>& u = r.uniforms_of(j);
+        if (k.dispatched) {
+          RecordedDispatch& d = step.dispatches.at(k.first_dispatch + j);
+          std::memcpy(step.uniform_data.data() + d.uniform_offset / 4 + 1, u.data() + 1, (u.size() - 1) * 4);
+          d.x = now.x;
+          d.y = now.y;
+          d.z = now.z;
+        }
+        spec.uniforms = u;
+        spec.x = now.x;
+        spec.y = now.y;
+        spec.z = now.z;
+        if (options_.profile) spec.program = now.program;
+        else if (r.like) {
+          const webgpu::DispatchSpec& theirs = rec.kernels[r.like->n].dispatches[j];
+          if (!spec.program.shares_text(theirs.program)) spec.program = theirs.program;
+        }
       }
-      rec.kernels[n] = std::move(r);
+      k.results = r.outputs();
+      k.temps = r.temporaries();
     }
     dev.write(step.uniforms->get(), step.uniform_data.data(), step.uniform_data.size() * 4);
   }
@@ -434,9 +542,19 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
   for (const auto& [name, t] : feeds) note_dims(name, t.shape());
   for (const auto& [name, t] : device_feeds) note_dims(name, t.shape());
   p.report.symbolic_dims.assign(dims.begin(), dims.end());
-  std::set<std::string> guarded(p.report.guarded_nodes.begin(), p.report.guarded_nodes.end());
-  guarded.insert(guarded_.begin(), guarded_.end());
-  p.report.guarded_nodes.assign(guarded.begin(), guarded.end());
+  rec.guarded.resize(rec.kernels.size(), 0);
+  std::vector<std::string> fresh_guards;
+  for (size_t n : guarded_)
+    if (!rec.guarded[n]) {
+      rec.guarded[n] = 1;
+      const KernelRecord& k = rec.kernels[n];
+      fresh_guards.push_back(node_label(k.node ? *k.node : k.fused));
+    }
+  if (!fresh_guards.empty()) {
+    std::set<std::string> guarded(p.report.guarded_nodes.begin(), p.report.guarded_nodes.end());
+    guarded.insert(fresh_guards.begin(), fresh_guards.end());
+    p.report.guarded_nodes.assign(guarded.begin(), guarded.end());
+  }
 }
 
 }  // namespace onnxgpu::runtime

@@ -13,6 +13,7 @@
 // value that grows by a row per run regrows its buffer only log(n) times.
 #pragma once
 #include <deque>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -46,15 +47,33 @@ class Refresh {
   void refold(const FoldRecord& f);
   struct Fold {  // a fold this refresh computed: its node, inputs (or Shape's input shape), outputs
     const ir::Node* node;
+    int cls;  // its record's class (Recording::fold_class)
     std::vector<const Tensor*> inputs;
     Shape shape;
     std::vector<Tensor> outputs;
   };
   const std::vector<Tensor>* folded_before(const ir::Node& node, const FoldRecord& f,
                                            const std::vector<const Tensor*>& ins) const;
+  bool decision_changed(const DecisionRecord& d) const;
   void redecide(const DecisionRecord& d);
   void recall(size_t n, const KernelRecord& k);
   void pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const;
+  const RowLayout* layout_of(int slot) const;
+  void classify();
+  // A kernel called again, or taken from the call of another record of the same function on the same
+  // facts (a model repeats its layers): what changes in its record.
+  struct Recalled {
+    size_t n = 0;  // its record
+    std::vector<webgpu::GpuKernelContext::OutputSpec> results;  // own call only (`like` has them otherwise)
+    std::vector<webgpu::TempSpec> temps;
+    std::vector<webgpu::DispatchSpec> dispatches;  // own call: the programs, uniforms and workgroup counts
+    const Recalled* like = nullptr;                // taken from this call
+    std::vector<std::vector<uint32_t>> uniforms;   // taken: per dispatch, pitched for its own buffers
+    const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs() const { return like ? like->results : results; }
+    const std::vector<webgpu::TempSpec>& temporaries() const { return like ? like->temps : temps; }
+    const webgpu::DispatchSpec& dispatch(size_t j) const { return like ? like->dispatches[j] : dispatches[j]; }
+    const std::vector<uint32_t>& uniforms_of(size_t j) const { return like ? uniforms[j] : dispatches[j].uniforms; }
+  };
   void apply(const std::unordered_map<std::string, Tensor>& feeds,
              const std::unordered_map<std::string, DeviceTensor>& device_feeds);
 
@@ -63,13 +82,16 @@ class Refresh {
   Plan& plan_;
   const Fusion& fusion_;
   const Recording& rec_;
-  std::vector<char> changed_;                   // by value id
-  std::unordered_map<int, PlanValue> values_;   // the changed values
+  std::vector<char>& changed_;                  // by value id (the recording's scratch)
+  std::vector<PlanValue>& values_;              // by value id: the changed ones (the recording's scratch)
+  std::vector<int> changed_ids_;                // which, in the order they changed
+  std::vector<const Tensor*> fold_ins_;         // a fold's inputs
   std::unordered_map<int, const Tensor*> feed_; // graph inputs' host values in this run, by id
   std::deque<Tensor> fresh_;                    // folded values that came out different
   std::vector<std::pair<const Tensor*, const Tensor*>> replaced_;  // recorded -> fresh
-  std::deque<std::pair<size_t, KernelRecord>> kernels_;             // kernels called again, new records
-  std::vector<std::string> guarded_;            // their nodes
+  std::deque<Recalled> kernels_;                // kernels called again or taken, in plan order
+  std::vector<const Recalled*> own_calls_;      // those called again (the ones others may take)
+  std::vector<size_t> guarded_;                 // their records
   std::deque<Fold> folds_;                      // folds computed again
   std::map<int, RowLayout> relayout_;           // appended buffers that need another layout, by slot
 };

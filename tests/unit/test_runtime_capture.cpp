@@ -908,6 +908,47 @@ TEST(RuntimeFamily, SizesOfOneFamilyRefreshOnePlan) {
   EXPECT_GT(g.last_plan().capacity_growths, 0) << "n = 40 outgrew the buffers recorded for n = 5";
 }
 
+// Three "layers" of the same functions (Shape -> Gather -> Range -> Cast -> Unsqueeze, then
+// Softmax(v + r)): a refresh computes each fold and kernel once per distinct facts and takes that call
+// for the other layers (runtime/refresh.cpp, Recalled::like), but a layer whose facts differ (c is
+// 6 wide, a and b 4) gets its own call. Every refresh's outputs equal the CPU reference's.
+TEST(RuntimeFamily, RepeatedLayersTakeOneCallPerDistinctFacts) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.initializer("zero", Tensor::scalar<int64_t>(0));
+  b.initializer("one", Tensor::scalar<int64_t>(1));
+  b.initializer("axis1", Tensor::from_vector<int64_t>({1}, {1}));
+  for (const char* v : {"a", "b", "c"}) {
+    const std::string n(v);
+    b.input(n, DType::Float32, {-1, n == "c" ? 6 : 4});
+    b.node("Shape", {n}, {n + "_shape"});
+    b.node("Gather", {n + "_shape", "zero"}, {n + "_n"});
+    b.node("Range", {"zero", n + "_n", "one"}, {n + "_r"});
+    auto& cast = b.node("Cast", {n + "_r"}, {n + "_rf"});
+    ModelBuilder::attr(cast, "to", int64_t(DType::Float32));
+    b.node("Unsqueeze", {n + "_rf", "axis1"}, {n + "_col"});
+    b.node("Add", {n, n + "_col"}, {n + "_sum"});
+    b.node("Softmax", {n + "_sum"}, {n + "_y"});
+    b.output(n + "_y", DType::Float32);
+  }
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  int k = 0;
+  for (int64_t n : {5, 9, 3, 9, 40, 2, 41}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    std::unordered_map<std::string, Tensor> feeds;
+    for (const char* v : {"a", "b", "c"}) {
+      const int64_t w = std::string(v) == "c" ? 6 : 4;
+      std::vector<float> x(size_t(n * w));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 11) - 5) * (v[0] == 'b' ? 0.25f : 0.5f);
+      feeds[v] = Tensor::from_vector<float>({n, w}, x);
+    }
+    auto got = g.run(feeds), want = c.run(feeds);
+    for (size_t o = 0; o < 3; ++o) expect_same(got[o], want[o]);
+    if (k++ > 0) EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+  }
+}
+
 // A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 32, the gemv
 // kernels for M <= 4): a run past such a bound fails the plan's guard and is planned anew; the plans
 // then serve their sizes.

@@ -101,6 +101,11 @@ class Program {
   std::string source() const;                 // the whole WGSL module
   // Whether two programs have the same source(), told without assembling it.
   bool same_source(const Program& other) const;
+  // Whether the two hold their texts in the same memory (copies of one program): then same_source
+  // compares them at once.
+  bool shares_text(const Program& o) const {
+    return uniform_fns_.shares(o.uniform_fns_) && decls_.shares(o.decls_) && body_.shares(o.body_);
+  }
   std::vector<uint32_t> uniform_data() const;  // slot 0 is the status slot, set by the runtime
 
  private:
@@ -129,6 +134,7 @@ class Program {
       return p_ ? *p_ : empty;
     }
     bool operator==(const Text& o) const { return p_ == o.p_ || str() == o.str(); }
+    bool shares(const Text& o) const { return p_ == o.p_; }
     bool operator!=(const Text& o) const { return !(*this == o); }
 
    private:
