@@ -18,7 +18,8 @@ What the builder writes (onnxruntime-genai src/python/py/models/builders/base.py
   from its output 3), MatMulNBits qkv, GroupQueryAttention, MatMulNBits o, SkipSimplifiedLayerNormalization,
   MatMulNBits gate and up, SiLU (Sigmoid, Mul), Mul, MatMulNBits down; then the final
   SkipSimplifiedLayerNormalization and the lm_head MatMulNBits. The embedding is a float Gather.
-  MatMulNBits: bits 4, block_size 32 (attribute), no zero points (the default 8), scales [N * blocks].
+  MatMulNBits: bits 4, block_size 32, no zero points (the default 8), scales [N * blocks], accuracy_level 4
+  (the builder's default for cpu and webgpu; --accuracy-level 0 for float activations everywhere).
 
 The KV cache is a static max-length buffer, as GenAI runs it with graph capture (past_present_share_buffer):
 the caller allocates past [1, kv_heads, max_len, head_size] once and feeds each step's present back as the
@@ -52,7 +53,8 @@ EPS = 1e-5
 
 
 class Builder:
-    def __init__(self, seed):
+    def __init__(self, seed, accuracy_level):
+        self.accuracy_level = accuracy_level
         self.rng = np.random.RandomState(seed)
         self.nodes, self.inits = [], []
         self.count = 0
@@ -86,14 +88,14 @@ class Builder:
         b = self.init(name + ".qweight", np.ascontiguousarray(codes))
         s = self.init(name + ".scales", scales)
         return self.node("MatMulNBits", [x, b, s], domain="com.microsoft", K=K, N=N, bits=BITS, block_size=BLOCK,
-                         accuracy_level=4)
+                         accuracy_level=self.accuracy_level)
 
 
-def build(size, seed=1):
+def build(size, seed=1, accuracy_level=4):
     c = SIZES[size]
     L, D, N, NKV, I, V, MAX = (c[k] for k in ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "max_len"))
     H = D // N
-    b = Builder(seed)
+    b = Builder(seed, accuracy_level)
 
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
               helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"])]
@@ -165,7 +167,7 @@ def build(size, seed=1):
                               opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 8
     meta = dict(size=size, seed=seed, layers=L, hidden=D, heads=N, kv_heads=NKV, head_size=H, intermediate=I, vocab=V,
-                max_len=MAX, bits=BITS, block_size=BLOCK)
+                max_len=MAX, bits=BITS, block_size=BLOCK, accuracy_level=accuracy_level)
     for k, v in meta.items():
         model.metadata_props.add(key=k, value=str(v))
     return model, meta
@@ -176,8 +178,11 @@ def main():
     ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
     ap.add_argument("--out", required=True, help="model path (.onnx)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--accuracy-level", type=int, default=4, choices=[0, 1, 2, 3, 4],
+                    help="MatMulNBits accuracy_level (default 4, what the builder writes for cpu and webgpu: ONNX "
+                         "Runtime may then quantize the activations to int8; 0 computes in float)")
     a = ap.parse_args()
-    model, meta = build(a.size, a.seed)
+    model, meta = build(a.size, a.seed, a.accuracy_level)
     # (No onnx.checker: SimplifiedLayerNormalization lives in the default domain, as ONNX Runtime registers it
     # and the builder writes it, but onnx's schemas do not know it.)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
