@@ -31,6 +31,17 @@ using attention::Binding;
 using strided::Layout;
 using strided::u32_dim;
 
+// `first()`: 1 when the run is the prompt (S == total_sequence_length, no past read). A uniform when the
+// total is known at plan time; else read from the total's binding "ts", which the program declares.
+void first_prompt(GpuKernelContext& ctx, shader::Program& p, const ops::GqaParams& gp) {
+  (void)ctx;
+  if (gp.total != ops::kGqaTotalAtRunTime) {
+    p.uniform("first", gp.first_prompt ? 1u : 0u);
+    return;
+  }
+  p.declare("fn first() -> u32 { return select(0u, 1u, ts_load(0u) == i32(S())); }");
+}
+
 // The present's writer (see the header): one invocation per element of present_key (`value` false,
 // with rotary) or present_value.
 void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, ValueRef out) {
@@ -57,6 +68,11 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
     p.input("pid", DType::Int64, ctx.shape(9));
     binds.push_back(ctx.in(9));
   }
+  const bool run_total = gp.total == ops::kGqaTotalAtRunTime;
+  if (run_total) {
+    p.input("ts", DType::Int32, ctx.shape(6));
+    binds.push_back(ctx.in(6));
+  }
   p.output("y", t, present);
   binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
@@ -67,7 +83,7 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
   // Where token s's head lies in its tensor.
   p.uniform("row", u32_dim(ctx, gp.packed ? gp.query_row() : gp.kv_hidden(), "a row"));
   p.uniform("off", uint32_t(!gp.packed ? 0 : value ? gp.q_hidden() + gp.kv_hidden() : gp.q_hidden()));
-  p.uniform("first", gp.first_prompt ? 1u : 0u);
+  first_prompt(ctx, p, gp);
   p.uniform("rot", uint32_t(gp.rotary_dim));
   p.uniform("cache_rows", u32_dim(ctx, gp.cache_rows, "the rotary caches"));
   p.set_threads(uint64_t(u32_dim(ctx, shape_numel(present), "the present")));
@@ -83,6 +99,9 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
       "  let ok = select(past >= 0 && past <= i32(L()) && total <= i32(plen()) && (rot() == 0u || total <= i32(cache_rows())),\n"
       "                  total >= 1 && total <= i32(S()), first() == 1u);\n"
       "  if (!ok) { flag_index(w64_from_i32(sl)); return; }\n";
+  if (run_total)  // total_sequence_length itself: the present is the past's buffer (or, without a past, the prompt)
+    body += gp.has_past ? "  if (ts_load(0u) < 1 || ts_load(0u) > i32(plen())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n"
+                        : "  if (ts_load(0u) != i32(S())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n";
   if (gp.has_past)
     body += "  if (t < past) { " + shader::move_element("y", "gi", "past", "(bn * L() + u32(t)) * H() + h") + " return; }\n";
   body += "  if (t >= past + i32(S())) { y_store(gi, 0.0); return; }\n"
@@ -127,13 +146,17 @@ void gqa_rotate_q(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef out)
     p.input("pid", DType::Int64, ctx.shape(9));
     binds.push_back(ctx.in(9));
   }
+  if (gp.total == ops::kGqaTotalAtRunTime) {
+    p.input("ts", DType::Int32, ctx.shape(6));
+    binds.push_back(ctx.in(6));
+  }
   p.output("q", t, qs);
   binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
   p.uniform("H", u32_dim(ctx, gp.head_size, "the head size"));
   p.uniform("NH", u32_dim(ctx, gp.q_hidden(), "the query's hidden size"));
   p.uniform("row", u32_dim(ctx, gp.query_row(), "a row"));
-  p.uniform("first", gp.first_prompt ? 1u : 0u);
+  first_prompt(ctx, p, gp);
   p.uniform("rot", uint32_t(gp.rotary_dim));
   p.uniform("cache_rows", u32_dim(ctx, gp.cache_rows, "the rotary caches"));
   p.set_threads(uint64_t(u32_dim(ctx, shape_numel(qs), "the query")));
@@ -175,8 +198,20 @@ Layout layout(uint32_t s_row, uint32_t s_col, std::vector<uint32_t> s_batch) {
 
 void group_query_attention(GpuKernelContext& ctx) {
   if (ctx.num_inputs() < 7 || !ctx.has_input(6)) ctx.fail("input 6 (total_sequence_length) is required");
-  const Tensor& tot = ctx.constant(6, "total_sequence_length");
-  const int64_t total = tot.dtype() == DType::Int32 && tot.numel() == 1 ? tot.data<int32_t>()[0] : 0;
+  // total_sequence_length: known before the run (a constant, a folded value or a graph input, which keys the
+  // plan), or computed on the GPU (ONNX Runtime's builder derives it from the attention mask for graph
+  // capture): then every program reads it at run time (ops::kGqaTotalAtRunTime).
+  const GpuValueInfo& tv = ctx.input(6);
+  int64_t total = ops::kGqaTotalAtRunTime;
+  if (tv.constant || tv.runtime_value) {
+    const Tensor& tot = ctx.constant(6, "total_sequence_length");
+    total = tot.dtype() == DType::Int32 && tot.numel() == 1 ? tot.data<int32_t>()[0] : 0;
+  } else {
+    if (tv.dtype != DType::Int32 || shape_numel(tv.shape) != 1)
+      ctx.fail("total_sequence_length " + std::string(dtype_name(tv.dtype)) + shape_str(tv.shape) + " must be an int32 scalar or [1]");
+    if (ctx.has_input(9) || ctx.has_input(10))
+      ctx.unsupported("position_ids and attention_bias need total_sequence_length before the run (here it is computed on the GPU)");
+  }
   const ops::GqaParams gp = ops::gqa_params(ctx.node, ctx.operands(), total, ctx.fail_fn());
   const int64_t B = gp.batch, S = gp.seq, N = gp.heads, Nkv = gp.kv_heads, H = gp.head_size, P = gp.present_len,
                 G = gp.group();
@@ -222,7 +257,12 @@ void group_query_attention(GpuKernelContext& ctx) {
     spec.v = {{pv, t, present_numel}, layout(h, 1, {kv_batch, kv_head, 0})};
   }
   spec.extras.push_back({"sl", {ctx.in(5), DType::Int32, uint64_t(B)}});
-  spec.uniforms = {{"zdiv", uint32_t(decode ? Nkv : Nkv * G)}, {"S", uint32_t(S)}, {"first", gp.first_prompt ? 1u : 0u}};
+  spec.uniforms = {{"zdiv", uint32_t(decode ? Nkv : Nkv * G)}, {"S", uint32_t(S)}};
+  if (gp.total != ops::kGqaTotalAtRunTime) {
+    spec.uniforms.push_back({"first", gp.first_prompt ? 1u : 0u});
+  } else {
+    spec.extras.push_back({"ts", {ctx.in(6), DType::Int32, 1}});
+  }
   spec.uniforms_f32 = {{"scale", gp.scale}, {"softcap", gp.softcap}};
   // Row i's keys (ops::gqa_keys); rows are query positions, or heads of one position when decoding.
   spec.decls =
@@ -241,11 +281,12 @@ void group_query_attention(GpuKernelContext& ctx) {
       "  let e = key_range(z, i1);\n"
       "  return vec2<u32>(min(a.x, e.x), max(a.y, e.y));\n"
       "}\n";
+  if (gp.total == ops::kGqaTotalAtRunTime) spec.decls += "fn first() -> u32 { return select(0u, 1u, ts_load(0u) == i32(S())); }\n";
   spec.score = "  let x = p * scale();\n";
   spec.score += gp.softcap > 0 ? "  var c = softcap() * tanh_f32(x / softcap());\n" : "  var c = x;\n";
   // Row i's head: a row of head g when decoding, else the batch element is (b, head).
   const std::string head = decode ? "(z % Nkv()) * G() + i" : "z % (Nkv() * G())";
-  spec.uniforms.insert(spec.uniforms.end(), {{"Nkv", uint32_t(Nkv)}, {"G", g}, {"total", uint32_t(gp.total)}});
+  spec.uniforms.insert(spec.uniforms.end(), {{"Nkv", uint32_t(Nkv)}, {"G", g}, {"total", uint32_t(std::max<int64_t>(gp.total, 0))}});
   if (gp.attention_bias) {
     // [B or 1, N or 1, S, total] read as [B, Nkv, G, S, total] (its head axis split into (kv, g)), or as
     // [B, Nkv, G, total] when decoding (S is 1: the heads are the rows).
