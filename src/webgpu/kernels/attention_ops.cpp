@@ -43,8 +43,10 @@ void first_prompt(GpuKernelContext& ctx, shader::Program& p, const ops::GqaParam
 }
 
 // The present's writer (see the header): one invocation per element of present_key (`value` false,
-// with rotary) or present_value.
-void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, ValueRef out) {
+// with rotary) or present_value. in_place: the past already lies in the present's buffer (a static KV
+// buffer kept resident, runtime/resident.h): one invocation per element of the S new rows, written at
+// their positions (past + s), nothing else read or written.
+void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, ValueRef out, bool in_place) {
   const DType t = gp.dtype;
   const Shape present{gp.batch, gp.kv_heads, gp.present_len, gp.head_size};
   const bool rotary = gp.rotary && !value;
@@ -53,7 +55,7 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
   auto p = ctx.program(value ? "present_value" : "present_key");
   p.input("x", t, ctx.shape(src));
   std::vector<ValueRef> binds{ctx.in(src)};
-  if (gp.has_past) {
+  if (gp.has_past && !in_place) {
     p.input("past", t, ctx.shape(value ? 4 : 3));
     binds.push_back(ctx.in(value ? 4 : 3));
   }
@@ -86,11 +88,15 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
   first_prompt(ctx, p, gp);
   p.uniform("rot", uint32_t(gp.rotary_dim));
   p.uniform("cache_rows", u32_dim(ctx, gp.cache_rows, "the rotary caches"));
-  p.set_threads(uint64_t(u32_dim(ctx, shape_numel(present), "the present")));
-  std::string body =
-      "  let h = gi % H();\n"
-      "  let t = i32((gi / H()) % plen());\n"
-      "  let bn = gi / H() / plen();\n"
+  const Shape written = in_place ? Shape{gp.batch, gp.kv_heads, gp.seq, gp.head_size} : present;
+  p.set_threads(uint64_t(u32_dim(ctx, shape_numel(written), "the present")));
+  std::string body = in_place ? "  let h = gi % H();\n"
+                                "  let s = (gi / H()) % S();\n"
+                                "  let bn = gi / H() / S();\n"
+                              : "  let h = gi % H();\n"
+                                "  let t = i32((gi / H()) % plen());\n"
+                                "  let bn = gi / H() / plen();\n";
+  body +=
       "  let b = bn / Nkv();\n"
       "  let kv = bn % Nkv();\n"
       "  let sl = sl_load(b);\n"
@@ -102,11 +108,16 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
   if (run_total)  // total_sequence_length itself: the present is the past's buffer (or, without a past, the prompt)
     body += gp.has_past ? "  if (ts_load(0u) < 1 || ts_load(0u) > i32(plen())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n"
                         : "  if (ts_load(0u) != i32(S())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n";
-  if (gp.has_past)
-    body += "  if (t < past) { " + shader::move_element("y", "gi", "past", "(bn * L() + u32(t)) * H() + h") + " return; }\n";
-  body += "  if (t >= past + i32(S())) { y_store(gi, 0.0); return; }\n"
-          "  let s = u32(t - past);\n"
-          "  let head = (b * S() + s) * row() + off() + kv * H();\n";
+  if (in_place) {
+    body += "  let o = (bn * plen() + u32(past) + s) * H() + h;\n";
+  } else {
+    if (gp.has_past)
+      body += "  if (t < past) { " + shader::move_element("y", "gi", "past", "(bn * L() + u32(t)) * H() + h") + " return; }\n";
+    body += "  if (t >= past + i32(S())) { y_store(gi, 0.0); return; }\n"
+            "  let s = u32(t - past);\n"
+            "  let o = gi;\n";
+  }
+  body += "  let head = (b * S() + s) * row() + off() + kv * H();\n";
   if (rotary) {
     body += "  if (h < rot()) {\n";
     body += gp.position_ids
@@ -122,11 +133,11 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
             "    let sv = sn_load(pos * half + kk);\n"
             "    let xi = x_load(head + h);\n"
             "    let xj = x_load(head + j);\n"
-            "    y_store(gi, select(xi * c + xj * sv, xi * c - xj * sv, lead));\n"
+            "    y_store(o, select(xi * c + xj * sv, xi * c - xj * sv, lead));\n"
             "    return;\n"
             "  }\n";
   }
-  body += "  " + shader::move_element("y", "gi", "x", "head + h");
+  body += "  " + shader::move_element("y", "o", "x", "head + h");
   p.body(body);
   ctx.dispatch(p, std::move(binds));
 }
@@ -224,8 +235,12 @@ void group_query_attention(GpuKernelContext& ctx) {
   const uint64_t present_numel = uint64_t(shape_numel(present));
   const ValueRef pk = ctx.output_wanted(1) ? ctx.out(1) : ctx.temp(t, present);
   const ValueRef pv = ctx.output_wanted(2) ? ctx.out(2) : ctx.temp(t, present);
-  gqa_present(ctx, gp, false, pk);
-  gqa_present(ctx, gp, true, pv);
+  // The pasts already in the presents' buffers (a static buffer kept resident: runtime/resident.h).
+  const bool in_place = ctx.in_place_input == 3 && gp.has_past && gp.present_len == gp.past_len && ctx.output_wanted(1) &&
+                        ctx.output_wanted(2) && shader::type_info(t, ctx.policy).storage_bits >= 32;
+  ctx.in_place_done = in_place;
+  gqa_present(ctx, gp, false, pk, in_place);
+  gqa_present(ctx, gp, true, pv, in_place);
 
   // Q: the query as it is, or rotated into a temporary of rows N*H.
   Binding q{ctx.in(0), t, uint64_t(shape_numel(ctx.shape(0)))};
