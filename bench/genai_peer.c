@@ -25,8 +25,8 @@
  *
  * No ONNX Runtime header is used: the library is loaded with dlopen and the OrtApi table read as an array of
  * function pointers at the slot numbers of its C API (append-only, so they stay valid; CopyTensors is C API
- * version 23). The library: --lib, else $ORT_PEER_LIB, else bench/.peer/.cache/onnxruntime-node-1.30.0
- * (what bench/compare's peer build fetches). */
+ * version 23). The library: --lib, else $ORT_PEER_LIB, else .cache/onnxruntime-node-1.30.0/ beside the binary
+ * (bench/.peer: what bench/compare's peer build fetches), else libonnxruntime.so.1 beside it (the bundle). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
@@ -475,7 +475,9 @@ int main(int argc, char** argv) {
     if (n <= 0) die("give --lib or ORT_PEER_LIB");
     exe[n] = 0;
     *strrchr(exe, '/') = 0;
-    snprintf(path, sizeof path, "%s/.peer/.cache/onnxruntime-node-1.30.0/libonnxruntime.so.1", exe);
+    /* Beside it: bench/.peer (bench/compare's peer build), or the bundle's folder. */
+    snprintf(path, sizeof path, "%s/.cache/onnxruntime-node-1.30.0/libonnxruntime.so.1", exe);
+    if (access(path, R_OK)) snprintf(path, sizeof path, "%s/libonnxruntime.so.1", exe);
     lib = path;
   }
   load(lib);

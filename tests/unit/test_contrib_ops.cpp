@@ -454,8 +454,10 @@ TEST(ContribErrors, GqaPositionIdsOutsideTheCaches) {
 
 // A decode loop over a static max-length KV buffer, captured: every step's presents are fed back as
 // the next step's past (on the GPU), total_sequence_length stays the buffer's length and seqlens_k
-// grows, so one recorded plan serves every step (replays). Each step matches the CPU reference fed
-// its own presents.
+// grows, so one recorded plan serves every step (replays). From the second step (the first with its past
+// on the GPU) the presents are written in place in their pasts' buffer (runtime/resident.h): only the new
+// row, no copy. Each step matches the CPU reference fed its own presents, and the copying path: a second
+// GPU session fed the same pasts as host tensors, whose present writer copies the whole buffer.
 TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
   if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
   const int64_t kBuffer = 12;
@@ -470,26 +472,40 @@ TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
   SessionOptions o = testing::webgpu_options();
   o.int64.fail_loud = true;
   Session gpu = Session::from_bytes(model, o);
+  Session copying = Session::from_bytes(model, o);
   Tensor pk = first[3].value, pv = first[4].value;
   std::vector<DeviceTensor> presents;
-  for (int step = 0; step < 5; ++step) {
+  for (int step = 0; step < 6; ++step) {
     std::vector<Operand> in = gqa_step(4 + step, kBuffer, kBuffer, 10 + 3 * uint32_t(step), pk, pv);
     std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
     std::unordered_map<std::string, Tensor> host = testing::feeds_of(in);
+    std::unordered_map<std::string, Tensor> copy_feeds = host;
     std::unordered_map<std::string, DeviceTensor> device;
     if (step > 0) {
       host.erase("past_key");
       host.erase("past_value");
       device = {{"past_key", presents[1]}, {"past_value", presents[2]}};
+      copy_feeds["past_key"] = presents[1].to_host();  // the in-place loop's own pasts, through the host
+      copy_feeds["past_value"] = presents[2].to_host();
     }
+    std::vector<Tensor> copied = copying.run(copy_feeds);
+    EXPECT_TRUE(copying.last_plan().appended_outputs.empty()) << "host pasts: no buffer kept resident";
     presents = gpu.run_on_device(host, device);
+    const PlanReport& report = gpu.last_plan();
     for (size_t k = 0; k < 3; ++k) {
-      auto c = runtime::compare_tensors(presents[k].to_host(), want[k], {1e-5, 1e-3});
+      const Tensor got = presents[k].to_host();
+      auto c = runtime::compare_tensors(got, want[k], {1e-5, 1e-3});
       EXPECT_TRUE(c.passed) << "step " << step << " output " << k << ": " << c.message;
+      auto same = runtime::compare_tensors(got, copied[k], {0, 0});
+      EXPECT_TRUE(same.passed) << "step " << step << " output " << k << ", in place vs copying: " << same.message;
     }
-    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0);
-    if (step > 1) {
-      EXPECT_TRUE(gpu.last_plan().replayed) << "step " << step;
+    EXPECT_EQ(report.cpu_nodes, 0);
+    if (step >= 1)
+      EXPECT_EQ(report.appended_outputs, (std::vector<std::string>{"present_key", "present_value"})) << "step " << step;
+    if (step >= 2) {
+      EXPECT_TRUE(report.replayed) << "step " << step;
+      EXPECT_EQ(report.appended_in_place, 2) << "step " << step << ": a past copied into its buffer";
+      EXPECT_EQ(presents[1].storage(), device.at("past_key").storage()) << "the present is the past's buffer";
     }
     pk = want[1];
     pv = want[2];
