@@ -209,7 +209,11 @@ def make_bundle(size, onnxgpu, models_root):
     skel_dst = os.path.join(CARRY_DIR, "skel")  # every size made here (about 1.5 MB for full)
     if os.path.isdir(skel_dst):
         shutil.rmtree(skel_dst)
-    shutil.copytree(os.path.join(models_root, "skel"), skel_dst)
+    if os.path.isdir(os.path.join(models_root, "skel")):
+        shutil.copytree(os.path.join(models_root, "skel"), skel_dst)
+    else:  # (bench/genai.py makes its model on the device and needs none)
+        os.makedirs(skel_dst)
+        log(f"bundle: no skeletons in {models_root}/skel: bench/compare and bench/decode.py cannot run from this bundle")
     gl = os.path.join(CARRY_DIR, "gl")
     os.makedirs(gl, exist_ok=True)
     if not [f for f in os.listdir(gl) if f.endswith(".deb")]:
