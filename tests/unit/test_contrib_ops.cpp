@@ -576,6 +576,73 @@ void decode_loop_with_mask_total(bool static_buffer) {
   }
 }
 
+// total_sequence_length computed on the GPU (seqlens_k + 1 here; ONNX Runtime's builder derives it from
+// the attention mask for graph capture): the kernel reads it at run time, the present is the static
+// buffer (12 positions) and whether a run is the prompt is decided per run. Decode steps with rotary, a
+// prompt of 3 tokens over the buffer (S == total: no past read) and a decode step after it match the CPU
+// reference, with every node on the GPU; a total beyond the buffer is the GPU's error naming the node.
+TEST(ContribGqa, TotalComputedOnTheGpu) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
+  const int64_t kBuffer = 12;
+  testing::ModelBuilder b;
+  b.input("query", DType::Float32, {1, -1, 64})
+      .input("key", DType::Float32, {1, -1, 32})
+      .input("value", DType::Float32, {1, -1, 32})
+      .input("past_key", DType::Float32, {1, 2, kBuffer, 16})
+      .input("past_value", DType::Float32, {1, 2, kBuffer, 16})
+      .input("seqlens_k", DType::Int32, {1})
+      .initializer("one", Tensor::from_vector<int32_t>({1}, {1}))
+      .initializer("cos_cache", f32({16, 8}, 41))
+      .initializer("sin_cache", f32({16, 8}, 42))
+      .output("output", DType::Float32)
+      .output("present_key", DType::Float32)
+      .output("present_value", DType::Float32);
+  b.node("Add", {"seqlens_k", "one"}, {"total"});
+  auto& n = b.node("GroupQueryAttention",
+                   {"query", "key", "value", "past_key", "past_value", "seqlens_k", "total", "cos_cache", "sin_cache"},
+                   {"output", "present_key", "present_value"}, "gqa");
+  n.set_domain("com.microsoft");
+  testing::ModelBuilder::attr(n, "num_heads", 4);
+  testing::ModelBuilder::attr(n, "kv_num_heads", 2);
+  testing::ModelBuilder::attr(n, "do_rotary", 1);
+  const std::string model = in_domain_import(b.bytes(), "com.microsoft");
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  Session gpu = Session::from_bytes(model, o);
+  auto step = [&](int64_t seq, int64_t seqlens, const Tensor& pk, const Tensor& pv, uint32_t seed) {
+    return std::vector<Operand>{{"query", f32({1, seq, 64}, seed)},
+                                {"key", f32({1, seq, 32}, seed + 1)},
+                                {"value", f32({1, seq, 32}, seed + 2)},
+                                {"past_key", pk},
+                                {"past_value", pv},
+                                {"seqlens_k", Tensor::from_vector<int32_t>({1}, {int32_t(seqlens)})}};
+  };
+  auto check = [&](const std::vector<Operand>& in, const std::string& what) -> std::vector<Tensor> {
+    std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
+    std::vector<Tensor> got = gpu.run(testing::feeds_of(in));
+    EXPECT_EQ(want[1].shape(), (Shape{1, 2, kBuffer, 16})) << what;
+    for (size_t k = 0; k < 3; ++k) {
+      auto c = runtime::compare_tensors(got[k], want[k], {1e-5, 1e-3});
+      EXPECT_TRUE(c.passed) << what << " output " << k << ": " << c.message;
+    }
+    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0) << what;
+    return want;
+  };
+  // Decode steps after a past of 4..6 positions (the buffer's rows past them random: not read).
+  Tensor pk = f32({1, 2, kBuffer, 16}, 7), pv = f32({1, 2, kBuffer, 16}, 8);
+  for (int64_t past = 4; past < 7; ++past) check(step(1, past, pk, pv, uint32_t(10 * past)), "decode after " + std::to_string(past));
+  // The prompt: 3 tokens, total 3 == S; then one step after it, over the prompt's presents.
+  std::vector<Tensor> prompt = check(step(3, 2, pk, pv, 100), "prompt");
+  check(step(1, 3, prompt[1], prompt[2], 200), "decode after the prompt");
+  // A total beyond the buffer: the CPU makes a longer present, the GPU (whose present is the buffer) refuses.
+  std::vector<Operand> beyond = step(1, kBuffer, pk, pv, 300);
+  const std::string e = error_of(model, beyond, "webgpu");
+  EXPECT_NE(e.find("node 'gqa' (GroupQueryAttention) on the GPU: an index is out of range (index 12)"), std::string::npos) << e;
+}
+
 TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) { decode_loop_with_mask_total(false); }
 TEST(ContribGqa, StaticBufferGrowingTotalDecodeLoopRefreshed) { decode_loop_with_mask_total(true); }
 

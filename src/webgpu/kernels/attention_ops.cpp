@@ -4,11 +4,15 @@
 // they lie and computes each op's score and key range in its kernel.
 //
 // GroupQueryAttention. The sequence lengths (seqlens_k) and position_ids are read on the GPU at run
-// time, so a replay takes new ones; total_sequence_length sizes the present, so the plan reads it.
+// time, so a replay takes new ones; total_sequence_length sizes the present, so the plan reads it when
+// it is known before the run, and the shaders read it when the GPU computes it (ops::kGqaTotalAtRunTime:
+// the present is then the past's buffer, and whether a run is the prompt is decided per run).
 // Dispatches:
 //   1. present_key, then present_value: every element (the past's first `past` positions, the new keys,
 //      rotated with do_rotary, or values, zeros after); a sequence length or a position out of range
-//      is flagged (the run fails naming the node and the value) and nothing is written for it.
+//      is flagged (the run fails naming the node and the value) and nothing is written for it. When the
+//      runtime keeps the pasts in the presents' buffers (a static KV buffer fed back: runtime/resident.h,
+//      GpuKernelContext::in_place_input 3), only the new rows, at their positions.
 //   2. with do_rotary, Q rotated into a temporary.
 //   3. the attention: the G = N / Nkv query heads of a KV head share its keys: a decode step (one
 //      token) reads them as G rows of one batch element (its keys staged once for all of them, split
