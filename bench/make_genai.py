@@ -91,8 +91,8 @@ class Builder:
                          accuracy_level=self.accuracy_level)
 
 
-def build(size, seed=1, accuracy_level=4):
-    c = SIZES[size]
+def build(size, seed=1, accuracy_level=4, layers=None):
+    c = dict(SIZES[size], **({"layers": layers} if layers else {}))
     L, D, N, NKV, I, V, MAX = (c[k] for k in ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "max_len"))
     H = D // N
     b = Builder(seed, accuracy_level)
@@ -178,11 +178,13 @@ def main():
     ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
     ap.add_argument("--out", required=True, help="model path (.onnx)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--layers", type=int, help="another layer count than the size's (e.g. a full-width model of 2 "
+                                               "layers to try the full shapes on SwiftShader)")
     ap.add_argument("--accuracy-level", type=int, default=4, choices=[0, 1, 2, 3, 4],
                     help="MatMulNBits accuracy_level (default 4, what the builder writes for cpu and webgpu: ONNX "
                          "Runtime may then quantize the activations to int8; 0 computes in float)")
     a = ap.parse_args()
-    model, meta = build(a.size, a.seed, a.accuracy_level)
+    model, meta = build(a.size, a.seed, a.accuracy_level, a.layers)
     # (No onnx.checker: SimplifiedLayerNormalization lives in the default domain, as ONNX Runtime registers it
     # and the builder writes it, but onnx's schemas do not know it.)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
