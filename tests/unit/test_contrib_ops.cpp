@@ -458,14 +458,29 @@ TEST(ContribErrors, GqaPositionIdsOutsideTheCaches) {
 // on the GPU) the presents are written in place in their pasts' buffer (runtime/resident.h): only the new
 // row, no copy. Each step matches the CPU reference fed its own presents, and the copying path: a second
 // GPU session fed the same pasts as host tensors, whose present writer copies the whole buffer.
-TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
+// packed_rotary: Q, K and V packed in the query with rotary inside, as ONNX Runtime's model builder writes
+// its decoders (the in-place writers and Q's rotation then run as one dispatch).
+void static_buffer_loop(bool packed_rotary) {
   if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
   const int64_t kBuffer = 12;
-  std::vector<Operand> first = gqa_step(4, kBuffer, kBuffer, 1, {}, {});
+  const Tensor cos = f32({16, 8}, 51), sin = f32({16, 8}, 52);
+  auto shaped = [&](std::vector<Operand> in, uint32_t seed) {
+    if (!packed_rotary) return in;
+    in[0] = {"query", f32({1, 1, 128}, seed)};  // (4 + 2 * 2) heads of 16
+    in[1] = {"key", Tensor()};
+    in[2] = {"value", Tensor()};
+    in.push_back({"cos_cache", cos, true});
+    in.push_back({"sin_cache", sin, true});
+    return in;
+  };
+  std::vector<Operand> first = shaped(gqa_step(4, kBuffer, kBuffer, 1, {}, {}), 1);
   first[3].value = f32({1, 2, kBuffer, 16}, 7);
   first[4].value = f32({1, 2, kBuffer, 16}, 8);
   const std::string model = model_of("GroupQueryAttention", first, {"output", "present_key", "present_value"},
-                                     "com.microsoft", 1, gqa_attrs());
+                                     "com.microsoft", 1, [&](onnx::NodeProto& n) {
+                                       gqa_attrs()(n);
+                                       if (packed_rotary) testing::set_int(n, "do_rotary", 1);
+                                     });
   SessionOptions cpu_options;
   cpu_options.ep = "cpu";
   Session cpu = Session::from_bytes(model, cpu_options);
@@ -476,7 +491,7 @@ TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
   Tensor pk = first[3].value, pv = first[4].value;
   std::vector<DeviceTensor> presents;
   for (int step = 0; step < 6; ++step) {
-    std::vector<Operand> in = gqa_step(4 + step, kBuffer, kBuffer, 10 + 3 * uint32_t(step), pk, pv);
+    std::vector<Operand> in = shaped(gqa_step(4 + step, kBuffer, kBuffer, 10 + 3 * uint32_t(step), pk, pv), 10 + 3 * uint32_t(step));
     std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
     std::unordered_map<std::string, Tensor> host = testing::feeds_of(in);
     std::unordered_map<std::string, Tensor> copy_feeds = host;
@@ -511,6 +526,9 @@ TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
     pv = want[2];
   }
 }
+
+TEST(ContribGqa, StaticBufferDecodeLoopCaptured) { static_buffer_loop(false); }
+TEST(ContribGqa, StaticBufferDecodeLoopCapturedPackedRotary) { static_buffer_loop(true); }
 
 // A decode loop whose total_sequence_length is made from an attention mask's shape (Shape -> Gather ->
 // Cast, as ONNX Runtime's model builder writes it) and grows by one position per step, over a past

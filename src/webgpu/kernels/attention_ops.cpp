@@ -25,6 +25,7 @@
 #include "ops/attention.h"
 #include "webgpu/kernels/attention_core.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/device.h"
 #include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
@@ -146,6 +147,89 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
   ctx.dispatch(p, std::move(binds));
 }
 
+// The in-place writers and Q's rotation in one dispatch, for Q, K and V packed in the query with rotary
+// (ONNX Runtime's model builder's decoders): one invocation per element of the query's [B, S, N + 2 Nkv,
+// H]: Q rotated into `q` [B, S, N*H], K rotated and V copied into the presents' buffers at positions
+// past + s (the pasts lie there already). Checks and positions as gqa_present's. False, emitting
+// nothing, when its bindings exceed the device's storage buffers per stage.
+bool gqa_prepare_in_place(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef pk, ValueRef pv, ValueRef q) {
+  const DType t = gp.dtype;
+  const bool run_total = gp.total == ops::kGqaTotalAtRunTime;
+  const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+  if (7u + (gp.position_ids ? 1u : 0u) + (run_total ? 1u : 0u) + 1u > most) return false;  // + the status words
+  const Shape present{gp.batch, gp.kv_heads, gp.present_len, gp.head_size}, qs{gp.batch, gp.seq, gp.q_hidden()};
+  auto p = ctx.program("gqa_prepare");
+  p.input("x", t, ctx.shape(0));
+  p.input("sl", DType::Int32, ctx.shape(5));
+  p.input("cs", t, ctx.shape(7));
+  p.input("sn", t, ctx.shape(8));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(5), ctx.in(7), ctx.in(8)};
+  if (gp.position_ids) {
+    p.input("pid", DType::Int64, ctx.shape(9));
+    binds.push_back(ctx.in(9));
+  }
+  if (run_total) {
+    p.input("ts", DType::Int32, ctx.shape(6));
+    binds.push_back(ctx.in(6));
+  }
+  p.output("pk", t, present);
+  p.output("pv", t, present);
+  p.output("q", t, qs);
+  binds.insert(binds.end(), {pk, pv, q});
+  p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
+  p.uniform("H", u32_dim(ctx, gp.head_size, "the head size"));
+  p.uniform("N", u32_dim(ctx, gp.heads, "num_heads"));
+  p.uniform("Nkv", u32_dim(ctx, gp.kv_heads, "kv_num_heads"));
+  p.uniform("plen", u32_dim(ctx, gp.present_len, "the present's length"));
+  p.uniform("L", u32_dim(ctx, gp.past_len, "the past's length"));
+  first_prompt(ctx, p, gp);
+  p.uniform("rot", uint32_t(gp.rotary_dim));
+  p.uniform("cache_rows", u32_dim(ctx, gp.cache_rows, "the rotary caches"));
+  p.set_threads(uint64_t(u32_dim(ctx, shape_numel(ctx.shape(0)), "the query")));
+  std::string body =
+      "  let h = gi % H();\n"
+      "  let heads = N() + 2u * Nkv();\n"
+      "  let hd = (gi / H()) % heads;\n"
+      "  let bs = gi / H() / heads;\n"
+      "  let b = bs / S();\n"
+      "  let s = bs % S();\n"
+      "  let sl = sl_load(b);\n"
+      "  let total = sl + 1;\n"
+      "  let past = select(total - i32(S()), 0, first() == 1u);\n"
+      "  let ok = select(past >= 0 && past <= i32(L()) && total <= i32(plen()) && total <= i32(cache_rows()),\n"
+      "                  total >= 1 && total <= i32(S()), first() == 1u);\n"
+      "  if (!ok) { flag_index(w64_from_i32(sl)); return; }\n";
+  if (run_total)
+    body += "  if (ts_load(0u) < 1 || ts_load(0u) > i32(plen())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n";
+  // Where the element goes: Q's row, or the present's position past + s of its KV head.
+  body += "  let qo = bs * N() * H() + hd * H() + h;\n"
+          "  let kv = select(hd - N(), hd - N() - Nkv(), hd >= N() + Nkv());\n"
+          "  let o = ((b * Nkv() + kv) * plen() + u32(past) + s) * H() + h;\n"
+          "  if (h < rot() && hd < N() + Nkv()) {\n";
+  body += gp.position_ids ? "    let p64 = to_i64_$pid(pid_load(bs));\n"
+                            "    if (!w64_in_range(p64, cache_rows())) { flag_index(p64); return; }\n"
+                            "    let pos = w64_as_u32(p64);\n"
+                          : "    let pos = select(u32(past) + s, 1u, first() == 1u && i32(s) >= total);\n";
+  body += "    let half = rot() / 2u;\n";
+  body += gp.interleaved ? "    let kk = h / 2u;\n    let lead = h % 2u == 0u;\n    let j = select(h - 1u, h + 1u, lead);\n"
+                         : "    let lead = h < half;\n    let kk = select(h - half, h, lead);\n"
+                           "    let j = select(h - half, h + half, lead);\n";
+  body += "    let c = cs_load(pos * half + kk);\n"
+          "    let sv = sn_load(pos * half + kk);\n"
+          "    let xi = x_load(gi);\n"
+          "    let xj = x_load(gi - h + j);\n"
+          "    let v = select(xi * c + xj * sv, xi * c - xj * sv, lead);\n"
+          "    if (hd < N()) { q_store(qo, v); } else { pk_store(o, v); }\n"
+          "    return;\n"
+          "  }\n"
+          "  if (hd < N()) { " + shader::move_element("q", "qo", "x", "gi") + " return; }\n"
+          "  if (hd < N() + Nkv()) { " + shader::move_element("pk", "o", "x", "gi") + " return; }\n"
+          "  " + shader::move_element("pv", "o", "x", "gi");
+  p.body(body);
+  ctx.dispatch(p, std::move(binds));
+  return true;
+}
+
 // Q rotated (do_rotary) into `out` [B, S, N*H]; positions as the present's keys (invalid lengths,
 // flagged by the present, only clamped here).
 void gqa_rotate_q(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef out) {
@@ -243,16 +327,17 @@ void group_query_attention(GpuKernelContext& ctx) {
   const bool in_place = ctx.in_place_input == 3 && gp.has_past && gp.present_len == gp.past_len && ctx.output_wanted(1) &&
                         ctx.output_wanted(2) && shader::type_info(t, ctx.policy).storage_bits >= 32;
   ctx.in_place_done = in_place;
-  gqa_present(ctx, gp, false, pk, in_place);
-  gqa_present(ctx, gp, true, pv, in_place);
-
   // Q: the query as it is, or rotated into a temporary of rows N*H.
   Binding q{ctx.in(0), t, uint64_t(shape_numel(ctx.shape(0)))};
   uint32_t row = u32_dim(ctx, gp.query_row(), "a row");
   if (gp.rotary) {
     q = {ctx.temp(t, out), t, uint64_t(shape_numel(out))};
-    gqa_rotate_q(ctx, gp, q.ref);
     row = uint32_t(N * H);
+  }
+  if (!(in_place && gp.rotary && gp.packed && gqa_prepare_in_place(ctx, gp, pk, pv, q.ref))) {
+    gqa_present(ctx, gp, false, pk, in_place);
+    gqa_present(ctx, gp, true, pv, in_place);
+    if (gp.rotary) gqa_rotate_q(ctx, gp, q.ref);
   }
   const uint32_t h = uint32_t(H), g = uint32_t(G), s_q = u32_dim(ctx, S * int64_t(row), "a sequence"),
                  s_y = u32_dim(ctx, S * N * H, "a sequence"), kv_head = u32_dim(ctx, P * H, "a present head"),
