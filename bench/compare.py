@@ -147,6 +147,16 @@ def ensure_peer():
     return os.path.join(PEER_DIR, "ort_peer")
 
 
+def ensure_genai_peer():
+    """Builds bench/genai_peer.c (ONNX Runtime's GenAI-style decode loop, bench/genai.py) into bench/.peer."""
+    src, out = os.path.join(HERE, "genai_peer.c"), os.path.join(PEER_DIR, "genai_peer")
+    os.makedirs(PEER_DIR, exist_ok=True)
+    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+        subprocess.run(["gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-o", out + ".tmp", src, "-ldl", "-lm"], check=True)
+        os.replace(out + ".tmp", out)
+    return out
+
+
 def unpack_bundle(bundle_dir):
     """Device machine: unpacks bench/.carry (see --make-bundle); returns (onnxgpu, peer, env additions)."""
     dest = "/tmp/onnxgpu-bench"
@@ -193,12 +203,17 @@ def make_bundle(size, onnxgpu, models_root):
             t.add(dawn, "libwebgpu_wrapper.so")
             t.add(peer, "ort_peer")
             t.add(peer_lib, "libonnxruntime.so.1")
+            t.add(ensure_genai_peer(), "genai_peer")  # bench/genai.py's ONNX Runtime loop
             for lib in RUNTIME_LIBS:  # Debian's, which the device image lacks; ldd build/onnxgpu lists them
                 t.add(os.path.realpath(os.path.join("/usr/lib/x86_64-linux-gnu", lib)), "lib/" + lib)
     skel_dst = os.path.join(CARRY_DIR, "skel")  # every size made here (about 1.5 MB for full)
     if os.path.isdir(skel_dst):
         shutil.rmtree(skel_dst)
-    shutil.copytree(os.path.join(models_root, "skel"), skel_dst)
+    if os.path.isdir(os.path.join(models_root, "skel")):
+        shutil.copytree(os.path.join(models_root, "skel"), skel_dst)
+    else:  # (bench/genai.py makes its model on the device and needs none)
+        os.makedirs(skel_dst)
+        log(f"bundle: no skeletons in {models_root}/skel: bench/compare and bench/decode.py cannot run from this bundle")
     gl = os.path.join(CARRY_DIR, "gl")
     os.makedirs(gl, exist_ok=True)
     if not [f for f in os.listdir(gl) if f.endswith(".deb")]:

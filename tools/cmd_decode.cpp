@@ -6,6 +6,13 @@
 //   inputs  input_ids int64 [1, seq], position_ids int64 [1, seq] (optional), past_<x> [.., past_seq, D]
 //   outputs logits (else the first output not named present_*), present_<x> [.., past_seq + seq, D]
 // past_<x> pairs with present_<x>; the sequence axis is the past's rank - 2; other symbolic dims are 1.
+// GenAI-style decoders (ONNX Runtime's model builder, bench/make_genai.py) are taken too: inputs input_ids,
+// attention_mask int64 [1, total], past_key_values.<x> (pairs with present.<x>), and, where the model has it,
+// position_ids. Their KV cache is a static buffer of --max-len M positions (default: the loop's last length),
+// as GenAI runs it with graph capture: every past is [.., M, D] (step 0: zeros), every present as long, the
+// step's token written at its position in the buffer (GroupQueryAttention's seqlens_k), and the mask is
+// [1, M], ones for the first past + seq positions and zeros after. Every step thus has the same shapes and
+// replays one recording; only input_ids and the mask (and position_ids) are uploaded per step.
 // Step k feeds past length P0 + k at position P0 + k. Step 0's past is zeros of length P0, uploaded from
 // the host; every later step's past is the previous step's presents, which stay on the GPU
 // (Session::run_on_device: DeviceTensors fed back as device_feeds, never read to the host). Only the
@@ -51,11 +58,13 @@ struct DecodeFlags {
   std::string check_ref = "cpu";
   double rtol = 1e-3, atol = 1e-4;
   bool json = false;
+  int64_t max_len = 0;  // GenAI-style: the static KV buffer's length (0: the loop's last length)
 };
 
 // Which inputs and outputs play which part (as ort_peer's decode_io).
 struct DecodeIo {
   std::string ids, pos;             // pos "" when the model has no position_ids
+  std::string mask;                 // GenAI-style: attention_mask (the static buffer's mask), else ""
   std::vector<std::string> pasts;   // past_<x>, in graph order
   std::vector<size_t> present_of;   // per past: index of present_<x> among the outputs
   size_t logits = 0;                // index among the outputs
@@ -77,8 +86,12 @@ DecodeIo decode_io(const Session& s) {
       d.ids = in.name;
     } else if (in.name == "position_ids") {
       d.pos = in.name;
+    } else if (in.name == "attention_mask") {
+      d.mask = in.name;
+      if (in.dtype != DType::Int64) throw InvalidArgument("decode: input 'attention_mask' must be int64");
     } else if (in.name.rfind("past_", 0) == 0) {
-      std::string want = "present_" + in.name.substr(5);
+      const bool genai = in.name.rfind("past_key_values.", 0) == 0;
+      std::string want = genai ? "present." + in.name.substr(16) : "present_" + in.name.substr(5);
       auto j = output_index(want);
       if (!j) throw InvalidArgument("decode: input '" + in.name + "' has no output '" + want + "'");
       if (!in.has_shape || in.shape.size() < 2)
@@ -92,7 +105,7 @@ DecodeIo decode_io(const Session& s) {
       d.past_shapes.push_back(shape);
       d.past_dtypes.push_back(in.dtype);
     } else {
-      throw InvalidArgument("decode: input '" + in.name + "' is not input_ids, position_ids or past_*");
+      throw InvalidArgument("decode: input '" + in.name + "' is not input_ids, position_ids, attention_mask or past_*");
     }
     if ((in.name == "input_ids" || in.name == "position_ids") && in.dtype != DType::Int64)
       throw InvalidArgument("decode: input '" + in.name + "' must be int64, the model declares " +
@@ -100,11 +113,13 @@ DecodeIo decode_io(const Session& s) {
   }
   if (d.ids.empty()) throw InvalidArgument("decode: the model has no input 'input_ids'");
   if (d.pasts.empty()) throw InvalidArgument("decode: the model has no past_* inputs");
+  if (!d.mask.empty() && d.pasts[0].rfind("past_key_values.", 0) != 0)
+    throw InvalidArgument("decode: attention_mask is taken with GenAI-style pasts (past_key_values.N.key/value)");
   d.seq_axis = d.past_shapes[0].size() - 2;
   auto lg = output_index("logits");
   if (!lg)
     for (size_t j = 0; j < outs.size() && !lg; ++j)
-      if (outs[j].name.rfind("present_", 0) != 0) lg = j;
+      if (outs[j].name.rfind("present_", 0) != 0 && outs[j].name.rfind("present.", 0) != 0) lg = j;
   if (!lg) throw InvalidArgument("decode: the model has no logits output");
   d.logits = *lg;
   return d;
@@ -164,6 +179,15 @@ struct LoopResult {
   Shape present_shape;
 };
 
+// GenAI-style: the static KV buffer's length, --max-len or the loop's last length.
+int64_t static_max_len(const DecodeFlags& f) {
+  const int64_t need = f.past_start + f.prompt + f.steps;
+  if (f.max_len > 0 && f.max_len < need)
+    throw InvalidArgument("decode: --max-len " + std::to_string(f.max_len) + " is shorter than the loop's " +
+                          std::to_string(need) + " positions (past start + prompt + steps)");
+  return f.max_len > 0 ? f.max_len : need;
+}
+
 // One generation loop on `s`. forced: tokens to feed (a reference loop), else start token then argmax.
 LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const LoopResult* forced) {
   const bool on_device = s.options().ep == "webgpu";
@@ -174,13 +198,21 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = p0 + i;
     return Tensor::from_vector<int64_t>({1, n}, v);
   };
-  // Step 0's past: zeros of length P0, from the host.
+  // Step 0's past: zeros of length P0 (GenAI-style: the static buffer's M), from the host.
+  const bool genai = !d.mask.empty();
+  const int64_t max_len = genai ? static_max_len(f) : 0;
   std::unordered_map<std::string, Tensor> host_past;
   for (size_t k = 0; k < d.pasts.size(); ++k) {
     Shape shape = d.past_shapes[k];
-    shape[d.seq_axis] = f.past_start;
+    shape[d.seq_axis] = genai ? max_len : f.past_start;
     host_past[d.pasts[k]] = Tensor(d.past_dtypes[k], shape);  // zero-filled
   }
+  // GenAI-style: the static mask [1, M], ones for the first `total` positions.
+  auto mask_tensor = [max_len](int64_t total) {
+    std::vector<int64_t> v(static_cast<size_t>(max_len), 0);
+    for (int64_t i = 0; i < total && i < max_len; ++i) v[size_t(i)] = 1;
+    return Tensor::from_vector<int64_t>({1, max_len}, v);
+  };
   std::unordered_map<std::string, DeviceTensor> dev_past;  // webgpu: the previous presents
   std::unordered_map<std::string, Tensor> cpu_past;        // cpu: the previous presents
   bool first = true;
@@ -196,6 +228,12 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     auto t0 = Clock::now();
     feeds[d.ids] = ids_tensor(tokens);
     if (!d.pos.empty()) feeds[d.pos] = pos_tensor(past, int64_t(tokens.size()));
+    if (genai) {
+      if (past + int64_t(tokens.size()) > max_len)
+        throw InvalidArgument("decode: past " + std::to_string(past) + " + " + std::to_string(tokens.size()) +
+                              " tokens exceed the static KV buffer's " + std::to_string(max_len) + " positions (--max-len)");
+      feeds[d.mask] = mask_tensor(past + int64_t(tokens.size()));
+    }
     Tensor logits;
     if (on_device) {
       if (first)
@@ -368,9 +406,11 @@ void decode_command(const DecodeFlags& f) {
   j["load_ms"] = load_ms;
   j["session_create_ms"] = load_ms;  // the Session constructor (planning happens at the first step)
   j["inputs"] = {{"input_ids", d.ids}, {"position_ids", d.pos.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.pos)},
-                 {"pasts", d.pasts.size()}, {"past_shape", d.past_shapes[0]}, {"seq_axis", d.seq_axis}};
+                 {"pasts", d.pasts.size()}, {"past_shape", d.past_shapes[0]}, {"seq_axis", d.seq_axis},
+                 {"attention_mask", d.mask.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.mask)}};
+  if (!d.mask.empty()) j["static_kv_buffer"] = static_max_len(f);
   nlohmann::json loop;
-  loop["mode"] = "growing";
+  loop["mode"] = d.mask.empty() ? "growing" : "static buffer";
   loop["steps"] = r.steps.size();
   loop["steps_requested"] = f.steps;
   loop["time_limited"] = r.time_limited;
@@ -506,6 +546,10 @@ void add_decode_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "no-capture"}));
   cmd->add_option("--rtol", f->rtol, "relative tolerance of --check (default 1e-3)");
   cmd->add_option("--atol", f->atol, "absolute tolerance of --check (default 1e-4)");
+  cmd->add_option("--max-len", f->max_len,
+                  "GenAI-style models (attention_mask, past_key_values.*): the static KV buffer's length (default: "
+                  "past start + prompt + steps)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", f->json, "JSON output");
   cmd->callback([f] { decode_command(*f); });
 }

@@ -80,10 +80,11 @@ GqaParams gqa_params(const ir::Node& node, const std::vector<Operand>& in, int64
   if (ts.dtype != DType::Int32 || shape_numel(ts.shape) != 1 || ts.shape.size() > 1)
     raise(fail, named("total_sequence_length", ts) + " must be an int32 scalar or [1]");
   p.total = total;
-  if (total < 1) raise(fail, "total_sequence_length " + std::to_string(total) + " must be positive");
-  p.present_len = std::max(total, p.past_len);
-  p.first_prompt = p.seq == total;
-  if (!p.first_prompt) {
+  const bool at_run_time = total == kGqaTotalAtRunTime;
+  if (total < 1 && !at_run_time) raise(fail, "total_sequence_length " + std::to_string(total) + " must be positive");
+  p.present_len = at_run_time ? (p.has_past ? p.past_len : p.seq) : std::max(total, p.past_len);
+  p.first_prompt = at_run_time ? !p.has_past : p.seq == total;
+  if (!p.first_prompt && !at_run_time) {
     if (p.seq > total)
       raise(fail, "the sequence length " + std::to_string(p.seq) + " exceeds total_sequence_length " + std::to_string(total));
     if (p.seq > 1 && p.batch != 1)
@@ -118,7 +119,7 @@ GqaParams gqa_params(const ir::Node& node, const std::vector<Operand>& in, int64
                         std::to_string(p.head_size));
     }
     if (c.shape != s.shape) raise(fail, "cos_cache " + c.describe() + " and sin_cache " + s.describe() + " must have one shape");
-    if (c.shape[0] < total)
+    if (!at_run_time && c.shape[0] < total)
       raise(fail, named("cos_cache", c) + " holds fewer positions than total_sequence_length " + std::to_string(total));
     if (p.rotary) {
       p.rotary_dim = 2 * c.shape[1];

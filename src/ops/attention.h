@@ -63,6 +63,12 @@ struct GqaParams {
 };
 
 // Checks the node and its inputs (`total` is total_sequence_length's value) and gives the parameters.
+// total kGqaTotalAtRunTime: its value is computed on the GPU (ONNX Runtime's model builder derives it from
+// the attention mask there for graph capture), so only a run knows it. Then the present is the past's
+// buffer (P = L: a static KV buffer, which ONNX Runtime's WebGPU EP requires under graph capture too), or
+// without a past the prompt's S positions; whether a run is the prompt (S == total), and that total fits
+// (at most P; S without a past), are the GPU's to decide and check (first_prompt false, total -1 here).
+constexpr int64_t kGqaTotalAtRunTime = -1;
 GqaParams gqa_params(const ir::Node& node, const std::vector<Operand>& inputs, int64_t total, const Fail& fail);
 
 // The positions of one sequence: its past length and its total length T (seqlens_k + 1), checked

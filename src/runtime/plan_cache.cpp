@@ -20,8 +20,11 @@ std::string inputs_key(const std::unordered_map<std::string, Tensor>& feeds,
 
 std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
                          const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  // A GPU input is its own signature: a plan made with that input on the host keeps no KV cache resident
+  // for it (runtime/resident.h), so a past that moves to the GPU at the second step (same shape: a static
+  // buffer) gets the plan that writes in place rather than the first step's, which copies.
   return inputs_key(feeds, device_feeds, [](const Tensor& t) { return t.describe(); },
-                    [](const DeviceTensor& t) { return std::string(dtype_name(t.dtype())) + shape_str(t.shape()); });
+                    [](const DeviceTensor& t) { return std::string(dtype_name(t.dtype())) + shape_str(t.shape()) + "@gpu"; });
 }
 
 std::string family_of(const std::unordered_map<std::string, Tensor>& feeds,

@@ -39,10 +39,16 @@ size_t Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
   for (const AppendPair& p : append_pairs(g_)) {
     auto d = device_feeds.find(p.input);
-    if (d != device_feeds.end() && webgpu::shader::type_info(d->second.dtype(), policy_).storage_bits >= 32) {
-      appendable_.emplace(p.node, p);
-      unplaced_.emplace(p.input, &d->second);
+    if (d != device_feeds.end() && webgpu::shader::type_info(d->second.dtype(), policy_).storage_bits >= 32)
+      appendable_[p.node].push_back(p);
+  }
+  for (auto it = appendable_.begin(); it != appendable_.end();) {  // GroupQueryAttention: both pasts or neither
+    if (it->second.front().gqa && it->second.size() != 2) {
+      it = appendable_.erase(it);
+      continue;
     }
+    for (const AppendPair& p : it->second) unplaced_.emplace(p.input, &device_feeds.at(p.input));
+    ++it;
   }
   add_inputs(feeds, device_feeds);
   write_inputs(plan_, policy_, feeds, device_feeds);
@@ -91,17 +97,25 @@ int Planner::materialize(const std::string& name) {
   return v.slot;
 }
 
-// The Concat at `index` took its past in place: one buffer with spare room for both, the past copied in.
-void Planner::make_resident(size_t index, const ir::Node& node, const webgpu::GpuKernelContext& ctx) {
+// The node of `pair` took its past in place: one buffer for both, the past copied in. A Concat's has
+// spare room along its axis; a GroupQueryAttention's is the static buffer as it is.
+void Planner::make_resident(const AppendPair& pair, const ir::Node& node, const webgpu::GpuKernelContext& ctx) {
   Resident r;
-  r.pair = appendable_.at(index);
-  r.dtype = ctx.outputs.at(0).dtype;
-  std::vector<Shape> shapes;
-  for (const auto& in : node.inputs) shapes.push_back(values_.at(in).shape);
-  r.axis = ops::concat_shape(node, model_.opset(""), shapes, ctx.fail_fn()).axis;
-  const Shape& out = ctx.outputs[0].shape;
-  RowLayout layout = row_layout(out, r.axis, 0);
-  layout.rows = uint64_t(resident_rows(*plan_.device, r, layout, out[size_t(r.axis)], policy_));
+  r.pair = pair;
+  r.dtype = ctx.outputs.at(pair.node_output).dtype;
+  const Shape& out = ctx.outputs[pair.node_output].shape;
+  RowLayout layout;
+  if (pair.gqa) {
+    r.axis = 2;  // [batch, kv_heads, length, head_size]
+    r.exact = true;
+    layout = row_layout(out, r.axis, out[2]);
+  } else {
+    std::vector<Shape> shapes;
+    for (const auto& in : node.inputs) shapes.push_back(values_.at(in).shape);
+    r.axis = ops::concat_shape(node, model_.opset(""), shapes, ctx.fail_fn()).axis;
+    layout = row_layout(out, r.axis, 0);
+    layout.rows = uint64_t(resident_rows(*plan_.device, r, layout, out[size_t(r.axis)], policy_));
+  }
   r.slot = int(plan_.slots.size());
   plan_.slots.emplace_back();
   refs_.push_back(1);
@@ -302,8 +316,14 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
     touches_int64 |= v.dtype == DType::Int64;
   }
   webgpu::GpuKernelContext ctx(node, model_.opset(node.domain), policy_, plan_.device->limits(), infos);
-  const bool appendable = &node == &g_.nodes[index] && appendable_.count(index) && unplaced_.count(node.inputs[0]);
-  if (appendable) ctx.in_place_input = 0;
+  const std::vector<AppendPair>* pairs = nullptr;  // the node's KV caches that may append in place
+  if (auto a = appendable_.find(index); &node == &g_.nodes[index] && a != appendable_.end()) {
+    pairs = &a->second;
+    for (const AppendPair& p : *pairs)
+      if (!unplaced_.count(p.input)) pairs = nullptr;
+  }
+  const bool appendable = pairs != nullptr;
+  if (appendable) ctx.in_place_input = pairs->front().gqa ? 3 : 0;
   // What the kernel chooses is recorded, taken or not, so that a refresh can check it chooses the same.
   Recording& recording = plan_.recording;
   recording.events.push_back({Recording::Event::Kind::Kernel, recording.kernels.size()});
@@ -327,7 +347,8 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
     return false;
   }
   note_value_keys(node, ctx);
-  if (appendable && ctx.in_place_done) make_resident(index, node, ctx);
+  if (appendable && ctx.in_place_done)
+    for (const AppendPair& p : *pairs) make_resident(p, node, ctx);
   rec.results = std::move(ctx.outputs);
   rec.temps = std::move(ctx.temps);
   rec.dispatches = std::move(ctx.dispatches);
@@ -374,10 +395,10 @@ std::vector<int> Planner::output_slots(const ir::Node& node, const std::vector<w
     const auto& o = outputs[i];
     int slot;
     const Resident* resident = nullptr;
-    if (!plan_.residents.empty() && node.op_type == "Concat")
+    if (!plan_.residents.empty() && (node.op_type == "Concat" || node.op_type == "GroupQueryAttention"))
       for (const Resident& r : plan_.residents)
         if (r.pair.output == node.outputs[i]) resident = &r;
-    if (resident) {  // the Concat appending in place: its past's buffer
+    if (resident) {  // the Concat appending in place (GroupQueryAttention writing in place): its past's buffer
       slot = resident->slot;
       refs_[size_t(slot)]++;
     } else if (o.alias_of >= 0) {

@@ -78,7 +78,7 @@ class Planner {
   std::vector<int> ids_of(const std::vector<std::string>& names);
   bool try_fused(size_t index, size_t at, bool attention = false);
   int materialize(const std::string& name);
-  void make_resident(size_t index, const ir::Node& node, const webgpu::GpuKernelContext& ctx);
+  void make_resident(const AppendPair& pair, const ir::Node& node, const webgpu::GpuKernelContext& ctx);
   void run_group_or_nodes(size_t index, size_t at);
   void place(size_t i, size_t at);
   void run_on_cpu(const ir::Node& node);
@@ -105,9 +105,10 @@ class Planner {
   std::vector<std::pair<const webgpu::DispatchSpec*, std::vector<int>>> pending_;
   std::vector<size_t> pending_nodes_;
   size_t executed_ = 0;  // steps already run on this run's inputs
-  // KV caches that may append in place (resident.h): the Concats, by node index, and the pasts fed
-  // as DeviceTensors that have no slot yet (the Concat's buffer becomes theirs, or one of their own).
-  std::unordered_map<size_t, AppendPair> appendable_;
+  // KV caches that may append in place (resident.h): the Concats and GroupQueryAttentions, by node index
+  // (a GroupQueryAttention has two pairs), and the pasts fed as DeviceTensors that have no slot yet (the
+  // node's buffer becomes theirs, or one of their own).
+  std::unordered_map<size_t, std::vector<AppendPair>> appendable_;
   std::unordered_map<std::string, const DeviceTensor*> unplaced_;
 };
 

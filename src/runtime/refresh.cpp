@@ -302,10 +302,14 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     auto f = feed_.find(id);
     infos.push_back({v.dtype, v.shape, v.constant, f == feed_.end() ? nullptr : f->second});
   }
-  const Resident* resident = nullptr;  // the Concat appending in place, resident.h
-  if (k.node && k.node->op_type == "Concat")
+  const Resident* resident = nullptr;  // the Concat appending in place (a GroupQueryAttention writing), resident.h
+  std::vector<const Resident*> exact;  // a GroupQueryAttention's two static buffers
+  if (k.node && (k.node->op_type == "Concat" || k.node->op_type == "GroupQueryAttention"))
     for (const Resident& r : plan_.residents)
-      if (r.pair.node == k.index) resident = &r;
+      if (r.pair.node == k.index) {
+        resident = &r;
+        if (r.exact) exact.push_back(&r);
+      }
   auto resident_slot = [&](int slot) { return slot >= 0 && plan_.resident_at(slot) != nullptr; };
   auto fail = [&](const std::string& reason) {
     throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
@@ -349,12 +353,16 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   } else {
     const webgpu::GpuKernel* kernel = webgpu::gpu_registry().find(node.op_type, node.domain);
     ctx.emplace(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), std::move(infos));
-    if (resident) ctx->in_place_input = 0;
+    if (resident) ctx->in_place_input = resident->pair.gqa ? 3 : 0;
     std::string reason;
     if (!kernel || !run_kernel(*kernel, *ctx, reason) || (resident && !ctx->in_place_done)) fail(reason);
   }
   const auto& results = ctx ? ctx->outputs : same->results;
-  if (resident) {  // the appended buffer: another layout when the present outgrows it or its shape moves
+  for (const Resident* r : exact)  // a static buffer is the present as it is: another shape plans anew
+    if (const RowLayout w = row_layout(results.at(r->pair.node_output).shape, r->axis, int64_t(r->layout.rows));
+        w.outer != r->layout.outer || w.inner != r->layout.inner || w.used != r->layout.rows)
+      throw GuardFailed("for these sizes " + node.describe() + "'s present " + r->pair.output + " no longer fits its buffer");
+  if (resident && exact.empty()) {  // the appended buffer: another layout when the present outgrows it or its shape moves
     RowLayout want = row_layout(results.at(0).shape, resident->axis, int64_t(resident->layout.rows));
     if (want.outer != resident->layout.outer || want.inner != resident->layout.inner || want.used > want.rows) {
       want.rows = uint64_t(resident_rows(*plan_.device, *resident, want, int64_t(want.used), options_.int64));

@@ -133,18 +133,29 @@ std::vector<AppendPair> append_pairs(const ir::Graph& g) {
   }
   std::vector<AppendPair> pairs;
   std::set<std::string> taken;
+  // `past` (a graph input that only this node reads) and `present` (a graph output, once: two names of
+  // one buffer would alias on the way out).
+  auto pairable = [&](const std::string& past, const std::string& present) {
+    auto out = output_index.find(present);
+    return !past.empty() && !present.empty() && out != output_index.end() && inputs.count(past) && readers[past] == 1 &&
+           !output_index.count(past) && !taken.count(past) &&
+           std::count_if(g.outputs.begin(), g.outputs.end(), [&](const ir::ValueInfo& o) { return o.name == present; }) == 1;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
-    if (n.op_type != "Concat" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) continue;
-    const std::string& past = n.inputs[0];
-    auto out = output_index.find(n.outputs[0]);
-    if (out == output_index.end() || !inputs.count(past) || readers[past] != 1 || output_index.count(past) ||
-        !taken.insert(past).second)
-      continue;
-    // The output must be a graph output once (two names of one buffer would alias on the way out).
-    if (std::count_if(g.outputs.begin(), g.outputs.end(), [&](const ir::ValueInfo& o) { return o.name == n.outputs[0]; }) != 1)
-      continue;
-    pairs.push_back(AppendPair{i, past, n.outputs[0], out->second});
+    if (n.op_type == "Concat" && n.domain.empty() && n.inputs.size() >= 2 && n.outputs.size() == 1) {
+      if (!pairable(n.inputs[0], n.outputs[0])) continue;
+      taken.insert(n.inputs[0]);
+      pairs.push_back(AppendPair{i, n.inputs[0], n.outputs[0], output_index.at(n.outputs[0]), false, 0});
+    } else if (n.op_type == "GroupQueryAttention" && n.domain == ir::kMsDomain && n.inputs.size() >= 5 &&
+               n.outputs.size() >= 3) {
+      // Both or neither: the kernel writes the two presents in place together.
+      if (!pairable(n.inputs[3], n.outputs[1]) || !pairable(n.inputs[4], n.outputs[2]) || n.inputs[3] == n.inputs[4]) continue;
+      for (size_t k : {size_t(1), size_t(2)}) {
+        taken.insert(n.inputs[k + 2]);
+        pairs.push_back(AppendPair{i, n.inputs[k + 2], n.outputs[k], output_index.at(n.outputs[k]), true, k});
+      }
+    }
   }
   return pairs;
 }
@@ -186,7 +197,7 @@ void give_buffer(Plan& plan, Resident& r, const RowLayout& layout, const Int64Po
 ResidentLayouts resident_layouts(const Plan& plan) {
   return [&plan](int slot) -> const RowLayout* {
     const Resident* r = plan.resident_at(slot);
-    return r ? &r->layout : nullptr;
+    return r && !r->exact ? &r->layout : nullptr;
   };
 }
 

@@ -10,6 +10,15 @@
 // (shader::Program::pitch, applied by the runtime to the bindings that lie in the buffer: no kernel
 // knows of it).
 //
+// GroupQueryAttention over a static KV buffer is the other KV cache: present_key / present_value (graph
+// outputs) of past_key / past_value (graph inputs nothing else reads) with the same shape, the new token's
+// keys written at its position in the buffer (seqlens_k). Such a pair is resident the same way, in a
+// buffer of exactly the tensor's size (`exact`: nothing to pitch): the kernel writes only the new rows into
+// it (GpuKernelContext::in_place_input 3) and the present is handed out as that buffer. As with ONNX
+// Runtime's shared past/present buffers, the positions past the total length then hold what the buffer held
+// (zeros in a loop that starts from a zero past and writes forward) rather than the zeros of the copying
+// path, and an older present of the same buffer sees the rows written after it, which lie past its total.
+//
 // Any other past (a host tensor, a contiguous DeviceTensor, an older present of the same buffer) is
 // copied into the buffer first; and when presents handed out still hold the buffer, the plan takes a
 // new one before copying, so nothing a caller holds is ever overwritten. An append writes only
@@ -50,13 +59,17 @@ std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors);
 void copy_device_tensor(webgpu::CommandBatch& batch, const DeviceTensor& t, WGPUBuffer dst, int64_t axis = -1,
                         int64_t rows = 0);
 
-// The Concat nodes of a graph that could append in place: a graph output that concatenates, first, a
-// graph input read by nothing else but Shape / Size. Whether a plan keeps one resident also depends on
-// the run (the past fed as a DeviceTensor; 32- or 64-bit elements on the GPU).
+// The nodes of a graph that could append in place: a Concat whose graph output concatenates, first, a
+// graph input read by nothing else but Shape / Size; a GroupQueryAttention's present_key and present_value
+// (graph outputs) over its past_key and past_value (graph inputs read by nothing else). Whether a plan keeps
+// one resident also depends on the run (the past fed as a DeviceTensor; 32- or 64-bit elements on the GPU;
+// for GroupQueryAttention, a present as long as its past: a static buffer).
 struct AppendPair {
-  size_t node = 0;  // the Concat
+  size_t node = 0;  // the Concat or GroupQueryAttention
   std::string input, output;
   size_t output_index = 0;  // among the graph's outputs
+  bool gqa = false;         // GroupQueryAttention: input 3 -> output 1, input 4 -> output 2
+  size_t node_output = 0;   // the output's index among the node's
 };
 std::vector<AppendPair> append_pairs(const ir::Graph& g);
 
@@ -68,6 +81,7 @@ struct Resident {
   int64_t axis = 0;
   DType dtype = DType::Undefined;
   RowLayout layout;  // outer, rows, inner (used: the newest present's length, as `storage->filled`)
+  bool exact = false;  // the buffer holds the tensor as it is (GroupQueryAttention's static buffer): no pitch
   std::shared_ptr<DeviceTensor::Storage> storage;
 };
 

@@ -189,3 +189,70 @@ TEST_P(ModelsGeneration, PrefillOfThreeLengthsReplaysOnePlan) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DecodeSteps, ModelsGeneration, testing::Values("gpt2_kv_tiny", "llama_kv_tiny"));
+
+// A GenAI-style decoder (bench/make_genai.py --size tiny: ONNX Runtime's model builder's graph for an int4
+// Llama with WebGPU graph capture: MatMulNBits, GroupQueryAttention with rotary inside over a static KV
+// buffer, the lengths derived from the attention mask on the GPU, Skip/SimplifiedLayerNormalization), 20
+// greedy steps as onnxruntime-genai runs it: the pasts are [1, kv_heads, 64, head_size] buffers (zeros at
+// first), every step feeds the previous presents back on the GPU and a mask [1, 64] with ones for the
+// first past + 1 positions. Each step's outputs equal the CPU reference's fed its own presents; every
+// node runs on the GPU; from the third step on every step replays one recording, with each present
+// written in place in its past's buffer (runtime/resident.h).
+TEST(ModelsGenerationGenai, StaticBufferDecodeLoopReplaysInPlace) {
+  fs::path path = model_path("genai_tiny");
+  if (path.empty()) return;
+  try {
+    SessionOptions o = gpu(true);
+    o.int64.fail_loud = true;
+    Session captured(path.string(), o);
+    SessionOptions c;
+    c.ep = "cpu";
+    Session reference(path.string(), c);
+    const KvNames kv = kv_names(captured);
+    ASSERT_EQ(kv.past.size(), 4u);
+    ASSERT_EQ(kv.present.size(), 4u);
+    const size_t logits_at = output_index(captured, "logits");
+    const int64_t kBuffer = 64, p0 = 3;
+    std::unordered_map<std::string, Tensor> past_host;
+    std::unordered_map<std::string, DeviceTensor> past_gpu;
+    for (const auto& name : kv.past) past_host[name] = Tensor(DType::Float32, past_shape(captured, name, kBuffer));
+    int64_t token = 5;
+    for (int step = 0; step < 20; ++step) {
+      SCOPED_TRACE("decode step " + std::to_string(step));
+      std::vector<int64_t> mask(size_t(kBuffer), 0);
+      for (int64_t i = 0; i < p0 + step + 1; ++i) mask[size_t(i)] = 1;
+      std::unordered_map<std::string, Tensor> feeds{{"input_ids", Tensor::from_vector<int64_t>({1, 1}, {token})},
+                                                    {"attention_mask", Tensor::from_vector<int64_t>({1, kBuffer}, mask)}};
+      std::unordered_map<std::string, Tensor> ref_feeds = feeds;
+      for (const auto& [n, t] : past_host) ref_feeds[n] = t;
+      if (step == 0)
+        for (const auto& [n, t] : past_host) feeds[n] = t;  // the first past comes from the host
+      std::vector<DeviceTensor> outs = captured.run_on_device(feeds, past_gpu);
+      std::vector<Tensor> want = reference.run(ref_feeds);
+      const PlanReport& report = captured.last_plan();
+      EXPECT_EQ(report.cpu_nodes, 0);
+      ASSERT_EQ(outs.size(), want.size());
+      for (size_t k = 0; k < outs.size(); ++k) {
+        auto cmp = runtime::compare_tensors(outs[k].to_host(), want[k], kTol);
+        ASSERT_TRUE(cmp.passed) << "output '" << captured.outputs()[k].name << "': " << cmp.message;
+      }
+      if (step >= 2) {
+        EXPECT_TRUE(report.replayed) << "signature " << report.signature;
+        EXPECT_EQ(report.appended_outputs.size(), kv.present.size());
+        EXPECT_EQ(report.appended_in_place, int(kv.present.size())) << "a present copied instead of written in place";
+      }
+      token = argmax_last_row(want[logits_at]);
+      EXPECT_EQ(token, argmax_last_row(outs[logits_at].to_host()));
+      past_gpu.clear();
+      past_host.clear();
+      for (size_t i = 0; i < kv.past.size(); ++i) {
+        const size_t at = output_index(captured, kv.present[i]);
+        ASSERT_EQ(outs[at].shape()[2], kBuffer);
+        past_gpu[kv.past[i]] = outs[at];
+        past_host[kv.past[i]] = want[at];
+      }
+    }
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}

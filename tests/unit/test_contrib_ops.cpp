@@ -454,47 +454,81 @@ TEST(ContribErrors, GqaPositionIdsOutsideTheCaches) {
 
 // A decode loop over a static max-length KV buffer, captured: every step's presents are fed back as
 // the next step's past (on the GPU), total_sequence_length stays the buffer's length and seqlens_k
-// grows, so one recorded plan serves every step (replays). Each step matches the CPU reference fed
-// its own presents.
-TEST(ContribGqa, StaticBufferDecodeLoopCaptured) {
+// grows, so one recorded plan serves every step (replays). From the second step (the first with its past
+// on the GPU) the presents are written in place in their pasts' buffer (runtime/resident.h): only the new
+// row, no copy. Each step matches the CPU reference fed its own presents, and the copying path: a second
+// GPU session fed the same pasts as host tensors, whose present writer copies the whole buffer.
+// packed_rotary: Q, K and V packed in the query with rotary inside, as ONNX Runtime's model builder writes
+// its decoders (the in-place writers and Q's rotation then run as one dispatch).
+void static_buffer_loop(bool packed_rotary) {
   if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
   const int64_t kBuffer = 12;
-  std::vector<Operand> first = gqa_step(4, kBuffer, kBuffer, 1, {}, {});
+  const Tensor cos = f32({16, 8}, 51), sin = f32({16, 8}, 52);
+  auto shaped = [&](std::vector<Operand> in, uint32_t seed) {
+    if (!packed_rotary) return in;
+    in[0] = {"query", f32({1, 1, 128}, seed)};  // (4 + 2 * 2) heads of 16
+    in[1] = {"key", Tensor()};
+    in[2] = {"value", Tensor()};
+    in.push_back({"cos_cache", cos, true});
+    in.push_back({"sin_cache", sin, true});
+    return in;
+  };
+  std::vector<Operand> first = shaped(gqa_step(4, kBuffer, kBuffer, 1, {}, {}), 1);
   first[3].value = f32({1, 2, kBuffer, 16}, 7);
   first[4].value = f32({1, 2, kBuffer, 16}, 8);
   const std::string model = model_of("GroupQueryAttention", first, {"output", "present_key", "present_value"},
-                                     "com.microsoft", 1, gqa_attrs());
+                                     "com.microsoft", 1, [&](onnx::NodeProto& n) {
+                                       gqa_attrs()(n);
+                                       if (packed_rotary) testing::set_int(n, "do_rotary", 1);
+                                     });
   SessionOptions cpu_options;
   cpu_options.ep = "cpu";
   Session cpu = Session::from_bytes(model, cpu_options);
   SessionOptions o = testing::webgpu_options();
   o.int64.fail_loud = true;
   Session gpu = Session::from_bytes(model, o);
+  Session copying = Session::from_bytes(model, o);
   Tensor pk = first[3].value, pv = first[4].value;
   std::vector<DeviceTensor> presents;
-  for (int step = 0; step < 5; ++step) {
-    std::vector<Operand> in = gqa_step(4 + step, kBuffer, kBuffer, 10 + 3 * uint32_t(step), pk, pv);
+  for (int step = 0; step < 6; ++step) {
+    std::vector<Operand> in = shaped(gqa_step(4 + step, kBuffer, kBuffer, 10 + 3 * uint32_t(step), pk, pv), 10 + 3 * uint32_t(step));
     std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
     std::unordered_map<std::string, Tensor> host = testing::feeds_of(in);
+    std::unordered_map<std::string, Tensor> copy_feeds = host;
     std::unordered_map<std::string, DeviceTensor> device;
     if (step > 0) {
       host.erase("past_key");
       host.erase("past_value");
       device = {{"past_key", presents[1]}, {"past_value", presents[2]}};
+      copy_feeds["past_key"] = presents[1].to_host();  // the in-place loop's own pasts, through the host
+      copy_feeds["past_value"] = presents[2].to_host();
     }
+    std::vector<Tensor> copied = copying.run(copy_feeds);
+    EXPECT_TRUE(copying.last_plan().appended_outputs.empty()) << "host pasts: no buffer kept resident";
     presents = gpu.run_on_device(host, device);
+    const PlanReport& report = gpu.last_plan();
     for (size_t k = 0; k < 3; ++k) {
-      auto c = runtime::compare_tensors(presents[k].to_host(), want[k], {1e-5, 1e-3});
+      const Tensor got = presents[k].to_host();
+      auto c = runtime::compare_tensors(got, want[k], {1e-5, 1e-3});
       EXPECT_TRUE(c.passed) << "step " << step << " output " << k << ": " << c.message;
+      auto same = runtime::compare_tensors(got, copied[k], {0, 0});
+      EXPECT_TRUE(same.passed) << "step " << step << " output " << k << ", in place vs copying: " << same.message;
     }
-    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0);
-    if (step > 1) {
-      EXPECT_TRUE(gpu.last_plan().replayed) << "step " << step;
+    EXPECT_EQ(report.cpu_nodes, 0);
+    if (step >= 1)
+      EXPECT_EQ(report.appended_outputs, (std::vector<std::string>{"present_key", "present_value"})) << "step " << step;
+    if (step >= 2) {
+      EXPECT_TRUE(report.replayed) << "step " << step;
+      EXPECT_EQ(report.appended_in_place, 2) << "step " << step << ": a past copied into its buffer";
+      EXPECT_EQ(presents[1].storage(), device.at("past_key").storage()) << "the present is the past's buffer";
     }
     pk = want[1];
     pv = want[2];
   }
 }
+
+TEST(ContribGqa, StaticBufferDecodeLoopCaptured) { static_buffer_loop(false); }
+TEST(ContribGqa, StaticBufferDecodeLoopCapturedPackedRotary) { static_buffer_loop(true); }
 
 // A decode loop whose total_sequence_length is made from an attention mask's shape (Shape -> Gather ->
 // Cast, as ONNX Runtime's model builder writes it) and grows by one position per step, over a past
@@ -558,6 +592,73 @@ void decode_loop_with_mask_total(bool static_buffer) {
     pk = want[1];
     pv = want[2];
   }
+}
+
+// total_sequence_length computed on the GPU (seqlens_k + 1 here; ONNX Runtime's builder derives it from
+// the attention mask for graph capture): the kernel reads it at run time, the present is the static
+// buffer (12 positions) and whether a run is the prompt is decided per run. Decode steps with rotary, a
+// prompt of 3 tokens over the buffer (S == total: no past read) and a decode step after it match the CPU
+// reference, with every node on the GPU; a total beyond the buffer is the GPU's error naming the node.
+TEST(ContribGqa, TotalComputedOnTheGpu) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU device";
+  const int64_t kBuffer = 12;
+  testing::ModelBuilder b;
+  b.input("query", DType::Float32, {1, -1, 64})
+      .input("key", DType::Float32, {1, -1, 32})
+      .input("value", DType::Float32, {1, -1, 32})
+      .input("past_key", DType::Float32, {1, 2, kBuffer, 16})
+      .input("past_value", DType::Float32, {1, 2, kBuffer, 16})
+      .input("seqlens_k", DType::Int32, {1})
+      .initializer("one", Tensor::from_vector<int32_t>({1}, {1}))
+      .initializer("cos_cache", f32({16, 8}, 41))
+      .initializer("sin_cache", f32({16, 8}, 42))
+      .output("output", DType::Float32)
+      .output("present_key", DType::Float32)
+      .output("present_value", DType::Float32);
+  b.node("Add", {"seqlens_k", "one"}, {"total"});
+  auto& n = b.node("GroupQueryAttention",
+                   {"query", "key", "value", "past_key", "past_value", "seqlens_k", "total", "cos_cache", "sin_cache"},
+                   {"output", "present_key", "present_value"}, "gqa");
+  n.set_domain("com.microsoft");
+  testing::ModelBuilder::attr(n, "num_heads", 4);
+  testing::ModelBuilder::attr(n, "kv_num_heads", 2);
+  testing::ModelBuilder::attr(n, "do_rotary", 1);
+  const std::string model = in_domain_import(b.bytes(), "com.microsoft");
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  Session gpu = Session::from_bytes(model, o);
+  auto step = [&](int64_t seq, int64_t seqlens, const Tensor& pk, const Tensor& pv, uint32_t seed) {
+    return std::vector<Operand>{{"query", f32({1, seq, 64}, seed)},
+                                {"key", f32({1, seq, 32}, seed + 1)},
+                                {"value", f32({1, seq, 32}, seed + 2)},
+                                {"past_key", pk},
+                                {"past_value", pv},
+                                {"seqlens_k", Tensor::from_vector<int32_t>({1}, {int32_t(seqlens)})}};
+  };
+  auto check = [&](const std::vector<Operand>& in, const std::string& what) -> std::vector<Tensor> {
+    std::vector<Tensor> want = cpu.run(testing::feeds_of(in));
+    std::vector<Tensor> got = gpu.run(testing::feeds_of(in));
+    EXPECT_EQ(want[1].shape(), (Shape{1, 2, kBuffer, 16})) << what;
+    for (size_t k = 0; k < 3; ++k) {
+      auto c = runtime::compare_tensors(got[k], want[k], {1e-5, 1e-3});
+      EXPECT_TRUE(c.passed) << what << " output " << k << ": " << c.message;
+    }
+    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0) << what;
+    return want;
+  };
+  // Decode steps after a past of 4..6 positions (the buffer's rows past them random: not read).
+  Tensor pk = f32({1, 2, kBuffer, 16}, 7), pv = f32({1, 2, kBuffer, 16}, 8);
+  for (int64_t past = 4; past < 7; ++past) check(step(1, past, pk, pv, uint32_t(10 * past)), "decode after " + std::to_string(past));
+  // The prompt: 3 tokens, total 3 == S; then one step after it, over the prompt's presents.
+  std::vector<Tensor> prompt = check(step(3, 2, pk, pv, 100), "prompt");
+  check(step(1, 3, prompt[1], prompt[2], 200), "decode after the prompt");
+  // A total beyond the buffer: the CPU makes a longer present, the GPU (whose present is the buffer) refuses.
+  std::vector<Operand> beyond = step(1, kBuffer, pk, pv, 300);
+  const std::string e = error_of(model, beyond, "webgpu");
+  EXPECT_NE(e.find("node 'gqa' (GroupQueryAttention) on the GPU: an index is out of range (index 12)"), std::string::npos) << e;
 }
 
 TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) { decode_loop_with_mask_total(false); }

@@ -4,11 +4,15 @@
 // they lie and computes each op's score and key range in its kernel.
 //
 // GroupQueryAttention. The sequence lengths (seqlens_k) and position_ids are read on the GPU at run
-// time, so a replay takes new ones; total_sequence_length sizes the present, so the plan reads it.
+// time, so a replay takes new ones; total_sequence_length sizes the present, so the plan reads it when
+// it is known before the run, and the shaders read it when the GPU computes it (ops::kGqaTotalAtRunTime:
+// the present is then the past's buffer, and whether a run is the prompt is decided per run).
 // Dispatches:
 //   1. present_key, then present_value: every element (the past's first `past` positions, the new keys,
 //      rotated with do_rotary, or values, zeros after); a sequence length or a position out of range
-//      is flagged (the run fails naming the node and the value) and nothing is written for it.
+//      is flagged (the run fails naming the node and the value) and nothing is written for it. When the
+//      runtime keeps the pasts in the presents' buffers (a static KV buffer fed back: runtime/resident.h,
+//      GpuKernelContext::in_place_input 3), only the new rows, at their positions.
 //   2. with do_rotary, Q rotated into a temporary.
 //   3. the attention: the G = N / Nkv query heads of a KV head share its keys: a decode step (one
 //      token) reads them as G rows of one batch element (its keys staged once for all of them, split
@@ -21,6 +25,7 @@
 #include "ops/attention.h"
 #include "webgpu/kernels/attention_core.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/device.h"
 #include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
@@ -31,9 +36,22 @@ using attention::Binding;
 using strided::Layout;
 using strided::u32_dim;
 
+// `first()`: 1 when the run is the prompt (S == total_sequence_length, no past read). A uniform when the
+// total is known at plan time; else read from the total's binding "ts", which the program declares.
+void first_prompt(GpuKernelContext& ctx, shader::Program& p, const ops::GqaParams& gp) {
+  (void)ctx;
+  if (gp.total != ops::kGqaTotalAtRunTime) {
+    p.uniform("first", gp.first_prompt ? 1u : 0u);
+    return;
+  }
+  p.declare("fn first() -> u32 { return select(0u, 1u, ts_load(0u) == i32(S())); }");
+}
+
 // The present's writer (see the header): one invocation per element of present_key (`value` false,
-// with rotary) or present_value.
-void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, ValueRef out) {
+// with rotary) or present_value. in_place: the past already lies in the present's buffer (a static KV
+// buffer kept resident, runtime/resident.h): one invocation per element of the S new rows, written at
+// their positions (past + s), nothing else read or written.
+void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, ValueRef out, bool in_place) {
   const DType t = gp.dtype;
   const Shape present{gp.batch, gp.kv_heads, gp.present_len, gp.head_size};
   const bool rotary = gp.rotary && !value;
@@ -42,7 +60,7 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
   auto p = ctx.program(value ? "present_value" : "present_key");
   p.input("x", t, ctx.shape(src));
   std::vector<ValueRef> binds{ctx.in(src)};
-  if (gp.has_past) {
+  if (gp.has_past && !in_place) {
     p.input("past", t, ctx.shape(value ? 4 : 3));
     binds.push_back(ctx.in(value ? 4 : 3));
   }
@@ -57,6 +75,11 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
     p.input("pid", DType::Int64, ctx.shape(9));
     binds.push_back(ctx.in(9));
   }
+  const bool run_total = gp.total == ops::kGqaTotalAtRunTime;
+  if (run_total) {
+    p.input("ts", DType::Int32, ctx.shape(6));
+    binds.push_back(ctx.in(6));
+  }
   p.output("y", t, present);
   binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
@@ -67,14 +90,18 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
   // Where token s's head lies in its tensor.
   p.uniform("row", u32_dim(ctx, gp.packed ? gp.query_row() : gp.kv_hidden(), "a row"));
   p.uniform("off", uint32_t(!gp.packed ? 0 : value ? gp.q_hidden() + gp.kv_hidden() : gp.q_hidden()));
-  p.uniform("first", gp.first_prompt ? 1u : 0u);
+  first_prompt(ctx, p, gp);
   p.uniform("rot", uint32_t(gp.rotary_dim));
   p.uniform("cache_rows", u32_dim(ctx, gp.cache_rows, "the rotary caches"));
-  p.set_threads(uint64_t(u32_dim(ctx, shape_numel(present), "the present")));
-  std::string body =
-      "  let h = gi % H();\n"
-      "  let t = i32((gi / H()) % plen());\n"
-      "  let bn = gi / H() / plen();\n"
+  const Shape written = in_place ? Shape{gp.batch, gp.kv_heads, gp.seq, gp.head_size} : present;
+  p.set_threads(uint64_t(u32_dim(ctx, shape_numel(written), "the present")));
+  std::string body = in_place ? "  let h = gi % H();\n"
+                                "  let s = (gi / H()) % S();\n"
+                                "  let bn = gi / H() / S();\n"
+                              : "  let h = gi % H();\n"
+                                "  let t = i32((gi / H()) % plen());\n"
+                                "  let bn = gi / H() / plen();\n";
+  body +=
       "  let b = bn / Nkv();\n"
       "  let kv = bn % Nkv();\n"
       "  let sl = sl_load(b);\n"
@@ -83,11 +110,19 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
       "  let ok = select(past >= 0 && past <= i32(L()) && total <= i32(plen()) && (rot() == 0u || total <= i32(cache_rows())),\n"
       "                  total >= 1 && total <= i32(S()), first() == 1u);\n"
       "  if (!ok) { flag_index(w64_from_i32(sl)); return; }\n";
-  if (gp.has_past)
-    body += "  if (t < past) { " + shader::move_element("y", "gi", "past", "(bn * L() + u32(t)) * H() + h") + " return; }\n";
-  body += "  if (t >= past + i32(S())) { y_store(gi, 0.0); return; }\n"
-          "  let s = u32(t - past);\n"
-          "  let head = (b * S() + s) * row() + off() + kv * H();\n";
+  if (run_total)  // total_sequence_length itself: the present is the past's buffer (or, without a past, the prompt)
+    body += gp.has_past ? "  if (ts_load(0u) < 1 || ts_load(0u) > i32(plen())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n"
+                        : "  if (ts_load(0u) != i32(S())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n";
+  if (in_place) {
+    body += "  let o = (bn * plen() + u32(past) + s) * H() + h;\n";
+  } else {
+    if (gp.has_past)
+      body += "  if (t < past) { " + shader::move_element("y", "gi", "past", "(bn * L() + u32(t)) * H() + h") + " return; }\n";
+    body += "  if (t >= past + i32(S())) { y_store(gi, 0.0); return; }\n"
+            "  let s = u32(t - past);\n"
+            "  let o = gi;\n";
+  }
+  body += "  let head = (b * S() + s) * row() + off() + kv * H();\n";
   if (rotary) {
     body += "  if (h < rot()) {\n";
     body += gp.position_ids
@@ -103,13 +138,96 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
             "    let sv = sn_load(pos * half + kk);\n"
             "    let xi = x_load(head + h);\n"
             "    let xj = x_load(head + j);\n"
-            "    y_store(gi, select(xi * c + xj * sv, xi * c - xj * sv, lead));\n"
+            "    y_store(o, select(xi * c + xj * sv, xi * c - xj * sv, lead));\n"
             "    return;\n"
             "  }\n";
   }
-  body += "  " + shader::move_element("y", "gi", "x", "head + h");
+  body += "  " + shader::move_element("y", "o", "x", "head + h");
   p.body(body);
   ctx.dispatch(p, std::move(binds));
+}
+
+// The in-place writers and Q's rotation in one dispatch, for Q, K and V packed in the query with rotary
+// (ONNX Runtime's model builder's decoders): one invocation per element of the query's [B, S, N + 2 Nkv,
+// H]: Q rotated into `q` [B, S, N*H], K rotated and V copied into the presents' buffers at positions
+// past + s (the pasts lie there already). Checks and positions as gqa_present's. False, emitting
+// nothing, when its bindings exceed the device's storage buffers per stage.
+bool gqa_prepare_in_place(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef pk, ValueRef pv, ValueRef q) {
+  const DType t = gp.dtype;
+  const bool run_total = gp.total == ops::kGqaTotalAtRunTime;
+  const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+  if (7u + (gp.position_ids ? 1u : 0u) + (run_total ? 1u : 0u) + 1u > most) return false;  // + the status words
+  const Shape present{gp.batch, gp.kv_heads, gp.present_len, gp.head_size}, qs{gp.batch, gp.seq, gp.q_hidden()};
+  auto p = ctx.program("gqa_prepare");
+  p.input("x", t, ctx.shape(0));
+  p.input("sl", DType::Int32, ctx.shape(5));
+  p.input("cs", t, ctx.shape(7));
+  p.input("sn", t, ctx.shape(8));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(5), ctx.in(7), ctx.in(8)};
+  if (gp.position_ids) {
+    p.input("pid", DType::Int64, ctx.shape(9));
+    binds.push_back(ctx.in(9));
+  }
+  if (run_total) {
+    p.input("ts", DType::Int32, ctx.shape(6));
+    binds.push_back(ctx.in(6));
+  }
+  p.output("pk", t, present);
+  p.output("pv", t, present);
+  p.output("q", t, qs);
+  binds.insert(binds.end(), {pk, pv, q});
+  p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
+  p.uniform("H", u32_dim(ctx, gp.head_size, "the head size"));
+  p.uniform("N", u32_dim(ctx, gp.heads, "num_heads"));
+  p.uniform("Nkv", u32_dim(ctx, gp.kv_heads, "kv_num_heads"));
+  p.uniform("plen", u32_dim(ctx, gp.present_len, "the present's length"));
+  p.uniform("L", u32_dim(ctx, gp.past_len, "the past's length"));
+  first_prompt(ctx, p, gp);
+  p.uniform("rot", uint32_t(gp.rotary_dim));
+  p.uniform("cache_rows", u32_dim(ctx, gp.cache_rows, "the rotary caches"));
+  p.set_threads(uint64_t(u32_dim(ctx, shape_numel(ctx.shape(0)), "the query")));
+  std::string body =
+      "  let h = gi % H();\n"
+      "  let heads = N() + 2u * Nkv();\n"
+      "  let hd = (gi / H()) % heads;\n"
+      "  let bs = gi / H() / heads;\n"
+      "  let b = bs / S();\n"
+      "  let s = bs % S();\n"
+      "  let sl = sl_load(b);\n"
+      "  let total = sl + 1;\n"
+      "  let past = select(total - i32(S()), 0, first() == 1u);\n"
+      "  let ok = select(past >= 0 && past <= i32(L()) && total <= i32(plen()) && total <= i32(cache_rows()),\n"
+      "                  total >= 1 && total <= i32(S()), first() == 1u);\n"
+      "  if (!ok) { flag_index(w64_from_i32(sl)); return; }\n";
+  if (run_total)
+    body += "  if (ts_load(0u) < 1 || ts_load(0u) > i32(plen())) { flag_index(w64_from_i32(ts_load(0u))); return; }\n";
+  // Where the element goes: Q's row, or the present's position past + s of its KV head.
+  body += "  let qo = bs * N() * H() + hd * H() + h;\n"
+          "  let kv = select(hd - N(), hd - N() - Nkv(), hd >= N() + Nkv());\n"
+          "  let o = ((b * Nkv() + kv) * plen() + u32(past) + s) * H() + h;\n"
+          "  if (h < rot() && hd < N() + Nkv()) {\n";
+  body += gp.position_ids ? "    let p64 = to_i64_$pid(pid_load(bs));\n"
+                            "    if (!w64_in_range(p64, cache_rows())) { flag_index(p64); return; }\n"
+                            "    let pos = w64_as_u32(p64);\n"
+                          : "    let pos = select(u32(past) + s, 1u, first() == 1u && i32(s) >= total);\n";
+  body += "    let half = rot() / 2u;\n";
+  body += gp.interleaved ? "    let kk = h / 2u;\n    let lead = h % 2u == 0u;\n    let j = select(h - 1u, h + 1u, lead);\n"
+                         : "    let lead = h < half;\n    let kk = select(h - half, h, lead);\n"
+                           "    let j = select(h - half, h + half, lead);\n";
+  body += "    let c = cs_load(pos * half + kk);\n"
+          "    let sv = sn_load(pos * half + kk);\n"
+          "    let xi = x_load(gi);\n"
+          "    let xj = x_load(gi - h + j);\n"
+          "    let v = select(xi * c + xj * sv, xi * c - xj * sv, lead);\n"
+          "    if (hd < N()) { q_store(qo, v); } else { pk_store(o, v); }\n"
+          "    return;\n"
+          "  }\n"
+          "  if (hd < N()) { " + shader::move_element("q", "qo", "x", "gi") + " return; }\n"
+          "  if (hd < N() + Nkv()) { " + shader::move_element("pk", "o", "x", "gi") + " return; }\n"
+          "  " + shader::move_element("pv", "o", "x", "gi");
+  p.body(body);
+  ctx.dispatch(p, std::move(binds));
+  return true;
 }
 
 // Q rotated (do_rotary) into `out` [B, S, N*H]; positions as the present's keys (invalid lengths,
@@ -127,13 +245,17 @@ void gqa_rotate_q(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef out)
     p.input("pid", DType::Int64, ctx.shape(9));
     binds.push_back(ctx.in(9));
   }
+  if (gp.total == ops::kGqaTotalAtRunTime) {
+    p.input("ts", DType::Int32, ctx.shape(6));
+    binds.push_back(ctx.in(6));
+  }
   p.output("q", t, qs);
   binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
   p.uniform("H", u32_dim(ctx, gp.head_size, "the head size"));
   p.uniform("NH", u32_dim(ctx, gp.q_hidden(), "the query's hidden size"));
   p.uniform("row", u32_dim(ctx, gp.query_row(), "a row"));
-  p.uniform("first", gp.first_prompt ? 1u : 0u);
+  first_prompt(ctx, p, gp);
   p.uniform("rot", uint32_t(gp.rotary_dim));
   p.uniform("cache_rows", u32_dim(ctx, gp.cache_rows, "the rotary caches"));
   p.set_threads(uint64_t(u32_dim(ctx, shape_numel(qs), "the query")));
@@ -175,8 +297,20 @@ Layout layout(uint32_t s_row, uint32_t s_col, std::vector<uint32_t> s_batch) {
 
 void group_query_attention(GpuKernelContext& ctx) {
   if (ctx.num_inputs() < 7 || !ctx.has_input(6)) ctx.fail("input 6 (total_sequence_length) is required");
-  const Tensor& tot = ctx.constant(6, "total_sequence_length");
-  const int64_t total = tot.dtype() == DType::Int32 && tot.numel() == 1 ? tot.data<int32_t>()[0] : 0;
+  // total_sequence_length: known before the run (a constant, a folded value or a graph input, which keys the
+  // plan), or computed on the GPU (ONNX Runtime's builder derives it from the attention mask for graph
+  // capture): then every program reads it at run time (ops::kGqaTotalAtRunTime).
+  const GpuValueInfo& tv = ctx.input(6);
+  int64_t total = ops::kGqaTotalAtRunTime;
+  if (tv.constant || tv.runtime_value) {
+    const Tensor& tot = ctx.constant(6, "total_sequence_length");
+    total = tot.dtype() == DType::Int32 && tot.numel() == 1 ? tot.data<int32_t>()[0] : 0;
+  } else {
+    if (tv.dtype != DType::Int32 || shape_numel(tv.shape) != 1)
+      ctx.fail("total_sequence_length " + std::string(dtype_name(tv.dtype)) + shape_str(tv.shape) + " must be an int32 scalar or [1]");
+    if (ctx.has_input(9) || ctx.has_input(10))
+      ctx.unsupported("position_ids and attention_bias need total_sequence_length before the run (here it is computed on the GPU)");
+  }
   const ops::GqaParams gp = ops::gqa_params(ctx.node, ctx.operands(), total, ctx.fail_fn());
   const int64_t B = gp.batch, S = gp.seq, N = gp.heads, Nkv = gp.kv_heads, H = gp.head_size, P = gp.present_len,
                 G = gp.group();
@@ -189,16 +323,21 @@ void group_query_attention(GpuKernelContext& ctx) {
   const uint64_t present_numel = uint64_t(shape_numel(present));
   const ValueRef pk = ctx.output_wanted(1) ? ctx.out(1) : ctx.temp(t, present);
   const ValueRef pv = ctx.output_wanted(2) ? ctx.out(2) : ctx.temp(t, present);
-  gqa_present(ctx, gp, false, pk);
-  gqa_present(ctx, gp, true, pv);
-
+  // The pasts already in the presents' buffers (a static buffer kept resident: runtime/resident.h).
+  const bool in_place = ctx.in_place_input == 3 && gp.has_past && gp.present_len == gp.past_len && ctx.output_wanted(1) &&
+                        ctx.output_wanted(2) && shader::type_info(t, ctx.policy).storage_bits >= 32;
+  ctx.in_place_done = in_place;
   // Q: the query as it is, or rotated into a temporary of rows N*H.
   Binding q{ctx.in(0), t, uint64_t(shape_numel(ctx.shape(0)))};
   uint32_t row = u32_dim(ctx, gp.query_row(), "a row");
   if (gp.rotary) {
     q = {ctx.temp(t, out), t, uint64_t(shape_numel(out))};
-    gqa_rotate_q(ctx, gp, q.ref);
     row = uint32_t(N * H);
+  }
+  if (!(in_place && gp.rotary && gp.packed && gqa_prepare_in_place(ctx, gp, pk, pv, q.ref))) {
+    gqa_present(ctx, gp, false, pk, in_place);
+    gqa_present(ctx, gp, true, pv, in_place);
+    if (gp.rotary) gqa_rotate_q(ctx, gp, q.ref);
   }
   const uint32_t h = uint32_t(H), g = uint32_t(G), s_q = u32_dim(ctx, S * int64_t(row), "a sequence"),
                  s_y = u32_dim(ctx, S * N * H, "a sequence"), kv_head = u32_dim(ctx, P * H, "a present head"),
@@ -222,7 +361,12 @@ void group_query_attention(GpuKernelContext& ctx) {
     spec.v = {{pv, t, present_numel}, layout(h, 1, {kv_batch, kv_head, 0})};
   }
   spec.extras.push_back({"sl", {ctx.in(5), DType::Int32, uint64_t(B)}});
-  spec.uniforms = {{"zdiv", uint32_t(decode ? Nkv : Nkv * G)}, {"S", uint32_t(S)}, {"first", gp.first_prompt ? 1u : 0u}};
+  spec.uniforms = {{"zdiv", uint32_t(decode ? Nkv : Nkv * G)}, {"S", uint32_t(S)}};
+  if (gp.total != ops::kGqaTotalAtRunTime) {
+    spec.uniforms.push_back({"first", gp.first_prompt ? 1u : 0u});
+  } else {
+    spec.extras.push_back({"ts", {ctx.in(6), DType::Int32, 1}});
+  }
   spec.uniforms_f32 = {{"scale", gp.scale}, {"softcap", gp.softcap}};
   // Row i's keys (ops::gqa_keys); rows are query positions, or heads of one position when decoding.
   spec.decls =
@@ -241,11 +385,12 @@ void group_query_attention(GpuKernelContext& ctx) {
       "  let e = key_range(z, i1);\n"
       "  return vec2<u32>(min(a.x, e.x), max(a.y, e.y));\n"
       "}\n";
+  if (gp.total == ops::kGqaTotalAtRunTime) spec.decls += "fn first() -> u32 { return select(0u, 1u, ts_load(0u) == i32(S())); }\n";
   spec.score = "  let x = p * scale();\n";
   spec.score += gp.softcap > 0 ? "  var c = softcap() * tanh_f32(x / softcap());\n" : "  var c = x;\n";
   // Row i's head: a row of head g when decoding, else the batch element is (b, head).
   const std::string head = decode ? "(z % Nkv()) * G() + i" : "z % (Nkv() * G())";
-  spec.uniforms.insert(spec.uniforms.end(), {{"Nkv", uint32_t(Nkv)}, {"G", g}, {"total", uint32_t(gp.total)}});
+  spec.uniforms.insert(spec.uniforms.end(), {{"Nkv", uint32_t(Nkv)}, {"G", g}, {"total", uint32_t(std::max<int64_t>(gp.total, 0))}});
   if (gp.attention_bias) {
     // [B or 1, N or 1, S, total] read as [B, Nkv, G, S, total] (its head axis split into (kv, g)), or as
     // [B, Nkv, G, total] when decoding (S is 1: the heads are the rows).

@@ -119,6 +119,8 @@ class GpuKernelContext {
   // Set by the runtime before the kernel runs: input `in_place_input` already lies in output 0's
   // buffer at its place (the past of a KV cache appended in place, runtime/resident.h). A kernel that
   // honours it (Concat) neither binds nor copies that input and sets in_place_done; the others ignore it.
+  // GroupQueryAttention's is 3: past_key and past_value lie in present_key's and present_value's buffers
+  // (a static KV buffer: the same shape), so it writes only the new rows.
   int in_place_input = -1;
   bool in_place_done = false;
 
