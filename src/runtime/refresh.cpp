@@ -256,7 +256,7 @@ const RowLayout* Refresh::layout_of(int slot) const {
   auto r = relayout_.find(slot);
   if (r != relayout_.end()) return &r->second;
   const Resident* res = plan_.resident_at(slot);
-  return res ? &res->layout : nullptr;
+  return res && !res->exact ? &res->layout : nullptr;  // a static buffer is bound as it is, never pitched
 }
 
 // The kernel's dispatches with their bindings in appended buffers pitched, as the planner did
