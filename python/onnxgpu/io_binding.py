@@ -193,7 +193,7 @@ class IOBinding:
     def _run(self, run_options):
         outputs = self._outputs or [(m.name, "cpu", None) for m in self._session.get_outputs()]
         on_gpu = any(d != "cpu" for _, d, _ in outputs) or any(
-            isinstance(v, OrtValue) and v._gpu is not None for v in self._inputs.values())
+            isinstance(v, OrtValue) and v.device_name() != "cpu" for v in self._inputs.values())
         if not on_gpu:
             host = {k: (v.numpy() if isinstance(v, OrtValue) else v) for k, v in self._inputs.items()}
             arrays = self._session.run([n for n, _, _ in outputs], host, run_options)
