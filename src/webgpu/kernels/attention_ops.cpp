@@ -47,6 +47,28 @@ void first_prompt(GpuKernelContext& ctx, shader::Program& p, const ops::GqaParam
   p.declare("fn first() -> u32 { return select(0u, 1u, ts_load(0u) == i32(S())); }");
 }
 
+// The per-position inputs a GQA program reads, declared in this order (the WGSL names its code uses):
+// seqlens_k `sl`; with rotary the caches `cs`, `sn` (and `pid`, position_ids, when given); `ts`,
+// total_sequence_length, when it is known only at run time.
+void gqa_position_inputs(GpuKernelContext& ctx, shader::Program& p, const ops::GqaParams& gp, bool rotary,
+                         std::vector<ValueRef>& binds) {
+  p.input("sl", DType::Int32, ctx.shape(5));
+  binds.push_back(ctx.in(5));
+  if (rotary) {
+    p.input("cs", gp.dtype, ctx.shape(7));
+    p.input("sn", gp.dtype, ctx.shape(8));
+    binds.insert(binds.end(), {ctx.in(7), ctx.in(8)});
+  }
+  if (rotary && gp.position_ids) {
+    p.input("pid", DType::Int64, ctx.shape(9));
+    binds.push_back(ctx.in(9));
+  }
+  if (gp.total == ops::kGqaTotalAtRunTime) {
+    p.input("ts", DType::Int32, ctx.shape(6));
+    binds.push_back(ctx.in(6));
+  }
+}
+
 // The present's writer (see the header): one invocation per element of present_key (`value` false,
 // with rotary) or present_value. in_place: the past already lies in the present's buffer (a static KV
 // buffer kept resident, runtime/resident.h): one invocation per element of the S new rows, written at
@@ -64,22 +86,8 @@ void gqa_present(GpuKernelContext& ctx, const ops::GqaParams& gp, bool value, Va
     p.input("past", t, ctx.shape(value ? 4 : 3));
     binds.push_back(ctx.in(value ? 4 : 3));
   }
-  p.input("sl", DType::Int32, ctx.shape(5));
-  binds.push_back(ctx.in(5));
-  if (rotary) {
-    p.input("cs", t, ctx.shape(7));
-    p.input("sn", t, ctx.shape(8));
-    binds.insert(binds.end(), {ctx.in(7), ctx.in(8)});
-  }
-  if (rotary && gp.position_ids) {
-    p.input("pid", DType::Int64, ctx.shape(9));
-    binds.push_back(ctx.in(9));
-  }
+  gqa_position_inputs(ctx, p, gp, rotary, binds);
   const bool run_total = gp.total == ops::kGqaTotalAtRunTime;
-  if (run_total) {
-    p.input("ts", DType::Int32, ctx.shape(6));
-    binds.push_back(ctx.in(6));
-  }
   p.output("y", t, present);
   binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
@@ -160,18 +168,8 @@ bool gqa_prepare_in_place(GpuKernelContext& ctx, const ops::GqaParams& gp, Value
   const Shape present{gp.batch, gp.kv_heads, gp.present_len, gp.head_size}, qs{gp.batch, gp.seq, gp.q_hidden()};
   auto p = ctx.program("gqa_prepare");
   p.input("x", t, ctx.shape(0));
-  p.input("sl", DType::Int32, ctx.shape(5));
-  p.input("cs", t, ctx.shape(7));
-  p.input("sn", t, ctx.shape(8));
-  std::vector<ValueRef> binds{ctx.in(0), ctx.in(5), ctx.in(7), ctx.in(8)};
-  if (gp.position_ids) {
-    p.input("pid", DType::Int64, ctx.shape(9));
-    binds.push_back(ctx.in(9));
-  }
-  if (run_total) {
-    p.input("ts", DType::Int32, ctx.shape(6));
-    binds.push_back(ctx.in(6));
-  }
+  std::vector<ValueRef> binds{ctx.in(0)};
+  gqa_position_inputs(ctx, p, gp, true, binds);
   p.output("pk", t, present);
   p.output("pv", t, present);
   p.output("q", t, qs);
@@ -237,18 +235,8 @@ void gqa_rotate_q(GpuKernelContext& ctx, const ops::GqaParams& gp, ValueRef out)
   const Shape qs{gp.batch, gp.seq, gp.q_hidden()};
   auto p = ctx.program("rotate_q");
   p.input("query", t, ctx.shape(0));
-  p.input("sl", DType::Int32, ctx.shape(5));
-  p.input("cs", t, ctx.shape(7));
-  p.input("sn", t, ctx.shape(8));
-  std::vector<ValueRef> binds{ctx.in(0), ctx.in(5), ctx.in(7), ctx.in(8)};
-  if (gp.position_ids) {
-    p.input("pid", DType::Int64, ctx.shape(9));
-    binds.push_back(ctx.in(9));
-  }
-  if (gp.total == ops::kGqaTotalAtRunTime) {
-    p.input("ts", DType::Int32, ctx.shape(6));
-    binds.push_back(ctx.in(6));
-  }
+  std::vector<ValueRef> binds{ctx.in(0)};
+  gqa_position_inputs(ctx, p, gp, true, binds);
   p.output("q", t, qs);
   binds.push_back(out);
   p.uniform("S", u32_dim(ctx, gp.seq, "the sequence length"));
