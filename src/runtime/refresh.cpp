@@ -259,6 +259,19 @@ const RowLayout* Refresh::layout_of(int slot) const {
   return res && !res->exact ? &res->layout : nullptr;  // a static buffer is bound as it is, never pitched
 }
 
+// The slot a dispatch binding reads or writes and its value's shape (-1 and null for constants, temps
+// and uniforms): a kernel input's value, or its output as `outputs` shapes it.
+std::pair<int, const Shape*> Refresh::bound_at(const KernelRecord& k, const webgpu::ValueRef& b,
+                                               const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs) const {
+  if (b.kind == webgpu::ValueRef::Kind::Input && k.inputs.at(size_t(b.index)) >= 0) {
+    const PlanValue& v = value(k.inputs[size_t(b.index)]);
+    return {v.slot, &v.shape};
+  }
+  if (b.kind == webgpu::ValueRef::Kind::Output && size_t(b.index) < k.out_slots.size())
+    return {k.out_slots[size_t(b.index)], &outputs.at(size_t(b.index)).shape};
+  return {-1, nullptr};
+}
+
 // The kernel's dispatches with their bindings in appended buffers pitched, as the planner did
 // (record_dispatches), by the layouts this refresh gives those buffers.
 void Refresh::pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const {
@@ -267,16 +280,7 @@ void Refresh::pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const 
     std::vector<int> slots;
     std::vector<uint64_t> numel;
     for (const webgpu::ValueRef& b : d.bindings) {
-      int slot = -1;
-      const Shape* shape = nullptr;
-      if (b.kind == webgpu::ValueRef::Kind::Input && k.inputs.at(size_t(b.index)) >= 0) {
-        const PlanValue& v = value(k.inputs[size_t(b.index)]);
-        slot = v.slot;
-        shape = &v.shape;
-      } else if (b.kind == webgpu::ValueRef::Kind::Output && size_t(b.index) < k.out_slots.size()) {
-        slot = k.out_slots[size_t(b.index)];
-        shape = &ctx.outputs.at(size_t(b.index)).shape;
-      }
+      const auto [slot, shape] = bound_at(k, b, ctx.outputs);
       slots.push_back(slot);
       numel.push_back(shape ? uint64_t(shape_numel(*shape)) : 0);
     }
@@ -385,17 +389,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
       // keeps the pitches (pitch_bindings' words).
       const webgpu::DispatchSpec& d = same->dispatches[j];
       for (size_t b = 0; b < d.bindings.size(); ++b) {
-        const webgpu::ValueRef& ref = d.bindings[b];
-        int slot = -1;
-        const Shape* shape = nullptr;
-        if (ref.kind == webgpu::ValueRef::Kind::Input && k.inputs.at(size_t(ref.index)) >= 0) {
-          const PlanValue& v = value(k.inputs[size_t(ref.index)]);
-          slot = v.slot;
-          shape = &v.shape;
-        } else if (ref.kind == webgpu::ValueRef::Kind::Output && size_t(ref.index) < k.out_slots.size()) {
-          slot = k.out_slots[size_t(ref.index)];
-          shape = &same->results.at(size_t(ref.index)).shape;
-        }
+        const auto [slot, shape] = bound_at(k, d.bindings[b], same->results);
         const RowLayout* l = slot >= 0 ? layout_of(slot) : nullptr;
         if (!l) continue;
         const int at = d.program.tensors().at(b).pitch;

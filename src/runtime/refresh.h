@@ -59,6 +59,8 @@ class Refresh {
   void recall(size_t n, const KernelRecord& k);
   void pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const;
   const RowLayout* layout_of(int slot) const;
+  std::pair<int, const Shape*> bound_at(const KernelRecord& k, const webgpu::ValueRef& b,
+                                       const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs) const;
   void classify();
   // A kernel called again, or taken from the call of another record of the same function on the same
   // facts (a model repeats its layers): what changes in its record.
