@@ -2,12 +2,8 @@
 //
 // Times whole Session::run calls (input upload, GPU work, output readback); with --io bind, runs on
 // inputs copied to the GPU beforehand (run_on_device + one readback), as ONNX Runtime's IO binding
-// (ort_peer's --io bind) is timed. Besides the latency it
-// reports what one run costs in WebGPU calls. Those counts come from counting wrappers that this
-// command puts into the Dawn function table before the session exists (the engine calls Dawn only
-// through that table): queue submits, dispatches, queue writes (upload bytes), time blocked in
-// wgpuInstanceWaitAny (GPU work + readback the host waited for) and buffer creation. The wrappers
-// cost a counter increment and, for waits, two clock reads.
+// (ort_peer's --io bind) is timed. Besides the latency it reports what one run costs in WebGPU calls,
+// from the counting wrappers of dawn_counters.h.
 #include <sys/resource.h>
 #include <time.h>
 
@@ -22,6 +18,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "dawn_counters.h"
 #include "runtime/compare.h"
 #include "runtime/executor.h"
 #include "runtime/shared_device.h"
@@ -41,85 +38,6 @@ double process_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
-}
-
-// ---- Counting wrappers around the Dawn table --------------------------------------------------
-
-struct Counters {
-  uint64_t submits = 0;
-  uint64_t dispatches = 0;
-  uint64_t writes = 0;
-  uint64_t write_bytes = 0;
-  uint64_t buffers_created = 0;
-  uint64_t buffer_bytes_created = 0;
-  double wait_ms = 0;  // host time blocked in wgpuInstanceWaitAny
-  double submit_ms = 0;  // host time in wgpuQueueSubmit
-  double write_ms = 0;   // host time in wgpuQueueWriteBuffer, or filling the mapped upload buffer
-};
-Counters g_count;
-webgpu::Dawn g_real;  // the original entries
-
-void hooked_submit(WGPUQueue q, size_t n, const WGPUCommandBuffer* cmds) {
-  g_count.submits++;
-  auto t0 = Clock::now();
-  g_real.QueueSubmit(q, n, cmds);
-  g_count.submit_ms += ms_since(t0);
-}
-void hooked_dispatch(WGPUComputePassEncoder pass, uint32_t x, uint32_t y, uint32_t z) {
-  g_count.dispatches++;
-  g_real.ComputePassEncoderDispatchWorkgroups(pass, x, y, z);
-}
-void hooked_write(WGPUQueue q, WGPUBuffer b, uint64_t offset, const void* data, size_t size) {
-  g_count.writes++;
-  g_count.write_bytes += size;
-  auto t0 = Clock::now();
-  g_real.QueueWriteBuffer(q, b, offset, data, size);
-  g_count.write_ms += ms_since(t0);
-}
-// Writes over the device's upload ring go through a mapped upload buffer (webgpu::Device::write_staged):
-// counted as writes, from getting its mapped range to unmapping it (the host's copy into it).
-std::optional<Clock::time_point> g_mapped_for_write;
-void* hooked_mapped_range(WGPUBuffer b, size_t offset, size_t size) {
-  g_count.writes++;
-  g_count.write_bytes += size;
-  g_mapped_for_write = Clock::now();
-  return g_real.BufferGetMappedRange(b, offset, size);
-}
-void hooked_unmap(WGPUBuffer b) {
-  g_real.BufferUnmap(b);
-  if (g_mapped_for_write) g_count.write_ms += ms_since(*g_mapped_for_write);
-  g_mapped_for_write.reset();
-}
-WGPUWaitStatus hooked_wait(WGPUInstance inst, size_t n, WGPUFutureWaitInfo* infos, uint64_t timeout) {
-  auto t0 = Clock::now();
-  WGPUWaitStatus s = g_real.InstanceWaitAny(inst, n, infos, timeout);
-  g_count.wait_ms += ms_since(t0);
-  return s;
-}
-WGPUBuffer hooked_create_buffer(WGPUDevice dev, const WGPUBufferDescriptor* desc) {
-  WGPUBuffer b = g_real.DeviceCreateBuffer(dev, desc);
-  if (b && desc) {
-    g_count.buffers_created++;
-    g_count.buffer_bytes_created += desc->size;
-  }
-  return b;
-}
-
-// dawn() hands out a const reference to a table allocated once with `new` (not a const object), and
-// every engine call goes through that reference, so replacing entries here is seen everywhere.
-void install_hooks() {
-  static bool done = false;
-  if (done) return;
-  auto& table = const_cast<webgpu::Dawn&>(webgpu::dawn());
-  g_real = table;
-  table.QueueSubmit = hooked_submit;
-  table.ComputePassEncoderDispatchWorkgroups = hooked_dispatch;
-  table.QueueWriteBuffer = hooked_write;
-  table.BufferGetMappedRange = hooked_mapped_range;
-  table.BufferUnmap = hooked_unmap;
-  table.InstanceWaitAny = hooked_wait;
-  table.DeviceCreateBuffer = hooked_create_buffer;
-  done = true;
 }
 
 // ---- Statistics ------------------------------------------------------------------------------
@@ -193,7 +111,7 @@ struct BenchFlags {
   std::string io = "host";  // host: Session::run; bind: inputs on the GPU once, run_on_device + readback
 };
 
-// GPU time per op type and the slowest nodes, from a session with SessionOptions::profile.
+// GPU time per op type and the slowest nodes, from a second session with SessionOptions::profile.
 nlohmann::json profile_json(const std::string& model, SessionOptions options,
                             const std::unordered_map<std::string, Tensor>& feeds, int runs, size_t top) {
   options.profile = true;
@@ -201,41 +119,13 @@ nlohmann::json profile_json(const std::string& model, SessionOptions options,
   session.run(feeds);  // plans and records; not counted
   session.reset_profile();
   for (int i = 0; i < runs; ++i) session.run(feeds);
-  Profile p = session.profile();
-  std::map<std::string, std::pair<double, int>> by_op;  // op -> (ms, dispatches)
-  std::map<std::string, uint64_t> op_bytes;
-  for (const auto& n : p.nodes) {
-    by_op[n.op].first += n.gpu_ms;
-    by_op[n.op].second += n.dispatches;
-    op_bytes[n.op] += n.bytes;
-  }
-  // Achieved bandwidth: the bytes of the tensors a node's dispatches declare over its GPU time.
-  auto gb_per_s = [](uint64_t bytes, double ms) { return ms > 0 ? double(bytes) / (ms * 1e6) : 0.0; };
-  std::vector<std::pair<std::string, std::pair<double, int>>> ops(by_op.begin(), by_op.end());
-  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-  nlohmann::json j;
-  j["runs"] = p.runs;
-  j["gpu_ms_per_run"] = p.gpu_ms;
-  j["scope"] = "sum of per-dispatch GPU timestamps (each dispatch in a pass of its own), mean per run";
-  j["by_op"] = nlohmann::json::array();
-  for (const auto& [op, v] : ops)
-    j["by_op"].push_back({{"op", op}, {"gpu_ms", v.first}, {"dispatches", v.second},
-                          {"share", p.gpu_ms > 0 ? v.first / p.gpu_ms : 0}, {"bytes", op_bytes[op]},
-                          {"gb_per_s", gb_per_s(op_bytes[op], v.first)}});
-  std::vector<NodeTiming> nodes = p.nodes;
-  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
-  j["top_nodes"] = nlohmann::json::array();
-  for (size_t i = 0; i < nodes.size() && i < top; ++i)
-    j["top_nodes"].push_back({{"node", nodes[i].node}, {"op", nodes[i].op}, {"gpu_ms", nodes[i].gpu_ms},
-                              {"dispatches", nodes[i].dispatches}, {"bytes", nodes[i].bytes},
-                              {"gb_per_s", gb_per_s(nodes[i].bytes, nodes[i].gpu_ms)}});
-  return j;
+  return profile_summary(session.profile(), top);
 }
 
 void bench_command(const BenchFlags& f) {
   SessionOptions options = f.engine.options();
   const bool gpu = options.ep == "webgpu";
-  if (gpu) install_hooks();
+  if (gpu) install_counting_hooks();
 
   auto t_create = Clock::now();
   Session session(f.model, options);
@@ -269,19 +159,19 @@ void bench_command(const BenchFlags& f) {
       time_limited = true;
       break;
     }
-    Counters before = g_count;
+    DawnCounters before = counted();
     auto t0 = Clock::now();
     outs = run();
     double run_ms = ms_since(t0);
     ms.push_back(run_ms);
-    double w = g_count.wait_ms - before.wait_ms;
+    double w = counted().wait_ms - before.wait_ms;
     wait_ms.push_back(w);
     host_ms.push_back(run_ms - w);
-    submit_ms.push_back(g_count.submit_ms - before.submit_ms);
-    write_ms.push_back(g_count.write_ms - before.write_ms);
-    submits.push_back(double(g_count.submits - before.submits));
-    dispatches.push_back(double(g_count.dispatches - before.dispatches));
-    write_bytes.push_back(double(g_count.write_bytes - before.write_bytes));
+    submit_ms.push_back(counted().submit_ms - before.submit_ms);
+    write_ms.push_back(counted().write_ms - before.write_ms);
+    submits.push_back(double(counted().submits - before.submits));
+    dispatches.push_back(double(counted().dispatches - before.dispatches));
+    write_bytes.push_back(double(counted().write_bytes - before.write_bytes));
   }
   // CPU time of the whole process (every thread: ours, Dawn's, the driver's) per timed run: the host
   // cost of a run measured as the peer harness measures it.
@@ -337,8 +227,8 @@ void bench_command(const BenchFlags& f) {
         {"host_ms", stats(host_ms)},
         {"submit_ms", stats(submit_ms)},
         {"write_ms", stats(write_ms)},
-        {"buffers_created", g_count.buffers_created},
-        {"buffer_bytes_created", g_count.buffer_bytes_created},
+        {"buffers_created", counted().buffers_created},
+        {"buffer_bytes_created", counted().buffer_bytes_created},
     };
   } else {
     j["readback_only_ms_median"] = nullptr;
@@ -393,17 +283,7 @@ void bench_command(const BenchFlags& f) {
   if (j.contains("profile") && j["profile"].contains("skipped")) {
     std::printf("profile skipped: %s\n", j["profile"]["skipped"].get<std::string>().c_str());
   } else if (j.contains("profile")) {
-    const auto& p = j["profile"];
-    std::printf("GPU time per run (timestamps, %d runs): %.3f ms\n", p["runs"].get<int>(), p["gpu_ms_per_run"].get<double>());
-    for (const auto& o : p["by_op"])
-      std::printf("  %-24s %9.3f ms  %5.1f%%  %4d dispatches  %8.1f GB/s\n", o["op"].get<std::string>().c_str(),
-                  o["gpu_ms"].get<double>(), 100 * o["share"].get<double>(), o["dispatches"].get<int>(),
-                  o["gb_per_s"].get<double>());
-    std::printf("slowest nodes:\n");
-    for (const auto& n : p["top_nodes"])
-      std::printf("  %-40s %-20s %8.4f ms  %d dispatches  %9.3f MB  %8.1f GB/s\n", n["node"].get<std::string>().c_str(),
-                  n["op"].get<std::string>().c_str(), n["gpu_ms"].get<double>(), n["dispatches"].get<int>(),
-                  n["bytes"].get<uint64_t>() / 1e6, n["gb_per_s"].get<double>());
+    print_profile(j["profile"]);
   }
   if (j.contains("compare"))
     std::printf("compare with the data set: %s (max abs diff %g)\n", j["compare"]["passed"].get<bool>() ? "passed" : "FAILED",

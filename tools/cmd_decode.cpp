@@ -38,6 +38,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "dawn_counters.h"
 
 namespace onnxgpu::tools {
 
@@ -59,6 +60,8 @@ struct DecodeFlags {
   double rtol = 1e-3, atol = 1e-4;
   bool json = false;
   int64_t max_len = 0;  // GenAI-style: the static KV buffer's length (0: the loop's last length)
+  int profile_steps = 0;  // > 0: every dispatch timed (GPU timestamps) over the loop's last N steps
+  int profile_nodes = 15;
 };
 
 // Which inputs and outputs play which part (as ort_peer's decode_io).
@@ -168,6 +171,7 @@ struct StepRecord {
   double plan_ms = 0;      // host time the step spent planning or refreshing (0: a plain replay)
   int appended_in_place = 0;  // presents fed back whose past the step found in place (no copy)
   int dispatches = 0;
+  double wait_ms = 0;  // host time blocked in wgpuInstanceWaitAny (webgpu; the GPU work and the readback)
   std::vector<float> logits;  // last position's row
 };
 
@@ -225,6 +229,7 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     rec.past = past;
     rec.seq = int64_t(tokens.size());
     std::unordered_map<std::string, Tensor> feeds;
+    const double wait0 = counted().wait_ms;
     auto t0 = Clock::now();
     feeds[d.ids] = ids_tensor(tokens);
     if (!d.pos.empty()) feeds[d.pos] = pos_tensor(past, int64_t(tokens.size()));
@@ -251,6 +256,7 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
       r.present_shape = outs[d.present_of[0]].shape();
     }
     rec.ms = ms_since(t0);
+    rec.wait_ms = counted().wait_ms - wait0;
     first = false;
     PlanReport plan = s.last_plan();
     rec.replayed = plan.replayed;
@@ -277,6 +283,7 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     next = forced && !forced->steps.empty() ? forced->steps[0].token : argmax(r.prefill->logits);
   }
   for (int k = 0; k < f.steps; ++k) {
+    if (!forced && f.profile_steps > 0 && k == std::max(0, f.steps - f.profile_steps)) s.reset_profile();
     if (forced) {
       if (size_t(k) >= forced->steps.size()) break;
       next = forced->steps[size_t(k)].token;
@@ -360,6 +367,11 @@ void decode_command(const DecodeFlags& f) {
   if (f.prompt < 0) throw CLI::ValidationError("--prompt", "must be >= 0");
   SessionOptions options = f.engine.options();
   const bool gpu = options.ep == "webgpu";
+  if (gpu) install_counting_hooks();
+  if (f.profile_steps > 0) {
+    if (!gpu) throw CLI::ValidationError("--profile", "needs the webgpu execution provider");
+    options.profile = true;
+  }
 
   auto t_create = Clock::now();
   Session session(f.model, options);
@@ -376,7 +388,7 @@ void decode_command(const DecodeFlags& f) {
     shape[d.seq_axis] = 1;
     kv_bytes_per_position += uint64_t(shape_numel(shape)) * dtype_size(d.past_dtypes[k]);
   }
-  std::vector<double> timed, all_ms;
+  std::vector<double> timed, all_ms, wait_ms, host_ms;
   double kv_sum = 0;
   int replayed = 0, captured = 0, refreshed = 0, in_place = 0;
   double plan_ms_total = 0;
@@ -390,6 +402,8 @@ void decode_command(const DecodeFlags& f) {
     if (k >= 1) plan_ms_total += s.plan_ms;
     if (k >= 1) {  // steps 2..N, as ort_peer
       timed.push_back(s.ms);
+      wait_ms.push_back(s.wait_ms);
+      host_ms.push_back(s.ms - s.wait_ms);
       kv_sum += double(kv_bytes_per_position) * double(s.past);
     }
   }
@@ -422,6 +436,10 @@ void decode_command(const DecodeFlags& f) {
                         "logits readback + argmax"
                       : "Session::run with host tensors (presents back to the host) + argmax";
   loop["ms_per_step"] = st;
+  if (gpu) {
+    loop["wait_ms_per_step"] = stats(wait_ms);  // blocked on the GPU's work and the logits' readback
+    loop["host_ms_per_step"] = stats(host_ms);  // the rest: uploads, planning or refresh, encoding, submits
+  }
   loop["first_step_ms"] = r.steps[0].ms;
   loop["prefill"] = r.prefill ? nlohmann::json{{"tokens", f.prompt}, {"ms", r.prefill->ms}, {"replayed", r.prefill->replayed},
                                                {"past", r.prefill->past}}
@@ -453,6 +471,11 @@ void decode_command(const DecodeFlags& f) {
   loop["present_shape"] = r.present_shape;
   loop["dispatches_last_step"] = r.steps.back().dispatches;
   j["decode_loop"] = loop;
+  if (f.profile_steps > 0) {
+    j["profile"] = profile_summary(session.profile(), size_t(f.profile_nodes));
+    j["profile"]["note"] = "every dispatch in a pass of its own between timestamps: the loop's times above are not "
+                           "representative";
+  }
   j["plan"] = plan_json(r.last_plan);
   j["plan_family"] = {{"refreshed", r.last_plan.refreshed},          {"symbolic_dims", r.last_plan.symbolic_dims},
                       {"guarded_nodes", r.last_plan.guarded_nodes},  {"capacity_growths", r.last_plan.capacity_growths},
@@ -502,6 +525,9 @@ void decode_command(const DecodeFlags& f) {
     std::printf("first step %.3f ms; ms per step (steps 2..N): median %.3f  min %.3f  max %.3f  -> %.1f tokens/s\n",
                 r.steps[0].ms, median, timed.empty() ? median : st["min"].get<double>(),
                 timed.empty() ? median : st["max"].get<double>(), loop["tokens_per_s"].get<double>());
+    if (gpu && !timed.empty())
+      std::printf("of which blocked on the GPU and the readback: median %.3f ms; host: median %.3f ms\n",
+                  loop["wait_ms_per_step"]["median"].get<double>(), loop["host_ms_per_step"]["median"].get<double>());
     std::printf("steps replayed %d of %zu (refreshed for new sizes %d, captured %d); planning %.3f ms per step (mean, "
                 "steps 2..N)\n",
                 replayed, r.steps.size(), refreshed, captured, loop["plan_ms_per_step_mean"].get<double>());
@@ -515,6 +541,7 @@ void decode_command(const DecodeFlags& f) {
     std::printf("tokens:");
     for (size_t k = 0; k < tokens.size() && k < 32; ++k) std::printf(" %lld", (long long)tokens[k]);
     std::printf("%s\n", tokens.size() > 32 ? " ..." : "");
+    if (j.contains("profile")) print_profile(j["profile"]);
     if (check)
       std::printf("check against %s: %s (max abs diff %g over %d steps%s%s)\n", j["check"]["reference"].get<std::string>().c_str(),
                   check->allclose && check->argmax_match ? "match" : "MISMATCH", check->max_abs, check->steps_compared,
@@ -550,6 +577,11 @@ void add_decode_command(CLI::App& app) {
                   "GenAI-style models (attention_mask, past_key_values.*): the static KV buffer's length (default: "
                   "past start + prompt + steps)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--profile", f->profile_steps,
+                  "time every GPU dispatch over the loop's last N steps (GPU timestamps; slows the loop): time per op")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--profile-nodes", f->profile_nodes, "how many of the slowest nodes the profile lists (default 15)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", f->json, "JSON output");
   cmd->callback([f] { decode_command(*f); });
 }
