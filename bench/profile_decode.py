@@ -31,6 +31,7 @@ def main():
     ap.add_argument("--profile-steps", type=int, default=8)
     ap.add_argument("--models-root", default=os.path.join(HERE, "models"))
     ap.add_argument("--out", help="folder for each loop's JSON")
+    ap.add_argument("--timed-only", action="store_true", help="no profiled loop")
     ap.add_argument("--extra", default="", help="more onnxgpu decode flags, space-separated (e.g. --config k=v)")
     a = ap.parse_args()
 
@@ -56,7 +57,9 @@ def main():
         loop = ["--steps", str(a.steps), "--past-start", str(a.past_start)]
         if m == "genai":
             loop += ["--max-len", str(a.past_start + a.steps + 1)]
-        for label, extra in (("timed", []), ("profiled", ["--profile", str(a.profile_steps), "--profile-nodes", "30"])):
+        loops = [("timed", [])] + ([] if a.timed_only else
+                                   [("profiled", ["--profile", str(a.profile_steps), "--profile-nodes", "30"])])
+        for label, extra in loops:
             cmd = [og, "decode", paths[m], "--ep", "webgpu", "--capture"] + loop + extra + a.extra.split()
             print(f"== {m} {label}: {' '.join(cmd)}", flush=True)
             p = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True)

@@ -13,6 +13,7 @@ namespace onnxgpu::runtime {
 namespace {
 
 constexpr size_t kFirstChunk = 8;  // dispatches of a segment's first submit
+constexpr uint64_t kReadWithRun = 4 << 20;  // run_on_device: output bytes read back with the run
 
 // $ONNXGPU_CHUNKED_SUBMITS=0 submits each segment at once (for measuring what chunking buys).
 bool chunked_submits() {
@@ -173,6 +174,12 @@ std::vector<Tensor> Replay::finish_on_host(size_t from) {
 std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   webgpu::Device& dev = *plan_.device;
   std::vector<std::shared_ptr<DeviceTensor::Storage>> kept;
+  // Small outputs are also read back in the run's own wait (with the status records), so that reading
+  // one (a decode step's logits) costs no second round trip; up to kReadWithRun bytes in all.
+  std::vector<webgpu::ReadRequest> reads;
+  std::vector<std::pair<size_t, std::vector<std::byte>>> read_with_run;  // (output, its GPU bytes)
+  read_with_run.reserve(plan_.outputs.size());
+  uint64_t read_bytes = 0;
   auto copy_outputs = [&](webgpu::CommandBatch& batch) {  // each output into a buffer of its own
     for (const OutputSource& o : plan_.outputs) {
       if (const Resident* r = plan_.resident_at(o.slot)) {  // handed out as it lies: no copy
@@ -188,13 +195,22 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
         GpuUpload u = to_gpu(*o.constant, policy_, "output");
         if (u.bytes) dev.write(st->buffer.get(), u.data, u.bytes);
       } else if (bytes) {
-        batch.copy(plan_.slots[size_t(o.slot)].buffer->get(), 0, st->buffer.get(), 0, (bytes + 3) / 4 * 4);
+        WGPUBuffer slot = plan_.slots[size_t(o.slot)].buffer->get();
+        batch.copy(slot, 0, st->buffer.get(), 0, (bytes + 3) / 4 * 4);
+        if (read_bytes + bytes <= kReadWithRun) {
+          read_bytes += bytes;
+          read_with_run.emplace_back(kept.size(), std::vector<std::byte>(bytes));
+          reads.push_back({slot, 0, bytes, read_with_run.back().second.data()});
+        }
       }
       kept.push_back(st);
     }
   };
-  std::vector<webgpu::ReadRequest> reads;
   finish(from, copy_outputs, reads);
+  for (auto& [k, data] : read_with_run) {
+    const OutputSource& o = plan_.outputs[k];
+    kept[k]->host = std::make_shared<const Tensor>(from_gpu(data.data(), o.dtype, o.shape, policy_));
+  }
   for (const Resident& r : plan_.residents)  // the newest present of each appended buffer
     r.storage->filled = plan_.outputs.at(r.pair.output_index).shape.at(size_t(r.axis));
   std::vector<DeviceTensor> outputs;

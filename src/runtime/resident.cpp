@@ -54,6 +54,7 @@ RowLayout row_layout(const Shape& shape, int64_t axis, int64_t rows) {
 
 Tensor read_device_tensor(const DeviceTensor& t) {
   const DeviceTensor::Storage& st = *t.storage();
+  if (st.host) return st.host->clone();
   const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
   std::vector<std::byte> data(bytes);
   if (st.pitch_axis < 0) {
@@ -78,7 +79,7 @@ std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors) {
   webgpu::Device* device = nullptr;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const DeviceTensor::Storage& st = *tensors[i].storage();
-    if (st.pitch_axis >= 0 || (device && device != st.device.get())) continue;  // read alone, below
+    if (st.host || st.pitch_axis >= 0 || (device && device != st.device.get())) continue;  // alone, below
     device = st.device.get();
     data[i].resize(gpu_bytes(tensors[i].dtype(), tensors[i].shape(), st.policy));
     if (!data[i].empty()) reads.push_back({st.buffer.get(), 0, data[i].size(), data[i].data()});
@@ -87,7 +88,7 @@ std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const DeviceTensor& t = tensors[i];
     const DeviceTensor::Storage& st = *t.storage();
-    if (st.pitch_axis < 0 && st.device.get() == device) out[i] = from_gpu(data[i].data(), t.dtype(), t.shape(), st.policy);
+    if (!st.host && st.pitch_axis < 0 && st.device.get() == device) out[i] = from_gpu(data[i].data(), t.dtype(), t.shape(), st.policy);
     else out[i] = read_device_tensor(t);
   }
   return out;

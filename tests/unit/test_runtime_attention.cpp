@@ -89,6 +89,16 @@ TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
     EXPECT_EQ(p.dispatches, 1);
     EXPECT_EQ(p.fused_nodes, 9);
   }
+  // A decode step's shape: one query row over many keys splits the keys over workgroups (the
+  // attention, then the combine of the chunks): 2 dispatches, the same results.
+  const int64_t lk = 300;
+  Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));
+  for (int64_t j = 0; j < lk; j += 7) mask.data<float>()[j] = -10000.0f;
+  Plan p = check("bert 1x300", b.bytes(),
+                 {{"q", floats({B, 1, H, D}, 4, 2.0f)}, {"k", floats({B, lk, H, D}, 5, 2.0f)},
+                  {"v", floats({B, lk, H, Dv}, 6)}, {"mask", mask}});
+  EXPECT_EQ(p.dispatches, 2);
+  EXPECT_EQ(p.fused_nodes, 9);
 }
 
 // GPT-2's attention: scores scaled by a Mul, the future masked by Where(causal condition, -inf or the

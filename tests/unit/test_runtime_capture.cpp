@@ -10,6 +10,7 @@
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
 #include "runtime/gpu_values.h"
+#include "runtime/shared_device.h"
 
 using namespace onnxgpu;
 using onnxgpu::testing::ModelBuilder;
@@ -346,6 +347,40 @@ TEST(RuntimeIoBinding, OutputsStayOnTheGpuAndFeedTheNextRun) {
   EXPECT_EQ(host.data<int64_t>()[2], 35);
   Session c = Session::from_bytes(b.bytes(), cpu());
   EXPECT_THROW(c.run_on_device({{"state", step}, {"step", step}}), InvalidArgument);
+}
+
+// A small output of run_on_device is read back in the run's own wait (its to_host() waits for
+// nothing); a large one is read when asked. Both read the values of the run that made them, and what
+// to_host() returns is the caller's own copy.
+TEST(RuntimeIoBinding, SmallOutputsAreReadWithTheRun) {
+  SKIP_WITHOUT_GPU();
+  const int64_t rows = (int64_t(4) << 20) / 16 + 1;  // [rows, 4] floats: over what a run reads with itself
+  ModelBuilder b;
+  b.input("x", DType::Float32, {4}).input("shape", DType::Int64, {2});
+  b.node("Relu", {"x"}, {"small"});
+  b.node("Expand", {"x", "shape"}, {"wide"});
+  b.node("Reshape", {"wide", "flat"}, {"large"});
+  b.initializer("flat", Tensor::from_vector<int64_t>({1}, {-1}));
+  b.output("small", DType::Float32).output("large", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  const Tensor shape = Tensor::from_vector<int64_t>({2}, {rows, 4});
+  auto first = g.run_on_device({{"x", Tensor::from_vector<float>({4}, {-1, 2, -3, 4})}, {"shape", shape}});
+  auto second = g.run_on_device({{"x", Tensor::from_vector<float>({4}, {5, -6, 7, -8})}, {"shape", shape}});
+  EXPECT_TRUE(g.last_plan().replayed);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_NE(first[0].storage()->host, nullptr);   // read with its run
+  EXPECT_EQ(first[1].storage()->host, nullptr);   // too large: read when asked
+  Tensor a = first[0].to_host();
+  EXPECT_EQ(a.data<float>()[1], 2.0f);
+  a.data<float>()[1] = 99.0f;  // the caller's copy
+  EXPECT_EQ(first[0].to_host().data<float>()[1], 2.0f);
+  EXPECT_EQ(second[0].to_host().data<float>()[0], 5.0f);
+  EXPECT_EQ(second[0].to_host().data<float>()[3], 0.0f);
+  std::vector<Tensor> both = DeviceTensor::to_host(second);
+  EXPECT_EQ(both[0].data<float>()[2], 7.0f);
+  ASSERT_EQ(both[1].numel(), rows * 4);
+  EXPECT_EQ(both[1].data<float>()[rows * 4 - 1], -8.0f);
+  EXPECT_EQ(first[1].to_host().data<float>()[0], -1.0f);
 }
 
 TEST(RuntimeCapture, ShapeLikeGraphInputsKeyThePlanOnTheirValues) {

@@ -126,6 +126,7 @@ void fused_attention(GpuKernelContext& ctx) {
   spec.D = s.D;
   spec.Lk = s.Lk;
   spec.Dv = s.Dv;
+  spec.split = true;  // a decode step's few rows over many keys
   // The score: the expression over the product p and its inputs (constant scalars as literals).
   for (size_t x = 0; x < steps.num_inputs(); ++x) {
     std::string n = FusedSteps::input_name(x);

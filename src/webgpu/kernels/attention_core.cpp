@@ -13,9 +13,11 @@ using strided::Layout;
 
 constexpr uint32_t kCols = 64;  // DV: output columns per workgroup (4 per lane)
 
-// $ONNXGPU_ATTENTION_ROWS=8 and $ONNXGPU_ATTENTION_KEYS=64, read once: tile shapes for measuring.
+// $ONNXGPU_ATTENTION_ROWS=8, $ONNXGPU_ATTENTION_KEYS=64 and $ONNXGPU_ATTENTION_CHUNK=<keys>, read once:
+// tile shapes and a split's smallest chunk, for measuring.
 struct TileKnobs {
   bool rows8 = false, keys64 = false;
+  uint32_t chunk = 0;  // 0: the default
 };
 const TileKnobs& tile_knobs() {
   static const TileKnobs knobs = [] {
@@ -23,7 +25,9 @@ const TileKnobs& tile_knobs() {
       const char* e = std::getenv(name);
       return e && std::string(e) == value;
     };
-    return TileKnobs{is("ONNXGPU_ATTENTION_ROWS", "8"), is("ONNXGPU_ATTENTION_KEYS", "64")};
+    const char* chunk = std::getenv("ONNXGPU_ATTENTION_CHUNK");
+    return TileKnobs{is("ONNXGPU_ATTENTION_ROWS", "8"), is("ONNXGPU_ATTENTION_KEYS", "64"),
+                     chunk ? uint32_t(std::strtoul(chunk, nullptr, 10)) : 0u};
   }();
   return knobs;
 }
@@ -57,15 +61,17 @@ Tile choose_tile(const GpuKernelContext& ctx, bool few_rows) {
   return t;
 }
 
-// The keys of a split: NC chunks of CK keys (a multiple of BK), at least 128 keys a chunk and at most
-// 64 chunks.
+// The keys of a split: NC chunks of CK keys (a multiple of BK), at least kMinChunk keys a chunk
+// ($ONNXGPU_ATTENTION_CHUNK) and at most 64 chunks.
 struct Split {
   uint32_t chunks = 1, keys = 0;
 };
+constexpr uint64_t kMinChunk = 128;
 Split choose_split(const Spec& s, const Tile& t) {
   Split sp;
   const uint64_t lk = uint64_t(std::max<int64_t>(s.Lk, 1));
-  uint64_t per = std::max<uint64_t>(128, (lk + 63) / 64);
+  const uint64_t least = tile_knobs().chunk ? tile_knobs().chunk : kMinChunk;
+  uint64_t per = std::max<uint64_t>(least, (lk + 63) / 64);
   per = (per + t.keys - 1) / t.keys * t.keys;
   sp.chunks = uint32_t((lk + per - 1) / per);
   sp.keys = uint32_t(per);
@@ -352,9 +358,15 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   for (int64_t v : {s.Lq, s.D, s.Lk, s.Dv}) strided::u32_dim(ctx, v, "an attention dimension");
   for (const Matrix* m : {&s.q, &s.k, &s.v, &s.y}) strided::u32_dim(ctx, int64_t(m->t.numel), "an attention operand");
   const uint64_t z_count = uint64_t(shape_numel(s.batch));
-  const bool split = s.split && s.Lq <= 8;
+  // A split where it gives more than one chunk (the combine is a dispatch of its own).
+  bool split = s.split && s.Lq <= 8;
   Tile t = choose_tile(ctx, split);
-  const Split sp = split ? choose_split(s, t) : Split{};
+  Split sp = split ? choose_split(s, t) : Split{};
+  if (split && sp.chunks < 2) {
+    split = false;
+    t = choose_tile(ctx, false);
+    sp = Split{};
+  }
   uint64_t gx = (uint64_t(s.Dv) + kCols - 1) / kCols, gy = (uint64_t(s.Lq) + t.rows - 1) / t.rows, gz = z_count * sp.chunks;
   if (gx > max_grid(ctx) || gy > max_grid(ctx) || gz > max_grid(ctx)) ctx.unsupported("attention too large for the device's grid");
   const size_t tensors = 4 + s.inputs.size() + s.extras.size() + (split ? 1 : 0);
