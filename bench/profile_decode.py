@@ -72,7 +72,8 @@ def main():
                     json.dump(j, f, indent=1)
             lp = j["decode_loop"]
             print(f"ms/step {lp['ms_per_step']['median']:.3f}  wait {lp['wait_ms_per_step']['median']:.3f}  host "
-                  f"{lp['host_ms_per_step']['median']:.3f}  dispatches {lp['dispatches_last_step']}  replayed "
+                  f"{lp['host_ms_per_step']['median']:.3f} (submit {lp['submit_ms_per_step']['median']:.3f}, writes "
+                  f"{lp['write_ms_per_step']['median']:.3f})  dispatches {lp['dispatches_last_step']}  replayed "
                   f"{lp['replayed_steps']}/{lp['steps']}  refreshed {lp['refreshed_steps']}  plan ms/step "
                   f"{lp['plan_ms_per_step_mean']:.3f}", flush=True)
             if "profile" in j:

@@ -171,7 +171,9 @@ struct StepRecord {
   double plan_ms = 0;      // host time the step spent planning or refreshing (0: a plain replay)
   int appended_in_place = 0;  // presents fed back whose past the step found in place (no copy)
   int dispatches = 0;
-  double wait_ms = 0;  // host time blocked in wgpuInstanceWaitAny (webgpu; the GPU work and the readback)
+  double wait_ms = 0;    // host time blocked in wgpuInstanceWaitAny (webgpu; the GPU work and the readback)
+  double submit_ms = 0;  // host time in wgpuQueueSubmit (Dawn's translation of the commands)
+  double write_ms = 0;   // host time writing inputs and uniforms
   std::vector<float> logits;  // last position's row
 };
 
@@ -229,7 +231,7 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     rec.past = past;
     rec.seq = int64_t(tokens.size());
     std::unordered_map<std::string, Tensor> feeds;
-    const double wait0 = counted().wait_ms;
+    const DawnCounters before = counted();
     auto t0 = Clock::now();
     feeds[d.ids] = ids_tensor(tokens);
     if (!d.pos.empty()) feeds[d.pos] = pos_tensor(past, int64_t(tokens.size()));
@@ -256,7 +258,9 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
       r.present_shape = outs[d.present_of[0]].shape();
     }
     rec.ms = ms_since(t0);
-    rec.wait_ms = counted().wait_ms - wait0;
+    rec.wait_ms = counted().wait_ms - before.wait_ms;
+    rec.submit_ms = counted().submit_ms - before.submit_ms;
+    rec.write_ms = counted().write_ms - before.write_ms;
     first = false;
     PlanReport plan = s.last_plan();
     rec.replayed = plan.replayed;
@@ -388,7 +392,7 @@ void decode_command(const DecodeFlags& f) {
     shape[d.seq_axis] = 1;
     kv_bytes_per_position += uint64_t(shape_numel(shape)) * dtype_size(d.past_dtypes[k]);
   }
-  std::vector<double> timed, all_ms, wait_ms, host_ms;
+  std::vector<double> timed, all_ms, wait_ms, host_ms, submit_ms, write_ms;
   double kv_sum = 0;
   int replayed = 0, captured = 0, refreshed = 0, in_place = 0;
   double plan_ms_total = 0;
@@ -404,6 +408,8 @@ void decode_command(const DecodeFlags& f) {
       timed.push_back(s.ms);
       wait_ms.push_back(s.wait_ms);
       host_ms.push_back(s.ms - s.wait_ms);
+      submit_ms.push_back(s.submit_ms);
+      write_ms.push_back(s.write_ms);
       kv_sum += double(kv_bytes_per_position) * double(s.past);
     }
   }
@@ -439,6 +445,8 @@ void decode_command(const DecodeFlags& f) {
   if (gpu) {
     loop["wait_ms_per_step"] = stats(wait_ms);  // blocked on the GPU's work and the logits' readback
     loop["host_ms_per_step"] = stats(host_ms);  // the rest: uploads, planning or refresh, encoding, submits
+    loop["submit_ms_per_step"] = stats(submit_ms);  // of which in wgpuQueueSubmit
+    loop["write_ms_per_step"] = stats(write_ms);    // of which writing inputs and uniforms
   }
   loop["first_step_ms"] = r.steps[0].ms;
   loop["prefill"] = r.prefill ? nlohmann::json{{"tokens", f.prompt}, {"ms", r.prefill->ms}, {"replayed", r.prefill->replayed},
