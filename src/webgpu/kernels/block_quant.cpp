@@ -237,7 +237,7 @@ std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSetti
   // About `words` words of the row per invocation; at least 8 invocations per row (coalesced reads).
   g.kt = std::clamp(pow2_ceil((kw + s.words - 1) / s.words), std::min(8u, g.wg), g.wg);
   g.cpi = s.cpi;
-  while (g.cpi > 1 && (uint64_t(q.N) + g.per_group() - 1) / g.per_group() < s.target) g.cpi /= 2;
+  while (g.cpi > 1 && (uint64_t(q.N) + g.per_group() - 1) / g.per_group() < s.target) g.cpi /= 2;  // more workgroups
   // Workgroup memory: the partial sums (cpi per invocation), then A's slice: vals + 1 floats per word
   // and row (the values and their sum).
   const uint64_t red = uint64_t(g.cpi) * g.wg * 4, per_word = uint64_t(rows) * (vals + 1) * 4;
@@ -248,7 +248,14 @@ std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSetti
   // than `words` per invocation (registers: every invocation holds its slice's words at once).
   g.sw = std::max(g.kt, std::min({pow2_floor(sw_max), pow2_ceil(kw), g.kt * s.words}));
   g.u = g.sw / g.kt;
-  g.groups = (uint64_t(q.N) + g.per_group() - 1) / g.per_group();
+  // A grid still short of the target (few columns, e.g. a [2048, 512] product) gives more invocations
+  // to each row while each keeps 2 words of the slice or more.
+  auto groups = [&] { return (uint64_t(q.N) + g.per_group() - 1) / g.per_group(); };
+  while (groups() < s.target && g.u > 2 && g.kt < g.wg) {
+    g.kt *= 2;
+    g.u /= 2;
+  }
+  g.groups = groups();
   return g;
 }
 
