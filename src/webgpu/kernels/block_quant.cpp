@@ -184,7 +184,8 @@ struct RowsSettings {
   uint32_t words = 8;      // words of a row each invocation reads (per column): fewer invocations per row
                            // for a short row, more for a long one
   uint32_t mem = 32768;    // at most this much workgroup memory (and never more than the device allows)
-  uint32_t target = 256;   // fewer columns per invocation while the grid has fewer workgroups than this
+  uint32_t target = 256;   // a grid of fewer workgroups than this takes fewer columns per invocation,
+                           // then more invocations per row
 };
 
 RowsSettings rows_settings() {
@@ -205,7 +206,7 @@ RowsSettings rows_settings() {
       const uint32_t v = uint32_t(std::min<unsigned long long>(std::strtoull(item.c_str() + eq + 1, nullptr, 10), 1u << 20));
       if (v == 0) continue;
       if (key == "cpi") r.cpi = std::min(v, 4u);
-      else if (key == "words") r.words = pow2_floor(std::min(v, 64u));
+      else if (key == "words") r.words = pow2_floor(std::min(v, 16u));  // the body is unrolled over them
       else if (key == "mem") r.mem = v;
       else if (key == "target") r.target = v;
     }
