@@ -107,6 +107,28 @@ TEST(GpuBlockQuant, ProductsMatchTheCpu) {
   }
 }
 
+// The rows kernel's edges (M <= 4; its shape comes from the sizes and the device's workgroup memory,
+// 32 KiB on SwiftShader, 16 KiB at the least): several K-slices with a last one of a single word (K
+// 4100: 1025 words at 8 bits, 513 at 4), K shorter than one block (20 at block 16), K no multiple of
+// the block or the word, 2 columns per invocation with the last workgroup partial (N 515, 1030 and 4099
+// take 2, 4 and 16 columns per workgroup), a row shared by 256, 128, 32 and fewer invocations (one or
+// two levels of partial sums), M 1..4 with every bit width and zero-point form, bias, float16 A.
+TEST(GpuBlockQuant, RowsKernelEdgesMatchTheCpu) {
+  const std::vector<NBits> cases = {
+      {2, 4100, 515, 8, 16, Zp::Packed, true},    {1, 4100, 1030, 4, 32, Zp::None, true},
+      {1, 1100, 4099, 4, 64, Zp::Float},          {4, 700, 45, 2, 16, Zp::Packed, true},
+      {3, 20, 33, 4, 16, Zp::Float},              {4, 2048, 301, 4, 128, Zp::None, false, DType::Float16},
+      {2, 1000, 71, 8, 256, Zp::Float, true},     {3, 530, 130, 2, 64, Zp::None},
+  };
+  for (const NBits& c : cases) {
+    std::vector<Operand> in;
+    const std::string model = nbits_model(c, in);
+    SessionOptions o = testing::webgpu_options();
+    o.int64.fail_loud = true;
+    testing::check_against_cpu(c.name(), model, in, o, expect_close, 1);
+  }
+}
+
 // The plan's buffers hold A and Y, never the dequantized weights: B's 4-bit blob (128 KB here) is bound
 // as it was uploaded, where a float32 copy would take 1 MB.
 TEST(GpuBlockQuant, WeightsStayPacked) {

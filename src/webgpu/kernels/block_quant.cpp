@@ -8,9 +8,21 @@
 // block's words contiguous (a block is 16 values or more, so a word never straddles two blocks; word w
 // of a row holds values w * VALS ...). Two kernels:
 // - rows (M <= kRowsMax: a decode step's product, bound by reading B): each output column is a dot
-//   product along a row of B; KT invocations share a row, reading neighbouring words (U words in
-//   flight each before they compute), and add their partial sums in workgroup memory (a tree); a
-//   workgroup takes WG / KT rows. A's few rows come from the cache.
+//   product along a row of B. KT invocations share a row, reading neighbouring words (a warp reads a
+//   contiguous run of the row), each CPI rows at once (the same words of CPI rows: every value of A
+//   read serves CPI columns); a workgroup takes (WG / KT) * CPI rows. K goes by slices of SW words: an
+//   invocation first loads its U = SW / KT words of the slice in each of its rows (all in flight at
+//   once) with their blocks' scales, then the workgroup stages A's slice in workgroup memory (each
+//   word's values as vec4s, zeros past K, and their sum), then every invocation computes. A value q is
+//   taken out of its word as the float 1 + q / 2^bits (q moved under the exponent of 1.0: a shift and
+//   a mask, no integer-to-float conversion), so a word's products are
+//     sum (q - z) s a = s 2^bits dot(a, q') - s (2^bits + z) sum(a)
+//   two vec4 dot products (at 4 bits) and two multiply-adds per word and row of A. The KT partial sums
+//   of a column are added in workgroup memory (levels of 16). The shape (rows_shape) comes from the
+//   device's limits (workgroup memory: the slice is as long as it allows, at most what the row has) and
+//   the product's sizes; $ONNXGPU_NBITS_ROWS=old selects the previous kernel (A read per value from
+//   global memory, a scale per word) for timing the two side by side, or overrides the shape's settings
+//   (RowsSettings).
 // - tiled (larger M, a prompt): each workgroup computes a TM x TN tile of the output through K-slices
 //   of TK values: A's slice goes into workgroup memory as it is, B's is dequantized as it is loaded
 //   (each invocation unpacks whole words), then every invocation accumulates RM x 4 outputs.
@@ -21,6 +33,9 @@
 // family's to_i64 (a replay takes new indices, int64 ones beyond 32 bits included) and one outside the
 // data's rows is flagged: the run fails naming the node and the index, as on the CPU.
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "ops/block_quant.h"
@@ -99,8 +114,9 @@ std::string nbits_name(const P& q) {
   return "_b" + std::to_string(q.bits) + zp + (q.bias ? "_bias" : "");
 }
 
-// The rows kernel (see the top of the file).
-void nbits_rows(GpuKernelContext& ctx, const P& q) {
+// The previous rows kernel ($ONNXGPU_NBITS_ROWS=old, for timing the two side by side): KT invocations
+// share a row, each loading U words and then, per value, A from global memory and its block's scale.
+void nbits_rows_old(GpuKernelContext& ctx, const P& q) {
   const Limits& l = ctx.limits;
   const uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
   const uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
@@ -157,6 +173,224 @@ void nbits_rows(GpuKernelContext& ctx, const P& q) {
   p.body(b);
   uint32_t gx = 1, gy = 1;
   grid_for(groups * wg, wg, l, gx, gy);
+  ctx.dispatch(p, binds, gx, gy);
+}
+
+// The rows kernel's settings: $ONNXGPU_NBITS_ROWS (read once), "old" for the previous kernel, or any of
+// "cpi=2,words=8,mem=32768,target=256" for measuring on a device (RowsSettings).
+struct RowsSettings {
+  bool old = false;
+  uint32_t cpi = 2;        // columns (rows of B) per invocation: each value of A staged serves this many
+  uint32_t words = 8;      // words of a row each invocation reads (per column): fewer invocations per row
+                           // for a short row, more for a long one
+  uint32_t mem = 32768;    // at most this much workgroup memory (and never more than the device allows)
+  uint32_t target = 256;   // a grid of fewer workgroups than this takes fewer columns per invocation,
+                           // then more invocations per row
+};
+
+RowsSettings rows_settings() {
+  static const RowsSettings s = [] {
+    RowsSettings r;
+    const char* e = std::getenv("ONNXGPU_NBITS_ROWS");
+    if (!e || !*e) return r;
+    std::string text = e;
+    if (text == "old") {
+      r.old = true;
+      return r;
+    }
+    std::stringstream items(text);
+    for (std::string item; std::getline(items, item, ',');) {
+      size_t eq = item.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = item.substr(0, eq);
+      const uint32_t v = uint32_t(std::min<unsigned long long>(std::strtoull(item.c_str() + eq + 1, nullptr, 10), 1u << 20));
+      if (v == 0) continue;
+      if (key == "cpi") r.cpi = std::min(v, 4u);
+      else if (key == "words") r.words = pow2_floor(std::min(v, 16u));  // the body is unrolled over them
+      else if (key == "mem") r.mem = v;
+      else if (key == "target") r.target = v;
+    }
+    return r;
+  }();
+  return s;
+}
+
+// The rows kernel's shape for one product (see the top of the file).
+struct RowsShape {
+  uint32_t wg = 256;   // invocations per workgroup
+  uint32_t kt = 32;    // invocations per row of B
+  uint32_t cpi = 2;    // rows of B (output columns) per invocation
+  uint32_t sw = 256;   // words of a row per K-slice: A's slice of sw * VALS values per row is staged
+  uint32_t u = 8;      // words each invocation reads per slice and column: sw / kt
+  uint64_t groups = 1;
+  uint32_t per_group() const { return (wg / kt) * cpi; }
+};
+
+std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSettings& s) {
+  RowsShape g;
+  const uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
+  const uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
+  const uint32_t limit = l.max_compute_workgroup_storage_size ? l.max_compute_workgroup_storage_size : 16384;
+  const uint32_t mem = std::min(limit, s.mem);
+  const uint32_t vals = 32 / uint32_t(q.bits), rows = uint32_t(q.M);
+  const uint64_t kw = (uint64_t(q.K) + vals - 1) / vals;
+  g.wg = pow2_floor(std::min({256u, inv, wx}));
+  // About `words` words of the row per invocation; at least 8 invocations per row (coalesced reads).
+  g.kt = std::clamp(pow2_ceil((kw + s.words - 1) / s.words), std::min(8u, g.wg), g.wg);
+  g.cpi = s.cpi;
+  while (g.cpi > 1 && (uint64_t(q.N) + g.per_group() - 1) / g.per_group() < s.target) g.cpi /= 2;  // more workgroups
+  // Workgroup memory: the partial sums (cpi per invocation), then A's slice: vals + 1 floats per word
+  // and row (the values and their sum).
+  const uint64_t red = uint64_t(g.cpi) * g.wg * 4, per_word = uint64_t(rows) * (vals + 1) * 4;
+  if (red + per_word * std::min(8u, g.wg) > mem) return std::nullopt;
+  const uint32_t sw_max = uint32_t(std::min<uint64_t>((mem - red) / per_word, 1u << 20));
+  g.kt = std::min(g.kt, pow2_floor(sw_max));
+  // The slice: as many words as fit, no more than the row has (rounded up to the invocations), nor more
+  // than `words` per invocation (registers: every invocation holds its slice's words at once).
+  g.sw = std::max(g.kt, std::min({pow2_floor(sw_max), pow2_ceil(kw), g.kt * s.words}));
+  g.u = g.sw / g.kt;
+  // A grid still short of the target (few columns, e.g. a [2048, 512] product) gives more invocations
+  // to each row while each keeps 2 words of the slice or more.
+  auto groups = [&] { return (uint64_t(q.N) + g.per_group() - 1) / g.per_group(); };
+  while (groups() < s.target && g.u > 2 && g.kt < g.wg) {
+    g.kt *= 2;
+    g.u /= 2;
+  }
+  g.groups = groups();
+  return g;
+}
+
+// The rows kernel (see the top of the file).
+void nbits_rows(GpuKernelContext& ctx, const P& q, const RowsShape& g) {
+  const uint32_t bits = uint32_t(q.bits), vals = 32 / bits, parts = vals / 4, rows = uint32_t(q.M);
+  const uint32_t R = g.wg / g.kt;  // rows of B per column step of the workgroup
+  auto n_ = [](uint32_t v) { return std::to_string(v); };
+  auto p = ctx.program("rows2_" + n_(g.kt) + "x" + n_(R) + "x" + n_(g.cpi) + "_u" + n_(g.u) + "_m" + n_(rows) +
+                           nbits_name(q),
+                       g.wg);
+  std::vector<ValueRef> binds = declare_nbits(ctx, p, q);
+  p.uniform("groups", u32_dim(ctx, g.groups, "the workgroups"));
+  std::string d = "const WG: u32 = " + u32_lit(g.wg) + ";\nconst KT: u32 = " + u32_lit(g.kt) + ";\nconst R: u32 = " +
+                  u32_lit(R) + ";\nconst CPI: u32 = " + u32_lit(g.cpi) + ";\nconst SW: u32 = " + u32_lit(g.sw) +
+                  ";\nconst MR: u32 = " + u32_lit(rows) + ";\n";
+  d += "var<workgroup> As: array<vec4<f32>, " + u32_lit(uint64_t(parts) * rows * g.sw) +
+       ">;  // [VALS / 4][MR][SW]: values 4i..4i+3 of word w of A's row m at (i * MR + m) * SW + w\n"
+       "var<workgroup> sums: array<f32, " + u32_lit(uint64_t(rows) * g.sw) + ">;  // [MR][SW]: a word's values of A added\n"
+       "var<workgroup> red: array<f32, " + u32_lit(uint64_t(g.cpi) * g.wg) + ">;  // [CPI][WG]: partial sums\n";
+  // Values 4i..4i+3 of a word as 1 + q / 2^BITS: q moved to the top of a float's mantissa under the
+  // exponent of 1.0 (exact; a shift and a mask per value instead of an integer-to-float conversion).
+  const uint32_t top = 23 - bits;
+  d += "const QM: u32 = " + u32_lit(uint64_t((1u << bits) - 1) << top) + ";\nconst ONE: u32 = 0x3f800000u;\n";
+  for (uint32_t i = 0; i < parts; ++i) {
+    std::string lanes;
+    for (uint32_t j = 4 * i; j < 4 * i + 4; ++j) {
+      const int sh = int(top) - int(j * bits);
+      lanes += std::string(j > 4 * i ? ", " : "") + (sh > 0 ? "w << " + u32_lit(uint32_t(sh)) : sh < 0 ? "w >> " + u32_lit(uint32_t(-sh)) : "w");
+    }
+    d += "fn qv" + n_(i) + "(w: u32) -> vec4<f32> {\n  return bitcast<vec4<f32>>((vec4<u32>(" + lanes +
+         ") & vec4<u32>(QM)) | vec4<u32>(ONE));\n}\n";
+  }
+  // With q' = 1 + q / 2^BITS a word's values give sum (q - z) s a = s 2^BITS dot(a, q') - s (2^BITS + z) sum(a):
+  // the two coefficients of block blk of row n.
+  d += "fn coef(n: u32, blk: u32) -> vec2<f32> {\n  let d = dequant(n, blk);\n  let s2 = d.x * " +
+       f32_lit(float(1u << bits)) + ";\n  return vec2<f32>(s2, d.y - s2);\n}\n";
+  p.declare(d);
+
+  std::string b =
+      "  if (wg >= groups()) { return; }\n"
+      "  let kt = lid % KT;\n"
+      "  let r = lid / KT;\n";
+  for (uint32_t c = 0; c < g.cpi; ++c) {
+    const std::string cs = n_(c);
+    b += "  let n_raw" + cs + " = wg * (R * CPI) + " + u32_lit(c) + " * R + r;\n"
+         "  let n" + cs + " = min(n_raw" + cs + ", N() - 1u);\n"
+         "  let row" + cs + " = n" + cs + " * RW();\n";
+  }
+  for (uint32_t m = 0; m < rows; ++m)
+    for (uint32_t c = 0; c < g.cpi; ++c) b += "  var acc" + n_(m) + "_" + n_(c) + " = 0.0;\n";
+  b += "  for (var ws = 0u; ws < KW(); ws = ws + SW) {\n"
+       "    // The slice's words of B and their blocks' coefficients, loaded before A's slice is staged so\n"
+       "    // that the two overlap. A word past the row's values (the last slice) repeats the last one: it\n"
+       "    // meets zeros of A.\n";
+  for (uint32_t u = 0; u < g.u; ++u) {
+    const std::string us = n_(u);
+    b += "    let wi" + us + " = min(ws + kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ", KW() - 1u);\n";
+    for (uint32_t c = 0; c < g.cpi; ++c) {
+      const std::string uc = us + "_" + n_(c);
+      b += "    let b" + uc + " = b_word(row" + n_(c) + " + wi" + us + ");\n"
+           "    let s" + uc + " = coef(n" + n_(c) + ", wi" + us + " / block_words());\n";
+    }
+  }
+  // A's slice: each invocation stages whole words (zeros past K) and their sums.
+  b += "    workgroupBarrier();\n"
+       "    for (var g = lid; g < MR * SW; g = g + WG) {\n"
+       "      let m = g / SW;\n"
+       "      let wl = g % SW;\n"
+       "      let k0 = (ws + wl) * VALS;\n";
+  std::string sum;
+  for (uint32_t e = 0; e < vals; ++e) {
+    b += "      let a" + n_(e) + " = load_a(m * K() + k0 + " + u32_lit(e) + ", k0 + " + u32_lit(e) + " < K());\n";
+    sum += (e ? " + a" : "a") + n_(e);
+  }
+  for (uint32_t i = 0; i < parts; ++i)
+    b += "      As[(" + u32_lit(i) + " * MR + m) * SW + wl] = vec4<f32>(a" + n_(4 * i) + ", a" + n_(4 * i + 1) + ", a" +
+         n_(4 * i + 2) + ", a" + n_(4 * i + 3) + ");\n";
+  b += "      sums[m * SW + wl] = " + sum + ";\n"
+       "    }\n"
+       "    workgroupBarrier();\n";
+  for (uint32_t u = 0; u < g.u; ++u) {
+    const std::string us = n_(u);
+    b += "    let l" + us + " = kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ";\n";
+    for (uint32_t m = 0; m < rows; ++m) {
+      const std::string um = us + "_" + n_(m);
+      for (uint32_t i = 0; i < parts; ++i)
+        b += "    let x" + um + "_" + n_(i) + " = As[" + u32_lit(uint64_t(i) * rows * g.sw + uint64_t(m) * g.sw) + " + l" + us + "];\n";
+      b += "    let t" + um + " = sums[" + u32_lit(uint64_t(m) * g.sw) + " + l" + us + "];\n";
+    }
+    for (uint32_t c = 0; c < g.cpi; ++c) {
+      const std::string uc = us + "_" + n_(c);
+      for (uint32_t i = 0; i < parts; ++i) b += "    let q" + uc + "_" + n_(i) + " = qv" + n_(i) + "(b" + uc + ");\n";
+      for (uint32_t m = 0; m < rows; ++m) {
+        const std::string um = us + "_" + n_(m), acc = "acc" + n_(m) + "_" + n_(c);
+        std::string dot;
+        for (uint32_t i = 0; i < parts; ++i)
+          dot += std::string(i ? " + " : "") + "dot(x" + um + "_" + n_(i) + ", q" + uc + "_" + n_(i) + ")";
+        b += "    " + acc + " = fma(s" + uc + ".x, " + dot + ", fma(s" + uc + ".y, t" + um + ", " + acc + "));\n";
+      }
+    }
+  }
+  b += "  }\n";
+  // The KT partial sums of each column: levels of 16 (at most two for KT <= 256), then invocation 0 of
+  // the row adds the rest and stores.
+  for (uint32_t m = 0; m < rows; ++m) {
+    b += "  workgroupBarrier();\n";
+    for (uint32_t c = 0; c < g.cpi; ++c) b += "  red[" + u32_lit(uint64_t(c) * g.wg) + " + lid] = acc" + n_(m) + "_" + n_(c) + ";\n";
+    b += "  workgroupBarrier();\n";
+    uint32_t cnt = g.kt;
+    while (cnt > 16) {
+      const uint32_t t = cnt / 16;
+      b += "  if (kt < " + u32_lit(t) + ") {\n";
+      for (uint32_t c = 0; c < g.cpi; ++c) {
+        const std::string at = u32_lit(uint64_t(c) * g.wg) + " + lid";
+        std::string s = "red[" + at + "]";
+        for (uint32_t i = 1; i < 16; ++i) s += " + red[" + at + " + " + u32_lit(uint64_t(i) * t) + "]";
+        b += "    red[" + at + "] = " + s + ";\n";
+      }
+      b += "  }\n  workgroupBarrier();\n";
+      cnt = t;
+    }
+    b += "  if (kt == 0u) {\n";
+    for (uint32_t c = 0; c < g.cpi; ++c) {
+      const std::string at = u32_lit(uint64_t(c) * g.wg) + " + lid", cs = n_(c);
+      std::string s = "red[" + at + "]";
+      for (uint32_t i = 1; i < cnt; ++i) s += " + red[" + at + " + " + u32_lit(i) + "]";
+      b += "    if (n_raw" + cs + " < N()) { y_store(" + u32_lit(m) + " * N() + n" + cs + ", result(n" + cs + ", " + s + ")); }\n";
+    }
+    b += "  }\n";
+  }
+  p.body(b);
+  uint32_t gx = 1, gy = 1;
+  grid_for(g.groups * g.wg, g.wg, ctx.limits, gx, gy);
   ctx.dispatch(p, binds, gx, gy);
 }
 
@@ -227,8 +461,15 @@ void matmul_nbits(GpuKernelContext& ctx) {
   u32_dim(ctx, shape_numel(q.out), "the output");
   u32_dim(ctx, shape_numel(ctx.shape(P::kA)), "A");
   u32_dim(ctx, shape_numel(ctx.shape(P::kB)), "B");
-  if (q.M <= kRowsMax) nbits_rows(ctx, q);
-  else nbits_tiled(ctx, q);
+  if (q.M <= kRowsMax) {
+    const RowsSettings s = rows_settings();
+    std::optional<RowsShape> g;
+    if (!s.old) g = rows_shape(ctx.limits, q, s);
+    if (g) nbits_rows(ctx, q, *g);
+    else nbits_rows_old(ctx, q);
+  } else {
+    nbits_tiled(ctx, q);
+  }
 }
 
 void gather_block_quantized(GpuKernelContext& ctx) {
