@@ -173,6 +173,7 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"captured", p.captured},
           {"replayed", p.replayed},
           {"refreshed", p.refreshed},
+          {"encoded_ahead", p.encoded_ahead},
           {"symbolic_dims", p.symbolic_dims},
           {"guarded_nodes", p.guarded_nodes},
           {"capacity_growths", p.capacity_growths},

@@ -86,6 +86,9 @@ struct PlanReport {
   int dispatches = 0;     // GPU dispatches per run
   bool captured = false;  // recorded once and replayed
   bool replayed = false;  // the last run was a replay
+  // The last run submitted commands encoded during the run before's wait for the GPU (a replay
+  // repeated: its encoding overlapped the GPU's work instead of preceding it).
+  bool encoded_ahead = false;
   // Shape families: a run whose input shapes differ from the plan's only in sizes (same names, dtypes,
   // ranks and value-keyed values) re-derives the recorded plan for them (sizes, workgroup counts,
   // shape arithmetic, buffer capacities) instead of recording anew, then replays it.

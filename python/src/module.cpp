@@ -152,6 +152,7 @@ py::dict plan_dict(const PlanReport& r) {
   d["captured"] = r.captured;
   d["replayed"] = r.replayed;
   d["refreshed"] = r.refreshed;
+  d["encoded_ahead"] = r.encoded_ahead;
   d["symbolic_dims"] = r.symbolic_dims;
   d["guarded_nodes"] = r.guarded_nodes;
   d["capacity_growths"] = r.capacity_growths;

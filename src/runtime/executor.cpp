@@ -91,11 +91,13 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
       try {
         write_inputs(*plan, options_.int64, feeds, device_feeds);
         Replay replay(*plan, model_, options_.int64, *encoder_);
+        replay.encode_ahead(!refreshed);  // a plain replay: the next run likely repeats it
         std::vector<Out> outputs = finish<Out>(replay, 0);
         if (options_.profile) profile_.runs++;
         report_ = plan->report;
         report_.replayed = true;
         report_.refreshed = refreshed;
+        report_.encoded_ahead = replay.submitted_ahead();
         report_.plan_ms = refreshed ? plan_ms : 0;
         return outputs;
       } catch (const ReplanNeeded&) {

@@ -129,6 +129,27 @@ struct OutputSource {
   Shape shape;
 };
 
+// A GPU segment's dispatches encoded ahead, while the GPU ran the run before (replay.h,
+// ChunkedEncoder): the command buffers of its chunks and what each dispatch was (pipeline, bind group,
+// grid), so that a run whose segment still records exactly those dispatches submits them as they are.
+struct EncodedAhead {
+  struct Key {
+    WGPUComputePipeline pipeline;
+    WGPUBindGroup group;
+    uint32_t x, y, z;
+    bool operator==(const Key&) const = default;
+  };
+  size_t step = SIZE_MAX;  // the segment's index in Plan::steps
+  std::vector<Key> keys;
+  std::vector<webgpu::CommandBufferHandle> chunks;
+  bool empty() const { return chunks.empty(); }
+  void clear() {
+    step = SIZE_MAX;
+    keys.clear();
+    chunks.clear();
+  }
+};
+
 struct Plan {
   std::shared_ptr<webgpu::Device> device;
   std::vector<Slot> slots;
@@ -149,6 +170,7 @@ struct Plan {
   Recording recording;
   std::vector<Resident> residents;  // KV caches appended in place (resident.h)
   std::vector<int> resident_of_slot;  // by slot: its index in `residents`, or -1 (add_resident keeps it)
+  EncodedAhead ahead;  // the next run's commands, when the last run was a replay
 
   bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
     for (const auto& [name, want] : value_keys) {

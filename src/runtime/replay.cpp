@@ -58,6 +58,42 @@ webgpu::CommandBatch ChunkedEncoder::encode(Plan& plan, const Step& segment) {
   return batch;
 }
 
+namespace {
+EncodedAhead::Key key_of(const RecordedDispatch& d) { return {d.pipeline->get(), d.group.get(), d.x, d.y, d.z}; }
+}  // namespace
+
+void ChunkedEncoder::encode_ahead(Plan& plan, size_t step) {
+  plan.ahead.clear();
+  if (!chunked_submits()) return;
+  webgpu::Device& dev = *plan.device;
+  const Step& segment = plan.steps[step];
+  webgpu::CommandBatch batch = dev.batch();
+  size_t chunk = kFirstChunk, next_end = kFirstChunk;
+  const size_t n = segment.dispatches.size();
+  plan.ahead.keys.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const RecordedDispatch& d = segment.dispatches[k];
+    batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
+    plan.ahead.keys.push_back(key_of(d));
+    if (k + 1 == next_end || k + 1 == n) {  // the same chunks as encode()'s submits
+      plan.ahead.chunks.push_back(dev.finish(batch));
+      chunk *= 2;
+      next_end += chunk;
+    }
+  }
+  plan.ahead.step = step;
+}
+
+bool ChunkedEncoder::submit_ahead(Plan& plan, size_t step) {
+  EncodedAhead& a = plan.ahead;
+  const Step& segment = plan.steps[step];
+  bool same = !a.empty() && a.step == step && a.keys.size() == segment.dispatches.size();
+  for (size_t k = 0; same && k < a.keys.size(); ++k) same = a.keys[k] == key_of(segment.dispatches[k]);
+  if (same) plan.device->submit(a.chunks);
+  a.clear();  // a command buffer is submitted once; stale ones are dropped
+  return same;
+}
+
 void write_inputs(Plan& plan, const Int64Policy& policy, const std::unordered_map<std::string, Tensor>& host,
                   const std::unordered_map<std::string, DeviceTensor>& device) {
   webgpu::Device& dev = *plan.device;
@@ -130,9 +166,15 @@ void Replay::finish(size_t from, const std::function<void(webgpu::CommandBatch&)
   const size_t end = plan_.steps.size();
   const bool gpu_last = end > from && !plan_.steps[end - 1].cpu;
   run(from, gpu_last ? end - 1 : end);
-  webgpu::CommandBatch batch = gpu_last ? encoder_.encode(plan_, plan_.steps[end - 1]) : dev.batch();
+  // A whole plan that is one GPU segment may have been encoded ahead, during the last run's wait.
+  const bool one_segment = gpu_last && from == 0 && end == 1;
+  webgpu::CommandBatch batch = dev.batch();
+  submitted_ahead_ = one_segment && encoder_.submit_ahead(plan_, 0);
+  if (gpu_last && !submitted_ahead_) batch = encoder_.encode(plan_, plan_.steps[end - 1]);
   copies(batch);
-  dev.submit_and_read(batch, reads);
+  std::function<void()> ahead;
+  if (one_segment && encode_ahead_) ahead = [this] { encoder_.encode_ahead(plan_, 0); };
+  dev.submit_and_read(batch, reads, ahead);
   for (size_t d = 0; d < nodes; ++d)
     if (const uint32_t* record = &status[d * webgpu::shader::kStatusWords]; record[0])
       throw InvalidArgument(model_.graph.nodes[d].describe() + " on the GPU: " + status_message(record));

@@ -21,13 +21,22 @@ class SegmentEncoder {
  public:
   virtual ~SegmentEncoder() = default;
   virtual webgpu::CommandBatch encode(Plan& plan, const Step& segment) = 0;
+  // Encoding ahead (an encoder may do without): encode_ahead() encodes plan.steps[step] for the next
+  // run while the GPU runs this one; submit_ahead() submits what was encoded when the segment still
+  // records exactly those dispatches, and tells whether it did.
+  virtual void encode_ahead(Plan&, size_t /*step*/) {}
+  virtual bool submit_ahead(Plan&, size_t /*step*/) { return false; }
 };
 
 // The usual encoder: a long segment goes to the GPU in growing chunks (8, 16, 32, ... dispatches, a
 // few submits in all), so that the GPU starts on the first while the host still encodes the rest.
+// It encodes ahead too: a replay that the next run is likely to repeat (a captured loop) has its
+// chunks encoded while the host waits for the GPU, and the next run only submits them.
 class ChunkedEncoder final : public SegmentEncoder {
  public:
   webgpu::CommandBatch encode(Plan& plan, const Step& segment) override;
+  void encode_ahead(Plan& plan, size_t step) override;
+  bool submit_ahead(Plan& plan, size_t step) override;
 };
 
 // A CPU step's output changed shape with the data: the recorded plan no longer fits.
@@ -48,6 +57,11 @@ class Replay {
   Replay(Plan& plan, const ir::Model& model, const Int64Policy& policy, SegmentEncoder& encoder)
       : plan_(plan), model_(model), policy_(policy), encoder_(encoder) {}
 
+  // Encode the plan's GPU work for the next run while the GPU runs this one (a plain replay of a
+  // plan that is all one GPU segment: the next run likely replays it too).
+  void encode_ahead(bool on) { encode_ahead_ = on; }
+  bool submitted_ahead() const { return submitted_ahead_; }  // this run's commands were encoded ahead
+
   // Runs steps [from, to) and reads nothing back (the planner runs what it has recorded before it
   // runs a CPU node).
   void run(size_t from, size_t to);
@@ -67,6 +81,8 @@ class Replay {
   const ir::Model& model_;
   const Int64Policy& policy_;
   SegmentEncoder& encoder_;
+  bool encode_ahead_ = false;
+  bool submitted_ahead_ = false;
 };
 
 }  // namespace onnxgpu::runtime

@@ -890,7 +890,24 @@ QuerySetHandle Device::timestamp_queries(uint32_t count) {
 
 void Device::submit(CommandBatch& batch) { submit_and_read(batch, {}); }
 
-void Device::submit_and_read(CommandBatch& batch, std::span<const ReadRequest> reads) {
+CommandBufferHandle Device::finish(CommandBatch& batch) {
+  CommandBufferHandle commands = batch.finish();
+  check();
+  return commands;
+}
+
+void Device::submit(std::span<CommandBufferHandle> commands) {
+  check();
+  std::vector<WGPUCommandBuffer> raw;
+  raw.reserve(commands.size());
+  for (const CommandBufferHandle& c : commands) raw.push_back(c.get());
+  if (!raw.empty()) dawn().QueueSubmit(queue_.get(), raw.size(), raw.data());
+  for (CommandBufferHandle& c : commands) c = CommandBufferHandle();
+  check();
+}
+
+void Device::submit_and_read(CommandBatch& batch, std::span<const ReadRequest> reads,
+                             const std::function<void()>& while_waiting) {
   check();
   const Dawn& d = dawn();
   // Place each read's 4-byte-aligned cover of [offset, offset+size) in the staging buffer.
@@ -915,7 +932,10 @@ void Device::submit_and_read(CommandBatch& batch, std::span<const ReadRequest> r
     d.QueueSubmit(queue_.get(), 1, &raw);
     check();
   }
-  if (total == 0) return;
+  if (total == 0) {
+    if (while_waiting) while_waiting();
+    return;
+  }
 
   auto state = std::make_shared<MapResult>();
   WGPUBufferMapCallbackInfo cb{};
@@ -927,7 +947,9 @@ void Device::submit_and_read(CommandBatch& batch, std::span<const ReadRequest> r
   };
   cb.userdata1 = hold(state);
   try {
-    wait(d.BufferMapAsync(stage, WGPUMapMode_Read, 0, static_cast<size_t>(total), cb), "a buffer readback");
+    WGPUFuture mapped_future = d.BufferMapAsync(stage, WGPUMapMode_Read, 0, static_cast<size_t>(total), cb);
+    if (while_waiting) while_waiting();
+    wait(mapped_future, "a buffer readback");
   } catch (...) {
     staging_ = Buffer{};  // its map may still be pending: never reuse it
     throw;

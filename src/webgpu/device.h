@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -320,7 +321,13 @@ class Device {
   // Recording and submitting.
   CommandBatch batch() { return CommandBatch(device_.get()); }
   void submit(CommandBatch& batch);                                             // no wait
-  void submit_and_read(CommandBatch& batch, std::span<const ReadRequest> reads);  // one submit, one wait
+  // One submit, one wait; `while_waiting` runs after the submit, before the wait (host work that
+  // overlaps the GPU's).
+  void submit_and_read(CommandBatch& batch, std::span<const ReadRequest> reads,
+                       const std::function<void()>& while_waiting = {});
+  // Command buffers finished ahead (finish()), submitted in order; each is consumed.
+  CommandBufferHandle finish(CommandBatch& batch);
+  void submit(std::span<CommandBufferHandle> commands);
   void wait_idle();  // waits until the queue has finished everything submitted
 
   // Throws GpuError for an error Dawn reported since the last check (uncaptured validation / OOM

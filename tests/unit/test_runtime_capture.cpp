@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "model_builder.h"
+#include "one_node.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
 #include "runtime/gpu_values.h"
@@ -381,6 +382,38 @@ TEST(RuntimeIoBinding, SmallOutputsAreReadWithTheRun) {
   ASSERT_EQ(both[1].numel(), rows * 4);
   EXPECT_EQ(both[1].data<float>()[rows * 4 - 1], -8.0f);
   EXPECT_EQ(first[1].to_host().data<float>()[0], -1.0f);
+}
+
+// A replay repeated submits the commands encoded while the GPU ran the run before; where the plan's
+// dispatches changed since (a refresh for other sizes: another grid, other buffers), they are dropped
+// and the run encodes anew. Every run equals the CPU reference.
+TEST(RuntimeCapture, RepeatedReplaysSubmitCommandsEncodedAhead) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1});
+  b.initializer("two", Tensor::from_vector<float>({}, {2.0f}));
+  b.node("Relu", {"x"}, {"r"});
+  b.node("Mul", {"r", "two"}, {"m"});
+  b.node("Sin", {"m"}, {"y"});
+  b.output("y", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  const std::vector<int64_t> sizes{5, 5, 5, 3000, 3000, 3000, 5, 5, 5};
+  std::vector<bool> ahead;
+  for (size_t run = 0; run < sizes.size(); ++run) {
+    Tensor x = onnxgpu::testing::random_float(DType::Float32, {sizes[run]}, uint32_t(run + 1));
+    auto got = g.run({{"x", x}});
+    auto want = c.run({{"x", x}});
+    auto cmp = runtime::compare_tensors(got[0], want[0], {1e-5, 1e-6});
+    EXPECT_TRUE(cmp.passed) << "run " << run << ": " << cmp.message;
+    ahead.push_back(g.last_plan().encoded_ahead);
+  }
+  EXPECT_FALSE(ahead[0]);  // planned
+  EXPECT_FALSE(ahead[1]);  // the first replay encodes the next run's commands
+  EXPECT_TRUE(ahead[2]);
+  EXPECT_FALSE(ahead[3]);  // other sizes: other grids, the commands encoded ahead are dropped
+  EXPECT_TRUE(ahead[5]);
+  EXPECT_TRUE(ahead[8]);
 }
 
 TEST(RuntimeCapture, ShapeLikeGraphInputsKeyThePlanOnTheirValues) {
