@@ -24,6 +24,15 @@ bool chunked_submits() {
   return on;
 }
 
+// $ONNXGPU_ENCODE_AHEAD=0: no encoding ahead (for measuring what it buys).
+bool encoding_ahead() {
+  static const bool on = [] {
+    const char* e = std::getenv("ONNXGPU_ENCODE_AHEAD");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
 // The message of a node's status record (shader::kStatusWords words).
 std::string status_message(const uint32_t* record) {
   const uint32_t flags = record[0];
@@ -64,7 +73,7 @@ EncodedAhead::Key key_of(const RecordedDispatch& d) { return {d.pipeline->get(),
 
 void ChunkedEncoder::encode_ahead(Plan& plan, size_t step) {
   plan.ahead.clear();
-  if (!chunked_submits()) return;
+  if (!chunked_submits() || !encoding_ahead()) return;
   webgpu::Device& dev = *plan.device;
   const Step& segment = plan.steps[step];
   webgpu::CommandBatch batch = dev.batch();
