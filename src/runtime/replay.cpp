@@ -98,7 +98,9 @@ bool ChunkedEncoder::submit_ahead(Plan& plan, size_t step) {
   const Step& segment = plan.steps[step];
   bool same = !a.empty() && a.step == step && a.keys.size() == segment.dispatches.size();
   for (size_t k = 0; same && k < a.keys.size(); ++k) same = a.keys[k] == key_of(segment.dispatches[k]);
-  if (same) plan.device->submit(a.chunks);
+  // One submit a chunk, as encode() does: Dawn translates a command buffer at its submit, so the GPU
+  // starts on the first chunk while the host translates the next.
+  for (size_t c = 0; same && c < a.chunks.size(); ++c) plan.device->submit(std::span(&a.chunks[c], 1));
   a.clear();  // a command buffer is submitted once; stale ones are dropped
   return same;
 }
