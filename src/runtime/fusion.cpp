@@ -382,6 +382,7 @@ void Fusion::find_nbits_pairs() {
   auto nbits = [&](size_t n) {
     const ir::Node& m = g_.nodes[n];
     return m.op_type == "MatMulNBits" && m.domain == ir::kMsDomain && m.inputs.size() >= 3 && m.inputs.size() <= 6 &&
+           !m.inputs[0].empty() &&
            (m.inputs.size() < 5 || m.inputs[4].empty()) && m.outputs.size() == 1 && !m.outputs[0].empty() &&
            !graph_outputs_.count(m.outputs[0]) && !root_of_.count(n);
   };

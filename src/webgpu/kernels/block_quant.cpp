@@ -28,6 +28,10 @@
 //   (each invocation unpacks whole words), then every invocation accumulates RM x 4 outputs.
 // A value of the last block past K (padding) meets a zero of A. The sums are float32; the bias is added
 // when a result is stored.
+// The fused pair (runtime/fusion.h: a decoder MLP's gate and up projections and SwiGLU) is the rows
+// kernel over two products' Bs: each invocation takes a row of each for the same column and stores
+// the expression of the two results.
+// (The pair's zero-point forms and biases may differ; their K, N, bits and block size are the same.)
 //
 // GatherBlockQuantized: one invocation per output value; the index is read at run time through its
 // family's to_i64 (a replay takes new indices, int64 ones beyond 32 bits included) and one outside the
