@@ -14,17 +14,19 @@ struct FusedOperand {
   enum class Kind {
     Input,     // the expression's input `index` (a node input: FusedExpr::node_input)
     Step,      // the result of step `index`, an earlier step
-    Product,   // the value the host kernel computes before the expression: Attention's score Q K,
-               // the fused MatMul's product after its bias and residual (no such value in Elementwise)
+    Product,   // a value the host kernel computes before the expression: Attention's score Q K,
+               // the fused MatMul's product after its bias and residual (no such value in Elementwise);
+               // `index` tells apart the products of a kernel that computes several (the fused pair
+               // of MatMulNBits: 0 and 1, in graph order)
     Constant,  // the float32 `value`, written into the shader
   };
   Kind kind = Kind::Input;
-  size_t index = 0;   // Input, Step
+  size_t index = 0;   // Input, Step, Product
   float value = 0.0f;  // Constant
 
   static FusedOperand input(size_t k) { return {Kind::Input, k, 0.0f}; }
   static FusedOperand step(size_t m) { return {Kind::Step, m, 0.0f}; }
-  static FusedOperand product() { return {Kind::Product, 0, 0.0f}; }
+  static FusedOperand product(size_t k = 0) { return {Kind::Product, k, 0.0f}; }
   static FusedOperand constant(float v) { return {Kind::Constant, 0, v}; }
   bool operator==(const FusedOperand&) const = default;
 };

@@ -123,6 +123,7 @@ Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::ma
   find_elementwise_groups();
   find_attention();
   if (derived_) find_siblings();
+  find_nbits_pairs();
 }
 
 // The elementwise nodes of a chain whose last node is `head`: its group's members and root, or the
@@ -372,6 +373,89 @@ std::optional<FusedGroup> Fusion::sibling_group(size_t i) const {
   return f;
 }
 
+// Pairs of MatMulNBits combined by one elementwise expression (see fusion.h): for each expression (an
+// elementwise group's root or a lone elementwise node, deferred to no other group), the values it reads
+// from outside are constant scalars and the products of exactly two MatMulNBits that only it reads, over
+// one A with the same sizes. ($ONNXGPU_NBITS_PAIRS=0: none, for measuring what they buy.)
+void Fusion::find_nbits_pairs() {
+  if (const char* e = std::getenv("ONNXGPU_NBITS_PAIRS"); e && std::string(e) == "0") return;
+  auto nbits = [&](size_t n) {
+    const ir::Node& m = g_.nodes[n];
+    return m.op_type == "MatMulNBits" && m.domain == ir::kMsDomain && m.inputs.size() >= 3 && m.inputs.size() <= 6 &&
+           !m.inputs[0].empty() &&
+           (m.inputs.size() < 5 || m.inputs[4].empty()) && m.outputs.size() == 1 && !m.outputs[0].empty() &&
+           !graph_outputs_.count(m.outputs[0]) && !root_of_.count(n);
+  };
+  auto same_sizes = [&](const ir::Node& a, const ir::Node& b) {
+    for (const char* attr : {"K", "N", "bits", "block_size", "weight_prepacked"})
+      if (a.has_attr(attr) != b.has_attr(attr) || a.attr_int(attr, 0) != b.attr_int(attr, 0)) return false;
+    return a.inputs[0] == b.inputs[0];
+  };
+  for (size_t r = 0; r < g_.nodes.size(); ++r) {
+    const bool lone = elementwise_op(g_.nodes[r]) && !bias_adds_.count(r);
+    if (root_of_.count(r) || !(elementwise_roots_.count(r) || lone)) continue;
+    std::vector<size_t> chain = chain_nodes(r);
+    std::set<size_t> in_chain(chain.begin(), chain.end());
+    std::set<size_t> products;
+    bool ok = true;
+    for (size_t c : chain) {
+      if (g_.nodes[c].op_type == "Where") ok = false;  // its condition would be a tensor the pair reads
+      for (const auto& in : g_.nodes[c].inputs) {
+        auto p = producer_.find(in);
+        if ((p != producer_.end() && in_chain.count(p->second)) || scalar_constant(in)) continue;
+        if (p == producer_.end() || !nbits(p->second)) {
+          ok = false;
+          continue;
+        }
+        const auto& readers = consumers_.at(in);
+        if (!std::all_of(readers.begin(), readers.end(), [&](size_t x) { return in_chain.count(x) != 0; })) ok = false;
+        products.insert(p->second);
+      }
+    }
+    if (!ok || products.size() != 2) continue;
+    const size_t first = *products.begin(), second = *products.rbegin();
+    if (!same_sizes(g_.nodes[first], g_.nodes[second])) continue;
+    nbits_pairs_[first] = NBitsPair{second, r};
+  }
+}
+
+// The pair whose first product is node i: one fused MatMulNBits node with the first product's
+// attributes, inputs A, then each product's B, scales, zero points and bias ("" when absent), and the
+// expression over the products (0: the first's, 1: the second's) and constants.
+std::optional<FusedGroup> Fusion::nbits_pair_group(size_t i, const Lookup& facts) const {
+  auto it = nbits_pairs_.find(i);
+  if (it == nbits_pairs_.end()) return std::nullopt;
+  const ir::Node& first = g_.nodes[i];
+  const ir::Node& second = g_.nodes[it->second.second];
+  FusedGroup f;
+  f.node.op_type = "MatMulNBits";
+  f.node.domain = webgpu::kFusedDomain;
+  f.node.attrs = first.attrs;
+  f.node.inputs = {first.inputs[0]};
+  for (const ir::Node* mm : {&first, &second})
+    for (size_t q : {1, 2, 3, 5}) f.node.inputs.push_back(q < mm->inputs.size() ? mm->inputs[q] : "");
+  for (const auto& in : f.node.inputs)
+    if (!in.empty() && !facts(in, Read::Kind)) return std::nullopt;  // (the second's operands: known by now)
+  const size_t rank = facts(first.inputs[0], Read::Kind)->shape.size();  // the products' rank
+  std::vector<size_t> chain = chain_nodes(it->second.root);
+  auto expr = fused_expr(g_, chain, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
+    if (in == first.outputs[0]) return ir::FusedOperand::product(0);
+    if (in == second.outputs[0]) return ir::FusedOperand::product(1);
+    auto v = scalar_value(in, rank);
+    if (!v) return std::nullopt;  // a non-float scalar, or one that would widen the result
+    return ir::FusedOperand::constant(*v);
+  });
+  if (!expr) return std::nullopt;
+  set_expr(f.node, std::move(*expr), f.node.inputs.size());
+  const ir::Node& root = g_.nodes[it->second.root];
+  f.node.outputs = {root.outputs[0]};
+  f.node.name = first.name + "+" + second.name + "+" + root.name + " (+" + std::to_string(chain.size() - 1) + ")";
+  f.members = chain;
+  f.members.push_back(it->second.second);
+  std::sort(f.members.begin(), f.members.end());
+  return f;
+}
+
 // The permutation of a Transpose node for an input of rank r (reversed when absent); empty when invalid.
 std::vector<int64_t> Fusion::transpose_perm(const ir::Node& t, size_t r) {
   std::vector<int64_t> perm = t.attr_ints("perm");
@@ -499,6 +583,7 @@ void Fusion::find_elementwise_groups() {
 std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const {
   if (!enabled_) return std::nullopt;
   if (auto f = sibling_group(i)) return f;
+  if (auto f = nbits_pair_group(i, facts)) return f;
   if (auto f = matmul_group(i, facts)) return f;
   if (auto f = conv_group(i, facts)) return f;
   if (!elementwise_roots_.count(i)) return std::nullopt;

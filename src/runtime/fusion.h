@@ -1,5 +1,5 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
-// dispatches and keeps no intermediate buffer. Five kinds of group:
+// dispatches and keeps no intermediate buffer. Six kinds of group:
 //   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Transpose]: a Transpose
 //               that only the MatMul reads is read in place through strides (deferred to the MatMul);
 //               the bias (a constant row) and a residual of the output's shape, computed before the
@@ -25,6 +25,13 @@
 //               x * Sigmoid(x), a residual Add and the ReLU after it) is applied in the epilogue, its
 //               other tensors (the residual) read as inputs when they are known by then and do not
 //               widen the output. Placed at the Conv.
+//   NBits pair  two com.microsoft MatMulNBits reading the same A, with the same K, N, bits and block
+//               size (no g_idx), whose products only one elementwise expression reads (a group or a
+//               lone node, reading otherwise only constant scalars): a decoder MLP's gate and up
+//               projections and their SwiGLU, silu(gate) * up. One kernel computes both products and
+//               stores the expression's value, the products never stored. Placed at the first product;
+//               the second and the expression's nodes are skipped. Where the kernel does not take it
+//               (a prompt's rows: only the decode-step kernel computes pairs), they run as unfused.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -110,6 +117,8 @@ class Fusion {
   bool absorb_activation(FusedGroup& f, size_t rank) const;
   void find_siblings();
   std::optional<FusedGroup> sibling_group(size_t i) const;
+  void find_nbits_pairs();
+  std::optional<FusedGroup> nbits_pair_group(size_t i, const Lookup& facts) const;
   const Tensor* constant_bias(size_t matmul, std::string* name = nullptr) const;
 
   const ir::Graph& g_;
@@ -131,6 +140,11 @@ class Fusion {
     std::optional<size_t> chain;  // the elementwise group's root, or a lone elementwise node
   };
   std::unordered_map<size_t, Attention> attention_;  // the product with V -> its parts
+  struct NBitsPair {
+    size_t second;  // the other product (after the first)
+    size_t root;    // the expression's root, or its lone node
+  };
+  std::unordered_map<size_t, NBitsPair> nbits_pairs_;  // the first product -> the rest of its pair
 };
 
 }  // namespace onnxgpu::runtime

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model_builder.h"
 #include "one_node.h"
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
@@ -167,6 +168,153 @@ TEST(GpuBlockQuant, PromptThenDecodeSteps) {
     expect_close(gpu.run(feeds)[0], cpu.run(feeds)[0], "rows " + std::to_string(rows));
     EXPECT_EQ(gpu.last_plan().cpu_nodes, 0);
   }
+}
+
+// ---- The fused pair: two MatMulNBits over one A combined by an elementwise expression ----------------
+
+// The expression over the products g and u (runtime/fusion.h's NBits pair).
+enum class Combine {
+  SwiGlu,      // Sigmoid(g) * g * u: a decoder MLP's SiLU gate (three nodes, an elementwise group)
+  Product,     // g * u: a lone node
+  WithScalar,  // Tanh(u) - g * c, c a constant scalar initializer
+};
+
+struct Pair {
+  int64_t M, K, N, block;
+  Zp zp_gate, zp_up;
+  bool bias_up = false;
+  Combine combine = Combine::SwiGlu;
+  bool gate_is_output = false;  // g also a graph output: no pair
+  std::string name() const {
+    auto zp = [](Zp z) { return z == Zp::Packed ? "packed" : z == Zp::Float ? "float" : "none"; };
+    return "M" + std::to_string(M) + " K" + std::to_string(K) + " N" + std::to_string(N) + " block " +
+           std::to_string(block) + " zp " + zp(zp_gate) + "/" + zp(zp_up) + (bias_up ? " up bias" : "") + " combine " +
+           std::to_string(int(combine)) + (gate_is_output ? " g an output" : "");
+  }
+};
+
+// The pair's model at 4 bits, A [M, K] (M symbolic when `rows_symbolic`); outputs y (and g).
+std::string pair_model(const Pair& c, bool rows_symbolic = false) {
+  const int64_t bits = 4, blocks = (c.K + c.block - 1) / c.block;
+  testing::ModelBuilder b;
+  b.input("A", DType::Float32, {rows_symbolic ? -1 : c.M, c.K}).output("y", DType::Float32);
+  if (c.gate_is_output) b.output("g", DType::Float32);
+  auto product = [&](const std::string& w, Zp zp, bool bias, uint32_t seed) {
+    b.initializer(w + "_B", random_bytes({c.N, blocks, c.block * bits / 8}, seed));
+    b.initializer(w + "_scales", random_scales(DType::Float32, {c.N, blocks}, seed + 1));
+    std::vector<std::string> in{"A", w + "_B", w + "_scales"};
+    if (zp == Zp::Packed) b.initializer(w + "_zp", random_bytes({c.N, (blocks * bits + 7) / 8}, seed + 2));
+    if (zp == Zp::Float) {
+      Tensor z = testing::random_float(DType::Float32, {c.N, blocks}, seed + 2);
+      for (float& v : z.span<float>()) v = (v + 1.0f) * 8.0f;
+      b.initializer(w + "_zp", z);
+    }
+    if (zp != Zp::None || bias) in.push_back(zp != Zp::None ? w + "_zp" : "");
+    if (bias) {
+      in.push_back("");
+      b.initializer(w + "_bias", testing::random_float(DType::Float32, {c.N}, seed + 3));
+      in.push_back(w + "_bias");
+    }
+    onnx::NodeProto& n = b.node("MatMulNBits", in, {w == "gate" ? "g" : "u"}, w);
+    n.set_domain("com.microsoft");
+    testing::ModelBuilder::attr(n, "K", c.K);
+    testing::ModelBuilder::attr(n, "N", c.N);
+    testing::ModelBuilder::attr(n, "bits", bits);
+    testing::ModelBuilder::attr(n, "block_size", c.block);
+  };
+  product("gate", c.zp_gate, false, 10);
+  product("up", c.zp_up, c.bias_up, 20);
+  switch (c.combine) {
+    case Combine::SwiGlu:
+      b.node("Sigmoid", {"g"}, {"s"});
+      b.node("Mul", {"g", "s"}, {"silu"});
+      b.node("Mul", {"silu", "u"}, {"y"});
+      break;
+    case Combine::Product: b.node("Mul", {"g", "u"}, {"y"}); break;
+    case Combine::WithScalar:
+      b.initializer("c", Tensor::scalar<float>(0.75f));
+      b.node("Tanh", {"u"}, {"t"});
+      b.node("Mul", {"g", "c"}, {"gc"});
+      b.node("Sub", {"t", "gc"}, {"y"});
+      break;
+  }
+  onnx::ModelProto m;
+  m.ParseFromString(b.bytes());
+  auto* d = m.add_opset_import();
+  d->set_domain("com.microsoft");
+  d->set_version(1);
+  return m.SerializeAsString();
+}
+
+// Runs `model` on the CPU and on the GPU (graph capture: recorded, then replayed) with A of `rows`
+// rows, for each entry of `rows` in turn in one session; compares and returns the GPU plans' dispatches.
+std::vector<int> run_pair(const std::string& what, const std::string& model, int64_t K, const std::vector<int64_t>& rows) {
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  Session gpu = Session::from_bytes(model, o);
+  std::vector<int> dispatches;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::unordered_map<std::string, Tensor> feeds{
+        {"A", testing::random_float(DType::Float32, {rows[r], K}, uint32_t(100 + r))}};
+    std::vector<Tensor> want = cpu.run(feeds), got = gpu.run(feeds);
+    EXPECT_EQ(got.size(), want.size()) << what;
+    for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
+      expect_close(got[k], want[k], what + " rows " + std::to_string(rows[r]) + " output " + std::to_string(k));
+    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0) << what;
+    if (r > 0 && rows[r] == rows[r - 1]) EXPECT_TRUE(gpu.last_plan().replayed) << what << " run " << r + 1;
+    dispatches.push_back(gpu.last_plan().dispatches);
+  }
+  return dispatches;
+}
+
+// A decoder MLP's gate and up projections and the expression of their products run as one dispatch
+// of the rows kernel when A has at most 4 rows (2 dispatches fewer than the products and the
+// expression's kernel), for any expression of the two and constant scalars, every zero-point form on
+// either product and a bias; a prompt (7 rows) and a pair whose gate is also a graph output run as
+// unfused. K 300 is no multiple of the block (32) nor of a slice; N 70 leaves a partial workgroup.
+// Each run is recorded, then replayed.
+TEST(GpuBlockQuant, GateAndUpPairRunsAsOneDispatch) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1";
+  const std::vector<Pair> cases = {
+      {1, 300, 70, 32, Zp::None, Zp::None},
+      {3, 300, 70, 32, Zp::Packed, Zp::Packed},
+      {7, 300, 70, 32, Zp::Packed, Zp::Packed},
+      {7, 300, 70, 32, Zp::None, Zp::None},
+      {1, 300, 70, 32, Zp::Float, Zp::Packed, true},
+      {2, 300, 70, 16, Zp::None, Zp::None, false, Combine::Product},
+      {4, 300, 70, 64, Zp::Packed, Zp::None, false, Combine::WithScalar},
+      {1, 300, 70, 32, Zp::Packed, Zp::Packed, false, Combine::SwiGlu, true},
+      {3, 300, 70, 32, Zp::None, Zp::None, false, Combine::SwiGlu, true},
+  };
+  for (const Pair& c : cases) {
+    const bool fused = c.M <= 4 && !c.gate_is_output;
+    // Unfused: the two products and the expression (an elementwise group, or its lone node).
+    const int unfused = 3;
+    const std::vector<int> dispatches = run_pair(c.name(), pair_model(c), c.K, {c.M, c.M, c.M});
+    for (int d : dispatches) EXPECT_EQ(d, fused ? unfused - 2 : unfused) << c.name();
+    // The plan reports the pair's nodes as fused (the SwiGLU: 2 products + 3 elementwise nodes).
+    if (c.combine == Combine::SwiGlu) {
+      SessionOptions o = testing::webgpu_options();
+      Session s = Session::from_bytes(pair_model(c), o);
+      s.run({{"A", testing::random_float(DType::Float32, {c.M, c.K}, 7)}});
+      EXPECT_EQ(s.last_plan().fused_nodes, fused ? 5 : 3) << c.name();
+      EXPECT_EQ(s.last_plan().gpu_nodes, 5) << c.name();
+    }
+  }
+}
+
+// One session, A's rows varying (a prompt, decode steps, a few rows, a prompt again): the pair runs
+// fused on every run of at most 4 rows and as unfused on a prompt's, each plan recorded, refreshed or
+// replayed as the sizes come.
+TEST(GpuBlockQuant, GateAndUpPairFollowsThePromptAndTheSteps) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1";
+  const Pair c{1, 300, 70, 32, Zp::Packed, Zp::Packed};
+  const std::vector<int64_t> rows = {7, 1, 1, 3, 7, 1};
+  const std::vector<int> dispatches = run_pair("rows varying", pair_model(c, true), c.K, rows);
+  for (size_t r = 0; r < rows.size(); ++r) EXPECT_EQ(dispatches[r], rows[r] <= 4 ? 1 : 3) << "rows " << rows[r];
 }
 
 }  // namespace

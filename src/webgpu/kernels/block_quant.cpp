@@ -28,6 +28,10 @@
 //   (each invocation unpacks whole words), then every invocation accumulates RM x 4 outputs.
 // A value of the last block past K (padding) meets a zero of A. The sums are float32; the bias is added
 // when a result is stored.
+// The fused pair (runtime/fusion.h: a decoder MLP's gate and up projections and SwiGLU) is the rows
+// kernel over two products' Bs: each invocation takes a row of each for the same column and stores
+// the expression of the two results.
+// (The pair's zero-point forms and biases may differ; their K, N, bits and block size are the same.)
 //
 // GatherBlockQuantized: one invocation per output value; the index is read at run time through its
 // family's to_i64 (a replay takes new indices, int64 ones beyond 32 bits included) and one outside the
@@ -40,6 +44,7 @@
 
 #include "ops/block_quant.h"
 #include "webgpu/device.h"
+#include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/strided_util.h"
 
@@ -63,23 +68,39 @@ uint32_t pow2_ceil(uint64_t v) {
   return p;
 }
 
-// The operands both MatMulNBits kernels declare (a, b, scales, zero points, bias, y) and their bindings,
-// the uniforms they share, and `dequant(n, blk)`: the (scale, -zero_point * scale) of block blk of row
-// n, so that a value q dequantizes as fma(q, s.x, s.y).
-std::vector<ValueRef> declare_nbits(GpuKernelContext& ctx, shader::Program& p, const P& q) {
+// One product a MatMulNBits kernel computes: its sizes and where its operands are among the node's
+// inputs (A is input 0 for every product): MatMulNBits' own inputs, or product k of the fused pair
+// (fused_matmul_nbits). Its WGSL names end in `sfx` ("" for the first product, "1" for the second).
+struct NBitsProduct {
+  P q;
+  size_t b = P::kB, scales = P::kScales, zp = P::kZeroPoints, bias = P::kBias;
+  std::string sfx = {};
+};
+
+// The operands every MatMulNBits kernel declares (a, then b, scales, zero points and bias of each
+// product, y) and their bindings, the uniforms they share (the products have the same K, N, bits and
+// block size), and per product `dequant<sfx>(n, blk)`: the (scale, -zero_point * scale) of block blk
+// of row n, so that a value q dequantizes as fma(q, s.x, s.y), and `result<sfx>(n, v)`: a sum with the
+// bias added.
+std::vector<ValueRef> declare_nbits(GpuKernelContext& ctx, shader::Program& p, const std::vector<NBitsProduct>& ps) {
+  const P& q = ps[0].q;
   const DType t = ctx.dtype(P::kA);
   auto flat = [&](size_t i) { return Shape{shape_numel(ctx.shape(i))}; };
   p.input("a", t, flat(P::kA));
-  p.input("b", DType::UInt8, flat(P::kB));
-  p.input("scales", t, flat(P::kScales));
-  std::vector<ValueRef> binds{ctx.in(P::kA), ctx.in(P::kB), ctx.in(P::kScales)};
-  if (q.zero_points != P::ZeroPoints::Default) {
-    p.input("zp", ctx.dtype(P::kZeroPoints), flat(P::kZeroPoints));
-    binds.push_back(ctx.in(P::kZeroPoints));
-  }
-  if (q.bias) {
-    p.input("bias", t, flat(P::kBias));
-    binds.push_back(ctx.in(P::kBias));
+  std::vector<ValueRef> binds{ctx.in(P::kA)};
+  for (const NBitsProduct& pr : ps) {
+    p.input("b" + pr.sfx, DType::UInt8, flat(pr.b));
+    p.input("scales" + pr.sfx, t, flat(pr.scales));
+    binds.push_back(ctx.in(pr.b));
+    binds.push_back(ctx.in(pr.scales));
+    if (pr.q.zero_points != P::ZeroPoints::Default) {
+      p.input("zp" + pr.sfx, ctx.dtype(pr.zp), flat(pr.zp));
+      binds.push_back(ctx.in(pr.zp));
+    }
+    if (pr.q.bias) {
+      p.input("bias" + pr.sfx, t, flat(pr.bias));
+      binds.push_back(ctx.in(pr.bias));
+    }
   }
   p.output("y", t, Shape{shape_numel(q.out)});
   binds.push_back(ctx.out(0));
@@ -91,20 +112,26 @@ std::vector<ValueRef> declare_nbits(GpuKernelContext& ctx, shader::Program& p, c
   p.uniform("KW", uint32_t((q.K + vals - 1) / vals));  // the row's words that hold values below K
   p.uniform("blocks", uint32_t(q.k_blocks));
   p.uniform("block_words", uint32_t(q.blob_size / 4));
-  p.uniform("zp_row", uint32_t(q.zp_row_bytes));
+  int64_t zp_row = 0;  // a row of packed zero points (the same in every product that has them)
+  for (const NBitsProduct& pr : ps) zp_row = std::max(zp_row, pr.q.zp_row_bytes);
+  p.uniform("zp_row", uint32_t(zp_row));
   std::string d = "const BITS: u32 = " + u32_lit(uint64_t(q.bits)) + ";\nconst VALS: u32 = " + u32_lit(vals) +
                   ";\nconst MASK: u32 = " + u32_lit((1u << q.bits) - 1) + ";\n";
-  d += "fn dequant(n: u32, blk: u32) -> vec2<f32> {\n  let s = scales_load(n * blocks() + blk);\n";
-  switch (q.zero_points) {
-    case P::ZeroPoints::Default: d += "  let z = " + std::to_string(q.default_zero_point()) + ".0;\n"; break;
-    case P::ZeroPoints::Float: d += "  let z = zp_load(n * blocks() + blk);\n"; break;
-    case P::ZeroPoints::Packed:
-      d += "  let z = f32((zp_load(n * zp_row() + blk * BITS / 8u) >> ((blk * BITS) % 8u)) & MASK);\n";
-      break;
+  for (const NBitsProduct& pr : ps) {
+    d += "fn dequant" + pr.sfx + "(n: u32, blk: u32) -> vec2<f32> {\n  let s = scales" + pr.sfx +
+         "_load(n * blocks() + blk);\n";
+    switch (pr.q.zero_points) {
+      case P::ZeroPoints::Default: d += "  let z = " + std::to_string(pr.q.default_zero_point()) + ".0;\n"; break;
+      case P::ZeroPoints::Float: d += "  let z = zp" + pr.sfx + "_load(n * blocks() + blk);\n"; break;
+      case P::ZeroPoints::Packed:
+        d += "  let z = f32((zp" + pr.sfx + "_load(n * zp_row() + blk * BITS / 8u) >> ((blk * BITS) % 8u)) & MASK);\n";
+        break;
+    }
+    d += "  return vec2<f32>(s, -z * s);\n}\n";
+    d += "fn result" + pr.sfx + "(n: u32, v: f32) -> f32 { return v" +
+         std::string(pr.q.bias ? " + bias" + pr.sfx + "_load(n)" : "") + "; }\n";
   }
-  d += "  return vec2<f32>(s, -z * s);\n}\n";
   d += "fn load_a(i: u32, inside: bool) -> f32 { return select(0.0, a_load(select(0u, i, inside)), inside); }\n";
-  d += "fn result(n: u32, v: f32) -> f32 { return v" + std::string(q.bias ? " + bias_load(n)" : "") + "; }\n";
   p.declare(d);
   return binds;
 }
@@ -128,7 +155,7 @@ void nbits_rows_old(GpuKernelContext& ctx, const P& q) {
   auto p = ctx.program("rows_" + std::to_string(kt) + "x" + std::to_string(wg / kt) + "_u" + std::to_string(unroll) +
                            "_m" + std::to_string(rows) + nbits_name(q),
                        wg);
-  std::vector<ValueRef> binds = declare_nbits(ctx, p, q);
+  std::vector<ValueRef> binds = declare_nbits(ctx, p, {NBitsProduct{q}});
   const uint64_t groups = (uint64_t(q.N) + wg / kt - 1) / (wg / kt);
   p.uniform("groups", u32_dim(ctx, groups, "the workgroups"));
   p.declare("const WG: u32 = " + u32_lit(wg) + ";\nconst KT: u32 = " + u32_lit(kt) + ";\nconst U: u32 = " +
@@ -219,14 +246,16 @@ RowsSettings rows_settings() {
 struct RowsShape {
   uint32_t wg = 256;   // invocations per workgroup
   uint32_t kt = 32;    // invocations per row of B
-  uint32_t cpi = 2;    // rows of B (output columns) per invocation
+  uint32_t cpi = 2;    // rows of B per invocation: output columns, times the products of a fused pair
   uint32_t sw = 256;   // words of a row per K-slice: A's slice of sw * VALS values per row is staged
   uint32_t u = 8;      // words each invocation reads per slice and column: sw / kt
   uint64_t groups = 1;
   uint32_t per_group() const { return (wg / kt) * cpi; }
 };
 
-std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSettings& s) {
+// `products`: how many products of q's sizes the kernel computes (2: the fused pair, whose invocations
+// take a row of each product's B for the same column, so CPI is a multiple of it).
+std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSettings& s, uint32_t products = 1) {
   RowsShape g;
   const uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
   const uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
@@ -237,8 +266,9 @@ std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSetti
   g.wg = pow2_floor(std::min({256u, inv, wx}));
   // About `words` words of the row per invocation; at least 8 invocations per row (coalesced reads).
   g.kt = std::clamp(pow2_ceil((kw + s.words - 1) / s.words), std::min(8u, g.wg), g.wg);
-  g.cpi = s.cpi;
-  while (g.cpi > 1 && (uint64_t(q.N) + g.per_group() - 1) / g.per_group() < s.target) g.cpi /= 2;  // more workgroups
+  const uint64_t rows_of_b = uint64_t(q.N) * products;
+  g.cpi = std::max(s.cpi / products * products, products);
+  while (g.cpi > products && (rows_of_b + g.per_group() - 1) / g.per_group() < s.target) g.cpi /= 2;  // more workgroups
   // Workgroup memory: the partial sums (cpi per invocation), then A's slice: vals + 1 floats per word
   // and row (the values and their sum).
   const uint64_t red = uint64_t(g.cpi) * g.wg * 4, per_word = uint64_t(rows) * (vals + 1) * 4;
@@ -251,7 +281,7 @@ std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSetti
   g.u = g.sw / g.kt;
   // A grid still short of the target (few columns, e.g. a [2048, 512] product) gives more invocations
   // to each row while each keeps 2 words of the slice or more.
-  auto groups = [&] { return (uint64_t(q.N) + g.per_group() - 1) / g.per_group(); };
+  auto groups = [&] { return (rows_of_b + g.per_group() - 1) / g.per_group(); };
   while (groups() < s.target && g.u > 2 && g.kt < g.wg) {
     g.kt *= 2;
     g.u /= 2;
@@ -260,15 +290,25 @@ std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSetti
   return g;
 }
 
-// The rows kernel (see the top of the file).
-void nbits_rows(GpuKernelContext& ctx, const P& q, const RowsShape& g) {
+// The rows kernel (see the top of the file), for one product, or for the fused pair (ps: both
+// products, `epilogue`: WGSL declaring `fn epilogue(p: f32, p1: f32) -> f32`, what is stored of a
+// column's two results): invocation slot c takes a row of product c % P's B for column c / P of the
+// invocation's columns, so that both of a column's results meet in one invocation's epilogue.
+void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, const RowsShape& g,
+                const std::string& epilogue = "") {
+  const P& q = ps[0].q;
   const uint32_t bits = uint32_t(q.bits), vals = 32 / bits, parts = vals / 4, rows = uint32_t(q.M);
   const uint32_t R = g.wg / g.kt;  // rows of B per column step of the workgroup
+  const uint32_t np = uint32_t(ps.size());
   auto n_ = [](uint32_t v) { return std::to_string(v); };
-  auto p = ctx.program("rows2_" + n_(g.kt) + "x" + n_(R) + "x" + n_(g.cpi) + "_u" + n_(g.u) + "_m" + n_(rows) +
-                           nbits_name(q),
-                       g.wg);
-  std::vector<ValueRef> binds = declare_nbits(ctx, p, q);
+  std::string name = (np > 1 ? "pair_rows2_" : "rows2_") + n_(g.kt) + "x" + n_(R) + "x" + n_(g.cpi) + "_u" + n_(g.u) +
+                     "_m" + n_(rows);
+  for (const NBitsProduct& pr : ps) name += nbits_name(pr.q);
+  auto p = ctx.program(name, g.wg);
+  std::vector<ValueRef> binds = declare_nbits(ctx, p, ps);
+  const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+  if (binds.size() + 1 > most)  // + the status words
+    ctx.unsupported("more tensors than the device binds per dispatch");
   p.uniform("groups", u32_dim(ctx, g.groups, "the workgroups"));
   std::string d = "const WG: u32 = " + u32_lit(g.wg) + ";\nconst KT: u32 = " + u32_lit(g.kt) + ";\nconst R: u32 = " +
                   u32_lit(R) + ";\nconst CPI: u32 = " + u32_lit(g.cpi) + ";\nconst SW: u32 = " + u32_lit(g.sw) +
@@ -292,9 +332,10 @@ void nbits_rows(GpuKernelContext& ctx, const P& q, const RowsShape& g) {
   }
   // With q' = 1 + q / 2^BITS a word's values give sum (q - z) s a = s 2^BITS dot(a, q') - s (2^BITS + z) sum(a):
   // the two coefficients of block blk of row n.
-  d += "fn coef(n: u32, blk: u32) -> vec2<f32> {\n  let d = dequant(n, blk);\n  let s2 = d.x * " +
-       f32_lit(float(1u << bits)) + ";\n  return vec2<f32>(s2, d.y - s2);\n}\n";
-  p.declare(d);
+  for (const NBitsProduct& pr : ps)
+    d += "fn coef" + pr.sfx + "(n: u32, blk: u32) -> vec2<f32> {\n  let d = dequant" + pr.sfx + "(n, blk);\n  let s2 = d.x * " +
+         f32_lit(float(1u << bits)) + ";\n  return vec2<f32>(s2, d.y - s2);\n}\n";
+  p.declare(d + epilogue);
 
   std::string b =
       "  if (wg >= groups()) { return; }\n"
@@ -302,7 +343,8 @@ void nbits_rows(GpuKernelContext& ctx, const P& q, const RowsShape& g) {
       "  let r = lid / KT;\n";
   for (uint32_t c = 0; c < g.cpi; ++c) {
     const std::string cs = n_(c);
-    b += "  let n_raw" + cs + " = wg * (R * CPI) + " + u32_lit(c) + " * R + r;\n"
+    b += "  let n_raw" + cs + " = wg * (R * CPI" + (np > 1 ? " / " + u32_lit(np) : std::string()) + ") + " +
+         u32_lit(c / np) + " * R + r;\n"
          "  let n" + cs + " = min(n_raw" + cs + ", N() - 1u);\n"
          "  let row" + cs + " = n" + cs + " * RW();\n";
   }
@@ -317,8 +359,9 @@ void nbits_rows(GpuKernelContext& ctx, const P& q, const RowsShape& g) {
     b += "    let wi" + us + " = min(ws + kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ", KW() - 1u);\n";
     for (uint32_t c = 0; c < g.cpi; ++c) {
       const std::string uc = us + "_" + n_(c);
-      b += "    let b" + uc + " = b_word(row" + n_(c) + " + wi" + us + ");\n"
-           "    let s" + uc + " = coef(n" + n_(c) + ", wi" + us + " / block_words());\n";
+      const std::string& sfx = ps[c % np].sfx;
+      b += "    let b" + uc + " = b" + sfx + "_word(row" + n_(c) + " + wi" + us + ");\n"
+           "    let s" + uc + " = coef" + sfx + "(n" + n_(c) + ", wi" + us + " / block_words());\n";
     }
   }
   // A's slice: each invocation stages whole words (zeros past K) and their sums.
@@ -384,7 +427,19 @@ void nbits_rows(GpuKernelContext& ctx, const P& q, const RowsShape& g) {
       const std::string at = u32_lit(uint64_t(c) * g.wg) + " + lid", cs = n_(c);
       std::string s = "red[" + at + "]";
       for (uint32_t i = 1; i < cnt; ++i) s += " + red[" + at + " + " + u32_lit(i) + "]";
-      b += "    if (n_raw" + cs + " < N()) { y_store(" + u32_lit(m) + " * N() + n" + cs + ", result(n" + cs + ", " + s + ")); }\n";
+      b += "    let v" + cs + " = result" + ps[c % np].sfx + "(n" + cs + ", " + s + ");\n";
+    }
+    // Each column's value: its product's result, or the epilogue of its products' results (slots
+    // j * P .. j * P + P - 1, of the same column).
+    for (uint32_t c = 0; c < g.cpi; c += np) {
+      const std::string cs = n_(c);
+      std::string v = "v" + cs;
+      if (np > 1) {
+        v = "epilogue(" + v;
+        for (uint32_t k = 1; k < np; ++k) v += ", v" + n_(c + k);
+        v += ")";
+      }
+      b += "    if (n_raw" + cs + " < N()) { y_store(" + u32_lit(m) + " * N() + n" + cs + ", " + v + "); }\n";
     }
     b += "  }\n";
   }
@@ -401,7 +456,7 @@ void nbits_tiled(GpuKernelContext& ctx, const P& q) {
   const uint32_t vals = 32 / uint32_t(q.bits), words = TN * TK / vals;           // B's words per slice
   auto p = ctx.program("tiled_" + std::to_string(TM) + "x" + std::to_string(TN) + "x" + std::to_string(TK) + nbits_name(q),
                        NT);
-  std::vector<ValueRef> binds = declare_nbits(ctx, p, q);
+  std::vector<ValueRef> binds = declare_nbits(ctx, p, {NBitsProduct{q}});
   const uint64_t gx = (uint64_t(q.N) + TN - 1) / TN, gy = (uint64_t(q.M) + TM - 1) / TM;
   const uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
   if (gx > max_dim || gy > max_dim) ctx.unsupported("product too large for the device's grid");
@@ -465,11 +520,54 @@ void matmul_nbits(GpuKernelContext& ctx) {
     const RowsSettings s = rows_settings();
     std::optional<RowsShape> g;
     if (!s.old) g = rows_shape(ctx.limits, q, s);
-    if (g) nbits_rows(ctx, q, *g);
+    if (g) nbits_rows(ctx, {NBitsProduct{q}}, *g);
     else nbits_rows_old(ctx, q);
   } else {
     nbits_tiled(ctx, q);
   }
+}
+
+// The fused pair (runtime/fusion.h): two MatMulNBits of the same sizes over one A and an elementwise
+// expression of their products (p: the first's, p1: the second's, SwiGLU's silu(gate) * up), one value
+// stored per output element. Inputs: A, then each product's B, scales, zero points and bias ("" when
+// absent): 1 + 4k .. 4 + 4k for product k. Only the rows kernel computes it (M <= kRowsMax, a decode
+// step's product, where dispatches and the round trip of the two products through memory cost most):
+// a prompt's products run apart, through the tiled kernel, as the nodes do unfused.
+void fused_matmul_nbits(GpuKernelContext& ctx) {
+  std::vector<NBitsProduct> ps;
+  for (size_t k = 0; k < 2; ++k) {
+    NBitsProduct pr;
+    pr.b = 1 + 4 * k;
+    pr.scales = pr.b + 1;
+    pr.zp = pr.b + 2;
+    pr.bias = pr.b + 3;
+    pr.sfx = k ? std::to_string(k) : "";
+    // The product's operands in MatMulNBits' order (no g_idx), for the rules it shares with the CPU.
+    std::vector<ops::Operand> in{ctx.operand(P::kA), ctx.operand(pr.b), ctx.operand(pr.scales), ctx.operand(pr.zp),
+                                 ops::Operand{}, ctx.operand(pr.bias)};
+    pr.q = ops::matmul_nbits_params(ctx.node, in, ctx.fail_fn());
+    ps.push_back(std::move(pr));
+  }
+  const P &q = ps[0].q, &q1 = ps[1].q;
+  if (q1.K != q.K || q1.N != q.N || q1.bits != q.bits || q1.block_size != q.block_size)
+    ctx.fail("the fused products differ in K, N, bits or block size");
+  FusedSteps steps(ctx, 2);
+  if (steps.empty()) ctx.fail("the fused pair of products needs the expression that combines them");
+  if (steps.num_inputs() != 0) ctx.fail("the fused pair's expression reads an input");
+  if (ctx.dtype(P::kA) != DType::Float32) ctx.unsupported("a fused pair of float32 products");  // the expression is float32
+  ctx.set_output(0, DType::Float32, q.out);
+  if (q.M == 0) return;
+  if (q.M > kRowsMax) ctx.unsupported("a fused pair of products of more than " + std::to_string(kRowsMax) + " rows");
+  u32_dim(ctx, shape_numel(q.out), "the output");
+  u32_dim(ctx, shape_numel(ctx.shape(P::kA)), "A");
+  for (const NBitsProduct& pr : ps) u32_dim(ctx, shape_numel(ctx.shape(pr.b)), "B");
+  const RowsSettings s = rows_settings();
+  std::optional<RowsShape> g;
+  if (!s.old) g = rows_shape(ctx.limits, q, s, 2);
+  if (!g) ctx.unsupported("a fused pair of products without the rows kernel");
+  std::string decls;
+  const std::string body = steps.wgsl(decls);
+  nbits_rows(ctx, ps, *g, decls + "fn epilogue(p: f32, p1: f32) -> f32 {\n" + body + "  return " + steps.result() + ";\n}\n");
 }
 
 void gather_block_quantized(GpuKernelContext& ctx) {
@@ -524,6 +622,7 @@ void gather_block_quantized(GpuKernelContext& ctx) {
 void register_block_quant(GpuKernelRegistry& r) {
   r.add("MatMulNBits", matmul_nbits, ir::kMsDomain);
   r.add("GatherBlockQuantized", gather_block_quantized, ir::kMsDomain);
+  r.add_fused("MatMulNBits", fused_matmul_nbits);
 }
 
 }  // namespace onnxgpu::webgpu

@@ -14,7 +14,7 @@ size_t arity(const std::string& op) { return op == "Where" || ternary(op) ? 3 : 
 
 }  // namespace
 
-FusedSteps::FusedSteps(const GpuKernelContext& ctx) : ctx_(ctx), expr_(ctx.node.fused.get()) {
+FusedSteps::FusedSteps(const GpuKernelContext& ctx, size_t products) : ctx_(ctx), expr_(ctx.node.fused.get()) {
   size_t n = num_inputs();
   if (expr_ && expr_->first_input + n > ctx.num_inputs()) ctx.fail("the fused expression reads inputs the node lacks");
   condition_only_.assign(n, true);
@@ -29,6 +29,8 @@ FusedSteps::FusedSteps(const GpuKernelContext& ctx) : ctx_(ctx), expr_(ctx.node.
         if (!(st.op == "Where" && q == 0)) condition_only_[o.index] = false;
       } else if (o.kind == ir::FusedOperand::Kind::Step && o.index >= m) {
         ctx.fail("step operand " + name(o) + " names no earlier step");
+      } else if (o.kind == ir::FusedOperand::Kind::Product && o.index >= products) {
+        ctx.fail("step operand " + name(o) + " names a product the kernel does not compute");
       }
     }
   }
@@ -62,7 +64,7 @@ std::string FusedSteps::name(const ir::FusedOperand& o) const {
   switch (o.kind) {
     case ir::FusedOperand::Kind::Input: return input_name(o.index);
     case ir::FusedOperand::Kind::Step: return "t" + std::to_string(o.index);
-    case ir::FusedOperand::Kind::Product: return "p";
+    case ir::FusedOperand::Kind::Product: return o.index ? "p" + std::to_string(o.index) : "p";
     case ir::FusedOperand::Kind::Constant: {
       uint32_t bits;
       std::memcpy(&bits, &o.value, 4);

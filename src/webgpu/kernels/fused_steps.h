@@ -4,8 +4,9 @@
 // the fused Elementwise kernel (elementwise.cpp), the fused attention's score expression
 // (attention.cpp) and the fused MatMul's activation epilogue (matmul.cpp).
 //
-// In the WGSL, input k's value is x<k>, step m's result t<m>, the host kernel's product p and a
-// constant f<its float32 bits>; each kernel defines the x<k> and p its steps read.
+// In the WGSL, input k's value is x<k>, step m's result t<m>, the host kernel's product p (its
+// product k > 0, where it computes several: p<k>) and a constant f<its float32 bits>; each kernel
+// defines the x<k> and p its steps read.
 #pragma once
 #include <optional>
 #include <set>
@@ -19,9 +20,10 @@ namespace onnxgpu::webgpu {
 
 class FusedSteps {
  public:
-  // The expression ctx.node carries (none: empty()). The node is invalid (fail) when an operand
-  // names no input of the node or a step that is not an earlier one.
-  explicit FusedSteps(const GpuKernelContext& ctx);
+  // The expression ctx.node carries (none: empty()), in a kernel that computes `products` values
+  // before it (p, p1, ...). The node is invalid (fail) when an operand names no input of the node, a
+  // step that is not an earlier one, or a product the kernel does not compute.
+  explicit FusedSteps(const GpuKernelContext& ctx, size_t products = 1);
 
   bool empty() const { return steps().empty(); }
   size_t size() const { return steps().size(); }
