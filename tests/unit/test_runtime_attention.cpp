@@ -80,7 +80,7 @@ TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
   ModelBuilder::attr(b.node("Softmax", {"sm"}, {"p"}), "axis", -1);
   b.node("MatMul", {"p", "vh"}, {"o"});
   ints(b.node("Transpose", {"o"}, {"y"}), "perm", {0, 2, 1, 3});
-  for (auto [lq, lk] : {std::pair<int64_t, int64_t>{13, 100}, {5, 7}}) {
+  for (auto [lq, lk] : {std::pair<int64_t, int64_t>{13, 100}, {9, 7}}) {  // over 8 rows: no split
     Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));
     for (int64_t j = 0; j < lk; j += 3) mask.data<float>()[j] = -10000.0f;  // batch 0: every third key masked
     Plan p = check("bert " + std::to_string(lq) + "x" + std::to_string(lk), b.bytes(),
@@ -90,7 +90,8 @@ TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
     EXPECT_EQ(p.fused_nodes, 9);
   }
   // A decode step's shape: one query row over many keys splits the keys over workgroups (the
-  // attention, then the combine of the chunks): 2 dispatches, the same results.
+  // attention, then the combine of the chunks): 2 dispatches, the same results; so does one over a
+  // single chunk's keys.
   const int64_t lk = 300;
   Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));
   for (int64_t j = 0; j < lk; j += 7) mask.data<float>()[j] = -10000.0f;
@@ -99,6 +100,11 @@ TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
                   {"v", floats({B, lk, H, Dv}, 6)}, {"mask", mask}});
   EXPECT_EQ(p.dispatches, 2);
   EXPECT_EQ(p.fused_nodes, 9);
+  Tensor short_mask = Tensor::from_vector<float>({B, 1, 1, 20}, std::vector<float>(size_t(B * 20), 0.0f));
+  p = check("bert 1x20", b.bytes(),
+            {{"q", floats({B, 1, H, D}, 7, 2.0f)}, {"k", floats({B, 20, H, D}, 8, 2.0f)},
+             {"v", floats({B, 20, H, Dv}, 9)}, {"mask", short_mask}});
+  EXPECT_EQ(p.dispatches, 2);
 }
 
 // GPT-2's attention: scores scaled by a Mul, the future masked by Where(causal condition, -inf or the

@@ -360,15 +360,11 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   for (int64_t v : {s.Lq, s.D, s.Lk, s.Dv}) strided::u32_dim(ctx, v, "an attention dimension");
   for (const Matrix* m : {&s.q, &s.k, &s.v, &s.y}) strided::u32_dim(ctx, int64_t(m->t.numel), "an attention operand");
   const uint64_t z_count = uint64_t(shape_numel(s.batch));
-  // A split where it gives more than one chunk (the combine is a dispatch of its own).
-  bool split = s.split && s.Lq <= 8;
+  // Few rows split even into one chunk: a decode loop's growing keys then never change the program
+  // (which would plan the loop anew instead of refreshing it).
+  const bool split = s.split && s.Lq <= 8;
   Tile t = choose_tile(ctx, split);
-  Split sp = split ? choose_split(s, t) : Split{};
-  if (split && sp.chunks < 2) {
-    split = false;
-    t = choose_tile(ctx, false);
-    sp = Split{};
-  }
+  const Split sp = split ? choose_split(s, t) : Split{};
   uint64_t gx = (uint64_t(s.Dv) + kCols - 1) / kCols, gy = (uint64_t(s.Lq) + t.rows - 1) / t.rows, gz = z_count * sp.chunks;
   if (gx > max_grid(ctx) || gy > max_grid(ctx) || gz > max_grid(ctx)) ctx.unsupported("attention too large for the device's grid");
   const size_t tensors = 4 + s.inputs.size() + s.extras.size() + (split ? 1 : 0);
