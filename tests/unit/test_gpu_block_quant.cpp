@@ -89,6 +89,17 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
   EXPECT_TRUE(r.passed) << what << ": " << r.message;
 }
 
+// Each case on the GPU (fail-loud: no CPU node) against the CPU reference, recorded and replayed.
+void check_nbits_cases(const std::vector<NBits>& cases) {
+  for (const NBits& c : cases) {
+    std::vector<Operand> in;
+    const std::string model = nbits_model(c, in);
+    SessionOptions o = testing::webgpu_options();
+    o.int64.fail_loud = true;
+    testing::check_against_cpu(c.name(), model, in, o, expect_close, 1);
+  }
+}
+
 TEST(GpuBlockQuant, ProductsMatchTheCpu) {
   // M <= 4: the rows kernel; M > 4: the tiled one. K 300 is no multiple of any block; N 70 leaves a
   // partial workgroup of rows and a partial tile; K 4100 at 8 bits takes the rows kernel's loop twice.
@@ -99,13 +110,7 @@ TEST(GpuBlockQuant, ProductsMatchTheCpu) {
       {37, 300, 70, 4, 32, Zp::Packed, true},  {5, 300, 70, 8, 16, Zp::Float},
       {37, 300, 70, 2, 128, Zp::None},         {9, 300, 70, 4, 256, Zp::Float, true, DType::Float16},
   };
-  for (const NBits& c : cases) {
-    std::vector<Operand> in;
-    const std::string model = nbits_model(c, in);
-    SessionOptions o = testing::webgpu_options();
-    o.int64.fail_loud = true;
-    testing::check_against_cpu(c.name(), model, in, o, expect_close, 1);
-  }
+  check_nbits_cases(cases);
 }
 
 // The rows kernel's edges (M <= 4; its shape comes from the sizes and the device's workgroup memory,
@@ -121,13 +126,7 @@ TEST(GpuBlockQuant, RowsKernelEdgesMatchTheCpu) {
       {3, 20, 33, 4, 16, Zp::Float},              {4, 2048, 301, 4, 128, Zp::None, false, DType::Float16},
       {2, 1000, 71, 8, 256, Zp::Float, true},     {3, 530, 130, 2, 64, Zp::None},
   };
-  for (const NBits& c : cases) {
-    std::vector<Operand> in;
-    const std::string model = nbits_model(c, in);
-    SessionOptions o = testing::webgpu_options();
-    o.int64.fail_loud = true;
-    testing::check_against_cpu(c.name(), model, in, o, expect_close, 1);
-  }
+  check_nbits_cases(cases);
 }
 
 // The plan's buffers hold A and Y, never the dequantized weights: B's 4-bit blob (128 KB here) is bound
