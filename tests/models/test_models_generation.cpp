@@ -164,9 +164,9 @@ TEST_P(ModelsGeneration, PrefillOfThreeLengthsReplaysOnePlan) {
     Session reference(path.string(), gpu(false));
     const KvNames kv = kv_names(captured);
     int n = 0;
-    // (A prompt of at most 8 tokens splits its attention's keys as a decode step does, and one of at most 4
-    // takes the one-row products: other plans.)
-    for (int64_t length : {9, 13, 11, 13}) {
+    // (A prompt of at most 4 tokens takes the one-row products and splits its attention's keys as a
+    // decode step does: another plan.)
+    for (int64_t length : {5, 9, 7, 9}) {
       SCOPED_TRACE("prompt of " + std::to_string(length));
       std::vector<int64_t> ids, positions;
       for (int64_t i = 0; i < length; ++i) {

@@ -80,7 +80,7 @@ TEST(FusedSteps, ElementwiseBindsTensorInputsAndWritesConstantScalars) {
 
 // The expression's input 0 is the node's input 3, after Q, K and V.
 TEST(FusedSteps, AttentionExpressionInputsFollowQKAndV) {
-  Planned p("Attention", {f32({1, 9, 8}), f32({1, 8, 4}), f32({1, 4, 8}), f32({1, 9, 4})},  // 9 rows: no split
+  Planned p("Attention", {f32({1, 9, 8}), f32({1, 8, 4}), f32({1, 4, 8}), f32({1, 9, 4})},  // 9 rows: no split (one dispatch)
             expr({{"Add", {FusedOperand::product(), FusedOperand::input(0)}}}, 3, 1));
   p.run();
   ASSERT_EQ(p.ctx->dispatches.size(), 1u);

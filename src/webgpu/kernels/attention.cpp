@@ -16,6 +16,7 @@
 #include "webgpu/kernels/attention_core.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/matmul.h"
 #include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
@@ -126,7 +127,9 @@ void fused_attention(GpuKernelContext& ctx) {
   spec.D = s.D;
   spec.Lk = s.Lk;
   spec.Dv = s.Dv;
-  spec.split = true;  // a decode step's few rows over many keys
+  // A decode step's few rows over many keys split them over workgroups. At most as many rows as the
+  // one-row products take (matmul.h): a prompt past that is one plan family with every longer one.
+  spec.split = uint64_t(s.Lq) <= products::kGemvMaxRows;
   // The score: the expression over the product p and its inputs (constant scalars as literals).
   for (size_t x = 0; x < steps.num_inputs(); ++x) {
     std::string n = FusedSteps::input_name(x);
