@@ -56,7 +56,8 @@ LLAMA_SIZES = {
 GPT2_CTX, BERT_CTX = 1024, 512
 EXTERNAL_DATA_MIN_BYTES = 1800 * 2**20  # inflated models larger than this keep their weights in <model>.onnx.data
 
-MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3"]  # bench/compare's
+MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3",
+               "detect"]  # bench/compare's
 # The torchvision classifiers (random weights, BatchNormalization folded into the convolutions at export).
 VISION_MODELS = ["resnet50", "mobilenetv3"]
 # The generation benchmark's (bench/decode.py) decode-step models; llama_kv is made only when asked for.
@@ -65,7 +66,8 @@ ALL_MODELS = MODEL_NAMES + ["llama_kv"]
 # Benchmark cases: a model file run at the dims of PROFILES[profile][case]. A case named like a model
 # uses that model; the others name theirs here.
 CASE_MODEL = {"gpt2_s16": "gpt2"}
-CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3"]
+CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3",
+              "detect"]
 
 
 def case_model(case):
@@ -84,6 +86,7 @@ PROFILES = {
         "cnn": {"batch": 1, "height": 32, "width": 32},
         "resnet50": {"batch": 1, "height": 64, "width": 64},
         "mobilenetv3": {"batch": 1, "height": 64, "width": 64},
+        "detect": {"batch": 1, "height": 64, "width": 64},
     },
     "h200": {
         "mlp": {"batch": 16},
@@ -95,6 +98,7 @@ PROFILES = {
         "cnn": {"batch": 8, "height": 224, "width": 224},
         "resnet50": {"batch": 2, "height": 224, "width": 224},
         "mobilenetv3": {"batch": 2, "height": 224, "width": 224},
+        "detect": {"batch": 2, "height": 320, "width": 320},
     },
 }
 
@@ -114,6 +118,10 @@ DESCRIPTIONS = {  # sizes in the manifest's config
     "mobilenetv3": "torchvision MobileNetV3-small (random weights, BN folded at export): 52 convs (depthwise 3x3 "
                    "and 5x5, 1x1 expansions and projections), HardSwish/ReLU, 9 squeeze-excitation blocks (global "
                    "average pool, 1x1 convs, HardSigmoid, Mul), residual adds, linear 576->1024->1000",
+    "detect": "detection-style network (one-stage, FPN neck): a conv backbone of 4 stages (stride 2 each, BN "
+              "folded, ReLU), a top-down neck (1x1 lateral convs, Resize nearest x2, Concat, 3x3 conv) over 3 levels, "
+              "per-level class and box heads (3x3 convs) flattened and concatenated -> scores[batch,anchors,20], "
+              "boxes[batch,anchors,4]",
     "llama_kv": "Llama-style decode step with KV cache, plain ONNX ops: RMSNorm, rotary embedding from position_ids, "
                 "grouped-query attention (K/V heads repeated by Expand), SiLU MLP, untied LM head; past_key_i/"
                 "past_value_i [batch,kv_heads,past_seq,head_dim] -> logits + present_key_i/present_value_i",
@@ -323,6 +331,51 @@ def build_torch_models(size):
             x = F.adaptive_avg_pool2d(x, 1).flatten(1)
             return self.fc(x)
 
+    def conv_bn_s(cin, cout, stride):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout),
+                             nn.ReLU())
+
+    class Detect(nn.Module):
+        """A one-stage detector's shape of work: strided backbone, FPN neck (Resize + Concat), heads per level."""
+        CLASSES, ANCHORS, NECK = 20, 3, 64
+
+        def __init__(self):
+            super().__init__()
+            widths = [32, 64, 128, 256]
+            self.stages = nn.ModuleList()
+            cin = 3
+            for w in widths:  # strides 2, 4, 8, 16
+                self.stages.append(nn.Sequential(conv_bn_s(cin, w, 2), conv_bn_s(w, w, 1)))
+                cin = w
+            n = self.NECK
+            self.lateral = nn.ModuleList(nn.Conv2d(w, n, 1) for w in widths[1:])  # levels at strides 4, 8, 16
+            self.merge = nn.ModuleList(conv_bn_s(2 * n, n, 1) for _ in widths[1:-1])
+            self.cls = nn.ModuleList(nn.Conv2d(n, self.ANCHORS * self.CLASSES, 3, padding=1) for _ in widths[1:])
+            self.box = nn.ModuleList(nn.Conv2d(n, self.ANCHORS * 4, 3, padding=1) for _ in widths[1:])
+            for m in self.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    nn.init.uniform_(m.weight, 0.5, 1.5)
+                    nn.init.uniform_(m.bias, -0.1, 0.1)
+                    m.running_mean.uniform_(-0.1, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+
+        def forward(self, x):
+            feats = []
+            for stage in self.stages:
+                x = stage(x)
+                feats.append(x)
+            lat = [l(f) for l, f in zip(self.lateral, feats[1:])]
+            levels = [lat[-1]]
+            for i in range(len(lat) - 2, -1, -1):  # top-down: upsample the coarser level, concat, merge
+                up = F.interpolate(levels[0], scale_factor=2.0, mode="nearest")
+                levels.insert(0, self.merge[i](torch.cat([lat[i], up], dim=1)))
+            b = x.shape[0]
+            scores = [c(f).reshape(b, self.ANCHORS * self.CLASSES, -1).transpose(1, 2).reshape(b, -1, self.CLASSES)
+                      for c, f in zip(self.cls, levels)]
+            boxes = [h(f).reshape(b, self.ANCHORS * 4, -1).transpose(1, 2).reshape(b, -1, 4)
+                     for h, f in zip(self.box, levels)]
+            return torch.sigmoid(torch.cat(scores, dim=1)), torch.cat(boxes, dim=1)
+
     dh = WIDTH // HEADS
     models = {}
 
@@ -361,6 +414,10 @@ def build_torch_models(size):
     torch.manual_seed(5)
     add("cnn", Cnn(), (torch.randn(1, 3, 32, 32),), ["image"], ["logits"],
         {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}})
+    torch.manual_seed(6)
+    add("detect", Detect(), (torch.randn(1, 3, 64, 64),), ["image"], ["scores", "boxes"],
+        {"image": {0: "batch", 2: "height", 3: "width"}, "scores": {0: "batch", 1: "anchors"},
+         "boxes": {0: "batch", 1: "anchors"}})
     return models
 
 
