@@ -24,6 +24,7 @@ Layout: bench/models/skel/<size>/<model>.onnx, bench/models/<size>/<model>.onnx,
         bench/models/<size>/inputs/<profile>/<model>/input_K.pb, bench/models/<size>/manifest.json
 """
 import argparse
+import glob
 import hashlib
 import json
 import math
@@ -65,9 +66,12 @@ DECODE_MODELS = ["gpt2_kv", "llama_kv"]
 ALL_MODELS = MODEL_NAMES + ["llama_kv"]
 # Benchmark cases: a model file run at the dims of PROFILES[profile][case]. A case named like a model
 # uses that model; the others name theirs here.
-CASE_MODEL = {"gpt2_s16": "gpt2"}
-CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3",
-              "detect"]
+CASE_MODEL = {"gpt2_s16": "gpt2", "bert_b2": "bert"}
+# Cases whose attention_mask pads: every batch row after the first ends in this share of masked positions
+# (an encoder batch of sentences of different lengths; 32 of 128 in the h200 profile).
+PADDING = {"bert_b2": 0.25}
+CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "bert_b2", "cnn", "resnet50",
+              "mobilenetv3", "detect"]
 
 
 def case_model(case):
@@ -83,6 +87,7 @@ PROFILES = {
         "gpt2": {"batch": 1, "seq": 32},
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 15},
         "bert": {"batch": 1, "seq": 16},
+        "bert_b2": {"batch": 2, "seq": 16},
         "cnn": {"batch": 1, "height": 32, "width": 32},
         "resnet50": {"batch": 1, "height": 64, "width": 64},
         "mobilenetv3": {"batch": 1, "height": 64, "width": 64},
@@ -95,6 +100,7 @@ PROFILES = {
         "gpt2": {"batch": 1, "seq": 128},
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 127},
         "bert": {"batch": 1, "seq": 128},
+        "bert_b2": {"batch": 2, "seq": 128},
         "cnn": {"batch": 8, "height": 224, "width": 224},
         "resnet50": {"batch": 2, "height": 224, "width": 224},
         "mobilenetv3": {"batch": 2, "height": 224, "width": 224},
@@ -723,7 +729,7 @@ def input_shape(value_info, dims):
     return shape
 
 
-def make_input(model_name, value_info, shape, dims, rs, vocab):
+def make_input(model_name, value_info, shape, dims, rs, vocab, pad=0):
     import numpy as np
     from onnx import TensorProto
 
@@ -738,7 +744,11 @@ def make_input(model_name, value_info, shape, dims, rs, vocab):
         past = dims.get("past_seq", 0)
         return np.broadcast_to(np.arange(past, past + shape[1], dtype=np.int64), shape).copy()
     if name == "attention_mask":
-        return np.ones(shape, dtype=np.int64)
+        mask = np.ones(shape, dtype=np.int64)
+        padded = int(shape[-1] * pad)  # rows after the first end in this many padded positions
+        if padded:
+            mask[1:, shape[-1] - padded:] = 0
+        return mask
     if name == "token_type_ids":
         t = np.zeros(shape, dtype=np.int64)
         t[:, shape[1] // 2:] = 1
@@ -761,10 +771,12 @@ def make_inputs(size, profile, root, force=False, names=None):
             continue
         m = onnx.load(model_path, load_external_data=False)
         os.makedirs(out_dir, exist_ok=True)
+        for old in glob.glob(os.path.join(out_dir, "output_*.pb")):  # reference outputs of the inputs replaced
+            os.remove(old)
         rs = np.random.RandomState(zlib.crc32((profile + "/" + name).encode()) & 0x7FFFFFFF)
         for k, vi in enumerate(graph_inputs(m)):
             arr = make_input(case_model(name), vi, input_shape(vi, dims), dims, rs,
-                         model_config(case_model(name), size).get("vocab"))
+                             model_config(case_model(name), size).get("vocab"), PADDING.get(name, 0))
             with open(os.path.join(out_dir, f"input_{k}.pb"), "wb") as f:
                 f.write(numpy_helper.from_array(arr, vi.name).SerializeToString())
         with open(stamp, "w") as f:
