@@ -64,7 +64,7 @@ PEER_CONFIGS = {
 PAIRS = ["capture", "no-capture", "cpu"]
 # The targets for the capture ratio: 0.5 where both capture; 0.25 where the peer captures only with
 # every dim pinned and the model is not one of the four named with capture on both sides.
-TARGETS = [("gpt2_s16", 0.5), ("gpt2", 0.5), ("bert", 0.5), ("bert_b2", 0.4), ("mlp", 0.5), ("gpt2_kv", 0.5), ("int64_embedding", 0.25),
+TARGETS = [("gpt2_s16", 0.5), ("gpt2", 0.5), ("bert", 0.5), ("bert_b2", 0.4), ("t5", 0.4), ("mlp", 0.5), ("gpt2_kv", 0.5), ("int64_embedding", 0.25),
            ("cnn", 0.7), ("resnet50", 0.7), ("mobilenetv3", 0.7), ("detect", 0.7)]
 TOL = ["--atol", "1e-4", "--rtol", "1e-3"]
 

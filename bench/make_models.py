@@ -54,10 +54,16 @@ LLAMA_SIZES = {
     "small": dict(width=2048, heads=32, kv_heads=8, layers=4, mlp=5632, vocab=32000),
     "tiny": dict(width=256, heads=8, kv_heads=2, layers=2, mlp=688, vocab=4096),
 }
+# The T5-style encoder (t5), per size: full is T5-small's encoder (6 layers, width 512, 8 heads, 2048 wide MLP).
+T5_SIZES = {
+    "full": dict(width=512, heads=8, layers=6, ff=2048, vocab=32128),
+    "small": dict(width=512, heads=8, layers=2, ff=2048, vocab=32128),
+    "tiny": dict(width=128, heads=4, layers=2, ff=256, vocab=4096),
+}
 GPT2_CTX, BERT_CTX = 1024, 512
 EXTERNAL_DATA_MIN_BYTES = 1800 * 2**20  # inflated models larger than this keep their weights in <model>.onnx.data
 
-MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "cnn", "resnet50", "mobilenetv3",
+MODEL_NAMES = ["mlp", "int64_embedding", "gpt2", "gpt2_kv", "bert", "t5", "cnn", "resnet50", "mobilenetv3",
                "detect"]  # bench/compare's
 # The torchvision classifiers (random weights, BatchNormalization folded into the convolutions at export).
 VISION_MODELS = ["resnet50", "mobilenetv3"]
@@ -69,9 +75,9 @@ ALL_MODELS = MODEL_NAMES + ["llama_kv"]
 CASE_MODEL = {"gpt2_s16": "gpt2", "bert_b2": "bert"}
 # Cases whose attention_mask pads: every batch row after the first ends in this share of masked positions
 # (an encoder batch of sentences of different lengths; 32 of 128 in the h200 profile).
-PADDING = {"bert_b2": 0.25}
-CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "bert_b2", "cnn", "resnet50",
-              "mobilenetv3", "detect"]
+PADDING = {"bert_b2": 0.25, "t5": 0.25}
+CASE_NAMES = ["mlp", "int64_embedding", "gpt2_s16", "gpt2", "gpt2_kv", "bert", "bert_b2", "t5", "cnn",
+              "resnet50", "mobilenetv3", "detect"]
 
 
 def case_model(case):
@@ -88,6 +94,7 @@ PROFILES = {
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 15},
         "bert": {"batch": 1, "seq": 16},
         "bert_b2": {"batch": 2, "seq": 16},
+        "t5": {"batch": 2, "seq": 16},
         "cnn": {"batch": 1, "height": 32, "width": 32},
         "resnet50": {"batch": 1, "height": 64, "width": 64},
         "mobilenetv3": {"batch": 1, "height": 64, "width": 64},
@@ -101,6 +108,7 @@ PROFILES = {
         "gpt2_kv": {"batch": 1, "seq": 1, "past_seq": 127},
         "bert": {"batch": 1, "seq": 128},
         "bert_b2": {"batch": 2, "seq": 128},
+        "t5": {"batch": 2, "seq": 128},
         "cnn": {"batch": 8, "height": 224, "width": 224},
         "resnet50": {"batch": 2, "height": 224, "width": 224},
         "mobilenetv3": {"batch": 2, "height": 224, "width": 224},
@@ -116,6 +124,9 @@ DESCRIPTIONS = {  # sizes in the manifest's config
     "gpt2_kv": "GPT-2 decode step with KV cache: INT64 input_ids and position_ids, past_key_i/past_value_i "
                "[batch,heads,past_seq,64] -> logits + present_key_i/present_value_i",
     "bert": "BERT encoder (post-LN): INT64 input_ids, attention_mask, token_type_ids -> last_hidden_state",
+    "t5": "T5-style encoder: INT64 input_ids and attention_mask (padded rows), RMSNorm (pre-norm), attention "
+          "without scaling plus a relative position bias (bucketed |i - j| through Range, Abs, Log, Min, Where; an "
+          "embedding per head) and the mask, ReLU MLP -> last_hidden_state",
     "cnn": "small ResNet-style CNN: 5 conv3x3 (BN folded) + ReLU, a residual add, 2 max pools, global average "
            "pool, linear 128->10",
     "resnet50": "torchvision ResNet-50 (random weights, BN folded at export): 53 convs (7x7 stem, 1x1 and 3x3 "
@@ -140,6 +151,9 @@ def model_config(name, size):
     d = {"size": size}
     if name == "llama_kv":
         d.update(LLAMA_SIZES[size])
+        return d
+    if name == "t5":
+        d.update(T5_SIZES[size])
         return d
     if name in ("int64_embedding", "gpt2", "gpt2_kv", "bert"):
         d["width"] = c["width"]
@@ -337,6 +351,66 @@ def build_torch_models(size):
             x = F.adaptive_avg_pool2d(x, 1).flatten(1)
             return self.fc(x)
 
+    t5 = T5_SIZES[size]
+
+    class RmsNorm(nn.Module):
+        def __init__(self, w):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(w))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+    class T5Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            w = t5["width"]
+            self.q, self.k, self.v, self.o = (nn.Linear(w, w, bias=False) for _ in range(4))
+            self.wi = nn.Linear(w, t5["ff"], bias=False)
+            self.wo = nn.Linear(t5["ff"], w, bias=False)
+            self.ln1, self.ln2 = RmsNorm(w), RmsNorm(w)
+
+        def forward(self, x, bias):
+            b, t, h = x.size(0), x.size(1), t5["heads"]
+
+            def heads(y):
+                return y.view(b, t, h, -1).transpose(1, 2)
+
+            y = self.ln1(x)
+            q, k, v = heads(self.q(y)), heads(self.k(y)), heads(self.v(y))
+            att = F.softmax(torch.matmul(q, k.transpose(-1, -2)) + bias, dim=-1)  # T5: no 1/sqrt(d)
+            x = x + self.o(torch.matmul(att, v).transpose(1, 2).reshape(b, t, -1))
+            return x + self.wo(F.relu(self.wi(self.ln2(x))))
+
+    class T5Encoder(nn.Module):
+        BUCKETS, MAX_DISTANCE = 32, 128
+
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(t5["vocab"], t5["width"])
+            self.rel = nn.Embedding(self.BUCKETS, t5["heads"])
+            self.layers = nn.ModuleList([T5Layer() for _ in range(t5["layers"])])
+            self.ln_f = RmsNorm(t5["width"])
+            init_gpt(self)
+
+        def bucket(self, rel):  # T5's bidirectional buckets: exact below 8, logarithmic up to 128
+            half = self.BUCKETS // 2
+            exact = half // 2
+            n = rel.abs()
+            large = exact + (torch.log(n.float() / exact) / math.log(self.MAX_DISTANCE / exact)
+                             * (half - exact)).to(torch.long)
+            large = torch.min(large, torch.full_like(large, half - 1))
+            return (rel > 0).to(torch.long) * half + torch.where(n < exact, n, large)
+
+        def forward(self, input_ids, attention_mask):
+            pos = torch.arange(input_ids.size(1))
+            bias = self.rel(self.bucket(pos[None, :] - pos[:, None])).permute(2, 0, 1).unsqueeze(0)
+            bias = bias + (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -1e9
+            x = self.embed(input_ids)
+            for layer in self.layers:
+                x = layer(x, bias)
+            return self.ln_f(x)
+
     def conv_bn_s(cin, cout, stride):
         return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout),
                              nn.ReLU())
@@ -417,6 +491,9 @@ def build_torch_models(size):
     add("bert", Bert(), (ids, mask, types), ["input_ids", "attention_mask", "token_type_ids"],
         ["last_hidden_state"],
         {n: {0: "batch", 1: "seq"} for n in ["input_ids", "attention_mask", "token_type_ids", "last_hidden_state"]})
+    torch.manual_seed(7)
+    add("t5", T5Encoder(), (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state"],
+        {n: {0: "batch", 1: "seq"} for n in ["input_ids", "attention_mask", "last_hidden_state"]})
     torch.manual_seed(5)
     add("cnn", Cnn(), (torch.randn(1, 3, 32, 32),), ["image"], ["logits"],
         {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}})
