@@ -83,5 +83,30 @@ TEST(GpuQuantize, DequantizeInt32BeyondHalfTheRange) {
   }, 1);
 }
 
+// DynamicQuantizeLinear: the scale, zero point and every y bit-equal to the CPU's, recorded and replayed:
+// mixed signs over more elements than the range's workgroup (3000), positive only (zero point 0),
+// negative only (255), all zeros (scale 0), a NaN (NaN scale, zero point 0, y 0), values on ties.
+TEST(GpuQuantize, DynamicQuantizeMatchesTheCpu) {
+  std::vector<std::pair<std::string, std::vector<float>>> cases;
+  std::vector<float> mixed(3000);
+  for (size_t i = 0; i < mixed.size(); ++i) mixed[i] = std::sin(float(i) * 0.37f) * 7.5f + (i == 1234 ? -20.0f : 0.0f);
+  cases.push_back({"mixed", mixed});
+  cases.push_back({"positive", {0.5f, 3.0f, 1.25f, 2.0f, 0.0f, 7.0f}});
+  cases.push_back({"negative", {-0.5f, -3.0f, -1.25f, -2.0f, -7.0f}});
+  cases.push_back({"zeros", {0.0f, -0.0f, 0.0f}});
+  cases.push_back({"nan", {1.0f, std::numeric_limits<float>::quiet_NaN(), -2.0f}});
+  std::vector<float> ties;  // range [-255, 255]: scale 2, quotients k + 1/2 at odd x
+  for (int k = -255; k <= 255; k += 3) ties.push_back(float(k));
+  ties.push_back(255.0f);
+  cases.push_back({"ties", ties});
+  for (const auto& [what, x] : cases) {
+    std::vector<Operand> in{{"x", Tensor::from_vector<float>({int64_t(x.size())}, x)}};
+    const std::string model = testing::one_node_model("DynamicQuantizeLinear", in, {"y", "y_scale", "y_zero_point"}, 11);
+    SessionOptions o = testing::webgpu_options();
+    o.int64.fail_loud = true;  // no CPU node
+    testing::check_against_cpu(what, model, in, o, expect_same, 1);
+  }
+}
+
 }  // namespace
 }  // namespace onnxgpu

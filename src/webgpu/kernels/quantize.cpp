@@ -1,4 +1,4 @@
-// QuantizeLinear and DequantizeLinear on the GPU (see ops/quantize.h: per tensor, per axis, blocked).
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear on the GPU (see ops/quantize.h: per tensor, per axis, blocked).
 // One invocation per element, each finding its scale and zero point from the mode's index.
 // - DequantizeLinear: x - zero_point in 64-bit integers through the families' to_i64 (int32 values and
 //   zero points may differ by more than 2^31), then times the element's scale in f32, as the CPU
@@ -133,11 +133,88 @@ void dequantize_linear(GpuKernelContext& ctx) {
   ctx.dispatch(p, binds);
 }
 
+// DynamicQuantizeLinear (float32 x -> uint8 y, its scale and zero point), the CPU reference's rule:
+// scale = (max(0, max x) - min(0, min x)) / 255 (NaN anywhere: a NaN scale, zero point 0, y all 0),
+// zero point = saturate(round(-min / scale)), y = saturate(round(x / scale) + zero point); scale 0 (x all
+// zero) gives zero point 0 and y 0. Two dispatches: one workgroup finds the range and writes the scale and
+// zero point (also into a scratch pair for the second); then one invocation per element quantizes. The
+// divisions are the correctly rounded ones (div_rn), as the CPU's: the scale is an output and ties decide y.
+void dynamic_quantize_linear(GpuKernelContext& ctx) {
+  const Shape& xs = ctx.shape(0);
+  if (ctx.dtype(0) != DType::Float32)
+    ctx.unsupported("DynamicQuantizeLinear of " + std::string(dtype_name(ctx.dtype(0))) + " (float32 only)");
+  ctx.set_output(0, DType::UInt8, xs);
+  ctx.set_output(1, DType::Float32, Shape{});
+  ctx.set_output(2, DType::UInt8, Shape{});
+  const int64_t n = shape_numel(xs);
+  if (n == 0) ctx.unsupported("an empty x");
+  strided::u32_dim(ctx, n, "x");
+  constexpr uint32_t kWg = 256;
+  const ValueRef pair = ctx.temp(DType::Float32, Shape{2});  // scale, zero point (as a float)
+
+  auto range = ctx.program("dynamic_quantize_range", kWg);
+  range.input("x", DType::Float32, Shape{n});
+  range.output("scale", DType::Float32, Shape{1});
+  range.output("zp", DType::UInt8, Shape{1});
+  range.output("sz", DType::Float32, Shape{2});
+  range.uniform("N", uint32_t(n));
+  range.declare(std::string(kDivRn) +
+                "var<workgroup> lo_s: array<f32, " + u32_lit(kWg) + ">;\n"
+                "var<workgroup> hi_s: array<f32, " + u32_lit(kWg) + ">;\n"
+                "var<workgroup> nan_s: array<u32, " + u32_lit(kWg) + ">;\n");
+  range.body(
+      "  var lo = 0.0;\n"
+      "  var hi = 0.0;\n"
+      "  var nan = 0u;\n"
+      "  for (var i = lid; i < N(); i = i + " + u32_lit(kWg) + ") {\n"
+      "    let v = x_load(i);\n"
+      "    if (isnan_f32(v)) { nan = 1u; } else { lo = min(lo, v); hi = max(hi, v); }\n"
+      "  }\n"
+      "  lo_s[lid] = lo;\n"
+      "  hi_s[lid] = hi;\n"
+      "  nan_s[lid] = nan;\n"
+      "  workgroupBarrier();\n"
+      "  for (var s = " + u32_lit(kWg / 2) + "; s > 0u; s = s >> 1u) {\n"
+      "    if (lid < s) {\n"
+      "      lo_s[lid] = min(lo_s[lid], lo_s[lid + s]);\n"
+      "      hi_s[lid] = max(hi_s[lid], hi_s[lid + s]);\n"
+      "      nan_s[lid] = nan_s[lid] | nan_s[lid + s];\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "  }\n"
+      "  if (lid == 0u) {\n"
+      "    var scale = div_rn(hi_s[0] - lo_s[0], 255.0);\n"
+      "    if (nan_s[0] != 0u) { scale = f32_nan(); }\n"
+      "    var z = 0.0;\n"
+      "    if (scale > 0.0) { z = clamp(round(div_rn(-lo_s[0], scale)), 0.0, 255.0); }\n"
+      "    scale_store(0u, scale);\n"
+      "    zp_store(0u, u32(z));\n"
+      "    sz_store(0u, scale);\n"
+      "    sz_store(1u, z);\n"
+      "  }\n");
+  ctx.dispatch(range, {ctx.in(0), ctx.out(1), ctx.out(2), pair}, 1, 1);  // one workgroup (no guard: barriers)
+
+  auto q = ctx.program("dynamic_quantize");
+  q.input("x", DType::Float32, Shape{n});
+  q.input("sz", DType::Float32, Shape{2});
+  q.output("y", DType::UInt8, Shape{n});
+  q.declare(kDivRn);
+  q.set_threads(uint64_t(n));
+  q.body(
+      "  let scale = sz_load(0u);\n"
+      "  var v = 0.0;\n"
+      "  if (scale > 0.0) { v = round(div_rn(x_load(gi), scale)) + sz_load(1u); }\n"
+      "  v = select(clamp(v, 0.0, 255.0), 0.0, isnan_f32(v));\n"
+      "  y_store(gi, u32(v));\n");
+  ctx.dispatch(q, {ctx.in(0), pair, ctx.out(0)});
+}
+
 }  // namespace
 
 void register_quantize(GpuKernelRegistry& r) {
   r.add("QuantizeLinear", quantize_linear);
   r.add("DequantizeLinear", dequantize_linear);
+  r.add("DynamicQuantizeLinear", dynamic_quantize_linear);
 }
 
 }  // namespace onnxgpu::webgpu
