@@ -925,6 +925,8 @@ std::vector<Case> build() {
   add(B("DequantizeLinear", "blocked, float16 scales").opset(21).x("x", {2, 5, 4})
           .f("x_scale", DType::Float16, {2, 3, 4}, Dom::Positive).xg("x_zero_point", {2, 3, 4}, ints_in(0, 5))
           .i("axis", 1).i("block_size", 2));
+  // DynamicQuantizeLinear: the range in one workgroup, then the elements (its scale and zero point are outputs).
+  add(B("DynamicQuantizeLinear").tp("T1").x("x", S3).outs(3));
   // -- GroupQueryAttention (com.microsoft) ---------------------------------------------------------------------
   // seqlens_k is an int32 GPU value read at run time; total_sequence_length sizes the present (a value
   // the plan reads). A sequence length beyond the present makes the replay fail on both EPs.
