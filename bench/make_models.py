@@ -322,8 +322,17 @@ def build_torch_models(size):
             pos = torch.arange(input_ids.size(1)).unsqueeze(0)
             return self.ln(self.tok(input_ids) + self.pos(pos))
 
-    def conv_bn(cin, cout):
-        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+    def conv_bn(cin, cout, stride=1):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout),
+                             nn.ReLU())
+
+    def random_batch_norms(module):  # non-trivial BatchNorm statistics, folded into the convs at export
+        for m in module.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                nn.init.uniform_(m.weight, 0.5, 1.5)
+                nn.init.uniform_(m.bias, -0.1, 0.1)
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
 
     class Cnn(nn.Module):
         def __init__(self):
@@ -334,12 +343,7 @@ def build_torch_models(size):
             self.c3 = conv_bn(64, 64)
             self.c4 = conv_bn(64, 128)
             self.fc = nn.Linear(128, 10)
-            for m in self.modules():  # non-trivial BatchNorm statistics, folded into the convs at export
-                if isinstance(m, nn.BatchNorm2d):
-                    nn.init.uniform_(m.weight, 0.5, 1.5)
-                    nn.init.uniform_(m.bias, -0.1, 0.1)
-                    m.running_mean.uniform_(-0.1, 0.1)
-                    m.running_var.uniform_(0.5, 1.5)
+            random_batch_norms(self)
 
         def forward(self, x):
             x = self.stem(x)
@@ -411,10 +415,6 @@ def build_torch_models(size):
                 x = layer(x, bias)
             return self.ln_f(x)
 
-    def conv_bn_s(cin, cout, stride):
-        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout),
-                             nn.ReLU())
-
     class Detect(nn.Module):
         """A one-stage detector's shape of work: strided backbone, FPN neck (Resize + Concat), heads per level."""
         CLASSES, ANCHORS, NECK = 20, 3, 64
@@ -425,19 +425,14 @@ def build_torch_models(size):
             self.stages = nn.ModuleList()
             cin = 3
             for w in widths:  # strides 2, 4, 8, 16
-                self.stages.append(nn.Sequential(conv_bn_s(cin, w, 2), conv_bn_s(w, w, 1)))
+                self.stages.append(nn.Sequential(conv_bn(cin, w, 2), conv_bn(w, w, 1)))
                 cin = w
             n = self.NECK
             self.lateral = nn.ModuleList(nn.Conv2d(w, n, 1) for w in widths[1:])  # levels at strides 4, 8, 16
-            self.merge = nn.ModuleList(conv_bn_s(2 * n, n, 1) for _ in widths[1:-1])
+            self.merge = nn.ModuleList(conv_bn(2 * n, n, 1) for _ in widths[1:-1])
             self.cls = nn.ModuleList(nn.Conv2d(n, self.ANCHORS * self.CLASSES, 3, padding=1) for _ in widths[1:])
             self.box = nn.ModuleList(nn.Conv2d(n, self.ANCHORS * 4, 3, padding=1) for _ in widths[1:])
-            for m in self.modules():
-                if isinstance(m, nn.BatchNorm2d):
-                    nn.init.uniform_(m.weight, 0.5, 1.5)
-                    nn.init.uniform_(m.bias, -0.1, 0.1)
-                    m.running_mean.uniform_(-0.1, 0.1)
-                    m.running_var.uniform_(0.5, 1.5)
+            random_batch_norms(self)
 
         def forward(self, x):
             feats = []

@@ -50,26 +50,38 @@ std::string status_message(const uint32_t* record) {
 
 }  // namespace
 
-webgpu::CommandBatch ChunkedEncoder::encode(Plan& plan, const Step& segment) {
-  webgpu::Device& dev = *plan.device;
-  webgpu::CommandBatch batch = dev.batch();
-  size_t chunk = kFirstChunk, next_submit = kFirstChunk;
+namespace {
+
+// Encodes the segment's dispatches into `batch` in doubling chunks (kFirstChunk, twice that, ...):
+// chunk_end(last) runs after each chunk's last dispatch, `last` for the segment's end.
+template <typename ChunkEnd>
+void encode_chunks(webgpu::CommandBatch& batch, const Step& segment, ChunkEnd&& chunk_end) {
+  size_t chunk = kFirstChunk, next_end = kFirstChunk;
   const size_t n = segment.dispatches.size();
   for (size_t k = 0; k < n; ++k) {
     const RecordedDispatch& d = segment.dispatches[k];
     batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
-    if (k + 1 == next_submit && k + 1 < n && chunked_submits()) {
-      dev.submit(batch);
+    if (k + 1 == next_end || k + 1 == n) {
+      chunk_end(k + 1 == n);
       chunk *= 2;
-      next_submit += chunk;
+      next_end += chunk;
     }
   }
-  return batch;
 }
 
-namespace {
 EncodedAhead::Key key_of(const RecordedDispatch& d) { return {d.pipeline->get(), d.group.get(), d.x, d.y, d.z}; }
+
 }  // namespace
+
+webgpu::CommandBatch ChunkedEncoder::encode(Plan& plan, const Step& segment) {
+  webgpu::Device& dev = *plan.device;
+  webgpu::CommandBatch batch = dev.batch();
+  const bool chunked = chunked_submits();
+  encode_chunks(batch, segment, [&](bool last) {
+    if (!last && chunked) dev.submit(batch);  // the last chunk goes back to the caller, unsubmitted
+  });
+  return batch;
+}
 
 void ChunkedEncoder::encode_ahead(Plan& plan, size_t step) {
   plan.ahead.clear();
@@ -77,19 +89,9 @@ void ChunkedEncoder::encode_ahead(Plan& plan, size_t step) {
   webgpu::Device& dev = *plan.device;
   const Step& segment = plan.steps[step];
   webgpu::CommandBatch batch = dev.batch();
-  size_t chunk = kFirstChunk, next_end = kFirstChunk;
-  const size_t n = segment.dispatches.size();
-  plan.ahead.keys.reserve(n);
-  for (size_t k = 0; k < n; ++k) {
-    const RecordedDispatch& d = segment.dispatches[k];
-    batch.dispatch(*d.pipeline, d.group.get(), d.x, d.y, d.z);
-    plan.ahead.keys.push_back(key_of(d));
-    if (k + 1 == next_end || k + 1 == n) {  // the same chunks as encode()'s submits
-      plan.ahead.chunks.push_back(dev.finish(batch));
-      chunk *= 2;
-      next_end += chunk;
-    }
-  }
+  encode_chunks(batch, segment, [&](bool) { plan.ahead.chunks.push_back(dev.finish(batch)); });
+  plan.ahead.keys.reserve(segment.dispatches.size());
+  for (const RecordedDispatch& d : segment.dispatches) plan.ahead.keys.push_back(key_of(d));
   plan.ahead.step = step;
 }
 
@@ -100,7 +102,7 @@ bool ChunkedEncoder::submit_ahead(Plan& plan, size_t step) {
   for (size_t k = 0; same && k < a.keys.size(); ++k) same = a.keys[k] == key_of(segment.dispatches[k]);
   // One submit a chunk, as encode() does: Dawn translates a command buffer at its submit, so the GPU
   // starts on the first chunk while the host translates the next.
-  for (size_t c = 0; same && c < a.chunks.size(); ++c) plan.device->submit(std::span(&a.chunks[c], 1));
+  for (size_t c = 0; same && c < a.chunks.size(); ++c) plan.device->submit(std::move(a.chunks[c]));
   a.clear();  // a command buffer is submitted once; stale ones are dropped
   return same;
 }

@@ -896,13 +896,10 @@ CommandBufferHandle Device::finish(CommandBatch& batch) {
   return commands;
 }
 
-void Device::submit(std::span<CommandBufferHandle> commands) {
+void Device::submit(CommandBufferHandle commands) {
   check();
-  std::vector<WGPUCommandBuffer> raw;
-  raw.reserve(commands.size());
-  for (const CommandBufferHandle& c : commands) raw.push_back(c.get());
-  if (!raw.empty()) dawn().QueueSubmit(queue_.get(), raw.size(), raw.data());
-  for (CommandBufferHandle& c : commands) c = CommandBufferHandle();
+  WGPUCommandBuffer raw = commands.get();
+  if (raw) dawn().QueueSubmit(queue_.get(), 1, &raw);
   check();
 }
 

@@ -325,9 +325,9 @@ class Device {
   // overlaps the GPU's).
   void submit_and_read(CommandBatch& batch, std::span<const ReadRequest> reads,
                        const std::function<void()>& while_waiting = {});
-  // Command buffers finished ahead (finish()), submitted in order; each is consumed.
+  // A command buffer finished ahead (finish()), submitted later.
   CommandBufferHandle finish(CommandBatch& batch);
-  void submit(std::span<CommandBufferHandle> commands);
+  void submit(CommandBufferHandle commands);
   void wait_idle();  // waits until the queue has finished everything submitted
 
   // Throws GpuError for an error Dawn reported since the last check (uncaptured validation / OOM
