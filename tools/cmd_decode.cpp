@@ -169,6 +169,8 @@ struct StepRecord {
   bool replayed = false, captured = false;
   bool refreshed = false;  // the plan was re-derived for this step's sizes (a shape family), then replayed
   double plan_ms = 0;      // host time the step spent planning or refreshing (0: a plain replay)
+  bool refreshed_ahead = false;  // ... refreshed during the step before's wait (plan_ms 0), in that much time:
+  double refresh_ahead_ms = 0;
   int appended_in_place = 0;  // presents fed back whose past the step found in place (no copy)
   int dispatches = 0;
   double wait_ms = 0;    // host time blocked in wgpuInstanceWaitAny (webgpu; the GPU work and the readback)
@@ -267,6 +269,8 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     rec.captured = plan.captured;
     rec.refreshed = plan.refreshed;
     rec.plan_ms = plan.plan_ms;
+    rec.refreshed_ahead = plan.refreshed_ahead;
+    rec.refresh_ahead_ms = plan.refresh_ahead_ms;
     rec.appended_in_place = plan.appended_in_place;
     rec.dispatches = plan.dispatches;
     r.last_plan = std::move(plan);
@@ -394,8 +398,8 @@ void decode_command(const DecodeFlags& f) {
   }
   std::vector<double> timed, all_ms, wait_ms, host_ms, submit_ms, write_ms;
   double kv_sum = 0;
-  int replayed = 0, captured = 0, refreshed = 0, in_place = 0;
-  double plan_ms_total = 0;
+  int replayed = 0, captured = 0, refreshed = 0, in_place = 0, ahead = 0;
+  double plan_ms_total = 0, ahead_ms_total = 0;
   for (size_t k = 0; k < r.steps.size(); ++k) {
     const auto& s = r.steps[k];
     all_ms.push_back(s.ms);
@@ -404,6 +408,8 @@ void decode_command(const DecodeFlags& f) {
     refreshed += s.refreshed;
     in_place += s.appended_in_place > 0 && s.appended_in_place == int(r.last_plan.appended_outputs.size());
     if (k >= 1) plan_ms_total += s.plan_ms;
+    if (k >= 1) ahead_ms_total += s.refresh_ahead_ms;
+    ahead += s.refreshed_ahead;
     if (k >= 1) {  // steps 2..N, as ort_peer
       timed.push_back(s.ms);
       wait_ms.push_back(s.wait_ms);
@@ -461,17 +467,22 @@ void decode_command(const DecodeFlags& f) {
   loop["appended_in_place_steps"] = in_place;  // every present's past found in place: no KV copy
   loop["appended_outputs"] = r.last_plan.appended_outputs;
   loop["plan_ms_per_step_mean"] = timed.empty() ? 0.0 : plan_ms_total / double(timed.size());  // steps 2..N
-  std::vector<bool> rep, refr;
+  // Refreshes made during the step before's wait, off the step's path (runtime/refresh_ahead.h).
+  loop["refreshed_ahead_steps"] = ahead;
+  loop["refresh_ahead_ms_per_step_mean"] = timed.empty() ? 0.0 : ahead_ms_total / double(timed.size());
+  std::vector<bool> rep, refr, refr_ahead;
   std::vector<double> plan_ms;
   std::vector<int64_t> tokens;
   for (const auto& s : r.steps) {
     rep.push_back(s.replayed);
     refr.push_back(s.refreshed);
+    refr_ahead.push_back(s.refreshed_ahead);
     plan_ms.push_back(s.plan_ms);
     tokens.push_back(s.token);
   }
   loop["replayed"] = rep;
   loop["refreshed"] = refr;
+  loop["refreshed_ahead"] = refr_ahead;
   loop["plan_ms"] = plan_ms;
   loop["step_ms"] = all_ms;
   loop["tokens"] = tokens;
@@ -536,9 +547,10 @@ void decode_command(const DecodeFlags& f) {
     if (gpu && !timed.empty())
       std::printf("of which blocked on the GPU and the readback: median %.3f ms; host: median %.3f ms\n",
                   loop["wait_ms_per_step"]["median"].get<double>(), loop["host_ms_per_step"]["median"].get<double>());
-    std::printf("steps replayed %d of %zu (refreshed for new sizes %d, captured %d); planning %.3f ms per step (mean, "
-                "steps 2..N)\n",
-                replayed, r.steps.size(), refreshed, captured, loop["plan_ms_per_step_mean"].get<double>());
+    std::printf("steps replayed %d of %zu (refreshed for new sizes %d, %d of them during the step before's wait; "
+                "captured %d); planning %.3f ms per step (mean, steps 2..N; refreshing ahead %.3f more, off the path)\n",
+                replayed, r.steps.size(), refreshed, ahead, captured, loop["plan_ms_per_step_mean"].get<double>(),
+                loop["refresh_ahead_ms_per_step_mean"].get<double>());
     if (!r.last_plan.refresh_refused.empty())
       std::printf("last refresh refused: %s\n", r.last_plan.refresh_refused.c_str());
     if (gpu)

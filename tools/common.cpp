@@ -173,6 +173,8 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"captured", p.captured},
           {"replayed", p.replayed},
           {"refreshed", p.refreshed},
+          {"refreshed_ahead", p.refreshed_ahead},
+          {"refresh_ahead_ms", p.refresh_ahead_ms},
           {"encoded_ahead", p.encoded_ahead},
           {"symbolic_dims", p.symbolic_dims},
           {"guarded_nodes", p.guarded_nodes},

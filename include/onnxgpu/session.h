@@ -93,6 +93,11 @@ struct PlanReport {
   // ranks and value-keyed values) re-derives the recorded plan for them (sizes, workgroup counts,
   // shape arithmetic, buffer capacities) instead of recording anew, then replays it.
   bool refreshed = false;                  // the last run re-derived the plan for new sizes
+  // ... during the wait of the run before, for the sizes predicted from the plan's last runs (a
+  // decode loop's past growing by a row a run): the run itself spent no host time on it (plan_ms 0);
+  // refresh_ahead_ms is what the refresh took then.
+  bool refreshed_ahead = false;
+  double refresh_ahead_ms = 0;
   std::vector<std::string> symbolic_dims;  // input dims that took several sizes in this plan: "past_key_0[2]"
   // Nodes whose kernel saw other sizes in a refresh: their kernel ran again and chose the same
   // programs (tiles, paths), the plan's guards; another choice plans anew, kept beside this plan.

@@ -152,6 +152,8 @@ py::dict plan_dict(const PlanReport& r) {
   d["captured"] = r.captured;
   d["replayed"] = r.replayed;
   d["refreshed"] = r.refreshed;
+  d["refreshed_ahead"] = r.refreshed_ahead;
+  d["refresh_ahead_ms"] = r.refresh_ahead_ms;
   d["encoded_ahead"] = r.encoded_ahead;
   d["symbolic_dims"] = r.symbolic_dims;
   d["guarded_nodes"] = r.guarded_nodes;

@@ -90,15 +90,24 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
     if (plan) {
       try {
         write_inputs(*plan, options_.int64, feeds, device_feeds);
+        plan->trend.observe(feeds, device_feeds);
+        PlanReport report = plan->report;  // taken before the wait may refresh the plan for the next run
+        report.replayed = true;
+        report.refreshed = refreshed;
+        report.plan_ms = refreshed ? plan_ms : 0;
+        if (!refreshed && plan->refreshed_ahead.signature == sig) {
+          report.refreshed = report.refreshed_ahead = true;
+          report.refresh_ahead_ms = plan->refreshed_ahead.ms;
+        }
+        plan->refreshed_ahead = {};
+        // Host outputs of a resident buffer are read from it after the wait: no refresh before then.
+        const bool may_refresh = std::is_same_v<Out, DeviceTensor> || plan->residents.empty();
         Replay replay(*plan, model_, options_.int64, *encoder_);
-        replay.encode_ahead(!refreshed);  // a plain replay: the next run likely repeats it
+        replay.prepare_next([&] { return prepare_next(plan, feeds, device_feeds, !refreshed, may_refresh); });
         std::vector<Out> outputs = finish<Out>(replay, 0);
         if (options_.profile) profile_.runs++;
-        report_ = plan->report;
-        report_.replayed = true;
-        report_.refreshed = refreshed;
+        report_ = std::move(report);
         report_.encoded_ahead = replay.submitted_ahead();
-        report_.plan_ms = refreshed ? plan_ms : 0;
         return outputs;
       } catch (const ReplanNeeded&) {
         plans_.drop(plan.get());  // a CPU node's output shape changed with the data: plan again
@@ -136,6 +145,33 @@ std::shared_ptr<Plan> GpuExecutor::refresh_for(const std::string& signature,
   return nullptr;
 }
 
+bool GpuExecutor::prepare_next(const std::shared_ptr<Plan>& plan, const std::unordered_map<std::string, Tensor>& feeds,
+                               const std::unordered_map<std::string, DeviceTensor>& device_feeds, bool plain_replay,
+                               bool may_refresh) {
+  SizeTrend::Sizes next;
+  const SizeTrend::Next trend = plan->trend.predict(next);
+  if (trend == SizeTrend::Next::Same) return true;  // a loop of one signature: the next run replays as is
+  if (trend != SizeTrend::Next::Grows || !may_refresh || !refreshing_ahead()) return plain_replay;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> keep;
+  for (const auto& [name, value] : plan->value_keys) keep.push_back(name);
+  std::unordered_map<std::string, Tensor> host;
+  std::unordered_map<std::string, DeviceTensor> device;
+  if (!predicted_feeds(next, feeds, device_feeds, keep, host, device)) return false;
+  const std::string sig = signature_of(host, device);
+  try {
+    Refresh refresh(model_, options_, *plan, *fusion_);
+    std::string why;
+    if (!refresh.run(host, device, why)) return false;  // the plan is as it was: the next run decides
+  } catch (const std::exception&) {
+    plans_.drop(plan.get());  // a refresh that failed half-way leaves no plan to trust
+    return false;
+  }
+  plan->report.signature = sig;
+  plan->refreshed_ahead = {sig, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+  return true;
+}
+
 template <typename Out>
 std::vector<Out> GpuExecutor::plan_and_run(const std::string& signature,
                                            const std::unordered_map<std::string, Tensor>& feeds,
@@ -154,6 +190,7 @@ std::vector<Out> GpuExecutor::plan_and_run(const std::string& signature,
   }
   plan->report.signature = signature;
   plan->report.captured = options_.capture;
+  plan->trend.observe(feeds, device_feeds);
   report_ = plan->report;
   report_.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (options_.capture) plans_.add(plan);

@@ -45,6 +45,12 @@ class GpuExecutor {
   // A plan of this run's family refreshed for its sizes (planner.h), or null when none takes them.
   std::shared_ptr<Plan> refresh_for(const std::string& signature, const std::unordered_map<std::string, Tensor>& feeds,
                                     const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+  // While the GPU runs a replay of `plan`: refreshes the plan for the next run's sizes when its trend
+  // predicts them (refresh_ahead.h; `may_refresh`: this run's outputs allow it). True when the next run
+  // likely replays the plan as it then is (its commands are worth encoding ahead).
+  bool prepare_next(const std::shared_ptr<Plan>& plan, const std::unordered_map<std::string, Tensor>& feeds,
+                    const std::unordered_map<std::string, DeviceTensor>& device_feeds, bool plain_replay,
+                    bool may_refresh);
   std::vector<Tensor> run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
                                              const std::unordered_map<std::string, DeviceTensor>& device_feeds);
 

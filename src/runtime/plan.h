@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "onnxgpu/session.h"
+#include "runtime/refresh_ahead.h"
 #include "runtime/resident.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
@@ -171,6 +172,13 @@ struct Plan {
   std::vector<Resident> residents;  // KV caches appended in place (resident.h)
   std::vector<int> resident_of_slot;  // by slot: its index in `residents`, or -1 (add_resident keeps it)
   EncodedAhead ahead;  // the next run's commands, when the last run was a replay
+  SizeTrend trend;     // the input sizes of its last runs (refresh_ahead.h)
+  // A refresh made during the last run's wait for the sizes its trend predicted: the signature it
+  // serves since, and the host time it took ("" when the last run made none).
+  struct {
+    std::string signature;
+    double ms = 0;
+  } refreshed_ahead;
 
   bool serves(const std::unordered_map<std::string, Tensor>& feeds) const {
     for (const auto& [name, want] : value_keys) {

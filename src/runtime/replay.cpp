@@ -186,7 +186,10 @@ void Replay::finish(size_t from, const std::function<void(webgpu::CommandBatch&)
   if (gpu_last && !submitted_ahead_) batch = encoder_.encode(plan_, plan_.steps[end - 1]);
   copies(batch);
   std::function<void()> ahead;
-  if (one_segment && encode_ahead_) ahead = [this] { encoder_.encode_ahead(plan_, 0); };
+  if (one_segment && next_)
+    ahead = [this] {
+      if (next_()) encoder_.encode_ahead(plan_, 0);
+    };
   dev.submit_and_read(batch, reads, ahead);
   for (size_t d = 0; d < nodes; ++d)
     if (const uint32_t* record = &status[d * webgpu::shader::kStatusWords]; record[0])
@@ -194,12 +197,13 @@ void Replay::finish(size_t from, const std::function<void(webgpu::CommandBatch&)
 }
 
 std::vector<Tensor> Replay::finish_on_host(size_t from) {
-  const size_t n = plan_.outputs.size();
+  const std::vector<OutputSource> sources = plan_.outputs;  // this run's (the wait may refresh the plan)
+  const size_t n = sources.size();
   std::vector<Tensor> direct(n);  // outputs read straight into their host tensors
   std::vector<std::vector<std::byte>> staged(n);  // the others' GPU bytes, converted after
   std::vector<webgpu::ReadRequest> reads;
   for (size_t k = 0; k < n; ++k) {
-    const OutputSource& o = plan_.outputs[k];
+    const OutputSource& o = sources[k];
     if (o.slot < 0 || plan_.resident_at(o.slot)) continue;  // a resident buffer is read packed, after
     size_t bytes = gpu_bytes(o.dtype, o.shape, policy_);
     void* dst = nullptr;
@@ -217,7 +221,7 @@ std::vector<Tensor> Replay::finish_on_host(size_t from) {
   finish(from, [](webgpu::CommandBatch&) {}, reads);
   std::vector<Tensor> outputs;
   for (size_t k = 0; k < n; ++k) {
-    const OutputSource& o = plan_.outputs[k];
+    const OutputSource& o = sources[k];
     if (o.constant) outputs.push_back(o.constant->clone());
     else if (plan_.resident_at(o.slot)) outputs.push_back(plan_.download(o.slot, o.dtype, o.shape, policy_));
     else if (direct[k].defined()) outputs.push_back(std::move(direct[k]));
@@ -228,6 +232,11 @@ std::vector<Tensor> Replay::finish_on_host(size_t from) {
 
 std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   webgpu::Device& dev = *plan_.device;
+  const std::vector<OutputSource> sources = plan_.outputs;  // this run's (the wait may refresh the plan)
+  // Each appended buffer's newest present: this run's, set on the buffer it writes.
+  std::vector<std::pair<std::shared_ptr<DeviceTensor::Storage>, int64_t>> filled;
+  for (const Resident& r : plan_.residents)
+    filled.emplace_back(r.storage, sources.at(r.pair.output_index).shape.at(size_t(r.axis)));
   std::vector<std::shared_ptr<DeviceTensor::Storage>> kept;
   // Small outputs are also read back in the run's own wait (with the status records), so that reading
   // one (a decode step's logits) costs no second round trip; up to kReadWithRun bytes in all.
@@ -236,7 +245,7 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   read_with_run.reserve(plan_.outputs.size());
   uint64_t read_bytes = 0;
   auto copy_outputs = [&](webgpu::CommandBatch& batch) {  // each output into a buffer of its own
-    for (const OutputSource& o : plan_.outputs) {
+    for (const OutputSource& o : sources) {
       if (const Resident* r = plan_.resident_at(o.slot)) {  // handed out as it lies: no copy
         kept.push_back(r->storage);
         continue;
@@ -263,14 +272,12 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   };
   finish(from, copy_outputs, reads);
   for (auto& [k, data] : read_with_run) {
-    const OutputSource& o = plan_.outputs[k];
+    const OutputSource& o = sources[k];
     kept[k]->host = std::make_shared<const Tensor>(from_gpu(data.data(), o.dtype, o.shape, policy_));
   }
-  for (const Resident& r : plan_.residents)  // the newest present of each appended buffer
-    r.storage->filled = plan_.outputs.at(r.pair.output_index).shape.at(size_t(r.axis));
+  for (auto& [storage, rows] : filled) storage->filled = rows;
   std::vector<DeviceTensor> outputs;
-  for (size_t k = 0; k < plan_.outputs.size(); ++k)
-    outputs.emplace_back(plan_.outputs[k].dtype, plan_.outputs[k].shape, kept[k]);
+  for (size_t k = 0; k < sources.size(); ++k) outputs.emplace_back(sources[k].dtype, sources[k].shape, kept[k]);
   return outputs;
 }
 

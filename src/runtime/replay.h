@@ -57,9 +57,11 @@ class Replay {
   Replay(Plan& plan, const ir::Model& model, const Int64Policy& policy, SegmentEncoder& encoder)
       : plan_(plan), model_(model), policy_(policy), encoder_(encoder) {}
 
-  // Encode the plan's GPU work for the next run while the GPU runs this one (a plain replay of a
-  // plan that is all one GPU segment: the next run likely replays it too).
-  void encode_ahead(bool on) { encode_ahead_ = on; }
+  // For a plan that is all one GPU segment: while the GPU runs this one, `next` readies the plan for
+  // the next run (refresh_ahead.h) and tells whether that run likely replays it as it then is; if so,
+  // the plan's GPU work is encoded for it (encoding ahead). The outputs this run hands out keep this
+  // run's shapes whatever `next` changes in the plan.
+  void prepare_next(std::function<bool()> next) { next_ = std::move(next); }
   bool submitted_ahead() const { return submitted_ahead_; }  // this run's commands were encoded ahead
 
   // Runs steps [from, to) and reads nothing back (the planner runs what it has recorded before it
@@ -81,7 +83,7 @@ class Replay {
   const ir::Model& model_;
   const Int64Policy& policy_;
   SegmentEncoder& encoder_;
-  bool encode_ahead_ = false;
+  std::function<bool()> next_;
   bool submitted_ahead_ = false;
 };
 

@@ -108,7 +108,7 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
     std::unordered_map<std::string, DeviceTensor> past_gpu;
     for (const auto& name : kv.past) past_host[name] = Tensor(DType::Float32, past_shape(captured, name, p0));
     int64_t token = 7;
-    int replayed = 0, refreshed = 0, in_place = 0;
+    int replayed = 0, refreshed = 0, in_place = 0, ahead = 0;
     for (int step = 0; step < 40; ++step) {
       SCOPED_TRACE("decode step " + std::to_string(step));
       const int64_t position = p0 + step;
@@ -124,6 +124,7 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
       PlanReport report = captured.last_plan();
       replayed += report.replayed;
       refreshed += report.refreshed;
+      ahead += report.refreshed_ahead;  // during the step before's wait (runtime/refresh_ahead.h)
       // Every present a KV cache appended in place, its past found there (no copy) on most steps.
       if (step >= 1) EXPECT_EQ(report.appended_outputs.size(), kv.present.size());
       in_place += report.appended_in_place == int(kv.present.size());
@@ -148,6 +149,7 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
     }
     EXPECT_GE(replayed, 38);
     EXPECT_GE(refreshed, 38);
+    EXPECT_GE(ahead, 35) << "from the fourth step on, the past's growth is predicted";
     EXPECT_GE(in_place, 35) << "steps that outgrew the buffers copy; the others append in place";
     EXPECT_GT(captured.last_plan().capacity_growths, 0) << "the past outgrew its first buffers: they regrow";
   } catch (const Error& e) {

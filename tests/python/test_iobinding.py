@@ -135,7 +135,8 @@ def test_gpu_values_chain_runs(dt):
 def test_decode_loop_keeps_the_kv_cache_on_the_gpu_and_replays(models_dir):
     """A greedy decode loop as ONNX Runtime users write it: presents bound to 'webgpu' and fed back as the
     next step's past. The past grows by one position a step, and one recorded plan serves every step
-    (refreshed for its sizes); each step's logits match a plain run of the same inputs."""
+    (refreshed for its sizes, from the fourth step on during the step before's wait); each step's logits
+    match a plain run of the same inputs."""
     path = os.path.join(models_dir, "gpt2_kv_tiny", "model.onnx")
     if not os.path.exists(path):
         pytest.skip(f"{path} missing: run through ctest (models_generate makes it)")
@@ -148,7 +149,7 @@ def test_decode_loop_keeps_the_kv_cache_on_the_gpu_and_replays(models_dir):
     heads, head_dim = sess.get_inputs()[2].shape[1], sess.get_inputs()[2].shape[3]
     past_host = {n: np.zeros((1, heads, 2, head_dim), np.float32) for n in past_names}
     past_gpu = None
-    token, refreshed = 3, 0
+    token, refreshed, ahead = 3, 0, 0
     for step in range(12):
         position = 2 + step
         b = sess.io_binding()
@@ -169,11 +170,13 @@ def test_decode_loop_keeps_the_kv_cache_on_the_gpu_and_replays(models_dir):
                                 "position_ids": np.array([[position]], np.int64), **past_host})
         assert_close(outs[0].numpy(), want[0], what=f"step {step} logits")
         refreshed += sess.get_capture_plan()["refreshed"]
+        ahead += sess.get_capture_plan()["refreshed_ahead"]
         past_gpu = outs[1:]
         past_host = {n: want[1 + present_names.index(n.replace("past", "present"))] for n in past_names}
         assert past_gpu[0].shape()[2] == position + 1
         token = int(np.argmax(want[0][0, -1]))
     assert refreshed >= 10, sess.get_capture_plan()
+    assert ahead >= 8, sess.get_capture_plan()
 
 
 def test_input_placed_on_webgpu_is_copied_once(sess, gpt2_sets):

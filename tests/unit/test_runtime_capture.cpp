@@ -979,6 +979,36 @@ TEST(RuntimeFamily, SizesOfOneFamilyRefreshOnePlan) {
   EXPECT_GT(g.last_plan().capacity_growths, 0) << "n = 40 outgrew the buffers recorded for n = 5";
 }
 
+// Sizes that grow by the same step each run (a decode loop's past): while the GPU runs one, the plan is
+// refreshed for the next (runtime/refresh_ahead.h), which then spends no host time refreshing. A size
+// that breaks the trend (9 after 6: the plan was refreshed for 7) is refreshed from the guessed sizes;
+// two equal steps (9, 10, 11) make the trend again. Every run equals the CPU reference.
+TEST(RuntimeFamily, GrowingSizesAreRefreshedAhead) {
+  SKIP_WITHOUT_GPU();
+  Session g = Session::from_bytes(int64_shape_chain_model(), gpu());
+  Session c = Session::from_bytes(int64_shape_chain_model(), cpu());
+  struct Want {
+    int64_t n;
+    bool ahead;
+  };
+  for (Want want : {Want{2, false}, Want{3, false}, Want{4, false}, Want{5, true}, Want{6, true}, Want{9, false},
+                    Want{10, false}, Want{11, false}, Want{12, true}, Want{13, true}, Want{13, false}}) {
+    SCOPED_TRACE("n = " + std::to_string(want.n));
+    std::unordered_map<std::string, Tensor> feeds{{"x", int64_values(want.n)}};
+    auto got = g.run(feeds), want_out = c.run(feeds);
+    expect_same(got[0], want_out[0]);
+    expect_same(got[1], want_out[1]);
+    const PlanReport p = g.last_plan();
+    EXPECT_EQ(p.refreshed_ahead, want.ahead);
+    if (want.ahead) {
+      EXPECT_TRUE(p.replayed && p.refreshed);
+      EXPECT_EQ(p.plan_ms, 0.0) << "refreshed during the run before's wait";
+      EXPECT_GT(p.refresh_ahead_ms, 0.0);
+      EXPECT_TRUE(p.encoded_ahead) << "the refreshed plan's commands were encoded ahead too";
+    }
+  }
+}
+
 // Three "layers" of the same functions (Shape -> Gather -> Range -> Cast -> Unsqueeze, then
 // Softmax(v + r)): a refresh computes each fold and kernel once per distinct facts and takes that call
 // for the other layers (runtime/refresh.cpp, Recalled::like), but a layer whose facts differ (c is
