@@ -74,8 +74,8 @@ def main():
             print(f"ms/step {lp['ms_per_step']['median']:.3f}  wait {lp['wait_ms_per_step']['median']:.3f}  host "
                   f"{lp['host_ms_per_step']['median']:.3f} (submit {lp['submit_ms_per_step']['median']:.3f}, writes "
                   f"{lp['write_ms_per_step']['median']:.3f})  dispatches {lp['dispatches_last_step']}  replayed "
-                  f"{lp['replayed_steps']}/{lp['steps']}  refreshed {lp['refreshed_steps']}  plan ms/step "
-                  f"{lp['plan_ms_per_step_mean']:.3f}", flush=True)
+                  f"{lp['replayed_steps']}/{lp['steps']}  refreshed {lp['refreshed_steps']} (ahead {lp.get('refreshed_ahead_steps', 0)})  plan ms/step "
+                  f"{lp['plan_ms_per_step_mean']:.3f} (ahead {lp.get('refresh_ahead_ms_per_step_mean', 0):.3f})", flush=True)
             if "profile" in j:
                 pr = j["profile"]
                 print(f"GPU time per step (timestamps): {pr['gpu_ms_per_run']:.3f} ms")
