@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <optional>
 #include <type_traits>
 
 #include "cpu/graph_runner.h"
@@ -10,6 +11,16 @@
 #include "runtime/replay.h"
 
 namespace onnxgpu::runtime {
+
+// A refresh for the next run's predicted sizes: decided on the worker, applied in the wait.
+struct GpuExecutor::AheadRefresh {
+  std::unordered_map<std::string, Tensor> host;
+  std::unordered_map<std::string, DeviceTensor> device;
+  std::string signature, why;
+  std::optional<Refresh> refresh;
+  bool decided = false;
+  double decide_ms = 0;
+};
 
 GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
     : model_(model),
@@ -100,10 +111,22 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
           report.refresh_ahead_ms = plan->refreshed_ahead.ms;
         }
         plan->refreshed_ahead = {};
-        // Host outputs of a resident buffer are read from it after the wait: no refresh before then.
-        const bool may_refresh = std::is_same_v<Out, DeviceTensor> || plan->residents.empty();
+        // The next run's sizes, when the plan's last runs make a trend (refresh_ahead.h): the plan is
+        // refreshed for them while this run's commands go to the GPU. Not when host outputs are read from
+        // a resident buffer after the wait (the refresh may give it another).
+        SizeTrend::Sizes next;
+        const SizeTrend::Next trend = plan->trend.predict(next);
+        std::unique_ptr<AheadRefresh> ahead;
+        if (trend == SizeTrend::Next::Grows && refreshing_ahead() &&
+            (std::is_same_v<Out, DeviceTensor> || plan->residents.empty()))
+          ahead = start_refresh_ahead(plan, next, feeds, device_feeds);
+        const WorkerJoin join{ahead ? worker_.get() : nullptr};
         Replay replay(*plan, model_, options_.int64, *encoder_);
-        replay.prepare_next([&] { return prepare_next(plan, feeds, device_feeds, !refreshed, may_refresh); });
+        replay.prepare_next([&] {
+          if (trend == SizeTrend::Next::Same) return true;  // a loop of one signature: replayed as it is
+          if (ahead) return finish_refresh_ahead(plan, *ahead);
+          return !refreshed;
+        });
         std::vector<Out> outputs = finish<Out>(replay, 0);
         if (options_.profile) profile_.runs++;
         report_ = std::move(report);
@@ -145,30 +168,49 @@ std::shared_ptr<Plan> GpuExecutor::refresh_for(const std::string& signature,
   return nullptr;
 }
 
-bool GpuExecutor::prepare_next(const std::shared_ptr<Plan>& plan, const std::unordered_map<std::string, Tensor>& feeds,
-                               const std::unordered_map<std::string, DeviceTensor>& device_feeds, bool plain_replay,
-                               bool may_refresh) {
-  SizeTrend::Sizes next;
-  const SizeTrend::Next trend = plan->trend.predict(next);
-  if (trend == SizeTrend::Next::Same) return true;  // a loop of one signature: the next run replays as is
-  if (trend != SizeTrend::Next::Grows || !may_refresh || !refreshing_ahead()) return plain_replay;
-  const auto start = std::chrono::steady_clock::now();
+GpuExecutor::WorkerJoin::~WorkerJoin() {
+  if (!worker) return;
+  try {
+    worker->wait();
+  } catch (...) {  // the refresh it made is dropped with it; the plan is as it was
+  }
+}
+
+std::unique_ptr<GpuExecutor::AheadRefresh> GpuExecutor::start_refresh_ahead(
+    const std::shared_ptr<Plan>& plan, const SizeTrend::Sizes& next, const std::unordered_map<std::string, Tensor>& feeds,
+    const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
+  auto a = std::make_unique<AheadRefresh>();
   std::vector<std::string> keep;
   for (const auto& [name, value] : plan->value_keys) keep.push_back(name);
-  std::unordered_map<std::string, Tensor> host;
-  std::unordered_map<std::string, DeviceTensor> device;
-  if (!predicted_feeds(next, feeds, device_feeds, keep, host, device)) return false;
-  const std::string sig = signature_of(host, device);
+  if (!predicted_feeds(next, feeds, device_feeds, keep, a->host, a->device)) return nullptr;
+  a->signature = signature_of(a->host, a->device);
+  a->refresh.emplace(model_, options_, *plan, *fusion_);
+  if (!worker_) worker_ = std::make_unique<HostWorker>();
+  worker_->start([r = a.get()] {
+    const auto start = std::chrono::steady_clock::now();
+    r->decided = r->refresh->decide(r->host, r->device, r->why);
+    r->decide_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  });
+  return a;
+}
+
+bool GpuExecutor::finish_refresh_ahead(const std::shared_ptr<Plan>& plan, AheadRefresh& a) {
   try {
-    Refresh refresh(model_, options_, *plan, *fusion_);
-    std::string why;
-    if (!refresh.run(host, device, why)) return false;  // the plan is as it was: the next run decides
+    worker_->wait();
+  } catch (const std::exception&) {
+    return false;  // decisions only: the plan is as it was, and the next run refreshes it
+  }
+  if (!a.decided) return false;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    a.refresh->apply(a.host, a.device);
   } catch (const std::exception&) {
     plans_.drop(plan.get());  // a refresh that failed half-way leaves no plan to trust
     return false;
   }
-  plan->report.signature = sig;
-  plan->refreshed_ahead = {sig, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+  plan->report.signature = a.signature;
+  plan->refreshed_ahead = {
+      a.signature, a.decide_ms + std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
   return true;
 }
 

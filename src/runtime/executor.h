@@ -15,6 +15,7 @@
 #include "runtime/plan_cache.h"
 #include "runtime/planner.h"
 #include "runtime/profiling.h"
+#include "runtime/refresh_ahead.h"
 #include "runtime/shared_device.h"
 
 namespace onnxgpu::runtime {
@@ -45,12 +46,18 @@ class GpuExecutor {
   // A plan of this run's family refreshed for its sizes (planner.h), or null when none takes them.
   std::shared_ptr<Plan> refresh_for(const std::string& signature, const std::unordered_map<std::string, Tensor>& feeds,
                                     const std::unordered_map<std::string, DeviceTensor>& device_feeds);
-  // While the GPU runs a replay of `plan`: refreshes the plan for the next run's sizes when its trend
-  // predicts them (refresh_ahead.h; `may_refresh`: this run's outputs allow it). True when the next run
-  // likely replays the plan as it then is (its commands are worth encoding ahead).
-  bool prepare_next(const std::shared_ptr<Plan>& plan, const std::unordered_map<std::string, Tensor>& feeds,
-                    const std::unordered_map<std::string, DeviceTensor>& device_feeds, bool plain_replay,
-                    bool may_refresh);
+  // Refreshing ahead (refresh_ahead.h): the refresh for the next run's predicted sizes, its decisions
+  // started on the worker (null when the sizes cannot be fed), then, in this run's wait, applied to the
+  // plan; true when the plan then serves the predicted signature.
+  struct AheadRefresh;
+  std::unique_ptr<AheadRefresh> start_refresh_ahead(const std::shared_ptr<Plan>& plan, const SizeTrend::Sizes& next,
+                                                    const std::unordered_map<std::string, Tensor>& feeds,
+                                                    const std::unordered_map<std::string, DeviceTensor>& device_feeds);
+  bool finish_refresh_ahead(const std::shared_ptr<Plan>& plan, AheadRefresh& ahead);
+  struct WorkerJoin {  // waits for the worker's task on the way out, errors included
+    HostWorker* worker;
+    ~WorkerJoin();
+  };
   std::vector<Tensor> run_whole_graph_on_cpu(const std::unordered_map<std::string, Tensor>& feeds,
                                              const std::unordered_map<std::string, DeviceTensor>& device_feeds);
 
@@ -65,6 +72,7 @@ class GpuExecutor {
   PlanReport report_;
   ProfileSums profile_;
   std::unique_ptr<SegmentEncoder> encoder_;  // timed when profiling
+  std::unique_ptr<HostWorker> worker_;       // refreshes ahead (made at the first)
 };
 
 }  // namespace onnxgpu::runtime

@@ -136,6 +136,13 @@ bool Refresh::any_changed(const std::vector<int>& ids) const {
 
 bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
                   const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::string& why) {
+  if (!decide(feeds, device_feeds, why)) return false;
+  apply(feeds, device_feeds);
+  return true;
+}
+
+bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
+                     const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::string& why) {
   if (!rec_.not_refreshable.empty()) {
     why = "the plan serves only its own sizes: " + rec_.not_refreshable;
     return false;
@@ -170,7 +177,6 @@ bool Refresh::run(const std::unordered_map<std::string, Tensor>& feeds,
     why = e.what();
     return false;
   }
-  apply(feeds, device_feeds);
   return true;
 }
 

@@ -35,6 +35,13 @@ class Refresh {
   // fails or the plan cannot be refreshed. Writes no input: the caller writes them and replays.
   bool run(const std::unordered_map<std::string, Tensor>& feeds,
            const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::string& why);
+  // run() in its two parts: decide() redoes the decisions on the host alone (no GPU call, the plan
+  // untouched: another thread may do it while the plan's GPU work is submitted), and when it returns
+  // true, apply() puts them in the plan and on the GPU (the same feeds).
+  bool decide(const std::unordered_map<std::string, Tensor>& feeds,
+              const std::unordered_map<std::string, DeviceTensor>& device_feeds, std::string& why);
+  void apply(const std::unordered_map<std::string, Tensor>& feeds,
+             const std::unordered_map<std::string, DeviceTensor>& device_feeds);
 
  private:
   struct GuardFailed : Error {
@@ -76,8 +83,6 @@ class Refresh {
     const webgpu::DispatchSpec& dispatch(size_t j) const { return like ? like->dispatches[j] : dispatches[j]; }
     const std::vector<uint32_t>& uniforms_of(size_t j) const { return like ? uniforms[j] : dispatches[j].uniforms; }
   };
-  void apply(const std::unordered_map<std::string, Tensor>& feeds,
-             const std::unordered_map<std::string, DeviceTensor>& device_feeds);
 
   const ir::Model& model_;
   const SessionOptions& options_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 namespace onnxgpu::runtime {
 
@@ -57,6 +58,54 @@ bool predicted_feeds(const SizeTrend::Sizes& next, const std::unordered_map<std:
     }
   }
   return true;
+}
+
+HostWorker::~HostWorker() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void HostWorker::start(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    task_ = std::move(task);
+    busy_ = true;
+    error_ = nullptr;
+  }
+  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  cv_.notify_all();
+}
+
+void HostWorker::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return !busy_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void HostWorker::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || (busy_ && task_); });
+    if (stop_) return;
+    std::function<void()> task = std::move(task_);
+    task_ = nullptr;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      task();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    error_ = error;
+    busy_ = false;
+    cv_.notify_all();
+  }
 }
 
 bool refreshing_ahead() {
