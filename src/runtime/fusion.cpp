@@ -495,8 +495,7 @@ void Fusion::find_norm_prologues() {
     std::vector<size_t> ps = readers->second;
     std::sort(ps.begin(), ps.end());
     if (!std::all_of(ps.begin(), ps.end(), [&](size_t p) { return product(p, nm.outputs[0]); })) continue;
-    if (ps.size() == 1 && nbits_pairs_.count(ps[0])) continue;  // (a pair's products read one A: cannot be)
-    if (ps.size() == 2) {
+    if (ps.size() == 2) {  // (one reader is never a pair's: both of a pair read A)
       auto pair = nbits_pairs_.find(ps[0]);
       if (pair == nbits_pairs_.end() || pair->second.second != ps[1]) continue;
     }

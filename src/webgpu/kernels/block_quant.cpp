@@ -694,8 +694,8 @@ void fused_matmul_nbits(GpuKernelContext& ctx) {
     const std::string body = steps.wgsl(decls);
     epilogue = decls + "fn epilogue(p: f32, p1: f32) -> f32 {\n" + body + "  return " + steps.result() + ";\n}\n";
   }
-  // (The pair's expression and the prologue are float32.)
-  if (ctx.dtype(P::kA) != DType::Float32) ctx.unsupported("a fused MatMulNBits of float32 A");
+  if (ctx.dtype(P::kA) != DType::Float32)  // (the pair's expression and the prologue are float32)
+    ctx.unsupported("A of " + std::string(dtype_name(ctx.dtype(P::kA))) + ": the fused MatMulNBits computes float32 only");
   ctx.set_output(0, DType::Float32, q.out);
   if (prologue && prologue->sum) ctx.set_output(1, DType::Float32, ctx.shape(P::kA));
   if (q.M == 0) return;
