@@ -124,6 +124,7 @@ Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::ma
   find_attention();
   if (derived_) find_siblings();
   find_nbits_pairs();
+  find_norm_prologues();
 }
 
 // The elementwise nodes of a chain whose last node is `head`: its group's members and root, or the
@@ -421,8 +422,9 @@ void Fusion::find_nbits_pairs() {
 
 // The pair whose first product is node i: one fused MatMulNBits node with the first product's
 // attributes, inputs A, then each product's B, scales, zero points and bias ("" when absent), and the
-// expression over the products (0: the first's, 1: the second's) and constants.
-std::optional<FusedGroup> Fusion::nbits_pair_group(size_t i, const Lookup& facts) const {
+// expression over the products (0: the first's, 1: the second's) and constants. `a`: another value
+// of A's shape to read as A ("": A itself; a normalization prologue's input, norm_group).
+std::optional<FusedGroup> Fusion::nbits_pair_group(size_t i, const Lookup& facts, const std::string& a) const {
   auto it = nbits_pairs_.find(i);
   if (it == nbits_pairs_.end()) return std::nullopt;
   const ir::Node& first = g_.nodes[i];
@@ -431,12 +433,12 @@ std::optional<FusedGroup> Fusion::nbits_pair_group(size_t i, const Lookup& facts
   f.node.op_type = "MatMulNBits";
   f.node.domain = webgpu::kFusedDomain;
   f.node.attrs = first.attrs;
-  f.node.inputs = {first.inputs[0]};
+  f.node.inputs = {a.empty() ? first.inputs[0] : a};
   for (const ir::Node* mm : {&first, &second})
     for (size_t q : {1, 2, 3, 5}) f.node.inputs.push_back(q < mm->inputs.size() ? mm->inputs[q] : "");
   for (const auto& in : f.node.inputs)
     if (!in.empty() && !facts(in, Read::Kind)) return std::nullopt;  // (the second's operands: known by now)
-  const size_t rank = facts(first.inputs[0], Read::Kind)->shape.size();  // the products' rank
+  const size_t rank = facts(f.node.inputs[0], Read::Kind)->shape.size();  // the products' rank
   std::vector<size_t> chain = chain_nodes(it->second.root);
   auto expr = fused_expr(g_, chain, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
     if (in == first.outputs[0]) return ir::FusedOperand::product(0);
@@ -452,6 +454,111 @@ std::optional<FusedGroup> Fusion::nbits_pair_group(size_t i, const Lookup& facts
   f.node.name = first.name + "+" + second.name + "+" + root.name + " (+" + std::to_string(chain.size() - 1) + ")";
   f.members = chain;
   f.members.push_back(it->second.second);
+  std::sort(f.members.begin(), f.members.end());
+  return f;
+}
+
+// A value some node or the graph's outputs read.
+bool Fusion::read(const std::string& value) const {
+  if (value.empty()) return false;
+  auto it = consumers_.find(value);
+  return graph_outputs_.count(value) || (it != consumers_.end() && !it->second.empty());
+}
+
+// Row normalizations computed in the prologue of the MatMulNBits that read them (see fusion.h): for
+// each SimplifiedLayerNormalization, RMSNormalization or SkipSimplifiedLayerNormalization whose output
+// 0 only one MatMulNBits, or the two of one NBits pair, read (as their A, and nothing else of theirs),
+// and whose statistics outputs nothing reads. ($ONNXGPU_NORM_PROLOGUE=0: none, for measuring what it
+// buys.)
+void Fusion::find_norm_prologues() {
+  if (const char* e = std::getenv("ONNXGPU_NORM_PROLOGUE"); e && std::string(e) == "0") return;
+  auto product = [&](size_t n, const std::string& a) {
+    const ir::Node& m = g_.nodes[n];
+    if (m.op_type != "MatMulNBits" || m.domain != ir::kMsDomain || m.inputs.size() < 3 || m.inputs.size() > 6 ||
+        m.inputs[0] != a || (m.inputs.size() >= 5 && !m.inputs[4].empty()) || m.outputs.size() != 1 ||
+        m.outputs[0].empty() || root_of_.count(n))
+      return false;
+    return std::count(m.inputs.begin(), m.inputs.end(), a) == 1;  // A alone
+  };
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const ir::Node& nm = g_.nodes[i];
+    const bool skip = nm.op_type == "SkipSimplifiedLayerNormalization" && nm.domain == ir::kMsDomain;
+    if (!(skip || plain(nm, "SimplifiedLayerNormalization") || plain(nm, "RMSNormalization")) || root_of_.count(i) ||
+        nm.inputs.size() < (skip ? 3u : 2u) || nm.outputs.empty() || nm.outputs[0].empty() ||
+        graph_outputs_.count(nm.outputs[0]))
+      continue;
+    bool stats_read = false;  // mean, inv_std_var: the kernel never computes them as outputs
+    for (size_t k = 1; k < nm.outputs.size(); ++k)
+      if (!(skip && k == 3) && read(nm.outputs[k])) stats_read = true;
+    auto readers = consumers_.find(nm.outputs[0]);
+    if (stats_read || readers == consumers_.end() || readers->second.empty() || readers->second.size() > 2) continue;
+    std::vector<size_t> ps = readers->second;
+    std::sort(ps.begin(), ps.end());
+    if (!std::all_of(ps.begin(), ps.end(), [&](size_t p) { return product(p, nm.outputs[0]); })) continue;
+    if (ps.size() == 2) {  // (one reader is never a pair's: both of a pair read A)
+      auto pair = nbits_pairs_.find(ps[0]);
+      if (pair == nbits_pairs_.end() || pair->second.second != ps[1]) continue;
+    }
+    norm_prologues_[i] = ps[0];
+  }
+}
+
+// The normalization at node i with the product(s) reading it: the fused MatMulNBits node of the
+// product (its attributes, inputs A, B, scales, zero points and bias; outputs its own) or of the pair
+// (nbits_pair_group's), with A replaced by the normalization's input, then three inputs: the skip (""
+// for the forms without), the scale and the Skip form's bias ("" when none); the pair's expression
+// after them. Output 1: the Skip form's residual sum (input + skip + bias) when something reads it.
+// Attributes: "norm" (the normalization's op), "norm_opset" (the model's ONNX opset, which the
+// normalization's rules read) and the normalization's own attributes as "norm.<name>".
+std::optional<FusedGroup> Fusion::norm_group(size_t i, const Lookup& facts) const {
+  auto it = norm_prologues_.find(i);
+  if (it == norm_prologues_.end()) return std::nullopt;
+  const ir::Node& nm = g_.nodes[i];
+  const ir::Node& mm = g_.nodes[it->second];
+  const bool skip = nm.op_type == "SkipSimplifiedLayerNormalization";
+  // Float32 rows (the prologue stages float32) normalized along their last axis.
+  const ValueFacts* x = facts(nm.inputs[0], Read::Kind);
+  if (!x || x->dtype != DType::Float32 || x->shape.empty()) return std::nullopt;
+  if (!skip) {
+    const int64_t rank = int64_t(x->shape.size()), axis = nm.attr_int("axis", -1);
+    if (axis != -1 && axis != rank - 1) return std::nullopt;
+  }
+  FusedGroup f;
+  if (nbits_pairs_.count(it->second)) {
+    auto pair = nbits_pair_group(it->second, facts, nm.inputs[0]);
+    if (!pair) return std::nullopt;
+    f = std::move(*pair);
+  } else {
+    f.node.op_type = "MatMulNBits";
+    f.node.domain = webgpu::kFusedDomain;
+    f.node.attrs = mm.attrs;
+    f.node.inputs = {mm.inputs[0]};
+    for (size_t q : {1, 2, 3, 5}) f.node.inputs.push_back(q < mm.inputs.size() ? mm.inputs[q] : "");
+    f.node.outputs = mm.outputs;
+    f.node.name = mm.name;
+  }
+  f.node.inputs[0] = nm.inputs[0];  // A: the rows before they are normalized
+  f.node.inputs.push_back(skip ? nm.inputs[1] : "");
+  f.node.inputs.push_back(nm.inputs[skip ? 2 : 1]);
+  f.node.inputs.push_back(skip && nm.inputs.size() > 3 ? nm.inputs[3] : "");
+  for (const auto& in : f.node.inputs)
+    if (!in.empty() && !facts(in, Read::Kind)) return std::nullopt;  // (the products' operands: known by now)
+  if (f.node.fused) {  // the pair's expression reads no input: it starts after the normalization's
+    ir::FusedExpr expr = *f.node.fused;
+    set_expr(f.node, std::move(expr), f.node.inputs.size());
+  }
+  if (skip && nm.outputs.size() > 3 && read(nm.outputs[3])) f.node.outputs.push_back(nm.outputs[3]);
+  ir::Attribute op;
+  op.kind = ir::Attribute::Kind::String;
+  op.s = nm.op_type;
+  f.node.attrs["norm"] = op;
+  ir::Attribute opset;
+  opset.kind = ir::Attribute::Kind::Int;
+  opset.i = opset_;
+  f.node.attrs["norm_opset"] = opset;
+  for (const auto& [name, a] : nm.attrs) f.node.attrs["norm." + name] = a;
+  f.node.name = nm.name + "+" + f.node.name;
+  f.members.push_back(it->second);
   std::sort(f.members.begin(), f.members.end());
   return f;
 }
@@ -582,6 +689,7 @@ void Fusion::find_elementwise_groups() {
 
 std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const {
   if (!enabled_) return std::nullopt;
+  if (auto f = norm_group(i, facts)) return f;
   if (auto f = sibling_group(i)) return f;
   if (auto f = nbits_pair_group(i, facts)) return f;
   if (auto f = matmul_group(i, facts)) return f;

@@ -1,5 +1,5 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
-// dispatches and keeps no intermediate buffer. Six kinds of group:
+// dispatches and keeps no intermediate buffer. Seven kinds of group:
 //   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Transpose]: a Transpose
 //               that only the MatMul reads is read in place through strides (deferred to the MatMul);
 //               the bias (a constant row) and a residual of the output's shape, computed before the
@@ -32,6 +32,17 @@
 //               stores the expression's value, the products never stored. Placed at the first product;
 //               the second and the expression's nodes are skipped. Where the kernel does not take it
 //               (a prompt's rows: only the decode-step kernel computes pairs), they run as unfused.
+//   Norm        a row normalization without centering (SimplifiedLayerNormalization, ONNX
+//   prologue    RMSNormalization, com.microsoft SkipSimplifiedLayerNormalization) over the last axis of
+//               float32 rows, whose normalized output 0 only MatMulNBits read, as their A: one product,
+//               or the two of an NBits pair. The product's (or pair's) decode-step kernel normalizes A's
+//               rows as it stages them (every workgroup sums the squares of its rows), so the normalized
+//               value is never stored; the Skip form's residual sum (output 3), when read, is written by
+//               the kernel too (its mean and inv_std_var outputs, never: read, no group). Placed at the
+//               normalization, the products (and the pair's expression) skipped: where the kernel does not
+//               take it (a prompt's rows), the normalization runs alone and the products as they would
+//               unfused (the pair still fused where its own kernel takes it). ($ONNXGPU_NORM_PROLOGUE=0:
+//               none.)
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -118,7 +129,10 @@ class Fusion {
   void find_siblings();
   std::optional<FusedGroup> sibling_group(size_t i) const;
   void find_nbits_pairs();
-  std::optional<FusedGroup> nbits_pair_group(size_t i, const Lookup& facts) const;
+  std::optional<FusedGroup> nbits_pair_group(size_t i, const Lookup& facts, const std::string& a = "") const;
+  void find_norm_prologues();
+  std::optional<FusedGroup> norm_group(size_t i, const Lookup& facts) const;
+  bool read(const std::string& value) const;
   const Tensor* constant_bias(size_t matmul, std::string* name = nullptr) const;
 
   const ir::Graph& g_;
@@ -145,6 +159,7 @@ class Fusion {
     size_t root;    // the expression's root, or its lone node
   };
   std::unordered_map<size_t, NBitsPair> nbits_pairs_;  // the first product -> the rest of its pair
+  std::unordered_map<size_t, size_t> norm_prologues_;  // a normalization -> the (first) product reading it
 };
 
 }  // namespace onnxgpu::runtime

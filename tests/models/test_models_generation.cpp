@@ -260,3 +260,50 @@ TEST(ModelsGenerationGenai, StaticBufferDecodeLoopReplaysInPlace) {
     FAIL() << e.what();
   }
 }
+
+// The GenAI-style decoder's row normalizations (per layer two, and the final one: 5 in the tiny one)
+// run in the prologue of the MatMulNBits kernels that read them (runtime/fusion.h): a decode step takes
+// 5 dispatches fewer than with $ONNXGPU_NORM_PROLOGUE=0, with the same outputs (each run against the
+// CPU reference), the residual sums that the next normalizations read included. The steps run
+// from a past of 3 in a static buffer of 64, the fed-back pasts from the host.
+TEST(ModelsGenerationGenai, NormalizationsRunInTheProductsKernels) {
+  fs::path path = model_path("genai_tiny");
+  if (path.empty()) return;
+  try {
+    SessionOptions o = gpu(true);
+    o.int64.fail_loud = true;
+    Session fused(path.string(), o);
+    setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);
+    Session apart(path.string(), o);  // (the fusion reads the variable when the session is made)
+    unsetenv("ONNXGPU_NORM_PROLOGUE");
+    SessionOptions c;
+    c.ep = "cpu";
+    Session reference(path.string(), c);
+    const KvNames kv = kv_names(fused);
+    const int64_t kBuffer = 64, p0 = 3;
+    std::unordered_map<std::string, Tensor> feeds;
+    for (const auto& name : kv.past) feeds[name] = Tensor(DType::Float32, past_shape(fused, name, kBuffer));
+    int64_t token = 5;
+    for (int step = 0; step < 3; ++step) {
+      SCOPED_TRACE("decode step " + std::to_string(step));
+      std::vector<int64_t> mask(size_t(kBuffer), 0);
+      for (int64_t i = 0; i < p0 + step + 1; ++i) mask[size_t(i)] = 1;
+      feeds["input_ids"] = Tensor::from_vector<int64_t>({1, 1}, {token});
+      feeds["attention_mask"] = Tensor::from_vector<int64_t>({1, kBuffer}, mask);
+      std::vector<Tensor> want = reference.run(feeds), got = fused.run(feeds), got_apart = apart.run(feeds);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        auto cmp = runtime::compare_tensors(got[k], want[k], kTol);
+        ASSERT_TRUE(cmp.passed) << "output '" << fused.outputs()[k].name << "': " << cmp.message;
+        cmp = runtime::compare_tensors(got_apart[k], want[k], kTol);
+        ASSERT_TRUE(cmp.passed) << "ONNXGPU_NORM_PROLOGUE=0: output '" << fused.outputs()[k].name << "': " << cmp.message;
+      }
+      EXPECT_EQ(fused.last_plan().cpu_nodes, 0);
+      EXPECT_EQ(fused.last_plan().dispatches + 5, apart.last_plan().dispatches);
+      token = argmax_last_row(want[output_index(fused, "logits")]);
+      for (size_t i = 0; i < kv.past.size(); ++i) feeds[kv.past[i]] = want[output_index(fused, kv.present[i])];
+    }
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}

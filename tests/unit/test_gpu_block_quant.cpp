@@ -6,6 +6,7 @@
 // Run: XDG_RUNTIME_DIR=/tmp build/tests/unit_tests --gtest_filter='GpuBlockQuant*'
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
@@ -16,6 +17,8 @@
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "runtime/shared_device.h"
+#include "webgpu/device.h"
 
 namespace onnxgpu {
 namespace {
@@ -314,6 +317,213 @@ TEST(GpuBlockQuant, GateAndUpPairFollowsThePromptAndTheSteps) {
   const std::vector<int64_t> rows = {7, 1, 1, 3, 7, 1};
   const std::vector<int> dispatches = run_pair("rows varying", pair_model(c, true), c.K, rows);
   for (size_t r = 0; r < rows.size(); ++r) EXPECT_EQ(dispatches[r], rows[r] <= 4 ? 1 : 3) << "rows " << rows[r];
+}
+
+// ---- The normalization prologue: the row normalization before MatMulNBits in the product's kernel ------
+
+enum class Norm { Simplified, Skip, Rms };
+enum class Sum { None, Read, Output };  // the Skip form's residual sum: absent, read by a later node, a graph output
+
+struct NormCase {
+  Norm norm;
+  int64_t M, K, N, bits, block;
+  bool pair = false;                // the normalized value read by a gate / up pair (SwiGLU), else by one product
+  bool norm_bias = false;           // the Skip form's bias
+  Sum sum = Sum::None;
+  bool also_read = false;           // a Neg reads the normalized value too: no prologue
+  Zp zp = Zp::None;                 // the products' zero points
+  std::string name() const {
+    const char* n[] = {"Simplified", "Skip", "RMSNormalization"};
+    const char* r[] = {"", " sum read", " sum an output"};
+    return std::string(n[int(norm)]) + (norm_bias ? "+bias" : "") + r[int(sum)] + (pair ? " -> pair" : " -> product") +
+           " M" + std::to_string(M) + " K" + std::to_string(K) + " N" + std::to_string(N) + " bits " +
+           std::to_string(bits) + " block " + std::to_string(block) + (zp == Zp::Packed ? " packed zp" : "") +
+           (also_read ? " also read" : "");
+  }
+  // The storage buffers the fused kernel binds: X, each product's B, scales (and zero points), Y, the
+  // skip, the scale, the bias, the residual sum and the status words.
+  uint32_t bindings() const {
+    const uint32_t products = pair ? 2 : 1;
+    return 1 + products * (zp == Zp::None ? 2 : 3) + 1 + (norm == Norm::Skip ? 1 : 0) + 1 + (norm_bias ? 1 : 0) +
+           (sum != Sum::None ? 1 : 0) + 1;
+  }
+  // Dispatches per run: the normalization, the products and the SwiGLU's elementwise group (a pair of at
+  // most 4 rows: one dispatch), the Neg readers. The prologue where it is on, A has at most 4 rows,
+  // nothing else reads the normalized value and the device binds all the kernel's buffers.
+  int dispatches(bool prologue) const {
+    const bool rows = M <= 4;
+    const uint32_t most = runtime::shared_device()->limits().max_storage_buffers_per_shader_stage;
+    int d = pair ? (rows ? 1 : 3) : 1;
+    if (!(prologue && rows && !also_read && bindings() <= most)) d += 1;  // the normalization's own
+    return d + (sum == Sum::Read ? 1 : 0) + (also_read ? 1 : 0);
+  }
+};
+
+Tensor around_one(const Shape& s, uint32_t seed) {
+  Tensor t = testing::random_float(DType::Float32, s, seed);
+  for (float& v : t.span<float>()) v = 1.0f + 0.5f * v;
+  return t;
+}
+
+// X [rows, K] (and skip S) -> the normalization -> MatMulNBits (or the gate / up pair and SwiGLU) -> y;
+// the residual sum and the other readers as the case says. Rows symbolic when `rows_symbolic`.
+std::string norm_model(const NormCase& c, bool rows_symbolic = false) {
+  const int64_t blocks = (c.K + c.block - 1) / c.block, rows = rows_symbolic ? -1 : c.M;
+  testing::ModelBuilder b(c.norm == Norm::Rms ? 23 : 17);
+  b.input("X", DType::Float32, {rows, c.K});
+  if (c.norm == Norm::Skip) b.input("S", DType::Float32, {rows, c.K});
+  b.output("y", DType::Float32);
+  b.initializer("gamma", around_one({c.K}, 40));
+  auto epsilon = [](onnx::NodeProto& n, float v) {
+    auto* a = n.add_attribute();
+    a->set_name("epsilon");
+    a->set_type(onnx::AttributeProto_AttributeType_FLOAT);
+    a->set_f(v);
+  };
+  if (c.norm == Norm::Skip) {
+    std::vector<std::string> in{"X", "S", "gamma"};
+    if (c.norm_bias) {
+      b.initializer("nbias", testing::random_float(DType::Float32, {c.K}, 41));
+      in.push_back("nbias");
+    }
+    std::vector<std::string> out{"h"};
+    if (c.sum != Sum::None) out = {"h", "", "", "sum"};
+    onnx::NodeProto& n = b.node("SkipSimplifiedLayerNormalization", in, out, "norm");
+    n.set_domain("com.microsoft");
+    epsilon(n, 1e-5f);
+  } else {
+    onnx::NodeProto& n = b.node(c.norm == Norm::Rms ? "RMSNormalization" : "SimplifiedLayerNormalization", {"X", "gamma"},
+                                {"h"}, "norm");
+    testing::ModelBuilder::attr(n, "axis", -1);
+    epsilon(n, 1e-6f);
+  }
+  if (c.sum == Sum::Output) b.output("sum", DType::Float32);
+  if (c.sum == Sum::Read) {
+    b.node("Neg", {"sum"}, {"r"});
+    b.output("r", DType::Float32);
+  }
+  if (c.also_read) {
+    b.node("Neg", {"h"}, {"hn"});
+    b.output("hn", DType::Float32);
+  }
+  auto product = [&](const std::string& w, const std::string& out, uint32_t seed) {
+    b.initializer(w + "_B", random_bytes({c.N, blocks, c.block * c.bits / 8}, seed));
+    // (Scales of 8-bit weights 16 times smaller: products of the size of the 4-bit ones, whose SwiGLU
+    // stays within the tolerance where its terms cancel.)
+    Tensor scales = random_scales(DType::Float32, {c.N, blocks}, seed + 1);
+    for (float& v : scales.span<float>()) v /= float(1 << (c.bits - 4));
+    b.initializer(w + "_scales", scales);
+    std::vector<std::string> in{"h", w + "_B", w + "_scales"};
+    if (c.zp == Zp::Packed) {
+      b.initializer(w + "_zp", random_bytes({c.N, (blocks * c.bits + 7) / 8}, seed + 2));
+      in.push_back(w + "_zp");
+    }
+    onnx::NodeProto& n = b.node("MatMulNBits", in, {out}, w);
+    n.set_domain("com.microsoft");
+    testing::ModelBuilder::attr(n, "K", c.K);
+    testing::ModelBuilder::attr(n, "N", c.N);
+    testing::ModelBuilder::attr(n, "bits", c.bits);
+    testing::ModelBuilder::attr(n, "block_size", c.block);
+  };
+  if (c.pair) {
+    product("gate", "g", 10);
+    product("up", "u", 20);
+    b.node("Sigmoid", {"g"}, {"s"});
+    b.node("Mul", {"g", "s"}, {"silu"});
+    b.node("Mul", {"silu", "u"}, {"y"});
+  } else {
+    product("proj", "y", 30);
+  }
+  onnx::ModelProto m;
+  m.ParseFromString(b.bytes());
+  auto* d = m.add_opset_import();
+  d->set_domain("com.microsoft");
+  d->set_version(1);
+  return m.SerializeAsString();
+}
+
+// Runs `model` on the CPU and on the GPU (fail-loud, graph capture) with X (and S) of `rows` rows, for
+// each entry of `rows` in turn in one session; compares every output and returns the GPU plans'
+// dispatches. A run with the rows of the one before replays its recording.
+std::vector<int> run_norm(const NormCase& c, const std::string& model, const std::vector<int64_t>& rows) {
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  Session gpu = Session::from_bytes(model, o);
+  std::vector<int> dispatches;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::string what = c.name() + " rows " + std::to_string(rows[r]) + " run " + std::to_string(r + 1);
+    std::unordered_map<std::string, Tensor> feeds{
+        {"X", testing::random_float(DType::Float32, {rows[r], c.K}, uint32_t(200 + r))}};
+    if (c.norm == Norm::Skip) feeds["S"] = testing::random_float(DType::Float32, {rows[r], c.K}, uint32_t(300 + r));
+    std::vector<Tensor> want = cpu.run(feeds), got = gpu.run(feeds);
+    EXPECT_EQ(got.size(), want.size()) << what;
+    for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
+      expect_close(got[k], want[k], what + " output " + std::to_string(k));
+    EXPECT_EQ(gpu.last_plan().cpu_nodes, 0) << what;
+    if (r > 0 && rows[r] == rows[r - 1]) EXPECT_TRUE(gpu.last_plan().replayed) << what;
+    dispatches.push_back(gpu.last_plan().dispatches);
+  }
+  return dispatches;
+}
+
+// The normalization before a MatMulNBits (or a gate / up pair) runs in the product's rows kernel when A
+// has at most 4 rows: one dispatch fewer, the same values as the CPU reference's normalization then
+// product, recorded then replayed. Each form (SimplifiedLayerNormalization, RMSNormalization,
+// SkipSimplifiedLayerNormalization with and without bias, its residual sum read by a later node or a
+// graph output), bits 4 and 8, zero points; K 300 and 700 are no multiple of the block nor of the
+// workgroup (256), K 4100 takes several K-slices; M 1 and 3 (M 8: the members run unfused, as before).
+TEST(GpuBlockQuant, NormalizationPrologueMatchesTheCpu) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1";
+  const std::vector<NormCase> cases = {
+      {Norm::Simplified, 1, 300, 70, 4, 32},
+      {Norm::Simplified, 3, 300, 70, 8, 16},
+      {Norm::Rms, 1, 700, 45, 4, 64},
+      {Norm::Skip, 1, 300, 70, 4, 32, false, false, Sum::Read},
+      {Norm::Skip, 3, 300, 70, 8, 32, false, true, Sum::Output},
+      {Norm::Skip, 1, 4100, 33, 8, 128, false, true, Sum::Read, false, Zp::Packed},
+      {Norm::Skip, 3, 700, 70, 4, 32, true, false, Sum::Read},
+      {Norm::Skip, 1, 300, 70, 8, 32, true, true, Sum::Output},
+      {Norm::Skip, 3, 300, 70, 4, 16, true, true, Sum::None, false, Zp::Packed},
+      {Norm::Simplified, 1, 300, 70, 4, 32, true},
+      {Norm::Skip, 8, 300, 70, 4, 32, true, true, Sum::Read},
+      {Norm::Simplified, 8, 300, 70, 8, 32},
+  };
+  for (const NormCase& c : cases) {
+    const std::vector<int> dispatches = run_norm(c, norm_model(c), {c.M, c.M, c.M});
+    for (int d : dispatches) EXPECT_EQ(d, c.dispatches(true)) << c.name();
+  }
+}
+
+// No prologue where the normalized value has another reader (a Neg, here), nor with
+// $ONNXGPU_NORM_PROLOGUE=0: the normalization runs as its own dispatch, the values the same.
+TEST(GpuBlockQuant, NormalizationPrologueOnlyForProductsAlone) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1";
+  for (const NormCase& c : {NormCase{Norm::Skip, 1, 300, 70, 4, 32, false, false, Sum::Read, true},
+                            NormCase{Norm::Simplified, 2, 300, 70, 4, 32, true, false, Sum::None, true}}) {
+    for (int d : run_norm(c, norm_model(c), {c.M, c.M})) EXPECT_EQ(d, c.dispatches(true)) << c.name();
+  }
+  const NormCase c{Norm::Skip, 1, 300, 70, 4, 32, true, true, Sum::Read};
+  setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);
+  const std::vector<int> off = run_norm(c, norm_model(c), {1, 1});
+  unsetenv("ONNXGPU_NORM_PROLOGUE");
+  for (int d : off) EXPECT_EQ(d, c.dispatches(false)) << c.name() << " with ONNXGPU_NORM_PROLOGUE=0";
+}
+
+// One session, the rows varying (a prompt, decode steps, a few rows, a prompt again): the prologue on
+// every run of at most 4 rows, the normalization and the pair as unfused on a prompt's, each plan
+// recorded, refreshed or replayed as the sizes come.
+TEST(GpuBlockQuant, NormalizationPrologueFollowsThePromptAndTheSteps) {
+  if (testing::skip_gpu()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1";
+  NormCase c{Norm::Skip, 1, 300, 70, 4, 32, true, true, Sum::Read};
+  const std::vector<int64_t> rows = {7, 1, 1, 3, 7, 1};
+  const std::vector<int> dispatches = run_norm(c, norm_model(c, true), rows);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    c.M = rows[r];
+    EXPECT_EQ(dispatches[r], c.dispatches(true)) << "rows " << rows[r];
+  }
 }
 
 }  // namespace

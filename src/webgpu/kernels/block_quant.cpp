@@ -32,6 +32,11 @@
 // kernel over two products' Bs: each invocation takes a row of each for the same column and stores
 // the expression of the two results.
 // (The pair's zero-point forms and biases may differ; their K, N, bits and block size are the same.)
+// The normalization prologue (runtime/fusion.h: the SimplifiedLayerNormalization or Skip form before a
+// product or pair) is the rows kernel over A's rows before they are normalized: every workgroup first
+// sums the squares of each whole row v = x (+ skip (+ bias)) (K floats, read again by each workgroup from
+// the cache), and then stages its slices as v * inv_rms * gamma, as the normalization kernel computes
+// them (normalization.cpp); workgroup 0 also stores v where the Skip form's residual sum is read.
 //
 // GatherBlockQuantized: one invocation per output value; the index is read at run time through its
 // family's to_i64 (a replay takes new indices, int64 ones beyond 32 bits included) and one outside the
@@ -43,6 +48,7 @@
 #include <string>
 
 #include "ops/block_quant.h"
+#include "ops/normalization.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
@@ -255,12 +261,14 @@ struct RowsShape {
 
 // `products`: how many products of q's sizes the kernel computes (2: the fused pair, whose invocations
 // take a row of each product's B for the same column, so CPI is a multiple of it).
-std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSettings& s, uint32_t products = 1) {
+// `reserve`: bytes of workgroup memory the kernel keeps for something else (the prologue's statistics).
+std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSettings& s, uint32_t products = 1,
+                                    uint32_t reserve = 0) {
   RowsShape g;
   const uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
   const uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
   const uint32_t limit = l.max_compute_workgroup_storage_size ? l.max_compute_workgroup_storage_size : 16384;
-  const uint32_t mem = std::min(limit, s.mem);
+  const uint32_t mem = std::min(limit, s.mem) - std::min(reserve, std::min(limit, s.mem));
   const uint32_t vals = 32 / uint32_t(q.bits), rows = uint32_t(q.M);
   const uint64_t kw = (uint64_t(q.K) + vals - 1) / vals;
   g.wg = pow2_floor(std::min({256u, inv, wx}));
@@ -290,12 +298,23 @@ std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSetti
   return g;
 }
 
+// A row normalization the rows kernel applies to A as it stages it (the fused node's inputs `at`,
+// at + 1, at + 2: skip, scale, bias; see fused_matmul_nbits).
+struct NormPrologue {
+  size_t at = 0;
+  bool skip = false, bias = false;  // v = x + skip (+ bias), else v = x
+  bool sum = false;                 // v stored as output 1 (the Skip form's input_skip_bias_sum)
+  int64_t skip_numel = 0;           // skip repeats every skip_numel elements of x
+  float epsilon = 0;
+};
+
 // The rows kernel (see the top of the file), for one product, or for the fused pair (ps: both
 // products, `epilogue`: WGSL declaring `fn epilogue(p: f32, p1: f32) -> f32`, what is stored of a
 // column's two results): invocation slot c takes a row of product c % P's B for column c / P of the
 // invocation's columns, so that both of a column's results meet in one invocation's epilogue.
+// `norm`: A's rows normalized first (the prologue).
 void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, const RowsShape& g,
-                const std::string& epilogue = "") {
+                const std::string& epilogue = "", const NormPrologue* norm = nullptr) {
   const P& q = ps[0].q;
   const uint32_t bits = uint32_t(q.bits), vals = 32 / bits, parts = vals / 4, rows = uint32_t(q.M);
   const uint32_t R = g.wg / g.kt;  // rows of B per column step of the workgroup
@@ -304,8 +323,42 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   std::string name = (np > 1 ? "pair_rows2_" : "rows2_") + n_(g.kt) + "x" + n_(R) + "x" + n_(g.cpi) + "_u" + n_(g.u) +
                      "_m" + n_(rows);
   for (const NBitsProduct& pr : ps) name += nbits_name(pr.q);
+  if (norm) name += std::string("_norm") + (norm->skip ? "_skip" : "") + (norm->bias ? "_bias" : "") + (norm->sum ? "_sum" : "");
   auto p = ctx.program(name, g.wg);
   std::vector<ValueRef> binds = declare_nbits(ctx, p, ps);
+  // The prologue's operands: v(m, k), row m's value k before it is normalized, and its scale.
+  std::string prologue_decl;
+  if (norm) {
+    const DType t = ctx.dtype(P::kA);
+    std::string v = "a_load(i)";
+    if (norm->skip) {
+      p.input("sk", t, Shape{shape_numel(ctx.shape(norm->at))});
+      binds.push_back(ctx.in(norm->at));
+      p.uniform("skip_n", u32_dim(ctx, norm->skip_numel, "the skip"));
+      v += " + sk_load(i % skip_n())";
+    }
+    p.input("gamma", t, Shape{shape_numel(ctx.shape(norm->at + 1))});
+    binds.push_back(ctx.in(norm->at + 1));
+    if (norm->bias) {
+      p.input("nb", t, Shape{shape_numel(ctx.shape(norm->at + 2))});
+      binds.push_back(ctx.in(norm->at + 2));
+      v += " + nb_load(k)";
+    }
+    if (norm->sum) {
+      p.output("res", t, Shape{shape_numel(ctx.shape(P::kA))});
+      binds.push_back(ctx.out(1));
+    }
+    p.uniform_f32("eps", norm->epsilon);
+    const uint32_t l1 = std::min(g.wg, 32u);
+    prologue_decl = "const L1: u32 = " + u32_lit(l1) + ";\n"
+                    "var<workgroup> part: array<f32, " + u32_lit(uint64_t(l1) * rows) + ">;  // [MR][L1]: sums of squares\n"
+                    "var<workgroup> inv_rms: array<f32, " + u32_lit(rows) + ">;  // per row of A: 1 / sqrt(mean(v^2) + eps)\n"
+                    "fn nv(m: u32, k: u32) -> f32 { let i = m * K() + k; return " + v + "; }\n"
+                    "fn load_norm(m: u32, k: u32, inside: bool) -> f32 {\n"
+                    "  let kk = select(0u, k, inside);\n"
+                    "  return select(0.0, nv(m, kk) * inv_rms[m] * gamma_load(kk), inside);\n"
+                    "}\n";
+  }
   const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
   if (binds.size() + 1 > most)  // + the status words
     ctx.unsupported("more tensors than the device binds per dispatch");
@@ -335,12 +388,40 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   for (const NBitsProduct& pr : ps)
     d += "fn coef" + pr.sfx + "(n: u32, blk: u32) -> vec2<f32> {\n  let d = dequant" + pr.sfx + "(n, blk);\n  let s2 = d.x * " +
          f32_lit(float(1u << bits)) + ";\n  return vec2<f32>(s2, d.y - s2);\n}\n";
-  p.declare(d + epilogue);
+  p.declare(d + prologue_decl + epilogue);
 
-  std::string b =
-      "  if (wg >= groups()) { return; }\n"
-      "  let kt = lid % KT;\n"
-      "  let r = lid / KT;\n";
+  std::string b = "  if (wg >= groups()) { return; }\n";
+  if (norm) {
+    // Each row's sum of squares, as the normalization kernel's mean square (normalization.cpp's
+    // row_sum): float32, one pass over the rows (workgroup 0 also stores v), then per row the
+    // workgroup's sums added in `red` (free until the partial sums) by L1 invocations into `part`;
+    // then 1 / sqrt(mean + epsilon) per row.
+    for (uint32_t m = 0; m < rows; ++m) b += "  var ss" + n_(m) + " = 0.0;\n";
+    b += "  for (var k = lid; k < K(); k = k + WG) {\n";
+    for (uint32_t m = 0; m < rows; ++m) {
+      b += "    let v" + n_(m) + " = nv(" + u32_lit(m) + ", k);\n"
+           "    ss" + n_(m) + " = ss" + n_(m) + " + v" + n_(m) + " * v" + n_(m) + ";\n";
+      if (norm->sum) b += "    if (wg == 0u) { res_store(" + u32_lit(m) + " * K() + k, v" + n_(m) + "); }\n";
+    }
+    b += "  }\n";
+    for (uint32_t m = 0; m < rows; ++m)
+      b += "  workgroupBarrier();\n"
+           "  red[lid] = ss" + n_(m) + ";\n"
+           "  workgroupBarrier();\n"
+           "  if (lid < L1) {\n"
+           "    var t = red[lid];\n"
+           "    for (var j = lid + L1; j < WG; j = j + L1) { t = t + red[j]; }\n"
+           "    part[" + u32_lit(m) + " * L1 + lid] = t;\n"
+           "  }\n";
+    b += "  workgroupBarrier();\n"
+         "  if (lid < MR) {\n"
+         "    var t = 0.0;\n"
+         "    for (var j = 0u; j < L1; j = j + 1u) { t = t + part[lid * L1 + j]; }\n"
+         "    inv_rms[lid] = 1.0 / sqrt_f32(t / f32(K()) + eps());\n"
+         "  }\n";
+  }
+  b += "  let kt = lid % KT;\n"
+       "  let r = lid / KT;\n";
   for (uint32_t c = 0; c < g.cpi; ++c) {
     const std::string cs = n_(c);
     b += "  let n_raw" + cs + " = wg * (R * CPI" + (np > 1 ? " / " + u32_lit(np) : std::string()) + ") + " +
@@ -372,7 +453,9 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
        "      let k0 = (ws + wl) * VALS;\n";
   std::string sum;
   for (uint32_t e = 0; e < vals; ++e) {
-    b += "      let a" + n_(e) + " = load_a(m * K() + k0 + " + u32_lit(e) + ", k0 + " + u32_lit(e) + " < K());\n";
+    const std::string k = "k0 + " + u32_lit(e);
+    b += "      let a" + n_(e) + " = " +
+         (norm ? "load_norm(m, " + k + ", " + k + " < K())" : "load_a(m * K() + " + k + ", " + k + " < K())") + ";\n";
     sum += (e ? " + a" : "a") + n_(e);
   }
   for (uint32_t i = 0; i < parts; ++i)
@@ -527,47 +610,104 @@ void matmul_nbits(GpuKernelContext& ctx) {
   }
 }
 
-// The fused pair (runtime/fusion.h): two MatMulNBits of the same sizes over one A and an elementwise
-// expression of their products (p: the first's, p1: the second's, SwiGLU's silu(gate) * up), one value
-// stored per output element. Inputs: A, then each product's B, scales, zero points and bias ("" when
-// absent): 1 + 4k .. 4 + 4k for product k. Only the rows kernel computes it (M <= kRowsMax, a decode
-// step's product, where dispatches and the round trip of the two products through memory cost most):
-// a prompt's products run apart, through the tiled kernel, as the nodes do unfused.
+// The normalization prologue of a fused MatMulNBits (runtime/fusion.h's norm group): the node's inputs
+// `at`, at + 1, at + 2 (skip, scale, bias; "" when absent), checked by the normalization's own rules
+// (ops/normalization.h) on a node rebuilt from the fused node's attributes ("norm": its op,
+// "norm_opset", "norm.<name>": its attributes). The normalized length must be the product's K.
+NormPrologue norm_prologue(GpuKernelContext& ctx, const P& q, size_t at) {
+  ir::Node n;
+  n.name = ctx.node.name;
+  n.op_type = ctx.node.attr_string("norm", "");
+  for (const auto& [name, a] : ctx.node.attrs)
+    if (name.rfind("norm.", 0) == 0) n.attrs[name.substr(5)] = a;
+  NormPrologue r;
+  r.at = at;
+  int64_t len = 0;
+  if (n.op_type == "SkipSimplifiedLayerNormalization") {
+    n.domain = ir::kMsDomain;
+    const ops::SkipNormParams sp = ops::skip_norm_params(
+        n, {ctx.operand(P::kA), ctx.operand(at), ctx.operand(at + 1), ctx.operand(at + 2)}, ctx.fail_fn());
+    r.skip = true;
+    r.bias = sp.bias >= 0;
+    r.skip_numel = sp.skip_numel;
+    r.epsilon = sp.epsilon;
+    len = sp.hidden;
+  } else if (n.op_type == "SimplifiedLayerNormalization" || n.op_type == "RMSNormalization") {
+    const ops::RmsNormParams rp =
+        ops::rms_norm_params(n, ctx.node.attr_int("norm_opset", 0), ctx.operand(P::kA), ctx.operand(at + 1), ctx.fail_fn());
+    if (rp.normalized.size() != 1 || !rp.flat_scale)
+      ctx.unsupported("a normalization prologue over more than A's last axis or with a broadcast scale");
+    r.epsilon = rp.epsilon;
+    len = rp.normalized[0];
+  } else {
+    ctx.fail("unknown normalization prologue '" + n.op_type + "'");
+  }
+  if (len != q.K) ctx.fail("the normalized length " + std::to_string(len) + " is not the product's K " + std::to_string(q.K));
+  r.sum = ctx.output_wanted(1);
+  if (r.sum && !r.skip) ctx.fail("only the Skip normalization's prologue has a second output (the residual sum)");
+  return r;
+}
+
+// The fused MatMulNBits (runtime/fusion.h), computed by the rows kernel only (M <= kRowsMax, a decode
+// step's product, where dispatches and round trips through memory cost most; more rows: unsupported,
+// and the nodes run as unfused, a prompt's products through the tiled kernel). Inputs: A, then each
+// product's B, scales, zero points and bias ("" when absent): 1 + 4k .. 4 + 4k for product k; then,
+// with the attribute "norm", the normalization prologue's three (norm_prologue). Two products (the
+// pair) when the node carries an expression of their results (p: the first's, p1: the second's,
+// SwiGLU's silu(gate) * up), one value stored per output element; one product (with a prologue)
+// otherwise. Output 1: the Skip normalization's residual sum, when wanted.
 void fused_matmul_nbits(GpuKernelContext& ctx) {
+  const size_t np = ctx.node.fused ? 2 : 1;
+  const bool norm = ctx.node.has_attr("norm");
+  if (np == 1 && !norm) ctx.fail("a fused MatMulNBits needs a pair's expression or a normalization prologue");
+  // Each product as the MatMulNBits node it stands for (its attributes and one output), for the rules
+  // it shares with the CPU; errors name the fused node.
+  ir::Node product = ctx.node;
+  product.outputs.resize(1);
+  product.fused.reset();
   std::vector<NBitsProduct> ps;
-  for (size_t k = 0; k < 2; ++k) {
+  for (size_t k = 0; k < np; ++k) {
     NBitsProduct pr;
     pr.b = 1 + 4 * k;
     pr.scales = pr.b + 1;
     pr.zp = pr.b + 2;
     pr.bias = pr.b + 3;
     pr.sfx = k ? std::to_string(k) : "";
-    // The product's operands in MatMulNBits' order (no g_idx), for the rules it shares with the CPU.
+    // The product's operands in MatMulNBits' order (no g_idx).
     std::vector<ops::Operand> in{ctx.operand(P::kA), ctx.operand(pr.b), ctx.operand(pr.scales), ctx.operand(pr.zp),
                                  ops::Operand{}, ctx.operand(pr.bias)};
-    pr.q = ops::matmul_nbits_params(ctx.node, in, ctx.fail_fn());
+    pr.q = ops::matmul_nbits_params(product, in, ctx.fail_fn());
     ps.push_back(std::move(pr));
   }
-  const P &q = ps[0].q, &q1 = ps[1].q;
-  if (q1.K != q.K || q1.N != q.N || q1.bits != q.bits || q1.block_size != q.block_size)
-    ctx.fail("the fused products differ in K, N, bits or block size");
-  FusedSteps steps(ctx, 2);
-  if (steps.empty()) ctx.fail("the fused pair of products needs the expression that combines them");
-  if (steps.num_inputs() != 0) ctx.fail("the fused pair's expression reads an input");
-  if (ctx.dtype(P::kA) != DType::Float32) ctx.unsupported("a fused pair of float32 products");  // the expression is float32
+  const P& q = ps[0].q;
+  std::optional<NormPrologue> prologue;
+  if (norm) prologue = norm_prologue(ctx, q, 1 + 4 * np);
+  std::string epilogue;
+  if (np == 2) {
+    const P& q1 = ps[1].q;
+    if (q1.K != q.K || q1.N != q.N || q1.bits != q.bits || q1.block_size != q.block_size)
+      ctx.fail("the fused products differ in K, N, bits or block size");
+    FusedSteps steps(ctx, 2);
+    if (steps.empty()) ctx.fail("the fused pair of products needs the expression that combines them");
+    if (steps.num_inputs() != 0) ctx.fail("the fused pair's expression reads an input");
+    std::string decls;
+    const std::string body = steps.wgsl(decls);
+    epilogue = decls + "fn epilogue(p: f32, p1: f32) -> f32 {\n" + body + "  return " + steps.result() + ";\n}\n";
+  }
+  if (ctx.dtype(P::kA) != DType::Float32)  // (the pair's expression and the prologue are float32)
+    ctx.unsupported("A of " + std::string(dtype_name(ctx.dtype(P::kA))) + ": the fused MatMulNBits computes float32 only");
   ctx.set_output(0, DType::Float32, q.out);
+  if (prologue && prologue->sum) ctx.set_output(1, DType::Float32, ctx.shape(P::kA));
   if (q.M == 0) return;
-  if (q.M > kRowsMax) ctx.unsupported("a fused pair of products of more than " + std::to_string(kRowsMax) + " rows");
+  if (q.M > kRowsMax) ctx.unsupported("a fused MatMulNBits of more than " + std::to_string(kRowsMax) + " rows");
   u32_dim(ctx, shape_numel(q.out), "the output");
   u32_dim(ctx, shape_numel(ctx.shape(P::kA)), "A");
   for (const NBitsProduct& pr : ps) u32_dim(ctx, shape_numel(ctx.shape(pr.b)), "B");
   const RowsSettings s = rows_settings();
   std::optional<RowsShape> g;
-  if (!s.old) g = rows_shape(ctx.limits, q, s, 2);
-  if (!g) ctx.unsupported("a fused pair of products without the rows kernel");
-  std::string decls;
-  const std::string body = steps.wgsl(decls);
-  nbits_rows(ctx, ps, *g, decls + "fn epilogue(p: f32, p1: f32) -> f32 {\n" + body + "  return " + steps.result() + ";\n}\n");
+  if (!s.old) g = rows_shape(ctx.limits, q, s, uint32_t(np), prologue ? 4 * (32 + 1) * kRowsMax : 0);
+  if (!g) ctx.unsupported("a fused MatMulNBits without the rows kernel");
+  nbits_rows(ctx, ps, *g, epilogue, prologue ? &*prologue : nullptr);
 }
 
 void gather_block_quantized(GpuKernelContext& ctx) {
