@@ -501,6 +501,82 @@ void Fusion::find_norm_prologues() {
     }
     norm_prologues_[i] = ps[0];
   }
+  find_layer_norm_prologues();
+}
+
+// LayerNormalization (over the last axis: checked when the group is made) whose output Y only one
+// MatMul reads, as its A (and nothing else of it), or only the MatMuls of one sibling group, and whose
+// Mean and InvStdDev nothing reads: computed in the prologue of the product's one-row kernel
+// (webgpu/kernels/gemv.cpp).
+void Fusion::find_layer_norm_prologues() {
+  auto product = [&](size_t n, const std::string& y) {
+    const ir::Node& m = g_.nodes[n];
+    return plain(m, "MatMul") && m.inputs.size() == 2 && m.inputs[0] == y && m.inputs[1] != y && m.outputs.size() == 1 &&
+           !m.outputs[0].empty() && !root_of_.count(n);
+  };
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const ir::Node& nm = g_.nodes[i];
+    if (!plain(nm, "LayerNormalization") || root_of_.count(i) || nm.inputs.size() < 2 || nm.inputs[0].empty() ||
+        nm.inputs[1].empty() || nm.outputs.empty() || nm.outputs[0].empty() || graph_outputs_.count(nm.outputs[0]))
+      continue;
+    if ((nm.outputs.size() > 1 && read(nm.outputs[1])) || (nm.outputs.size() > 2 && read(nm.outputs[2]))) continue;
+    auto readers = consumers_.find(nm.outputs[0]);
+    if (readers == consumers_.end() || readers->second.empty()) continue;
+    std::vector<size_t> ps = readers->second;
+    std::sort(ps.begin(), ps.end());
+    if (!std::all_of(ps.begin(), ps.end(), [&](size_t p) { return product(p, nm.outputs[0]); })) continue;
+    if (ps.size() > 1) {  // the siblings, all of them
+      auto sib = siblings_.find(ps[0]);
+      if (sib == siblings_.end() || sib->second != ps) continue;
+    }
+    norm_prologues_[i] = ps[0];
+  }
+}
+
+// The LayerNormalization at node i with the product(s) reading it (j: the product, or the first
+// sibling): the fused MatMul of the product's own group (matmul_group's, or sibling_group's) with A
+// replaced by the normalization's input, its inputs padded to four (A, B, bias, residual; "" when
+// absent), then the normalization's scale and B ("" when none), the epilogue's expression after them.
+// Attributes as norm_group's: "norm", "norm_opset", "norm.<name>".
+std::optional<FusedGroup> Fusion::layer_norm_group(size_t i, size_t j, const Lookup& facts) const {
+  const ir::Node& nm = g_.nodes[i];
+  const ValueFacts* x = facts(nm.inputs[0], Read::Kind);
+  if (!x || x->dtype != DType::Float32 || x->shape.empty()) return std::nullopt;
+  const int64_t rank = int64_t(x->shape.size()), axis = nm.attr_int("axis", -1);
+  if (axis != -1 && axis != rank - 1) return std::nullopt;
+  FusedGroup f;
+  if (siblings_.count(j)) {
+    auto s = sibling_group(j);
+    if (!s) return std::nullopt;
+    f = std::move(*s);
+    f.node.inputs[0] = nm.inputs[0];
+  } else {
+    auto m = matmul_group(j, facts, nm.inputs[0]);
+    if (!m) return std::nullopt;
+    f = std::move(*m);
+  }
+  f.members.push_back(j);
+  f.node.inputs.resize(std::max<size_t>(f.node.inputs.size(), 4));
+  f.node.inputs.push_back(nm.inputs[1]);
+  f.node.inputs.push_back(nm.inputs.size() > 2 ? nm.inputs[2] : "");
+  for (const auto& in : f.node.inputs)
+    if (!in.empty() && !facts(in, Read::Kind)) return std::nullopt;  // (a residual computed after the normalization)
+  if (f.node.fused) {  // the epilogue's expression reads no input: it starts after the normalization's
+    ir::FusedExpr expr = *f.node.fused;
+    set_expr(f.node, std::move(expr), f.node.inputs.size());
+  }
+  ir::Attribute op;
+  op.kind = ir::Attribute::Kind::String;
+  op.s = nm.op_type;
+  f.node.attrs["norm"] = op;
+  ir::Attribute opset;
+  opset.kind = ir::Attribute::Kind::Int;
+  opset.i = opset_;
+  f.node.attrs["norm_opset"] = opset;
+  for (const auto& [name, a] : nm.attrs) f.node.attrs["norm." + name] = a;
+  f.node.name = nm.name + "+" + f.node.name;
+  std::sort(f.members.begin(), f.members.end());
+  return f;
 }
 
 // The normalization at node i with the product(s) reading it: the fused MatMulNBits node of the
@@ -514,6 +590,7 @@ std::optional<FusedGroup> Fusion::norm_group(size_t i, const Lookup& facts) cons
   auto it = norm_prologues_.find(i);
   if (it == norm_prologues_.end()) return std::nullopt;
   const ir::Node& nm = g_.nodes[i];
+  if (plain(nm, "LayerNormalization")) return layer_norm_group(i, it->second, facts);
   const ir::Node& mm = g_.nodes[it->second];
   const bool skip = nm.op_type == "SkipSimplifiedLayerNormalization";
   // Float32 rows (the prologue stages float32) normalized along their last axis.
@@ -715,7 +792,9 @@ std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const 
   return f;
 }
 
-std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) const {
+// `a`: another value of A's shape to read as A ("": A itself; a normalization prologue's input,
+// layer_norm_group).
+std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, const std::string& a) const {
   const ir::Node& mm = g_.nodes[i];
   if (!plain(mm, "MatMul") || mm.inputs.size() != 2 || mm.outputs.size() != 1) return std::nullopt;
   FusedGroup f;
@@ -729,7 +808,11 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
   DType dtype[2];
   for (size_t q = 0; q < 2; ++q) {
     auto t = transposed_.find({i, q});
-    const std::string& name = t == transposed_.end() ? mm.inputs[q] : g_.nodes[t->second].inputs[0];
+    if (q == 0 && !a.empty()) {
+      if (t != transposed_.end()) return std::nullopt;
+      f.node.inputs[0] = a;
+    }
+    const std::string& name = q == 0 && !a.empty() ? a : t == transposed_.end() ? mm.inputs[q] : g_.nodes[t->second].inputs[0];
     const ValueFacts* v = facts(name, Read::All);
     if (!v) return std::nullopt;
     dtype[q] = v->dtype;
@@ -808,7 +891,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts) co
     size_t rank = std::max(ra >= 2 ? ra - 2 : 0, rb >= 2 ? rb - 2 : 0) + (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0);
     absorb_activation(f, rank);
   }
-  if (f.members.empty()) return std::nullopt;  // a plain MatMul
+  if (f.members.empty() && a.empty()) return std::nullopt;  // a plain MatMul
   std::sort(f.members.begin(), f.members.end());
   return f;
 }

@@ -41,8 +41,13 @@
 //               the kernel too (its mean and inv_std_var outputs, never: read, no group). Placed at the
 //               normalization, the products (and the pair's expression) skipped: where the kernel does not
 //               take it (a prompt's rows), the normalization runs alone and the products as they would
-//               unfused (the pair still fused where its own kernel takes it). ($ONNXGPU_NORM_PROLOGUE=0:
-//               none.)
+//               unfused (the pair still fused where its own kernel takes it). Likewise a LayerNormalization
+//               (ai.onnx, float32 rows, the last axis) whose Y only one MatMul reads as its A, or only
+//               the MatMuls of one sibling group, and whose Mean and InvStdDev nothing reads: the
+//               product's group (its bias, Split parts, residual, activation, siblings: as above) with A
+//               the rows before they are normalized, which the one-row float kernel (gemv.cpp, M <= 4)
+//               normalizes as it reads them; more rows: the normalization alone and the product's own
+//               group. ($ONNXGPU_NORM_PROLOGUE=0: none of either.)
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -115,7 +120,7 @@ class Fusion {
   const ir::Node* constant_node(const std::string& value) const;
   bool scalar_constant(const std::string& value) const;
   std::optional<float> scalar_value(const std::string& value, size_t max_rank) const;
-  std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts) const;
+  std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts, const std::string& a = "") const;
   std::optional<FusedGroup> conv_group(size_t i, const Lookup& facts) const;
   bool fold_batch_norm(FusedGroup& f, size_t conv) const;
   bool absorb_expression(FusedGroup& f, const Shape& out, const Lookup& facts) const;
@@ -132,6 +137,8 @@ class Fusion {
   std::optional<FusedGroup> nbits_pair_group(size_t i, const Lookup& facts, const std::string& a = "") const;
   void find_norm_prologues();
   std::optional<FusedGroup> norm_group(size_t i, const Lookup& facts) const;
+  void find_layer_norm_prologues();
+  std::optional<FusedGroup> layer_norm_group(size_t i, size_t j, const Lookup& facts) const;
   bool read(const std::string& value) const;
   const Tensor* constant_bias(size_t matmul, std::string* name = nullptr) const;
 

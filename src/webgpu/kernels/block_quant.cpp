@@ -52,6 +52,7 @@
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/norm_prologue.h"
 #include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
@@ -349,14 +350,10 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
       binds.push_back(ctx.out(1));
     }
     p.uniform_f32("eps", norm->epsilon);
-    const uint32_t l1 = std::min(g.wg, 32u);
-    prologue_decl = "const L1: u32 = " + u32_lit(l1) + ";\n"
-                    "var<workgroup> part: array<f32, " + u32_lit(uint64_t(l1) * rows) + ">;  // [MR][L1]: sums of squares\n"
-                    "var<workgroup> inv_rms: array<f32, " + u32_lit(rows) + ">;  // per row of A: 1 / sqrt(mean(v^2) + eps)\n"
-                    "fn nv(m: u32, k: u32) -> f32 { let i = m * K() + k; return " + v + "; }\n"
+    prologue_decl = "fn nv(m: u32, k: u32) -> f32 { let i = m * K() + k; return " + v + "; }\n"
                     "fn load_norm(m: u32, k: u32, inside: bool) -> f32 {\n"
                     "  let kk = select(0u, k, inside);\n"
-                    "  return select(0.0, nv(m, kk) * inv_rms[m] * gamma_load(kk), inside);\n"
+                    "  return select(0.0, nv(m, kk) * ns_inv[m] * gamma_load(kk), inside);\n"
                     "}\n";
   }
   const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
@@ -392,33 +389,14 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
 
   std::string b = "  if (wg >= groups()) { return; }\n";
   if (norm) {
-    // Each row's sum of squares, as the normalization kernel's mean square (normalization.cpp's
-    // row_sum): float32, one pass over the rows (workgroup 0 also stores v), then per row the
-    // workgroup's sums added in `red` (free until the partial sums) by L1 invocations into `part`;
-    // then 1 / sqrt(mean + epsilon) per row.
-    for (uint32_t m = 0; m < rows; ++m) b += "  var ss" + n_(m) + " = 0.0;\n";
-    b += "  for (var k = lid; k < K(); k = k + WG) {\n";
-    for (uint32_t m = 0; m < rows; ++m) {
-      b += "    let v" + n_(m) + " = nv(" + u32_lit(m) + ", k);\n"
-           "    ss" + n_(m) + " = ss" + n_(m) + " + v" + n_(m) + " * v" + n_(m) + ";\n";
-      if (norm->sum) b += "    if (wg == 0u) { res_store(" + u32_lit(m) + " * K() + k, v" + n_(m) + "); }\n";
-    }
-    b += "  }\n";
-    for (uint32_t m = 0; m < rows; ++m)
-      b += "  workgroupBarrier();\n"
-           "  red[lid] = ss" + n_(m) + ";\n"
-           "  workgroupBarrier();\n"
-           "  if (lid < L1) {\n"
-           "    var t = red[lid];\n"
-           "    for (var j = lid + L1; j < WG; j = j + L1) { t = t + red[j]; }\n"
-           "    part[" + u32_lit(m) + " * L1 + lid] = t;\n"
-           "  }\n";
-    b += "  workgroupBarrier();\n"
-         "  if (lid < MR) {\n"
-         "    var t = 0.0;\n"
-         "    for (var j = 0u; j < L1; j = j + 1u) { t = t + part[lid * L1 + j]; }\n"
-         "    inv_rms[lid] = 1.0 / sqrt_f32(t / f32(K()) + eps());\n"
-         "  }\n";
+    // Each row's statistics (norm_prologue.h): one pass over the rows (workgroup 0 also stores v where
+    // the residual sum is read), the sums added in `red` (free until the partial sums).
+    const bool sum = norm->sum;
+    const RowStatsWgsl st = row_stats_wgsl(rows, g.wg, false, "red", [sum](uint32_t m, const std::string& v) {
+      return sum ? "if (wg == 0u) { res_store(" + u32_lit(m) + " * K() + k, " + v + "); }" : std::string();
+    });
+    p.declare(st.decl);
+    b += st.body;
   }
   b += "  let kt = lid % KT;\n"
        "  let r = lid / KT;\n";
@@ -705,7 +683,7 @@ void fused_matmul_nbits(GpuKernelContext& ctx) {
   for (const NBitsProduct& pr : ps) u32_dim(ctx, shape_numel(ctx.shape(pr.b)), "B");
   const RowsSettings s = rows_settings();
   std::optional<RowsShape> g;
-  if (!s.old) g = rows_shape(ctx.limits, q, s, uint32_t(np), prologue ? 4 * (32 + 1) * kRowsMax : 0);
+  if (!s.old) g = rows_shape(ctx.limits, q, s, uint32_t(np), prologue ? row_stats_bytes(kRowsMax, false) : 0);
   if (!g) ctx.unsupported("a fused MatMulNBits without the rows kernel");
   nbits_rows(ctx, ps, *g, epilogue, prologue ? &*prologue : nullptr);
 }

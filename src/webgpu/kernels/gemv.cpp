@@ -39,6 +39,7 @@
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/matmul.h"
+#include "webgpu/kernels/norm_prologue.h"
 
 namespace onnxgpu::webgpu::products {
 
@@ -169,15 +170,26 @@ std::optional<Gemv> shape_for(const GpuKernelContext& ctx, const Product& pr, co
 
 // The loads (branch-free: 0 outside the part or the matrix, so the loads issue back to back) and the
 // kernel's constants and workgroup memory.
-std::string gemv_decls(const Product& pr, const Gemv& g) {
+std::string gemv_decls(const Product& pr, const Gemv& g, const Prologue* pro) {
   std::string d = "const WG: u32 = " + u32_lit(g.wg) + ";\nconst STEP: u32 = " + u32_lit(g.step) +
                   ";\nconst U: u32 = " + u32_lit(g.unroll) + ";\n";
   d += g.rows ? "const KT: u32 = " + u32_lit(g.kt) + ";\nvar<workgroup> red: array<f32, " + u32_lit(g.wg) + ">;\n"
               : "const CT: u32 = " + u32_lit(g.ct) + ";\nconst CW: u32 = " + u32_lit(g.per_group) +
                     ";\nvar<workgroup> red: array<f32, " + u32_lit(uint64_t(g.wg) * g.cpi) + ">;  // [STEP][CW]\n";
-  d += "fn load_a(base: u32, m: u32, k: u32, k_end: u32) -> f32 {\n"
-       "  let inside = k < k_end;\n"
-       "  return select(0.0, a_load(select(0u, base + " + a_offset(pr) + ", inside)), inside);\n}\n";
+  if (pro) {  // A's value normalized as the LayerNormalization kernel computes it (normalization.cpp)
+    d += "fn nv(m: u32, k: u32) -> f32 { return a_load(m * K() + k); }\n"
+         "fn load_a(base: u32, m: u32, k: u32, k_end: u32) -> f32 {\n"
+         "  let inside = k < k_end;\n"
+         "  let kk = select(0u, k, inside);\n"
+         "  var r = (a_load(base + m * K() + kk) - ns_mean[m]) * ns_inv[m];\n"
+         "  r = r * ln_g_load(kk);\n" +
+         std::string(pro->has_shift ? "  r = r + ln_b_load(kk);\n" : "") +
+         "  return select(0.0, r, inside);\n}\n";
+  } else {
+    d += "fn load_a(base: u32, m: u32, k: u32, k_end: u32) -> f32 {\n"
+         "  let inside = k < k_end;\n"
+         "  return select(0.0, a_load(select(0u, base + " + a_offset(pr) + ", inside)), inside);\n}\n";
+  }
   d += "fn load_b(base: u32, k: u32, n: u32, k_end: u32) -> f32 {\n"
        "  let inside = k < k_end && n < N();\n"
        "  return select(0.0, b_load(select(0u, base + " + b_offset(pr) + ", inside)), inside);\n}\n";
@@ -186,11 +198,13 @@ std::string gemv_decls(const Product& pr, const Gemv& g) {
 
 // The body: the K loop (unrolled in the text: U steps of loads, then the multiply-adds, so that the
 // accumulators stay in registers), then the sums over the workgroup and the stores, row by row.
-std::string gemv_body(const Product& pr, const Gemv& g, bool split) {
+// `stats`: the prologue's statistics (norm_prologue.h), first.
+std::string gemv_body(const Product& pr, const Gemv& g, bool split, const std::string& stats) {
   auto n_ = [](uint32_t v) { return std::to_string(v); };
   const uint32_t rows = pr.M, cols = g.rows ? 1 : g.cpi;
   auto acc = [&](uint32_t m, uint32_t j) { return "acc" + n_(m) + "_" + n_(j); };
-  std::string b =
+  std::string b = stats;
+  b +=
       g.rows ? "  let kt = lid % KT;\n  let n = wid.x * (WG / KT) + lid / KT;\n"
              : "  let tx = lid % CT;\n  let ty = lid / CT;\n  let n0 = wid.x * CW + tx;\n";
   b += "  let bz = wid.z / splits();\n"
@@ -247,34 +261,55 @@ std::string gemv_body(const Product& pr, const Gemv& g, bool split) {
 
 }  // namespace
 
-bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
+bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, const Prologue* pro) {
   const GemvSettings s = settings();
   if (!s.on || pr.M > s.max_rows || pr.M == 0) return false;
+  // The prologue reads A's rows in place: float32, contiguous, one matrix.
+  if (pro && (t != DType::Float32 || pr.la.strided || pr.trans_a || !pr.batch.empty() || pr.K == 0)) return false;
   std::optional<Gemv> found = shape_for(ctx, pr, s);
   if (!found) return false;
   const Gemv& g = *found;
   const bool split = g.splits > 1;
   const bool with_c = ep.has_c && !split, with_r = ep.has_r && !split;
+  if (pro) {  // A, B, (C, R,) the outputs, the scale (and shift) and the status words
+    const size_t outs = split || pr.parts.empty() ? 1 : pr.parts.size();
+    const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+    if (2 + with_c + with_r + outs + (pro->has_shift ? 2 : 1) + 1 > most) return false;
+  }
   std::string name = "gemv_" + g.name() + "_m" + std::to_string(pr.M) + (pr.la.strided ? "_sa" : "") +
                      (pr.lb.strided ? "_sb" : "") + (pr.ly.strided && !split ? "_sy" : "") +
                      (pr.parts.empty() || split ? "" : "_parts" + std::to_string(pr.parts.size())) +
                      (a_read_along_m(pr) ? "_ta" : "") + (pr.trans_b ? "_tb" : "") + (with_c ? "_c" : "") +
-                     (with_r ? "_r" : "") + (split ? "_split" : "");
+                     (with_r ? "_r" : "") + (split ? "_split" : "") + (pro ? (pro->has_shift ? "_lnb" : "_ln") : "");
   auto p = ctx.program(name, g.wg);
   Shape part_shape{int64_t(uint64_t(pr.M) * pr.N * g.batch * g.splits)};
   declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
                    split ? part_shape : pr.stored, !split && !pr.parts.empty());
   p.uniform("splits", g.splits);
   p.uniform("kchunk", g.kchunk);
-  p.declare(gemv_decls(pr, g) + (split ? "" : epilogue_decl(ep) + put_decl(pr)));
-  p.body(gemv_body(pr, g, split));
+  ValueRef part = split ? ctx.temp(DType::Float32, part_shape) : ValueRef{};
+  std::vector<ValueRef> binds = split ? operand_bindings(ctx, false, false, part)
+                                      : operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size());
+  std::string stats;
+  if (pro) {  // (declared after the outputs: bound after them)
+    p.input("ln_g", t, Shape{shape_numel(ctx.shape(pro->scale))});
+    binds.push_back(ctx.in(pro->scale));
+    if (pro->has_shift) {
+      p.input("ln_b", t, Shape{shape_numel(ctx.shape(pro->shift))});
+      binds.push_back(ctx.in(pro->shift));
+    }
+    p.uniform_f32("eps", pro->epsilon);
+    const RowStatsWgsl st = row_stats_wgsl(pr.M, g.wg, true, "red");
+    p.declare(st.decl);
+    stats = st.body;
+  }
+  p.declare(gemv_decls(pr, g, pro) + (split ? "" : epilogue_decl(ep) + put_decl(pr)));
+  p.body(gemv_body(pr, g, split, stats));
   if (!split) {
-    ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size()), uint32_t(g.groups), 1,
-                 uint32_t(g.batch));
+    ctx.dispatch(p, binds, uint32_t(g.groups), 1, uint32_t(g.batch));
     return true;
   }
-  ValueRef part = ctx.temp(DType::Float32, part_shape);
-  ctx.dispatch(p, operand_bindings(ctx, false, false, part), uint32_t(g.groups), 1, uint32_t(g.batch * g.splits));
+  ctx.dispatch(p, binds, uint32_t(g.groups), 1, uint32_t(g.batch * g.splits));
   sum_parts(ctx, t, pr, ep, part, part_shape, g.splits);
   return true;
 }

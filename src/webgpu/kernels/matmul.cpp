@@ -22,6 +22,7 @@
 #include "ops/broadcast.h"
 #include "ops/einsum.h"
 #include "ops/matmul.h"
+#include "ops/normalization.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
@@ -450,7 +451,8 @@ void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   ctx.dispatch(p, operand_bindings(ctx, ep.has_c, false, ctx.out(0)));
 }
 
-void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep) {
+// `pro`: A's rows normalized first (a fused LayerNormalization), which only the one-row kernels take.
+void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep, const Prologue* pro = nullptr) {
   if (!pr.ly.strided) pr.stored = pr.out;
   if (pr.parts.empty()) ctx.set_output(0, t, pr.stored);
   for (size_t k = 0; k < pr.parts.size(); ++k) {
@@ -459,6 +461,12 @@ void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep)
     ctx.set_output(k, t, part);
   }
   if (shape_numel(pr.out) == 0) return;
+  if (pro) {
+    if (!gemv_float(ctx, t, pr, ep, pro))  // (the members then run as unfused: the normalization alone)
+      ctx.unsupported("a normalization prologue outside the one-row product kernels (" + std::to_string(pr.M) +
+                      " rows, at most " + std::to_string(kGemvMaxRows) + ")");
+    return;
+  }
   if (!dtype_is_float(t)) simple_integer(ctx, t, pr, ep);
   else if (!gemv_float(ctx, t, pr, ep)) tiled_float(ctx, t, pr, ep);
 }
@@ -471,6 +479,37 @@ void matmul(GpuKernelContext& ctx) {
   if (!kMatMulTypes.has(t)) ctx.fail("MatMul does not support element type " + std::string(dtype_name(t)));
   Product pr = plan_matmul(ctx, ctx.shape(0), ctx.shape(1));
   run_product(ctx, t, pr, Epilogue{});
+}
+
+// The LayerNormalization prologue of a fused MatMul (runtime/fusion.h's norm group): inputs 4 and 5
+// (scale, and B or ""), checked by the normalization's own rules (ops/normalization.h) on a node rebuilt
+// from the fused node's attributes ("norm": the op, "norm.<name>": its attributes): float32 rows of A
+// normalized along their last axis, of the product's K values, the scale and B flat rows of K.
+Prologue layer_norm_prologue(GpuKernelContext& ctx, const Product& pr) {
+  ir::Node n;
+  n.name = ctx.node.name;
+  n.op_type = ctx.node.attr_string("norm", "");
+  for (const auto& [name, a] : ctx.node.attrs)
+    if (name.rfind("norm.", 0) == 0) n.attrs[name.substr(5)] = a;
+  if (n.op_type != "LayerNormalization") ctx.fail("unknown normalization prologue '" + n.op_type + "'");
+  const Shape& xs = ctx.shape(0);
+  const int64_t rank = int64_t(xs.size());
+  const ops::LayerNormParams lp = ops::layer_norm_params(n, rank, ctx.fail_fn());
+  if (ctx.dtype(0) != DType::Float32) ctx.unsupported("a normalization prologue of non-float32 rows");
+  if (lp.axis != rank - 1 || ctx.node.has_attr("perm_a") || xs.back() != int64_t(pr.K))
+    ctx.unsupported("a normalization prologue over more than the product's K along A's rows");
+  Prologue r;
+  r.epsilon = n.attr_float("epsilon", 1e-5f);
+  r.has_shift = ctx.has_input(r.shift);
+  for (size_t i : {r.scale, r.shift}) {
+    if (i == r.shift && !r.has_shift) continue;
+    if (!ctx.has_input(i)) ctx.fail("the normalization prologue needs its scale");
+    if (ctx.dtype(i) != DType::Float32 || shape_numel(ctx.shape(i)) != int64_t(pr.K) || ctx.shape(i).empty() ||
+        ctx.shape(i).back() != int64_t(pr.K))
+      ctx.unsupported("a normalization prologue whose " + std::string(i == r.scale ? "scale " : "B ") +
+                      shape_str(ctx.shape(i)) + " is not one float32 row of " + std::to_string(pr.K));
+  }
+  return r;
 }
 
 // The fused MatMul (the runtime's fusion pass): A and B, each possibly a Transpose folded in (attributes
@@ -514,6 +553,9 @@ void fused_matmul(GpuKernelContext& ctx) {
   FusedSteps steps(ctx);
   if (steps.num_inputs() != 0) ctx.fail("the fused MatMul's activation reads an input");
   if (!steps.empty()) ep.act = steps.wgsl(ep.act_decls) + "  return " + steps.result() + ";\n";
+  // A LayerNormalization of A's rows folded in (attribute "norm", runtime/fusion.h's norm group).
+  std::optional<Prologue> pro;
+  if (ctx.node.has_attr("norm")) pro = layer_norm_prologue(ctx, pr);
   // A Split of the product's last axis folded in (attribute "split": the parts' widths, one output each).
   if (ctx.node.has_attr("split")) {
     std::vector<int64_t> w = ctx.node.attr_ints("split");
@@ -524,10 +566,11 @@ void fused_matmul(GpuKernelContext& ctx) {
       ctx.fail("split " + shape_str(w) + " does not divide the product " + shape_str(pr.out) + " into its outputs");
     // Storage bindings: A, B, the bias, the parts and the engine's status word.
     uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
-    if (w.size() + (ep.has_c ? 4 : 3) > most) ctx.unsupported("more parts than the device has storage bindings for");
+    if (w.size() + (ep.has_c ? 4 : 3) + (pro ? (pro->has_shift ? 2 : 1) : 0) > most)
+      ctx.unsupported("more parts than the device has storage bindings for");
     for (int64_t x : w) pr.parts.push_back(uint32_t(x));
   }
-  run_product(ctx, t, pr, ep);
+  run_product(ctx, t, pr, ep, pro ? &*pro : nullptr);
 }
 
 void gemm(GpuKernelContext& ctx) {

@@ -34,6 +34,17 @@ struct Epilogue {
   std::string act, act_decls;   // an activation after all that: WGSL statements over p, returning the value
 };
 
+// A's rows normalized as the product reads them (a LayerNormalization folded in: runtime/fusion.h's
+// norm group): value k of row m is (a - mean_m) * inv_m * scale[k] (+ shift[k]), every workgroup first
+// computing the rows' statistics over all of K (norm_prologue.h). `scale`, `shift`: the fused node's
+// inputs (shift: none when absent). Only gemv.cpp's kernels take it, with A neither strided, transposed
+// nor batched.
+struct Prologue {
+  size_t scale = 4, shift = 5;
+  bool has_shift = false;
+  float epsilon = 1e-5f;
+};
+
 // Declares the operands a, b (and c, r), the output y (the product, or the split-K partial sums) or
 // the parts y0, y1 ... (in_parts), and the uniforms M, N, K, a_mat / b_mat (the matrix of batch element
 // z in A and B), the strided layouts' a_sr ... (strided_util.h), c_sm, c_sn, alpha, beta.
@@ -67,8 +78,9 @@ void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue
                const Shape& part_shape, uint32_t splits);
 
 // gemv.cpp: products of at most kGemvMaxRows rows (batch handled) as bandwidth-bound matrix-vector
-// kernels. Returns false, having emitted nothing, when it does not take the product.
+// kernels. Returns false, having emitted nothing, when it does not take the product. `pro`: A's rows
+// normalized first (float32 only).
 inline constexpr uint32_t kGemvMaxRows = 4;
-bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep);
+bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, const Prologue* pro = nullptr);
 
 }  // namespace onnxgpu::webgpu::products
