@@ -505,7 +505,8 @@ void Fusion::find_norm_prologues() {
 }
 
 // LayerNormalization (over the last axis: checked when the group is made) whose output Y only one
-// MatMul reads, as its A (and nothing else of it), or only the MatMuls of one sibling group, and whose
+// MatMul reads, as its A (and nothing else of it), or only the MatMuls of one sibling group, besides
+// Shape or Size nodes (attention's view sizes in an exported GPT-2), and whose
 // Mean and InvStdDev nothing reads: computed in the prologue of the product's one-row kernel
 // (webgpu/kernels/gemv.cpp).
 void Fusion::find_layer_norm_prologues() {
@@ -522,9 +523,11 @@ void Fusion::find_layer_norm_prologues() {
     if ((nm.outputs.size() > 1 && read(nm.outputs[1])) || (nm.outputs.size() > 2 && read(nm.outputs[2]))) continue;
     auto readers = consumers_.find(nm.outputs[0]);
     if (readers == consumers_.end() || readers->second.empty()) continue;
-    std::vector<size_t> ps = readers->second;
+    std::vector<size_t> ps;  // the products (Shape and Size read only Y's shape, which the group describes)
+    for (size_t r : readers->second)
+      if (!(plain(g_.nodes[r], "Shape") || plain(g_.nodes[r], "Size"))) ps.push_back(r);
     std::sort(ps.begin(), ps.end());
-    if (!std::all_of(ps.begin(), ps.end(), [&](size_t p) { return product(p, nm.outputs[0]); })) continue;
+    if (ps.empty() || !std::all_of(ps.begin(), ps.end(), [&](size_t p) { return product(p, nm.outputs[0]); })) continue;
     if (ps.size() > 1) {  // the siblings, all of them
       auto sib = siblings_.find(ps[0]);
       if (sib == siblings_.end() || sib->second != ps) continue;
@@ -537,7 +540,8 @@ void Fusion::find_layer_norm_prologues() {
 // sibling): the fused MatMul of the product's own group (matmul_group's, or sibling_group's) with A
 // replaced by the normalization's input, its inputs padded to four (A, B, bias, residual; "" when
 // absent), then the normalization's scale and B ("" when none), the epilogue's expression after them.
-// Attributes as norm_group's: "norm", "norm_opset", "norm.<name>".
+// Attributes as norm_group's: "norm", "norm_opset", "norm.<name>"; "norm_shape_of_y" when Shape or
+// Size read Y too: Y is then the last output, of X's shape, its values never computed.
 std::optional<FusedGroup> Fusion::layer_norm_group(size_t i, size_t j, const Lookup& facts) const {
   const ir::Node& nm = g_.nodes[i];
   const ValueFacts* x = facts(nm.inputs[0], Read::Kind);
@@ -574,6 +578,16 @@ std::optional<FusedGroup> Fusion::layer_norm_group(size_t i, size_t j, const Loo
   opset.i = opset_;
   f.node.attrs["norm_opset"] = opset;
   for (const auto& [name, a] : nm.attrs) f.node.attrs["norm." + name] = a;
+  // Y read by Shape or Size too: its last output, described as X's shape (a view of X), never computed.
+  if (std::any_of(consumers_.at(nm.outputs[0]).begin(), consumers_.at(nm.outputs[0]).end(), [&](size_t r) {
+        return plain(g_.nodes[r], "Shape") || plain(g_.nodes[r], "Size");
+      })) {
+    f.node.outputs.push_back(nm.outputs[0]);
+    ir::Attribute y;
+    y.kind = ir::Attribute::Kind::Int;
+    y.i = 1;
+    f.node.attrs["norm_shape_of_y"] = y;
+  }
   f.node.name = nm.name + "+" + f.node.name;
   std::sort(f.members.begin(), f.members.end());
   return f;

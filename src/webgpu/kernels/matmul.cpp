@@ -553,15 +553,18 @@ void fused_matmul(GpuKernelContext& ctx) {
   FusedSteps steps(ctx);
   if (steps.num_inputs() != 0) ctx.fail("the fused MatMul's activation reads an input");
   if (!steps.empty()) ep.act = steps.wgsl(ep.act_decls) + "  return " + steps.result() + ";\n";
-  // A LayerNormalization of A's rows folded in (attribute "norm", runtime/fusion.h's norm group).
+  // A LayerNormalization of A's rows folded in (attribute "norm", runtime/fusion.h's norm group); its
+  // Y, when Shape or Size read it, the last output: a view of A (X) for its shape, never computed.
   std::optional<Prologue> pro;
   if (ctx.node.has_attr("norm")) pro = layer_norm_prologue(ctx, pr);
+  const size_t products = ctx.num_outputs() - (pro && ctx.node.attr_int("norm_shape_of_y", 0) ? 1 : 0);
+  if (products < ctx.num_outputs()) ctx.alias_output(products, 0, ctx.shape(0));
   // A Split of the product's last axis folded in (attribute "split": the parts' widths, one output each).
   if (ctx.node.has_attr("split")) {
     std::vector<int64_t> w = ctx.node.attr_ints("split");
     int64_t sum = 0;
     for (int64_t x : w) sum += x;
-    if (w.size() != ctx.num_outputs() || w.empty() || sum != int64_t(pr.N) || pr.out.empty() ||
+    if (w.size() != products || w.empty() || sum != int64_t(pr.N) || pr.out.empty() ||
         pr.out.back() != int64_t(pr.N) || pr.ly.strided || ep.has_r)
       ctx.fail("split " + shape_str(w) + " does not divide the product " + shape_str(pr.out) + " into its outputs");
     // Storage bindings: A, B, the bias, the parts and the engine's status word.
