@@ -563,8 +563,8 @@ std::optional<FusedGroup> Fusion::layer_norm_group(size_t i, size_t j, const Loo
   f.node.inputs.resize(std::max<size_t>(f.node.inputs.size(), 4));
   f.node.inputs.push_back(nm.inputs[1]);
   f.node.inputs.push_back(nm.inputs.size() > 2 ? nm.inputs[2] : "");
-  for (const auto& in : f.node.inputs)
-    if (!in.empty() && !facts(in, Read::Kind)) return std::nullopt;  // (a residual computed after the normalization)
+  for (const auto& in : f.node.inputs)  // (a residual computed after the normalization: not yet)
+    if (!in.empty() && !(derived_ && derived_->count(in)) && !facts(in, Read::Kind)) return std::nullopt;
   if (f.node.fused) {  // the epilogue's expression reads no input: it starts after the normalization's
     ir::FusedExpr expr = *f.node.fused;
     set_expr(f.node, std::move(expr), f.node.inputs.size());

@@ -447,6 +447,139 @@ TEST(GpuGemv, KernelChoice) {
   EXPECT_EQ(s[0].second, 64u) << s[0].first;
 }
 
+// ---- The LayerNormalization prologue: the normalization before a one-row product in the product's kernel --
+
+enum class LnForm {
+  Plain,         // MatMul
+  Bias,          // MatMul + Add(bias)
+  Residual,      // MatMul + Add(bias) + Add(x): the residual, X itself
+  SplitQkv,      // MatMul + Add(bias) + Split into q, k, v (GPT-2's c_attn), Y's shape read by a Shape too
+  Siblings,      // three MatMuls with their bias Adds reading Y (q, k, v projections)
+  Activation,    // MatMul + Add(bias) + Tanh: an activation in the epilogue (GPT-2's fc and GELU)
+  TransposedB,   // MatMul by Transpose(W^T) (GPT-2's tied lm head): the rows kernel
+};
+
+struct LnCase {
+  LnForm form;
+  int64_t M, K, N;
+  bool shift = true;       // the LayerNormalization's B
+  bool also_read = false;  // a Neg reads Y too: no prologue
+  std::string name() const {
+    const char* f[] = {"plain", "bias", "residual", "split q/k/v", "siblings", "activation", "transposed B"};
+    return std::string(f[int(form)]) + " M" + std::to_string(M) + " K" + std::to_string(K) + " N" + std::to_string(N) +
+           (shift ? "" : " no B") + (also_read ? " Y also read" : "");
+  }
+};
+
+// X [1, M, K] -> LayerNormalization (last axis, epsilon 1e-5) -> Y -> the form's product(s).
+std::string ln_model(const LnCase& c) {
+  testing::ModelBuilder b(17);
+  b.input("x", DType::Float32, {1, c.M, c.K});
+  Tensor gamma = random_float(DType::Float32, {c.K}, 400);
+  for (float& v : gamma.span<float>()) v = 1.0f + 0.5f * v;
+  b.initializer("gamma", gamma);
+  std::vector<std::string> ln_in{"x", "gamma"};
+  if (c.shift) {
+    b.initializer("beta", random_float(DType::Float32, {c.K}, 401));
+    ln_in.push_back("beta");
+  }
+  onnx::NodeProto& ln = b.node("LayerNormalization", ln_in, {"y"}, "ln");
+  set_int(ln, "axis", -1);
+  set_float(ln, "epsilon", 1e-5f);
+  if (c.also_read) {
+    b.node("Neg", {"y"}, {"yn"});
+    b.output("yn", DType::Float32);
+  }
+  auto linear = [&](const std::string& id, int64_t n, const std::string& out, bool bias) {
+    b.initializer("w" + id, weights({c.K, n}, 410 + uint32_t(id.empty() ? 0 : id[0])));
+    b.node("MatMul", {"y", "w" + id}, {bias ? "h" + id : out});
+    if (!bias) return;
+    b.initializer("c" + id, weights({n}, 420 + uint32_t(id.empty() ? 0 : id[0]), 1.0f));
+    b.node("Add", {"h" + id, "c" + id}, {out});
+  };
+  switch (c.form) {
+    case LnForm::Plain: linear("", c.N, "out", false); break;
+    case LnForm::Bias: linear("", c.N, "out", true); break;
+    case LnForm::Residual:
+      linear("", c.K, "hb", true);
+      b.node("Add", {"x", "hb"}, {"out"});
+      break;
+    case LnForm::SplitQkv: {
+      linear("", 3 * c.N, "qkv", true);
+      testing::ModelBuilder::attr(b.node("Split", {"qkv"}, {"q", "k", "v"}), "axis", 2);
+      b.node("Shape", {"y"}, {"ys"});
+      for (const char* o : {"q", "k", "v", "ys"}) b.output(o, o[0] == 'y' ? DType::Int64 : DType::Float32);
+      break;
+    }
+    case LnForm::Siblings:
+      for (const char* id : {"q", "k", "v"}) {
+        linear(id, c.N, id, true);
+        b.output(id, DType::Float32);
+      }
+      break;
+    case LnForm::Activation:
+      linear("", c.N, "a", true);
+      b.node("Tanh", {"a"}, {"out"});
+      break;
+    case LnForm::TransposedB:
+      b.initializer("wt", weights({c.N, c.K}, 430));
+      set_ints(b.node("Transpose", {"wt"}, {"w"}), "perm", {1, 0});
+      b.node("MatMul", {"y", "w"}, {"out"});
+      break;
+  }
+  if (c.form != LnForm::SplitQkv && c.form != LnForm::Siblings) b.output("out", DType::Float32);
+  return b.bytes();
+}
+
+// The case against the CPU reference on the GPU (recorded, then replayed: check_model), with the
+// prologue and with $ONNXGPU_NORM_PROLOGUE=0; returns the two plans' dispatches (on, off).
+std::pair<int, int> run_ln(const LnCase& c) {
+  SCOPED_TRACE(c.name());
+  Tensor x = random_float(DType::Float32, {1, c.M, c.K}, 440);
+  for (float& v : x.span<float>()) v = 3.0f * v + 1.5f;  // a mean and variance away from 0 and 1
+  const std::string model = ln_model(c);
+  PlanReport on = check_model(model, {{"x", x}});
+  ::setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);  // (read when a session is made)
+  PlanReport off = check_model(model, {{"x", x}});
+  ::unsetenv("ONNXGPU_NORM_PROLOGUE");
+  EXPECT_EQ(on.cpu_nodes, 0);
+  return {on.dispatches, off.dispatches};
+}
+
+// The LayerNormalization before a product of at most 4 rows runs in the product's one-row kernel: one
+// dispatch fewer than with $ONNXGPU_NORM_PROLOGUE=0, the same values as the CPU reference's
+// normalization then product, recorded and replayed; each epilogue form (bias, residual, Split parts
+// with Y's shape also read, siblings, activation, B transposed), the normalization with and without
+// B; K 300 and 900 are no multiple of the workgroup (256); M 1 and 3, each with and without the K split
+// ($ONNXGPU_GEMV=small=0). M 8 (the tiled kernel) and a Y another node reads run as unfused.
+TEST(GpuGemv, LayerNormPrologueMatchesTheCpu) {
+  if (skip_gpu()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1";
+  const std::vector<LnCase> cases = {
+      {LnForm::Bias, 1, 300, 70},
+      {LnForm::Bias, 3, 900, 33, false},
+      {LnForm::Plain, 1, 300, 70, false},
+      {LnForm::Residual, 3, 300, 300},
+      {LnForm::SplitQkv, 1, 300, 20},
+      {LnForm::SplitQkv, 3, 900, 8},
+      {LnForm::Siblings, 1, 300, 17},
+      {LnForm::Siblings, 3, 300, 17, false},
+      {LnForm::Activation, 3, 300, 70},
+      {LnForm::TransposedB, 1, 300, 101},
+      {LnForm::TransposedB, 3, 900, 50},
+      {LnForm::Bias, 8, 300, 70},                // the tiled kernel: unfused
+      {LnForm::SplitQkv, 8, 300, 20},
+      {LnForm::Bias, 1, 300, 70, true, true},    // Y also read: unfused
+      {LnForm::Siblings, 3, 300, 17, true, true},
+  };
+  for_both_paths([&](bool) {
+    for (const LnCase& c : cases) {
+      const auto [on, off] = run_ln(c);
+      const bool fused = c.M <= 4 && !c.also_read;
+      EXPECT_EQ(on + (fused ? 1 : 0), off) << c.name();
+    }
+  });
+}
+
 // -------------------------------------------------------------------------------------- Normalizations
 
 void check_layer_norm(DType t, const Shape& x, int64_t axis, bool bias, bool stats, uint32_t seed,
