@@ -307,3 +307,56 @@ TEST(ModelsGenerationGenai, NormalizationsRunInTheProductsKernels) {
     FAIL() << e.what();
   }
 }
+
+// GPT-2's LayerNormalizations (per layer ln_1 before the q, k, v product and its Split, ln_2 before the
+// MLP's first product and GELU; ln_f before the tied lm head: 5 in the tiny one) run in the prologue of
+// the one-row product kernels that read them (runtime/fusion.h): a prompt of 3 tokens and the decode
+// steps after it take 5 dispatches fewer than with $ONNXGPU_NORM_PROLOGUE=0, with the same outputs
+// (each run against the CPU reference); a prompt of 7 tokens (the tiled products) the same number.
+TEST(ModelsGenerationGpt2, LayerNormsRunInTheProductsKernels) {
+  fs::path path = model_path("gpt2_kv_tiny");
+  if (path.empty()) return;
+  try {
+    SessionOptions o = gpu(true);
+    o.int64.fail_loud = true;
+    Session fused(path.string(), o);
+    setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);
+    Session apart(path.string(), o);  // (the fusion reads the variable when the session is made)
+    unsetenv("ONNXGPU_NORM_PROLOGUE");
+    SessionOptions c;
+    c.ep = "cpu";
+    Session reference(path.string(), c);
+    const KvNames kv = kv_names(fused);
+    for (int64_t prompt : {7, 3}) {
+      std::unordered_map<std::string, Tensor> feeds;
+      for (const auto& name : kv.past) feeds[name] = Tensor(DType::Float32, past_shape(fused, name, 0));
+      std::vector<int64_t> ids, positions;
+      for (int64_t i = 0; i < prompt; ++i) {
+        ids.push_back((i * 37 + 11) % 50);
+        positions.push_back(i);
+      }
+      feeds["input_ids"] = Tensor::from_vector<int64_t>({1, prompt}, ids);
+      feeds["position_ids"] = Tensor::from_vector<int64_t>({1, prompt}, positions);
+      for (int step = 0; step < (prompt <= 4 ? 4 : 1); ++step) {
+        SCOPED_TRACE("prompt of " + std::to_string(prompt) + ", step " + std::to_string(step));
+        std::vector<Tensor> want = reference.run(feeds), got = fused.run(feeds), got_apart = apart.run(feeds);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t k = 0; k < got.size(); ++k) {
+          auto cmp = runtime::compare_tensors(got[k], want[k], kTol);
+          ASSERT_TRUE(cmp.passed) << "output '" << fused.outputs()[k].name << "': " << cmp.message;
+          cmp = runtime::compare_tensors(got_apart[k], want[k], kTol);
+          ASSERT_TRUE(cmp.passed) << "ONNXGPU_NORM_PROLOGUE=0: output '" << fused.outputs()[k].name << "': " << cmp.message;
+        }
+        EXPECT_EQ(fused.last_plan().cpu_nodes, 0);
+        const int64_t rows = step == 0 ? prompt : 1;
+        EXPECT_EQ(fused.last_plan().dispatches + (rows <= 4 ? 5 : 0), apart.last_plan().dispatches);
+        const int64_t position = feeds.at("position_ids").data<int64_t>()[rows - 1] + 1;
+        feeds["input_ids"] = Tensor::from_vector<int64_t>({1, 1}, {argmax_last_row(want[output_index(fused, "logits")])});
+        feeds["position_ids"] = Tensor::from_vector<int64_t>({1, 1}, {position});
+        for (size_t i = 0; i < kv.past.size(); ++i) feeds[kv.past[i]] = want[output_index(fused, kv.present[i])];
+      }
+    }
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}
