@@ -25,6 +25,11 @@
 // Operands and results go through matmul.h's declarations, so every fused form of the tiled kernel
 // holds here too: A or B read through strides, a bias, Gemm's alpha, beta and C, a residual, an
 // activation, the output written through strides or in parts.
+// A LayerNormalization folded in before the product (matmul.h's Prologue, runtime/fusion.h's norm
+// group): every workgroup first computes the rows' mean and 1 / sqrt(variance + epsilon) over all of K
+// (norm_prologue.h, as the LayerNormalization kernel computes them), then each load of A returns the
+// normalized value (a - mean) * inv * scale + B; the scale and B come from the cache with A. The
+// split-K form takes it too (each part's workgroups compute the statistics over the whole row).
 //
 // The shape (workgroup size, columns per invocation, unroll, K split) comes from the device's limits
 // and the product's sizes; it shows in the program, which a refresh compares (the plan's guard).
