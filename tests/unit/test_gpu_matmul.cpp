@@ -471,10 +471,11 @@ struct LnCase {
   }
 };
 
-// X [1, M, K] -> LayerNormalization (last axis, epsilon 1e-5) -> Y -> the form's product(s).
-std::string ln_model(const LnCase& c) {
+// X [1, M, K] -> LayerNormalization (last axis, epsilon 1e-5) -> Y -> the form's product(s). M symbolic
+// when `rows_symbolic`.
+std::string ln_model(const LnCase& c, bool rows_symbolic = false) {
   testing::ModelBuilder b(17);
-  b.input("x", DType::Float32, {1, c.M, c.K});
+  b.input("x", DType::Float32, {1, rows_symbolic ? -1 : c.M, c.K});
   Tensor gamma = random_float(DType::Float32, {c.K}, 400);
   for (float& v : gamma.span<float>()) v = 1.0f + 0.5f * v;
   b.initializer("gamma", gamma);
@@ -578,6 +579,41 @@ TEST(GpuGemv, LayerNormPrologueMatchesTheCpu) {
       EXPECT_EQ(on + (fused ? 1 : 0), off) << c.name();
     }
   });
+}
+
+// One session, A's rows varying (a prompt, decode steps, a few rows, a prompt again), for the q, k, v form:
+// the prologue on every run of at most 4 rows, the normalization and the product's group as unfused on a
+// prompt's, each plan recorded, refreshed or replayed as the sizes come; every run against the CPU.
+TEST(GpuGemv, LayerNormPrologueFollowsThePromptAndTheSteps) {
+  if (skip_gpu()) GTEST_SKIP() << "ONNXGPU_SKIP_GPU_TESTS=1";
+  const LnCase c{LnForm::SplitQkv, 1, 300, 20};
+  const std::string model = ln_model(c, true);
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  Session on = Session::from_bytes(model, o);
+  ::setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);
+  Session off = Session::from_bytes(model, o);
+  ::unsetenv("ONNXGPU_NORM_PROLOGUE");
+  const std::vector<int64_t> rows = {7, 1, 1, 3, 7, 1};
+  for (size_t r = 0; r < rows.size(); ++r) {
+    SCOPED_TRACE("rows " + std::to_string(rows[r]) + " run " + std::to_string(r + 1));
+    Tensor x = random_float(DType::Float32, {1, rows[r], c.K}, uint32_t(450 + r));
+    for (float& v : x.span<float>()) v = 3.0f * v + 1.5f;
+    std::vector<Tensor> want = cpu.run({{"x", x}}), got = on.run({{"x", x}}), got_off = off.run({{"x", x}});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      auto cmp = runtime::compare_tensors(got[k], want[k], {1e-4, 1e-4});
+      EXPECT_TRUE(cmp.passed) << "output " << k << ": " << cmp.message;
+      cmp = runtime::compare_tensors(got_off[k], want[k], {1e-4, 1e-4});
+      EXPECT_TRUE(cmp.passed) << "ONNXGPU_NORM_PROLOGUE=0: output " << k << ": " << cmp.message;
+    }
+    EXPECT_EQ(on.last_plan().cpu_nodes, 0);
+    if (r > 0 && rows[r] == rows[r - 1]) EXPECT_TRUE(on.last_plan().replayed);
+    EXPECT_EQ(on.last_plan().dispatches + (rows[r] <= 4 ? 1 : 0), off.last_plan().dispatches);
+  }
 }
 
 // -------------------------------------------------------------------------------------- Normalizations
