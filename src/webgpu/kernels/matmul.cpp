@@ -464,7 +464,8 @@ void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep,
   if (pro) {
     if (!gemv_float(ctx, t, pr, ep, pro))  // (the members then run as unfused: the normalization alone)
       ctx.unsupported("a normalization prologue outside the one-row product kernels (" + std::to_string(pr.M) +
-                      " rows, at most " + std::to_string(kGemvMaxRows) + ")");
+                      " rows: at most " + std::to_string(kGemvMaxRows) +
+                      ", A contiguous and unbatched, within the device's storage bindings)");
     return;
   }
   if (!dtype_is_float(t)) simple_integer(ctx, t, pr, ep);
