@@ -536,6 +536,20 @@ void Fusion::find_layer_norm_prologues() {
   }
 }
 
+// What the fused node of a normalization prologue says of the normalization: "norm" (its op),
+// "norm_opset" (the model's ONNX opset, which its rules read) and its attributes as "norm.<name>".
+void Fusion::describe_norm(ir::Node& fused, const ir::Node& nm) const {
+  ir::Attribute op;
+  op.kind = ir::Attribute::Kind::String;
+  op.s = nm.op_type;
+  fused.attrs["norm"] = op;
+  ir::Attribute opset;
+  opset.kind = ir::Attribute::Kind::Int;
+  opset.i = opset_;
+  fused.attrs["norm_opset"] = opset;
+  for (const auto& [name, a] : nm.attrs) fused.attrs["norm." + name] = a;
+}
+
 // The LayerNormalization at node i with the product(s) reading it (j: the product, or the first
 // sibling): the fused MatMul of the product's own group (matmul_group's, or sibling_group's) with A
 // replaced by the normalization's input, its inputs padded to four (A, B, bias, residual; "" when
@@ -569,15 +583,7 @@ std::optional<FusedGroup> Fusion::layer_norm_group(size_t i, size_t j, const Loo
     ir::FusedExpr expr = *f.node.fused;
     set_expr(f.node, std::move(expr), f.node.inputs.size());
   }
-  ir::Attribute op;
-  op.kind = ir::Attribute::Kind::String;
-  op.s = nm.op_type;
-  f.node.attrs["norm"] = op;
-  ir::Attribute opset;
-  opset.kind = ir::Attribute::Kind::Int;
-  opset.i = opset_;
-  f.node.attrs["norm_opset"] = opset;
-  for (const auto& [name, a] : nm.attrs) f.node.attrs["norm." + name] = a;
+  describe_norm(f.node, nm);
   // Y read by Shape or Size too: its last output, described as X's shape (a view of X), never computed.
   if (std::any_of(consumers_.at(nm.outputs[0]).begin(), consumers_.at(nm.outputs[0]).end(), [&](size_t r) {
         return plain(g_.nodes[r], "Shape") || plain(g_.nodes[r], "Size");
@@ -639,15 +645,7 @@ std::optional<FusedGroup> Fusion::norm_group(size_t i, const Lookup& facts) cons
     set_expr(f.node, std::move(expr), f.node.inputs.size());
   }
   if (skip && nm.outputs.size() > 3 && read(nm.outputs[3])) f.node.outputs.push_back(nm.outputs[3]);
-  ir::Attribute op;
-  op.kind = ir::Attribute::Kind::String;
-  op.s = nm.op_type;
-  f.node.attrs["norm"] = op;
-  ir::Attribute opset;
-  opset.kind = ir::Attribute::Kind::Int;
-  opset.i = opset_;
-  f.node.attrs["norm_opset"] = opset;
-  for (const auto& [name, a] : nm.attrs) f.node.attrs["norm." + name] = a;
+  describe_norm(f.node, nm);
   f.node.name = nm.name + "+" + f.node.name;
   f.members.push_back(it->second);
   std::sort(f.members.begin(), f.members.end());

@@ -136,6 +136,7 @@ class Fusion {
   void find_nbits_pairs();
   std::optional<FusedGroup> nbits_pair_group(size_t i, const Lookup& facts, const std::string& a = "") const;
   void find_norm_prologues();
+  void describe_norm(ir::Node& fused, const ir::Node& norm) const;
   std::optional<FusedGroup> norm_group(size_t i, const Lookup& facts) const;
   void find_layer_norm_prologues();
   std::optional<FusedGroup> layer_norm_group(size_t i, size_t j, const Lookup& facts) const;

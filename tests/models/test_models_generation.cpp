@@ -261,6 +261,47 @@ TEST(ModelsGenerationGenai, StaticBufferDecodeLoopReplaysInPlace) {
   }
 }
 
+namespace {
+// A model's session with the normalization prologues (runtime/fusion.h), one without
+// ($ONNXGPU_NORM_PROLOGUE=0, read when a session is made) and the CPU reference.
+struct PrologueSessions {
+  Session fused, apart, reference;
+  explicit PrologueSessions(const fs::path& path)
+      : fused(path.string(), options()), apart(without(path)), reference(path.string(), cpu_options()) {}
+  // Runs all three on the feeds: both GPU sessions' outputs must equal the reference's, returned.
+  std::vector<Tensor> run_all(const std::unordered_map<std::string, Tensor>& feeds) {
+    std::vector<Tensor> want = reference.run(feeds), got = fused.run(feeds), got_apart = apart.run(feeds);
+    EXPECT_EQ(got.size(), want.size());
+    EXPECT_EQ(got_apart.size(), want.size());
+    for (size_t k = 0; k < want.size() && k < got.size() && k < got_apart.size(); ++k) {
+      auto cmp = runtime::compare_tensors(got[k], want[k], kTol);
+      EXPECT_TRUE(cmp.passed) << "output '" << fused.outputs()[k].name << "': " << cmp.message;
+      cmp = runtime::compare_tensors(got_apart[k], want[k], kTol);
+      EXPECT_TRUE(cmp.passed) << "ONNXGPU_NORM_PROLOGUE=0: output '" << fused.outputs()[k].name << "': " << cmp.message;
+    }
+    return want;
+  }
+
+ private:
+  static SessionOptions options() {
+    SessionOptions o = gpu(true);
+    o.int64.fail_loud = true;
+    return o;
+  }
+  static SessionOptions cpu_options() {
+    SessionOptions c;
+    c.ep = "cpu";
+    return c;
+  }
+  static Session without(const fs::path& path) {
+    setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);
+    Session s(path.string(), options());
+    unsetenv("ONNXGPU_NORM_PROLOGUE");
+    return s;
+  }
+};
+}  // namespace
+
 // The GenAI-style decoder's row normalizations (per layer two, and the final one: 5 in the tiny one)
 // run in the prologue of the MatMulNBits kernels that read them (runtime/fusion.h): a decode step takes
 // 5 dispatches fewer than with $ONNXGPU_NORM_PROLOGUE=0, with the same outputs (each run against the
@@ -270,15 +311,8 @@ TEST(ModelsGenerationGenai, NormalizationsRunInTheProductsKernels) {
   fs::path path = model_path("genai_tiny");
   if (path.empty()) return;
   try {
-    SessionOptions o = gpu(true);
-    o.int64.fail_loud = true;
-    Session fused(path.string(), o);
-    setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);
-    Session apart(path.string(), o);  // (the fusion reads the variable when the session is made)
-    unsetenv("ONNXGPU_NORM_PROLOGUE");
-    SessionOptions c;
-    c.ep = "cpu";
-    Session reference(path.string(), c);
+    PrologueSessions sessions(path);
+    Session &fused = sessions.fused, &apart = sessions.apart, &reference = sessions.reference;
     const KvNames kv = kv_names(fused);
     const int64_t kBuffer = 64, p0 = 3;
     std::unordered_map<std::string, Tensor> feeds;
@@ -290,14 +324,8 @@ TEST(ModelsGenerationGenai, NormalizationsRunInTheProductsKernels) {
       for (int64_t i = 0; i < p0 + step + 1; ++i) mask[size_t(i)] = 1;
       feeds["input_ids"] = Tensor::from_vector<int64_t>({1, 1}, {token});
       feeds["attention_mask"] = Tensor::from_vector<int64_t>({1, kBuffer}, mask);
-      std::vector<Tensor> want = reference.run(feeds), got = fused.run(feeds), got_apart = apart.run(feeds);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t k = 0; k < got.size(); ++k) {
-        auto cmp = runtime::compare_tensors(got[k], want[k], kTol);
-        ASSERT_TRUE(cmp.passed) << "output '" << fused.outputs()[k].name << "': " << cmp.message;
-        cmp = runtime::compare_tensors(got_apart[k], want[k], kTol);
-        ASSERT_TRUE(cmp.passed) << "ONNXGPU_NORM_PROLOGUE=0: output '" << fused.outputs()[k].name << "': " << cmp.message;
-      }
+      std::vector<Tensor> want = sessions.run_all(feeds);
+      if (testing::Test::HasFailure()) return;  // (run_all names the output)
       EXPECT_EQ(fused.last_plan().cpu_nodes, 0);
       EXPECT_EQ(fused.last_plan().dispatches + 5, apart.last_plan().dispatches);
       token = argmax_last_row(want[output_index(fused, "logits")]);
@@ -317,15 +345,8 @@ TEST(ModelsGenerationGpt2, LayerNormsRunInTheProductsKernels) {
   fs::path path = model_path("gpt2_kv_tiny");
   if (path.empty()) return;
   try {
-    SessionOptions o = gpu(true);
-    o.int64.fail_loud = true;
-    Session fused(path.string(), o);
-    setenv("ONNXGPU_NORM_PROLOGUE", "0", 1);
-    Session apart(path.string(), o);  // (the fusion reads the variable when the session is made)
-    unsetenv("ONNXGPU_NORM_PROLOGUE");
-    SessionOptions c;
-    c.ep = "cpu";
-    Session reference(path.string(), c);
+    PrologueSessions sessions(path);
+    Session &fused = sessions.fused, &apart = sessions.apart, &reference = sessions.reference;
     const KvNames kv = kv_names(fused);
     for (int64_t prompt : {7, 3}) {
       std::unordered_map<std::string, Tensor> feeds;
@@ -339,14 +360,8 @@ TEST(ModelsGenerationGpt2, LayerNormsRunInTheProductsKernels) {
       feeds["position_ids"] = Tensor::from_vector<int64_t>({1, prompt}, positions);
       for (int step = 0; step < (prompt <= 4 ? 4 : 1); ++step) {
         SCOPED_TRACE("prompt of " + std::to_string(prompt) + ", step " + std::to_string(step));
-        std::vector<Tensor> want = reference.run(feeds), got = fused.run(feeds), got_apart = apart.run(feeds);
-        ASSERT_EQ(got.size(), want.size());
-        for (size_t k = 0; k < got.size(); ++k) {
-          auto cmp = runtime::compare_tensors(got[k], want[k], kTol);
-          ASSERT_TRUE(cmp.passed) << "output '" << fused.outputs()[k].name << "': " << cmp.message;
-          cmp = runtime::compare_tensors(got_apart[k], want[k], kTol);
-          ASSERT_TRUE(cmp.passed) << "ONNXGPU_NORM_PROLOGUE=0: output '" << fused.outputs()[k].name << "': " << cmp.message;
-        }
+        std::vector<Tensor> want = sessions.run_all(feeds);
+        if (testing::Test::HasFailure()) return;  // (run_all names the output)
         EXPECT_EQ(fused.last_plan().cpu_nodes, 0);
         const int64_t rows = step == 0 ? prompt : 1;
         EXPECT_EQ(fused.last_plan().dispatches + (rows <= 4 ? 5 : 0), apart.last_plan().dispatches);
