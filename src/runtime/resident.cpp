@@ -56,6 +56,13 @@ Tensor read_device_tensor(const DeviceTensor& t) {
   const DeviceTensor::Storage& st = *t.storage();
   if (st.host) return st.host->clone();
   const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
+  if (st.pitch_axis < 0 && same_bytes_on_host(t.dtype(), st.policy)) {
+    Tensor out = Tensor::uninitialized(t.dtype(), t.shape());  // every byte comes from the GPU
+    if (out.nbytes() == bytes) {
+      if (bytes) st.device->read(st.buffer.get(), out.raw(), bytes);
+      return out;
+    }
+  }
   std::vector<std::byte> data(bytes);
   if (st.pitch_axis < 0) {
     if (bytes) st.device->read(st.buffer.get(), data.data(), bytes);
@@ -74,22 +81,36 @@ Tensor read_device_tensor(const DeviceTensor& t) {
 
 std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors) {
   std::vector<Tensor> out(tensors.size());
-  std::vector<std::vector<std::byte>> data(tensors.size());
+  // A tensor whose host bytes are its GPU bytes is read straight into its host tensor (a detector's
+  // 4.8 MB of outputs: no staging vector, no second copy); the others are staged, then converted.
+  std::vector<std::vector<std::byte>> staged(tensors.size());
+  std::vector<bool> together(tensors.size(), false);
   std::vector<webgpu::ReadRequest> reads;
   webgpu::Device* device = nullptr;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const DeviceTensor::Storage& st = *tensors[i].storage();
+    const DeviceTensor& t = tensors[i];
+    const DeviceTensor::Storage& st = *t.storage();
     if (st.host || st.pitch_axis >= 0 || (device && device != st.device.get())) continue;  // alone, below
     device = st.device.get();
-    data[i].resize(gpu_bytes(tensors[i].dtype(), tensors[i].shape(), st.policy));
-    if (!data[i].empty()) reads.push_back({st.buffer.get(), 0, data[i].size(), data[i].data()});
+    together[i] = true;
+    const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
+    void* dst = nullptr;
+    if (same_bytes_on_host(t.dtype(), st.policy)) {
+      out[i] = Tensor::uninitialized(t.dtype(), t.shape());  // every byte comes from the GPU
+      if (out[i].nbytes() == bytes) dst = out[i].raw();
+      else out[i] = Tensor();
+    }
+    if (!dst) {
+      staged[i].resize(bytes);
+      dst = staged[i].data();
+    }
+    if (bytes) reads.push_back({st.buffer.get(), 0, bytes, dst});
   }
   if (device && !reads.empty()) device->read(reads);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const DeviceTensor& t = tensors[i];
-    const DeviceTensor::Storage& st = *t.storage();
-    if (!st.host && st.pitch_axis < 0 && st.device.get() == device) out[i] = from_gpu(data[i].data(), t.dtype(), t.shape(), st.policy);
-    else out[i] = read_device_tensor(t);
+    if (!together[i]) out[i] = read_device_tensor(t);
+    else if (!out[i].defined()) out[i] = from_gpu(staged[i].data(), t.dtype(), t.shape(), t.storage()->policy);
   }
   return out;
 }
