@@ -568,6 +568,22 @@ TEST(GpuPool, MaxPoolWithIndices) {
   }, 14, true);
 }
 
+// The windows of image models (a CNN's 2 x 2 max pool of stride 2, ResNet's 3 x 3 of stride 2 padded
+// by 1), on rows long enough that the 2-D kernel's positions cover several workgroups.
+TEST(GpuPool, ImageWindows) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    check_pool(op, DType::Float32, {2, 4, 33, 34}, [](onnx::NodeProto& n) {
+      set_ints(n, "kernel_shape", {2, 2});
+      set_ints(n, "strides", {2, 2});
+    }, 16);
+    check_pool(op, DType::Float32, {2, 3, 31, 30}, [](onnx::NodeProto& n) {
+      set_ints(n, "kernel_shape", {3, 3});
+      set_ints(n, "strides", {2, 2});
+      set_ints(n, "pads", {1, 1, 1, 1});
+    }, 17, std::string(op) == "MaxPool");
+  }
+}
+
 TEST(GpuPool, LpPool) {
   check_pool("LpPool", DType::Float32, {1, 3, 6, 6}, [](onnx::NodeProto& n) {
     set_ints(n, "kernel_shape", {2, 3});

@@ -60,6 +60,9 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
   std::string name = kind == PoolKind::Max ? "maxpool" : kind == PoolKind::Average ? "avgpool" : "lppool";
   if (include_pad && kind == PoolKind::Average) name += "_incpad";
   if (want_indices) name += storage_order ? "_indices_colmajor" : "_indices";
+  if (r == 2)  // the window's geometry is part of the program (constants, below)
+    for (const std::vector<int64_t>* v : {&ks, &win.strides, &win.dilations, &win.pad_begin, &win.pad_end})
+      name += "_" + std::to_string((*v)[0]) + "x" + std::to_string((*v)[1]);
   auto p = ctx.program(name + std::to_string(r) + "d");
   p.input("x", t, xs);
   p.output("y", t, out);
@@ -86,17 +89,68 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
   }
   p.set_threads(uint64_t(shape_numel(out)));
 
-  std::string body =
-      "  let sp = gi % out_sz();\n"
-      "  let nc = gi / out_sz();\n"
-      "  let x0 = nc * in_sz();\n"
-      "  var base: array<i32, " + R + ">;\n"
-      "  var rem = sp;\n"
-      "  for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
-      "    let od = i32(rem % y_shape(u32(d) + 2u));\n"
-      "    rem = rem / y_shape(u32(d) + 2u);\n"
-      "    base[d] = od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)));\n"
-      "  }\n";
+  // The window's taps: every spatial rank walks them through the uniform arrays (divisions per tap); a
+  // 2-D window (images: ResNet's and a CNN's max pools) has its geometry as constants of the program
+  // instead, its taps unrolled and no division but the output's position (4-10x fewer instructions
+  // per output for a 2 x 2 or 3 x 3 window, which bounded the pool).
+  std::string body, tap;
+  if (r == 2) {
+    auto c = [](int64_t v) { return std::to_string(v) + "i"; };
+    p.declare("const KH: i32 = " + c(ks[0]) + ";\nconst KW: i32 = " + c(ks[1]) + ";\nconst SH: i32 = " + c(win.strides[0]) +
+              ";\nconst SW: i32 = " + c(win.strides[1]) + ";\nconst DH: i32 = " + c(win.dilations[0]) +
+              ";\nconst DW: i32 = " + c(win.dilations[1]) + ";\nconst PH: i32 = " + c(win.pad_begin[0]) +
+              ";\nconst PW: i32 = " + c(win.pad_begin[1]) + ";\nconst PHE: i32 = " + c(win.pad_end[0]) +
+              ";\nconst PWE: i32 = " + c(win.pad_end[1]) + ";\n");
+    body =
+        "  let sp = gi % out_sz();\n"
+        "  let nc = gi / out_sz();\n"
+        "  let x0 = nc * in_sz();\n"
+        "  let ow = i32(sp % y_shape(3u));\n"
+        "  let oh = i32(sp / y_shape(3u));\n"
+        "  let H = i32(x_shape(2u));\n"
+        "  let W = i32(x_shape(3u));\n"
+        "  let h0 = oh * SH - PH;\n"
+        "  let w0 = ow * SW - PW;\n";
+    tap =
+        "  for (var kh = 0i; kh < KH; kh = kh + 1i) {\n"
+        "   for (var kw = 0i; kw < KW; kw = kw + 1i) {\n"
+        "    let ph = h0 + kh * DH;\n"
+        "    let pw = w0 + kw * DW;\n"
+        "    let inside = ph >= 0i && ph < H && pw >= 0i && pw < W;\n"
+        "    let in_padded = ph >= -PH && ph < H + PHE && pw >= -PW && pw < W + PWE;\n"
+        "    let off = select(0u, u32(ph) * u32(W) + u32(pw), inside);\n"
+        "    let cm = select(0u, u32(ph) + u32(pw) * u32(H), inside);\n";
+  } else {
+    body =
+        "  let sp = gi % out_sz();\n"
+        "  let nc = gi / out_sz();\n"
+        "  let x0 = nc * in_sz();\n"
+        "  var base: array<i32, " + R + ">;\n"
+        "  var rem = sp;\n"
+        "  for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+        "    let od = i32(rem % y_shape(u32(d) + 2u));\n"
+        "    rem = rem / y_shape(u32(d) + 2u);\n"
+        "    base[d] = od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)));\n"
+        "  }\n";
+    tap =
+        "  for (var ki = 0u; ki < k_sz(); ki = ki + 1u) {\n"
+        "   {\n"
+        "    var kr = ki;\n"
+        "    var off = 0u;\n"
+        "    var cm = 0u;\n"
+        "    var inside = true;\n"
+        "    var in_padded = true;\n"
+        "    for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
+        "      let kd = i32(kr % u32(bitcast<i32>(ksize(u32(d)))));\n"
+        "      kr = kr / u32(bitcast<i32>(ksize(u32(d))));\n"
+        "      let pd = base[d] + kd * bitcast<i32>(dil(u32(d)));\n"
+        "      let n_d = i32(x_shape(u32(d) + 2u));\n"
+        "      if (pd < 0i || pd >= n_d) { inside = false; }\n"
+        "      if (pd < -bitcast<i32>(pad(u32(d))) || pd >= n_d + bitcast<i32>(pad_end(u32(d)))) { in_padded = false; }\n"
+        "      off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
+        "      cm = cm + u32(pd) * bitcast<u32>(colmul(u32(d)));\n"
+        "    }\n";
+  }
   if (kind == PoolKind::Max) {
     // Strictly greater replaces (the first maximum wins; NaN never replaces), as the CPU reference.
     std::string empty = t == DType::Int8 ? "-128.0" : t == DType::UInt8 ? "0.0" : "-f32_inf()";
@@ -104,37 +158,21 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
   } else {
     body += "  var acc = 0.0;\n  var taps = 0u;\n  var padded = 0u;\n";
   }
-  body +=
-      "  for (var ki = 0u; ki < k_sz(); ki = ki + 1u) {\n"
-      "    var kr = ki;\n"
-      "    var off = 0u;\n"
-      "    var cm = 0u;\n"
-      "    var inside = true;\n"
-      "    var in_padded = true;\n"
-      "    for (var d = " + R + "i - 1i; d >= 0i; d = d - 1i) {\n"
-      "      let kd = i32(kr % u32(bitcast<i32>(ksize(u32(d)))));\n"
-      "      kr = kr / u32(bitcast<i32>(ksize(u32(d))));\n"
-      "      let pd = base[d] + kd * bitcast<i32>(dil(u32(d)));\n"
-      "      let n_d = i32(x_shape(u32(d) + 2u));\n"
-      "      if (pd < 0i || pd >= n_d) { inside = false; }\n"
-      "      if (pd < -bitcast<i32>(pad(u32(d))) || pd >= n_d + bitcast<i32>(pad_end(u32(d)))) { in_padded = false; }\n"
-      "      off = off + u32(pd) * x_stride(u32(d) + 2u);\n"
-      "      cm = cm + u32(pd) * bitcast<u32>(colmul(u32(d)));\n"
-      "    }\n";
+  body += tap;
   if (kind == PoolKind::Average) body += "    if (in_padded) { padded = padded + 1u; }\n";
   body += "    if (!inside) { continue; }\n    let v = x_load(x0 + off);\n";
   if (kind == PoolKind::Max) {
     std::string idx = storage_order ? "cm" : "off";
-    body += "    if (!found || gt_$x(v, best)) { best = v; arg = " + idx + "; found = true; }\n  }\n"
+    body += "    if (!found || gt_$x(v, best)) { best = v; arg = " + idx + "; found = true; }\n   }\n  }\n"
             "  y_store(gi, best);\n";
     if (want_indices)
       body += "  ind_store(gi, from_i64_$ind(select(w64_from_i32(-1i), w64_from_u32(x0 + arg), found)));\n";
   } else if (kind == PoolKind::Average) {
-    body += "    acc = acc + to_f32_$x(v);\n    taps = taps + 1u;\n  }\n";
+    body += "    acc = acc + to_f32_$x(v);\n    taps = taps + 1u;\n   }\n  }\n";
     body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";
     body += "  y_store(gi, from_f32_$y(select(f32_nan(), acc / f32(div), div > 0u)));\n";
   } else {
-    body += "    acc = acc + lp_pow(abs(to_f32_$x(v)), p_exp());\n  }\n";
+    body += "    acc = acc + lp_pow(abs(to_f32_$x(v)), p_exp());\n   }\n  }\n";
     body += "  y_store(gi, from_f32_$y(lp_pow(acc, 1.0 / p_exp())));\n";
   }
   p.body(body);
