@@ -790,6 +790,12 @@ void Fusion::find_rms_norms() {
     return c && *c == want;
   };
   auto to_float = [&](size_t n) { return g_.nodes[n].attr_int("to", 0) == int64_t(DType::Float32); };
+  // A weight: an initializer, a Constant, or an Identity of one (torch shares equal weights so).
+  std::function<bool(const std::string&)> constant = [&](const std::string& v) {
+    if (g_.initializers.count(v) || constant_node(v)) return true;
+    auto p = producer_.find(v);
+    return p != producer_.end() && node(p->second, "Identity", 1) && constant(g_.nodes[p->second].inputs[0]);
+  };
   for (size_t rm = 0; rm < g_.nodes.size(); ++rm) {
     const ir::Node& r = g_.nodes[rm];
     if (!(node(rm, "ReduceMean", 1) || node(rm, "ReduceMean", 2)) || r.attr_int("keepdims", 1) != 1) continue;
@@ -842,7 +848,7 @@ void Fusion::find_rms_norms() {
     }
     if (!normed) continue;
     chain.push_back(*normed);
-    // Then Casts to float and at most one Mul by the weight (not x, nor a value of the chain).
+    // Then Casts to float and at most one Mul by a constant weight (a Mul by anything else stays out).
     size_t last = *normed;
     for (bool grew = true; grew;) {
       grew = false;
@@ -850,11 +856,8 @@ void Fusion::find_rms_norms() {
       if (auto cast = next(last, "Cast", 1); cast && to_float(*cast)) {
         last = *cast;
         grew = true;
-      } else if (auto m = next(last, "Mul", 2); m && c.weight.empty()) {
-        const std::string w = other(*m, y);
-        auto wp = producer_.find(w);
-        if (w == y || w == x || (wp != producer_.end() && std::count(chain.begin(), chain.end(), wp->second))) break;
-        c.weight = w;
+      } else if (auto m = next(last, "Mul", 2); m && c.weight.empty() && other(*m, y) != y && constant(other(*m, y))) {
+        c.weight = other(*m, y);
         last = *m;
         grew = true;
       }

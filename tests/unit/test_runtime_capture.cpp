@@ -944,6 +944,7 @@ struct RmsForm {
   int64_t opset = 13;
   int64_t axis = -1, keepdims = 1;
   bool eps_input = false, expose = false;
+  bool weight_input = false;  // w a graph input: its Mul is not the norm's weight
   DType dtype = DType::Float32;
   int64_t batch = 2, d = 40;  // x [batch, 3, d]
   // The chain's nodes: the square, ReduceMean, Add, the inverse root's one or two, the product with x,
@@ -964,7 +965,8 @@ std::string rms_model(const RmsForm& f) {
   b.initializer("minus_half", Tensor::scalar<float>(-0.5f));
   std::vector<float> w(size_t(f.d));
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + 0.05f * float(int(i % 9) - 4);
-  b.initializer("w", Tensor::from_vector<float>({f.d}, w));
+  if (f.weight_input) b.input("w", DType::Float32, {f.d});
+  else b.initializer("w", Tensor::from_vector<float>({f.d}, w));
   std::string x = "x";
   if (f.casts) {
     ModelBuilder::attr(b.node("Cast", {"x"}, {"xf"}), "to", int64_t(DType::Float32));
@@ -1005,6 +1007,11 @@ std::unordered_map<std::string, Tensor> rms_feeds(const RmsForm& f) {
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 29) - 14) * 0.21f + (i / size_t(f.d) == 4 ? 30.0f : 0.0f);
   std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({f.batch, 3, f.d}, xs).cast(f.dtype)}};
   if (f.eps_input) feeds["eps"] = Tensor::scalar<float>(1e-5f);
+  if (f.weight_input) {
+    std::vector<float> w(size_t(f.d));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 1.5f - 0.03f * float(i);
+    feeds["w"] = Tensor::from_vector<float>({f.d}, w);
+  }
   return feeds;
 }
 
@@ -1047,6 +1054,14 @@ TEST(RuntimeFusion, RmsNormsInPlainOpsRunAsOneKernel) {
     EXPECT_EQ(g.last_plan().dispatches, 1) << what;
     EXPECT_EQ(g.last_plan().fallbacks.size(), 0u) << what;
   }
+  // A Mul by a tensor computed at run time after the norm is no weight: the norm fuses, the Mul runs alone.
+  RmsForm f;
+  f.weight_input = true;
+  std::string m = rms_model(f);
+  Session g = Session::from_bytes(m, gpu());
+  recorded_and_replayed_match_cpu(g, m, rms_feeds(f), 1e-5, 1e-6);
+  EXPECT_EQ(g.last_plan().fused_nodes, f.nodes() - 1);
+  EXPECT_EQ(g.last_plan().dispatches, 2);
 }
 
 // Not an RMS norm of the last axis alone, or not only read inside the chain: no group (the Pow and
