@@ -56,7 +56,11 @@
 //               but the last read only inside the chain. One kernel: the SimplifiedLayerNormalization
 //               kernel (normalization.cpp; axis -1, epsilon eps, the weight or no scale). Placed at
 //               the last node, the others deferred to it (run one by one when the kernel cannot).
-//               Found before the elementwise groups, which then never take its nodes.
+//               Found before the elementwise groups, which then never take its nodes. Not (yet) a
+//               normalization prologue of the products that read it: where a prologue kernel refuses
+//               (a prompt's rows) the chain would run node by node, a node having one fusion decision;
+//               it would take a second decision at the node (prologue, else this group) that refresh
+//               replays, plus gemv.cpp's prologue uncentered and with an optional scale.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
