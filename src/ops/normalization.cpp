@@ -118,16 +118,16 @@ SkipNormParams skip_norm_params(const ir::Node& node, const std::vector<Operand>
 }
 
 RmsNormParams rms_norm_params(const ir::Node& node, int64_t opset, const Operand& x, const Operand& scale,
-                              const Fail& fail) {
+                              const Fail& fail, bool scale_optional) {
   const bool rms = node.op_type == "RMSNormalization";
   if (rms && opset < 23)
     raise(fail, "RMSNormalization is an ONNX op from opset 23 on; the model imports opset " + std::to_string(opset));
   if (node.outputs.size() > (rms ? 1u : 2u))
     raise(fail, node.op_type + " has " + (rms ? "one output (Y)" : "two outputs (Y, inv_std_var)") + ", the node has " +
                     std::to_string(node.outputs.size()));
-  if (!x.given() || !scale.given()) raise(fail, "inputs 0 ('X') and 1 ('scale') are required");
+  if (!x.given() || !(scale.given() || scale_optional)) raise(fail, "inputs 0 ('X') and 1 ('scale') are required");
   if (!kTransformerNormTypes.has(x.dtype)) raise(fail, describe("X", x) + " must be of a float type");
-  if (scale.dtype != x.dtype)
+  if (scale.given() && scale.dtype != x.dtype)
     raise(fail, describe("scale", scale) + " must be of X's type (" + std::string(dtype_name(x.dtype)) + ")");
   RmsNormParams p;
   const LayerNormParams ln = layer_norm_params(node, int64_t(x.shape.size()), fail);
@@ -137,7 +137,9 @@ RmsNormParams rms_norm_params(const ir::Node& node, int64_t opset, const Operand
   p.normalized = Shape(x.shape.begin() + p.axis, x.shape.end());
   p.stats = Shape(x.shape.begin(), x.shape.begin() + p.axis);
   p.stats.resize(x.shape.size(), 1);
-  if (rms) {
+  if (!scale.given()) {
+    p.flat_scale = true;
+  } else if (rms) {
     Shape b;
     try {
       b = broadcast_shapes(scale.shape, p.normalized);

@@ -59,8 +59,10 @@ struct RmsNormParams {
   Shape stats;         // X.shape[:axis] then 1s: the shape of inv_std_var
   bool flat_scale;     // scale element j scales row element j (else: broadcast to `normalized`)
 };
+// `scale_optional`: a missing scale scales by 1 (the fused RMS norm of runtime/fusion.h, a chain of plain
+// ops without a weight; never a model's node).
 RmsNormParams rms_norm_params(const ir::Node& node, int64_t opset, const Operand& x, const Operand& scale,
-                              const Fail& fail);
+                              const Fail& fail, bool scale_optional = false);
 
 // GroupNormalization: X [N, C, D1, ...] (rank >= 2) in num_groups groups of C / num_groups channels, each
 // (batch, group) normalized over its channels and spatial elements (epsilon, default 1e-5); scale and bias

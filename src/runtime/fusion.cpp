@@ -8,6 +8,7 @@
 
 #include "ir/fused_expr.h"
 #include "ops/broadcast.h"
+#include "ops/reduce.h"
 #include "ops/split.h"
 #include "ops/window.h"
 #include "webgpu/kernels/kernel.h"
@@ -120,11 +121,18 @@ Fusion::Fusion(const ir::Graph& graph, bool enabled, int64_t onnx_opset, std::ma
       defer(p->second, i);
     }
   }
+  find_rms_norms();
   find_elementwise_groups();
   find_attention();
   if (derived_) find_siblings();
   find_nbits_pairs();
   find_norm_prologues();
+}
+
+// An elementwise node that may join another group alone (not a bias Add kept for its product, nor
+// the last node of an RMS norm, whose group is its own).
+bool Fusion::lone_elementwise(size_t n) const {
+  return elementwise_op(g_.nodes[n]) && !bias_adds_.count(n) && !rms_norms_.count(n);
 }
 
 // The elementwise nodes of a chain whose last node is `head`: its group's members and root, or the
@@ -161,7 +169,8 @@ void Fusion::find_attention() {
       a.scores = e;
     } else {
       // An elementwise group's root, or a lone elementwise node.
-      if (root_of_.count(e) || !(elementwise_roots_.count(e) || elementwise_op(g_.nodes[e]))) continue;
+      if (root_of_.count(e) || rms_norms_.count(e) || !(elementwise_roots_.count(e) || elementwise_op(g_.nodes[e])))
+        continue;
       // The score product: the one MatMul the chain reads whose value only the chain reads.
       std::vector<size_t> chain = chain_nodes(e);
       std::set<size_t> in_chain(chain.begin(), chain.end());
@@ -393,7 +402,7 @@ void Fusion::find_nbits_pairs() {
     return a.inputs[0] == b.inputs[0];
   };
   for (size_t r = 0; r < g_.nodes.size(); ++r) {
-    const bool lone = elementwise_op(g_.nodes[r]) && !bias_adds_.count(r);
+    const bool lone = lone_elementwise(r);
     if (root_of_.count(r) || !(elementwise_roots_.count(r) || lone)) continue;
     std::vector<size_t> chain = chain_nodes(r);
     std::set<size_t> in_chain(chain.begin(), chain.end());
@@ -715,6 +724,23 @@ std::optional<float> Fusion::scalar_value(const std::string& value, size_t max_r
   return float(t->double_at(0));
 }
 
+// As scalar_value, of any numeric type (a Pow's integer exponent), as double.
+std::optional<double> Fusion::scalar_number(const std::string& value, size_t max_rank) const {
+  if (auto v = scalar_value(value, max_rank)) return double(*v);
+  if (!scalar_constant(value)) return std::nullopt;
+  const Tensor* t = nullptr;
+  if (auto w = g_.initializers.find(value); w != g_.initializers.end()) {
+    t = &w->second;
+  } else {
+    const ir::Node* c = constant_node(value);
+    t = c->attr_tensor("value");
+    if (!t && c->has_attr("value_int")) return double(c->attr_int("value_int", 0));
+  }
+  if (!t || !(dtype_is_integer(t->dtype()) || dtype_is_float(t->dtype())) || size_t(t->rank()) > max_rank)
+    return std::nullopt;
+  return t->double_at(0);
+}
+
 void Fusion::defer(size_t member, size_t root) {
   root_of_[member] = root;
   auto& m = deferred_[root];
@@ -733,6 +759,183 @@ std::optional<size_t> Fusion::only_consumer(const std::string& value) const {
   return it->second[0];
 }
 
+// RMS normalizations written in plain ops (see fusion.h): each ReduceMean starts a candidate, matched
+// backwards to the square of x and forwards to the inverse root, the product with x and the optional
+// weight and Casts; every value but the last must be read only by the next node of the chain (x by the
+// square and the product only, when a Cast to float makes it). What needs sizes or ranks (the axes, the
+// scalars' ranks, x's dtype, the weight) is checked at plan time (rms_norm_group).
+// ($ONNXGPU_RMS_FUSION=0: none, for measuring what it buys.)
+void Fusion::find_rms_norms() {
+  if (const char* e = std::getenv("ONNXGPU_RMS_FUSION"); e && std::string(e) == "0") return;
+  constexpr size_t kAnyRank = 64;
+  auto node = [&](size_t n, const char* op, size_t inputs) {
+    const ir::Node& m = g_.nodes[n];
+    return plain(m, op) && m.inputs.size() == inputs && m.outputs.size() == 1 && !m.outputs[0].empty() &&
+           std::none_of(m.inputs.begin(), m.inputs.end(), [](const std::string& v) { return v.empty(); }) &&
+           !root_of_.count(n);
+  };
+  // The only node that reads node n's output (never a graph output), when it is `op` with `inputs` inputs.
+  auto next = [&](size_t n, const char* op, size_t inputs) -> std::optional<size_t> {
+    auto c = only_consumer(g_.nodes[n].outputs[0]);
+    if (!c || !node(*c, op, inputs)) return std::nullopt;
+    return c;
+  };
+  // The other input of a two-input node that reads `v`.
+  auto other = [&](size_t n, const std::string& v) -> std::string {
+    const ir::Node& m = g_.nodes[n];
+    return m.inputs[0] == v ? m.inputs[1] : m.inputs[0];
+  };
+  auto is = [&](const std::string& v, double want) {
+    auto c = scalar_number(v, kAnyRank);
+    return c && *c == want;
+  };
+  auto to_float = [&](size_t n) { return g_.nodes[n].attr_int("to", 0) == int64_t(DType::Float32); };
+  // A weight: an initializer, a Constant, or an Identity of one (torch shares equal weights so).
+  std::function<bool(const std::string&)> constant = [&](const std::string& v) {
+    if (g_.initializers.count(v) || constant_node(v)) return true;
+    auto p = producer_.find(v);
+    return p != producer_.end() && node(p->second, "Identity", 1) && constant(g_.nodes[p->second].inputs[0]);
+  };
+  for (size_t rm = 0; rm < g_.nodes.size(); ++rm) {
+    const ir::Node& r = g_.nodes[rm];
+    if (!(node(rm, "ReduceMean", 1) || node(rm, "ReduceMean", 2)) || r.attr_int("keepdims", 1) != 1) continue;
+    if (only_consumer(r.inputs[0]) != std::optional<size_t>(rm)) continue;
+    auto sp = producer_.find(r.inputs[0]);
+    if (sp == producer_.end()) continue;
+    const size_t sq = sp->second;
+    RmsNorm c;
+    c.reduce = rm;
+    std::vector<size_t> chain{sq, rm};
+    std::string x;
+    if (node(sq, "Pow", 2) && is(g_.nodes[sq].inputs[1], 2.0)) {
+      x = g_.nodes[sq].inputs[0];
+      c.scalars.push_back(g_.nodes[sq].inputs[1]);
+    } else if (node(sq, "Mul", 2) && g_.nodes[sq].inputs[0] == g_.nodes[sq].inputs[1]) {
+      x = g_.nodes[sq].inputs[0];
+    } else {
+      continue;
+    }
+    // + eps, then 1 / sqrt: Sqrt -> Div(x, .), or Sqrt -> Reciprocal | Div(1, .) -> Mul(x, .), or
+    // Pow(., -0.5) -> Mul(x, .).
+    auto add = next(rm, "Add", 2);
+    if (!add) continue;
+    c.eps = other(*add, r.outputs[0]);
+    if (c.eps == r.outputs[0] || !scalar_value(c.eps, kAnyRank)) continue;
+    chain.push_back(*add);
+    const std::string& var = g_.nodes[*add].outputs[0];
+    std::optional<size_t> normed, inv;
+    if (auto sqrt = next(*add, "Sqrt", 1)) {
+      chain.push_back(*sqrt);
+      const std::string& root = g_.nodes[*sqrt].outputs[0];
+      if (auto d = next(*sqrt, "Div", 2); d && g_.nodes[*d].inputs[1] == root) {
+        if (g_.nodes[*d].inputs[0] == x) {
+          normed = d;
+        } else if (is(g_.nodes[*d].inputs[0], 1.0)) {
+          inv = d;
+          c.scalars.push_back(g_.nodes[*d].inputs[0]);
+        }
+      } else if (auto rc = next(*sqrt, "Reciprocal", 1)) {
+        inv = rc;
+      }
+    } else if (auto p = next(*add, "Pow", 2); p && g_.nodes[*p].inputs[0] == var && is(g_.nodes[*p].inputs[1], -0.5)) {
+      inv = p;
+      c.scalars.push_back(g_.nodes[*p].inputs[1]);
+    }
+    if (inv) {
+      chain.push_back(*inv);
+      auto m = next(*inv, "Mul", 2);
+      if (m && other(*m, g_.nodes[*inv].outputs[0]) == x) normed = m;
+    }
+    if (!normed) continue;
+    chain.push_back(*normed);
+    // Then Casts to float and at most one Mul by a constant weight (a Mul by anything else stays out).
+    size_t last = *normed;
+    for (bool grew = true; grew;) {
+      grew = false;
+      const std::string& y = g_.nodes[last].outputs[0];
+      if (auto cast = next(last, "Cast", 1); cast && to_float(*cast)) {
+        last = *cast;
+        grew = true;
+      } else if (auto m = next(last, "Mul", 2); m && c.weight.empty() && other(*m, y) != y && constant(other(*m, y))) {
+        c.weight = other(*m, y);
+        last = *m;
+        grew = true;
+      }
+      if (grew) chain.push_back(last);
+    }
+    // x made by a Cast to float that only the chain reads: the Cast joins, its input is the rows.
+    c.x = x;
+    if (auto xp = producer_.find(x); xp != producer_.end() && node(xp->second, "Cast", 1) && to_float(xp->second) &&
+                                     !graph_outputs_.count(x)) {
+      const auto& readers = consumers_.at(x);
+      if (std::all_of(readers.begin(), readers.end(),
+                      [&](size_t n) { return std::count(chain.begin(), chain.end(), n) != 0; })) {
+        chain.push_back(xp->second);
+        c.x = g_.nodes[xp->second].inputs[0];
+      }
+    }
+    if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return root_of_.count(n) || rms_norms_.count(n); }))
+      continue;
+    for (size_t n : chain)
+      if (n != last) defer(n, last);
+    rms_norms_[last] = std::move(c);
+  }
+}
+
+// The RMS norm whose last node is i (find_rms_norms): the fused SimplifiedLayerNormalization node
+// (inputs the rows and the weight or "", attributes axis -1 and epsilon), when x is float32 rows, the
+// ReduceMean takes their last axis alone and no scalar of the chain is of higher rank than x.
+std::optional<FusedGroup> Fusion::rms_norm_group(size_t i, const Lookup& facts) const {
+  auto it = rms_norms_.find(i);
+  if (it == rms_norms_.end()) return std::nullopt;
+  const RmsNorm& c = it->second;
+  const ValueFacts* x = facts(c.x, Read::Kind);
+  if (!x || x->dtype != DType::Float32 || x->shape.empty()) return std::nullopt;
+  const size_t rank = x->shape.size();
+  const ir::Node& rm = g_.nodes[c.reduce];
+  std::vector<bool> axes;
+  try {
+    axes = ops::reduced_dims(
+        rm, opset_, int64_t(rank), 18,
+        [&]() -> const Tensor* {
+          if (rm.inputs.size() < 2) return nullptr;
+          const ValueFacts* a = facts(rm.inputs[1], Read::All);
+          if (!a || !a->value) throw InvalidArgument("axes not constant");
+          return a->value;
+        },
+        [](const std::string& m) { throw InvalidArgument(m); });
+  } catch (const Error&) {
+    return std::nullopt;  // the ReduceMean alone reports it
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (axes[d] != (d + 1 == rank)) return std::nullopt;
+  std::optional<float> eps = scalar_value(c.eps, rank);
+  if (!eps) return std::nullopt;
+  for (const auto& s : c.scalars)
+    if (!scalar_number(s, rank)) return std::nullopt;
+  if (!c.weight.empty()) {  // a constant float32 row (its length: the kernel checks it)
+    const ValueFacts* w = facts(c.weight, Read::All);
+    if (!w || !w->value || w->dtype != DType::Float32 || w->shape.size() != 1) return std::nullopt;
+  }
+  const ir::Node& last = g_.nodes[i];
+  FusedGroup f;
+  f.node.op_type = "SimplifiedLayerNormalization";
+  f.node.domain = webgpu::kFusedDomain;
+  f.node.inputs = {c.x, c.weight};
+  f.node.outputs = {last.outputs[0]};
+  ir::Attribute axis;
+  axis.kind = ir::Attribute::Kind::Int;
+  axis.i = -1;
+  f.node.attrs["axis"] = axis;
+  ir::Attribute epsilon;
+  epsilon.kind = ir::Attribute::Kind::Float;
+  epsilon.f = *eps;
+  f.node.attrs["epsilon"] = epsilon;
+  f.members = deferred_to(i);
+  f.node.name = last.name + " (RMS norm, +" + std::to_string(f.members.size()) + " fused)";
+  return f;
+}
+
 // Grows each group backwards from a root (the last elementwise node of a chain, taken from the end
 // of the graph): a producer joins when it is elementwise and everything that reads its value is
 // already in the group.
@@ -740,7 +943,8 @@ void Fusion::find_elementwise_groups() {
   std::set<size_t> taken;
   for (size_t r = g_.nodes.size(); r-- > 0;) {
     const ir::Node& root = g_.nodes[r];
-    if (taken.count(r) || bias_adds_.count(r) || !elementwise_op(root)) continue;
+    if (taken.count(r) || bias_adds_.count(r) || root_of_.count(r) || rms_norms_.count(r) || !elementwise_op(root))
+      continue;  // (an RMS norm's nodes: its own group)
     std::set<size_t> group{r};
     for (bool grew = true; grew && group.size() < kMaxMembers;) {
       grew = false;
@@ -748,7 +952,8 @@ void Fusion::find_elementwise_groups() {
         for (const auto& in : g_.nodes[m].inputs) {
           auto p = producer_.find(in);
           if (p == producer_.end() || group.count(p->second) || taken.count(p->second) ||
-              bias_adds_.count(p->second) || graph_outputs_.count(in) || !elementwise_op(g_.nodes[p->second]))
+              bias_adds_.count(p->second) || root_of_.count(p->second) || rms_norms_.count(p->second) ||
+              graph_outputs_.count(in) || !elementwise_op(g_.nodes[p->second]))
             continue;
           const auto& readers = consumers_.at(in);
           if (!std::all_of(readers.begin(), readers.end(), [&](size_t c) { return group.count(c) != 0; })) continue;
@@ -783,6 +988,7 @@ std::optional<FusedGroup> Fusion::group_at(size_t i, const Lookup& facts) const 
   if (auto f = nbits_pair_group(i, facts)) return f;
   if (auto f = matmul_group(i, facts)) return f;
   if (auto f = conv_group(i, facts)) return f;
+  if (rms_norms_.count(i)) return rms_norm_group(i, facts);
   if (!elementwise_roots_.count(i)) return std::nullopt;
   // The fused node's expression: a step per member in graph order, reading the group's external
   // values as its inputs, which are the node's.
@@ -1081,7 +1287,7 @@ bool Fusion::absorb_expression(FusedGroup& f, const Shape& out, const Lookup& fa
     if (elementwise_roots_.count(n)) return n;
     auto r = root_of_.find(n);
     if (r != root_of_.end()) return elementwise_roots_.count(r->second) ? std::optional<size_t>(r->second) : std::nullopt;
-    if (elementwise_op(g_.nodes[n]) && !bias_adds_.count(n)) return n;
+    if (lone_elementwise(n)) return n;
     return std::nullopt;
   };
   auto root = chain_of(readers->second[0]);

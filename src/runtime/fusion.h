@@ -1,5 +1,5 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
-// dispatches and keeps no intermediate buffer. Seven kinds of group:
+// dispatches and keeps no intermediate buffer. Eight kinds of group:
 //   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Transpose]: a Transpose
 //               that only the MatMul reads is read in place through strides (deferred to the MatMul);
 //               the bias (a constant row) and a residual of the output's shape, computed before the
@@ -48,6 +48,19 @@
 //               the rows before they are normalized, which the one-row float kernel (gemv.cpp, M <= 4)
 //               normalizes as it reads them; more rows: the normalization alone and the product's own
 //               group. ($ONNXGPU_NORM_PROLOGUE=0: none of either.)
+//   RMS norm    an RMS normalization written in plain ops (T5's and Llama's exports): x -> Pow(x, 2) or
+//               Mul(x, x) -> ReduceMean (the last axis only, keepdims) -> Add(a constant scalar eps) ->
+//               Sqrt -> Div(x, .), or Sqrt -> Reciprocal or Div(1, .) -> Mul(x, .), or Pow(., -0.5) ->
+//               Mul(x, .); then optionally a Mul by a constant 1-D float32 weight (either side), a
+//               Cast(to=float) of x before it and Casts to float after; float32 x only, every value
+//               but the last read only inside the chain. One kernel: the SimplifiedLayerNormalization
+//               kernel (normalization.cpp; axis -1, epsilon eps, the weight or no scale). Placed at
+//               the last node, the others deferred to it (run one by one when the kernel cannot).
+//               Found before the elementwise groups, which then never take its nodes. Not (yet) a
+//               normalization prologue of the products that read it: where a prologue kernel refuses
+//               (a prompt's rows) the chain would run node by node, a node having one fusion decision;
+//               it would take a second decision at the node (prologue, else this group) that refresh
+//               replays, plus gemv.cpp's prologue uncentered and with an optional scale.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
 //               one kernel evaluates the whole expression per output element. The group is placed
@@ -120,6 +133,7 @@ class Fusion {
   const ir::Node* constant_node(const std::string& value) const;
   bool scalar_constant(const std::string& value) const;
   std::optional<float> scalar_value(const std::string& value, size_t max_rank) const;
+  std::optional<double> scalar_number(const std::string& value, size_t max_rank) const;
   std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts, const std::string& a = "") const;
   std::optional<FusedGroup> conv_group(size_t i, const Lookup& facts) const;
   bool fold_batch_norm(FusedGroup& f, size_t conv) const;
@@ -139,6 +153,9 @@ class Fusion {
   void describe_norm(ir::Node& fused, const ir::Node& norm) const;
   std::optional<FusedGroup> norm_group(size_t i, const Lookup& facts) const;
   void find_layer_norm_prologues();
+  void find_rms_norms();
+  std::optional<FusedGroup> rms_norm_group(size_t i, const Lookup& facts) const;
+  bool lone_elementwise(size_t n) const;
   std::optional<FusedGroup> layer_norm_group(size_t i, size_t j, const Lookup& facts) const;
   bool read(const std::string& value) const;
   const Tensor* constant_bias(size_t matmul, std::string* name = nullptr) const;
@@ -168,6 +185,14 @@ class Fusion {
   };
   std::unordered_map<size_t, NBitsPair> nbits_pairs_;  // the first product -> the rest of its pair
   std::unordered_map<size_t, size_t> norm_prologues_;  // a normalization -> the (first) product reading it
+  struct RmsNorm {
+    std::string x;                    // the rows (before the Cast to float, when there is one)
+    size_t reduce;                    // the ReduceMean (its axes are checked at plan time)
+    std::string eps;                  // the constant scalar added to the mean square
+    std::string weight;               // the 1-D scale ("" when none)
+    std::vector<std::string> scalars;  // the other constants the chain reads (2, 1, -0.5): no wider than x
+  };
+  std::unordered_map<size_t, RmsNorm> rms_norms_;  // the chain's last node -> the chain
 };
 
 }  // namespace onnxgpu::runtime

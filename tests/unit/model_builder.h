@@ -49,6 +49,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto_AttributeType_INT);
     a->set_i(v);
   }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto_AttributeType_INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
   std::string bytes() const { return model_.SerializeAsString(); }
 
  private:

@@ -925,6 +925,179 @@ TEST(RuntimeFusion, AWideningScalarKeepsTheActivationOut) {
   EXPECT_EQ(s.run(feeds)[0].shape(), (Shape{1, 3, 5}));
 }
 
+// ---- RMS norms written in plain ops (runtime/fusion.h's RMS norm group) --------------------------
+
+namespace {
+
+// An RMS norm of x [-1, 3, d] as torch exports it, in the forms real exports take: the square as
+// Pow(x, 2) or Mul(x, x); 1 / sqrt as Sqrt -> Div(x, .) ("div"), Sqrt -> Reciprocal -> Mul(x, .)
+// ("reciprocal"), Sqrt -> Div(1, .) -> Mul(., x) ("one_over", torch's rsqrt) or Pow(., -0.5) -> Mul
+// ("pow"); the weight [d] after it on either side or none; a Cast to float before and after (Llama's
+// float32 round trip); the ReduceMean's axes as attribute (opset 13) or input (opset 18). The knobs
+// `axis`, `keepdims`, `eps_input` (eps a graph input) and `expose` (the mean square also an output)
+// make forms that are not an RMS norm of the last axis, or not alone.
+struct RmsForm {
+  bool pow_square = true;
+  std::string inv = "div";
+  int weight = 1;  // 0: none, 1: Mul(n, w), -1: Mul(w, n)
+  bool casts = false;
+  int64_t opset = 13;
+  int64_t axis = -1, keepdims = 1;
+  bool eps_input = false, expose = false;
+  bool weight_input = false;  // w a graph input: its Mul is not the norm's weight
+  DType dtype = DType::Float32;
+  int64_t batch = 2, d = 40;  // x [batch, 3, d]
+  // The chain's nodes: the square, ReduceMean, Add, the inverse root's one or two, the product with x,
+  // the weight's Mul, the Casts.
+  int nodes() const {
+    return 5 + (inv == "reciprocal" || inv == "one_over" ? 1 : 0) + (weight ? 1 : 0) + (casts ? 2 : 0);
+  }
+};
+
+std::string rms_model(const RmsForm& f) {
+  ModelBuilder b(f.opset);
+  b.input("x", f.dtype, {-1, 3, f.d}).output("y", f.dtype);
+  if (f.eps_input) b.input("eps", DType::Float32, {});
+  if (f.expose) b.output("ms", DType::Float32);
+  b.initializer("two", Tensor::scalar<float>(2.0f));
+  if (!f.eps_input) b.initializer("eps", Tensor::scalar<float>(1e-5f));
+  b.initializer("one", Tensor::scalar<float>(1.0f));
+  b.initializer("minus_half", Tensor::scalar<float>(-0.5f));
+  std::vector<float> w(size_t(f.d));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + 0.05f * float(int(i % 9) - 4);
+  if (f.weight_input) b.input("w", DType::Float32, {f.d});
+  else b.initializer("w", Tensor::from_vector<float>({f.d}, w));
+  std::string x = "x";
+  if (f.casts) {
+    ModelBuilder::attr(b.node("Cast", {"x"}, {"xf"}), "to", int64_t(DType::Float32));
+    x = "xf";
+  }
+  if (f.pow_square) b.node("Pow", {x, "two"}, {"sq"});
+  else b.node("Mul", {x, x}, {"sq"});
+  std::vector<std::string> rm_in{"sq"};
+  if (f.opset >= 18) {
+    b.initializer("axes", Tensor::from_vector<int64_t>({1}, {f.axis}));
+    rm_in.push_back("axes");
+  }
+  auto& rm = b.node("ReduceMean", rm_in, {"ms"});
+  if (f.opset < 18) ModelBuilder::attr(rm, "axes", std::vector<int64_t>{f.axis});
+  ModelBuilder::attr(rm, "keepdims", f.keepdims);
+  b.node("Add", {"ms", "eps"}, {"var"});
+  if (f.inv == "pow") {
+    b.node("Pow", {"var", "minus_half"}, {"inv"});
+  } else {
+    b.node("Sqrt", {"var"}, {"root"});
+    if (f.inv == "div") b.node("Div", {x, "root"}, {"n"});
+    else if (f.inv == "reciprocal") b.node("Reciprocal", {"root"}, {"inv"});
+    else b.node("Div", {"one", "root"}, {"inv"});
+  }
+  if (f.inv != "div") b.node("Mul", f.inv == "one_over" ? std::vector<std::string>{"inv", x} : std::vector<std::string>{x, "inv"}, {"n"});
+  std::string n = "n";
+  if (f.casts) {
+    ModelBuilder::attr(b.node("Cast", {"n"}, {"nc"}), "to", int64_t(f.dtype));
+    n = "nc";
+  }
+  if (f.weight == 0) b.node("Identity", {n}, {"y"});
+  else b.node("Mul", f.weight > 0 ? std::vector<std::string>{n, "w"} : std::vector<std::string>{"w", n}, {"y"});
+  return b.bytes();
+}
+
+std::unordered_map<std::string, Tensor> rms_feeds(const RmsForm& f) {
+  std::vector<float> xs(size_t(f.batch * 3 * f.d));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 29) - 14) * 0.21f + (i / size_t(f.d) == 4 ? 30.0f : 0.0f);
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({f.batch, 3, f.d}, xs).cast(f.dtype)}};
+  if (f.eps_input) feeds["eps"] = Tensor::scalar<float>(1e-5f);
+  if (f.weight_input) {
+    std::vector<float> w(size_t(f.d));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 1.5f - 0.03f * float(i);
+    feeds["w"] = Tensor::from_vector<float>({f.d}, w);
+  }
+  return feeds;
+}
+
+}  // namespace
+
+// Every form of the RMS norm runs as one dispatch of the SimplifiedLayerNormalization kernel, recorded
+// and replayed, and matches the CPU reference of the unfused graph.
+TEST(RuntimeFusion, RmsNormsInPlainOpsRunAsOneKernel) {
+  SKIP_WITHOUT_GPU();
+  std::vector<RmsForm> forms;
+  for (bool pow_square : {true, false})
+    for (const char* inv : {"div", "reciprocal", "one_over", "pow"})
+      for (int weight : {1, -1, 0}) {
+        RmsForm f;
+        f.pow_square = pow_square;
+        f.inv = inv;
+        f.weight = weight;
+        forms.push_back(f);
+      }
+  for (int64_t opset : {13, 18})
+    for (bool casts : {false, true})
+      for (int64_t axis : {-1, 2}) {
+        RmsForm f;
+        f.opset = opset;
+        f.casts = casts;
+        f.axis = axis;
+        forms.push_back(f);
+      }
+  RmsForm wide;  // rows longer than the kernel's registers hold (4 values per invocation)
+  wide.d = 1100;
+  forms.push_back(wide);
+  for (const RmsForm& f : forms) {
+    const std::string what = std::string(f.pow_square ? "Pow" : "Mul") + " " + f.inv + " weight " +
+                             std::to_string(f.weight) + " opset " + std::to_string(f.opset) + (f.casts ? " casts" : "") +
+                             " axis " + std::to_string(f.axis) + " d " + std::to_string(f.d);
+    std::string m = rms_model(f);
+    Session g = Session::from_bytes(m, gpu());
+    recorded_and_replayed_match_cpu(g, m, rms_feeds(f), 1e-5, 1e-6);
+    EXPECT_EQ(g.last_plan().fused_nodes, f.nodes()) << what;
+    EXPECT_EQ(g.last_plan().dispatches, 1) << what;
+    EXPECT_EQ(g.last_plan().fallbacks.size(), 0u) << what;
+  }
+  // A Mul by a tensor computed at run time after the norm is no weight: the norm fuses, the Mul runs alone.
+  RmsForm f;
+  f.weight_input = true;
+  std::string m = rms_model(f);
+  Session g = Session::from_bytes(m, gpu());
+  recorded_and_replayed_match_cpu(g, m, rms_feeds(f), 1e-5, 1e-6);
+  EXPECT_EQ(g.last_plan().fused_nodes, f.nodes() - 1);
+  EXPECT_EQ(g.last_plan().dispatches, 2);
+}
+
+// Not an RMS norm of the last axis alone, or not only read inside the chain: no group (the Pow and
+// the ReduceMean run as their own dispatches), and the results stay those of the CPU.
+TEST(RuntimeFusion, RmsNormLookalikesRunUnfused) {
+  SKIP_WITHOUT_GPU();
+  std::vector<std::pair<std::string, RmsForm>> cases;
+  RmsForm f;
+  f.expose = true;
+  cases.push_back({"the mean square also an output", f});
+  f = RmsForm{};
+  f.axis = 1;
+  cases.push_back({"another axis", f});
+  f.opset = 18;
+  cases.push_back({"another axis, opset 18", f});
+  f = RmsForm{};
+  f.keepdims = 0;
+  f.batch = f.d = 3;  // [3, 3, 3] / [3, 3]: the Div broadcasts along the last axis, not the rows
+  cases.push_back({"keepdims 0", f});
+  f = RmsForm{};
+  f.eps_input = true;
+  cases.push_back({"eps a graph input", f});
+  f = RmsForm{};
+  f.casts = true;
+  f.dtype = DType::Float16;  // float16 rows cast to float and back: the dtypes do not stay float32
+  f.weight = 0;
+  cases.push_back({"float16 round trip", f});
+  for (const auto& [what, c] : cases) {
+    std::string m = rms_model(c);
+    Session g = Session::from_bytes(m, gpu());
+    recorded_and_replayed_match_cpu(g, m, rms_feeds(c), c.dtype == DType::Float16 ? 1e-3 : 1e-5, 1e-6);
+    EXPECT_GE(g.last_plan().dispatches, 3) << what;
+    EXPECT_EQ(g.last_plan().fallbacks.size(), 0u) << what;
+  }
+}
+
 // ---- Shape families: one recorded plan refreshed for other sizes (runtime/refresh.h) -------------
 
 namespace {

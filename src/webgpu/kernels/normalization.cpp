@@ -269,9 +269,14 @@ void skip_norm(GpuKernelContext& ctx) {
 }
 
 // SimplifiedLayerNormalization (ONNX Runtime's, ai.onnx domain) and RMSNormalization (opset 23): the
-// row kernel without centering. See ops::rms_norm_params.
+// row kernel without centering. See ops::rms_norm_params. The fused RMS norm (runtime/fusion.h: a chain
+// of plain ops, x / sqrt(mean(x^2) + eps) [* w]) is SimplifiedLayerNormalization in the fused domain,
+// whose scale may be absent (1).
 void rms_norm(GpuKernelContext& ctx) {
-  const ops::RmsNormParams rp = ops::rms_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.fail_fn());
+  const bool fused = ctx.node.domain == kFusedDomain;
+  const ops::RmsNormParams rp =
+      ops::rms_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.fail_fn(), fused);
+  const bool scaled = ctx.has_input(1);
   const Shape& xs = ctx.shape(0);
   const DType t = ctx.dtype(0);
   const uint32_t rows = u32_size(ctx, shape_numel(rp.stats)), len = u32_size(ctx, shape_numel(rp.normalized));
@@ -282,17 +287,21 @@ void rms_norm(GpuKernelContext& ctx) {
   const uint32_t wgs = row_workgroup(ctx.limits);
   auto p = ctx.program("rms", wgs);
   p.input("x", t, xs);
-  p.input("s", t, ctx.shape(1));
+  std::vector<ValueRef> binds{ctx.in(0)};
   RowSpec r{"", "", "", "", false};
-  if (rp.flat_scale) {
-    p.uniform("s_n", u32_size(ctx, std::max<int64_t>(shape_numel(ctx.shape(1)), 1)));
-    r.scale = "s_load(j % s_n())";
-  } else {
-    p.broadcast_index("s_at", ctx.shape(1), rp.normalized);
-    r.scale = "s_load(s_at(j))";
+  if (scaled) {
+    p.input("s", t, ctx.shape(1));
+    binds.push_back(ctx.in(1));
+    if (rp.flat_scale) {
+      p.uniform("s_n", u32_size(ctx, std::max<int64_t>(shape_numel(ctx.shape(1)), 1)));
+      r.scale = "s_load(j % s_n())";
+    } else {
+      p.broadcast_index("s_at", ctx.shape(1), rp.normalized);
+      r.scale = "s_load(s_at(j))";
+    }
   }
   p.output("y", t, xs);
-  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1), ctx.out(0)};
+  binds.push_back(ctx.out(0));
   if (want_inv) {
     p.output("inv", rp.stash, rp.stats);
     binds.push_back(ctx.out(1));
@@ -454,6 +463,7 @@ void register_normalization(GpuKernelRegistry& r) {
   r.add("BatchNormalization", batch_norm);
   r.add("SimplifiedLayerNormalization", rms_norm);
   r.add("RMSNormalization", rms_norm);
+  r.add_fused("SimplifiedLayerNormalization", rms_norm);  // the RMS norm group (runtime/fusion.h)
   r.add("SkipLayerNormalization", skip_norm, ir::kMsDomain);
   r.add("SkipSimplifiedLayerNormalization", skip_norm, ir::kMsDomain);
 }
