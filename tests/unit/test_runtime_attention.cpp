@@ -6,11 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "model_builder.h"
 #include "one_node.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
 
 using namespace onnxgpu;
 using onnxgpu::testing::ModelBuilder;
@@ -435,4 +438,71 @@ TEST(RuntimeAttention, DecodeStepsMultiHeadAttention) {
                       {"key_padding_mask", Tensor::from_vector<int32_t>({B, lk}, m)}}});
   }
   check_steps("mha", with_import(b.bytes(), "com.microsoft"), steps, 1e-4, 1e-4);
+}
+
+// Which kernels a split gets, from the device's limits and the shapes (no device needed): the decode
+// kernel and its combine (256 invocations, or 128 where the device allows no more or its workgroup
+// memory is short), the general tile with the decode kernel's combine where the decode kernel does not
+// fit (D > 512).
+TEST(RuntimeAttention, DecodeKernelChoice) {
+  if (std::getenv("ONNXGPU_ATTENTION_DECODE")) GTEST_SKIP() << "ONNXGPU_ATTENTION_DECODE is set";
+  webgpu::Limits limits;
+  limits.max_compute_invocations_per_workgroup = 256;
+  limits.max_compute_workgroup_size_x = 256;
+  limits.max_compute_workgroup_storage_size = 16384;
+  limits.max_compute_workgroups_per_dimension = 65535;
+  limits.max_storage_buffers_per_shader_stage = 8;
+  // MultiHeadAttention of `heads` heads of D (and Dv): `rows` query rows over `keys` keys.
+  auto programs = [&](int64_t rows, int64_t keys, int64_t heads, int64_t d, int64_t dv, const webgpu::Limits& l) {
+    ir::Node node;
+    node.name = "mha";
+    node.op_type = "MultiHeadAttention";
+    node.domain = ir::kMsDomain;
+    node.inputs = {"q", "k", "v"};
+    node.outputs = {"y"};
+    ir::Attribute n;
+    n.kind = ir::Attribute::Kind::Int;
+    n.i = heads;
+    node.attrs["num_heads"] = n;
+    Int64Policy policy;
+    webgpu::GpuKernelContext ctx(node, 17, policy, l,
+                                 {{DType::Float32, {1, rows, heads * d}},
+                                  {DType::Float32, {1, keys, heads * d}},
+                                  {DType::Float32, {1, keys, heads * dv}}});
+    (*webgpu::gpu_registry().find("MultiHeadAttention", ir::kMsDomain))(ctx);
+    std::vector<std::tuple<std::string, uint32_t, uint32_t>> r;  // name, workgroup size, workgroups
+    for (const auto& x : ctx.dispatches) r.push_back({x.program.name(), x.program.workgroup_size(), x.x * x.y * x.z});
+    return r;
+  };
+  auto has = [](const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; };
+  // GPT-2's decode step: 12 heads of 64 over 1000 keys: 32 chunks of 32 keys per head.
+  auto gpt2 = programs(1, 1000, 12, 64, 64, limits);
+  ASSERT_EQ(gpt2.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(gpt2[0]), "_decode")) << std::get<0>(gpt2[0]);
+  EXPECT_EQ(std::get<1>(gpt2[0]), 256u);
+  EXPECT_EQ(std::get<2>(gpt2[0]), 12u * 32u);
+  EXPECT_TRUE(has(std::get<0>(gpt2[1]), "_merge")) << std::get<0>(gpt2[1]);
+  EXPECT_EQ(std::get<2>(gpt2[1]), 12u);  // a workgroup per (head, row, 64 columns)
+  // 8 rows of 256: too much workgroup memory for 256 invocations, fits 128.
+  auto wide = programs(8, 300, 2, 256, 256, limits);
+  ASSERT_EQ(wide.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(wide[0]), "_decode")) << std::get<0>(wide[0]);
+  EXPECT_EQ(std::get<1>(wide[0]), 128u);
+  EXPECT_EQ(std::get<2>(wide[1]), 2u * 8u * 4u);
+  webgpu::Limits small = limits;
+  small.max_compute_invocations_per_workgroup = 128;
+  auto narrow = programs(1, 1000, 12, 64, 64, small);
+  ASSERT_EQ(narrow.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(narrow[0]), "_decode")) << std::get<0>(narrow[0]);
+  EXPECT_EQ(std::get<1>(narrow[0]), 128u);
+  EXPECT_EQ(std::get<1>(narrow[1]), 128u);
+  // Heads of 600: the general tile (its split), then the decode kernel's combine.
+  auto big = programs(1, 100, 1, 600, 64, limits);
+  ASSERT_EQ(big.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(big[0]), "_split")) << std::get<0>(big[0]);
+  EXPECT_TRUE(has(std::get<0>(big[1]), "_merge")) << std::get<0>(big[1]);
+  // More rows than a split takes: the general tile alone.
+  auto prompt = programs(9, 100, 2, 64, 64, limits);
+  ASSERT_EQ(prompt.size(), 1u);
+  EXPECT_FALSE(has(std::get<0>(prompt[0]), "_decode") || has(std::get<0>(prompt[0]), "_split")) << std::get<0>(prompt[0]);
 }
