@@ -456,7 +456,7 @@ std::string decode_body(const DecodeTile& d, const Spec& s) {
   for (const ScoreInput& x : s.inputs) {
     const std::string& n = x.name;
     regs += "  var " + n + "_n: " + x.type + ";\n  var " + n + "_c: " + x.type + ";\n";
-    load += "    " + n + "_n = " + n + "_in_load(select(0u, " + n + "_row + (j + fk) * " + n + "_sc(), j + fk < " + x.keys + "));\n";
+    load += n + "_n = " + n + "_in_load(select(0u, " + n + "_row + (j + fk) * " + n + "_sc(), j + fk < " + x.keys + "));\n";
     next += "    " + n + "_c = " + n + "_n;\n";
     args += ", " + n + "_c";
   }
@@ -485,21 +485,29 @@ std::string decode_body(const DecodeTile& d, const Spec& s) {
          "  var l = select(0.0, 1.0, chunk == 0u && fk == 0u);\n";
   else
     w += "  var m = -f32_inf();\n  var sh = 0.0;\n  var l = 0.0;\n";
-  const std::string load_pass =
-      "    for (var t = 0u; t < TD; t = t + 1u) { nk[t] = k_at(kb, ld + LD * t, j + kk, khi); }\n"
-      "    for (var u = 0u; u < KU; u = u + 1u) {\n"
-      "      for (var c = 0u; c < VC; c = c + 1u) { nv[u * VC + c] = v_at(vb, j + ks + KSL * u, cl + CL * c, khi); }\n"
-      "    }\n" + load;
+  // The loads of the pass from key j (into the _n registers), indented by `in`.
+  auto load_pass = [&](const std::string& in) {
+    std::string text = "for (var t = 0u; t < TD; t = t + 1u) { nk[t] = k_at(kb, ld + LD * t, j + kk, khi); }\n"
+                       "for (var u = 0u; u < KU; u = u + 1u) {\n"
+                       "  for (var c = 0u; c < VC; c = c + 1u) { nv[u * VC + c] = v_at(vb, j + ks + KSL * u, cl + CL * c, khi); }\n"
+                       "}\n" + load;
+    std::string r;
+    for (size_t at = 0, nl; at < text.size(); at = nl + 1) {
+      nl = text.find('\n', at);
+      r += in + text.substr(at, nl - at + 1);
+    }
+    return r;
+  };
   w += "  var acc: array<f32, " + u32_lit(d.rows * d.groups) + ">;  // [row][column group]\n"
        "  var nk: array<f32, TD>;\n  var ck: array<f32, TD>;\n"
        "  var nv: array<f32, " + u32_lit(d.key_share() * d.groups) + ">;\n"
        "  var cv: array<f32, " + u32_lit(d.key_share() * d.groups) + ">;\n" + regs +
-       "  {\n    let j = klo;\n" + load_pass + "  }\n"
+       "  {\n    let j = klo;\n" + load_pass("    ") + "  }\n"
        "  workgroupBarrier();\n"
        "  for (var ps = 0u; ps < np; ps = ps + 1u) {\n"
        "    let j0 = klo + ps * KP;\n"
        "    ck = nk;\n    cv = nv;\n" + next +
-       "    if (ps + 1u < np) {\n      let j = j0 + KP;\n" + load_pass + "    }\n"
+       "    if (ps + 1u < np) {\n      let j = j0 + KP;\n" + load_pass("      ") + "    }\n"
        "    // This invocation's share of its key's R dot products.\n"
        "    for (var r = 0u; r < R; r = r + 1u) {\n"
        "      var a = 0.0;\n"
