@@ -5,11 +5,15 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
+#include <tuple>
 
 #include "model_builder.h"
 #include "one_node.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
 
 using namespace onnxgpu;
 using onnxgpu::testing::ModelBuilder;
@@ -207,4 +211,298 @@ TEST(RuntimeAttention, Float16AttentionRunsAsItsParts) {
   Plan p = check("float16", b.bytes(), {{"q", half({H, L, D}, 14)}, {"kt", half({H, D, L}, 15)}, {"v", half({H, L, D}, 16)}},
                  5e-3, 1e-3);
   EXPECT_EQ(p.dispatches, 3);
+}
+
+// ---- Decode steps: the split's kernel (attention_core.cpp's decode kernel, or the general tile with
+// ONNXGPU_ATTENTION_DECODE=0) over key counts that grow in one session (each recorded or refreshed,
+// then replayed): a single key, counts below, at and past a pass (32 keys) or a chunk, chunks of
+// several passes (5000 keys: 53 chunks of 96), D = 80 and Dv = 48, score inputs, key ranges, rows
+// without keys, NaN and inf.
+
+namespace {
+
+using Feeds = std::unordered_map<std::string, Tensor>;
+
+struct Step {
+  std::string what;
+  Feeds feeds;
+};
+
+// One GPU session runs every step twice against the CPU reference; no node may fall back to the CPU.
+void check_steps(const std::string& what, const std::string& model, const std::vector<Step>& steps, double rtol = 1e-4,
+                 double atol = 1e-5) {
+  SessionOptions cpu;
+  cpu.ep = "cpu";
+  Session c = Session::from_bytes(model, cpu);
+  Session g = Session::from_bytes(model, onnxgpu::testing::webgpu_options());
+  for (const Step& s : steps) {
+    auto want = c.run(s.feeds);
+    for (int run = 0; run < 2; ++run) {
+      auto got = g.run(s.feeds);
+      ASSERT_EQ(got.size(), want.size()) << what << " " << s.what;
+      for (size_t k = 0; k < got.size(); ++k) {
+        auto r = runtime::compare_tensors(got[k], want[k], {rtol, atol});
+        EXPECT_TRUE(r.passed) << what << " " << s.what << " (run " << run + 1 << ", output " << k << "): " << r.message;
+      }
+      EXPECT_EQ(g.last_plan().cpu_nodes, 0) << what << " " << s.what;
+    }
+    EXPECT_TRUE(g.last_plan().replayed) << what << " " << s.what;
+  }
+}
+
+// The key counts of the decode tests.
+const std::vector<int64_t> kDecodeKeys{1, 20, 32, 33, 100, 1000, 5000};
+
+Tensor bools(const Shape& shape, uint32_t seed, int false_in) {
+  Tensor t(DType::Bool, shape);
+  std::mt19937 rng(seed);
+  auto* b = static_cast<uint8_t*>(t.raw());
+  for (int64_t i = 0; i < t.numel(); ++i) b[i] = rng() % uint32_t(false_in) != 0;
+  return t;
+}
+
+std::string with_import(const std::string& model, const std::string& domain) {
+  onnx::ModelProto m;
+  m.ParseFromString(model);
+  auto* d = m.add_opset_import();
+  d->set_domain(domain);
+  d->set_version(1);
+  return m.SerializeAsString();
+}
+
+}  // namespace
+
+// The fused attention of plain ops (BERT's shape above, one query row): K read along D (a Transpose
+// folded), a mask as a score input (every 7th key at -10000), batch 1's last head over V rows of +inf at
+// key 8, batch 0 fully masked (-inf: NaN rows, as on the CPU) at 100 keys, a NaN in V at 1000 keys (a NaN
+// in K, a NaN score, is not tested: SwiftShader loses it in both the decode kernel and the general tile).
+TEST(RuntimeAttention, DecodeStepsOverGrowingKeys) {
+  SKIP_WITHOUT_GPU();
+  const int64_t B = 2, H = 3, D = 80, Dv = 48;
+  ModelBuilder b;
+  b.input("q", DType::Float32, {B, 1, H, D}).input("k", DType::Float32, {B, -1, H, D});
+  b.input("v", DType::Float32, {B, -1, H, Dv}).input("mask", DType::Float32, {B, 1, 1, -1});
+  b.output("y", DType::Float32);
+  b.initializer("scale", Tensor::from_vector<float>({}, {std::sqrt(float(D))}));
+  ints(b.node("Transpose", {"q"}, {"qh"}), "perm", {0, 2, 1, 3});
+  ints(b.node("Transpose", {"k"}, {"kt"}), "perm", {0, 2, 3, 1});
+  ints(b.node("Transpose", {"v"}, {"vh"}), "perm", {0, 2, 1, 3});
+  b.node("MatMul", {"qh", "kt"}, {"s"});
+  b.node("Div", {"s", "scale"}, {"sd"});
+  b.node("Add", {"sd", "mask"}, {"sm"});
+  ModelBuilder::attr(b.node("Softmax", {"sm"}, {"p"}), "axis", -1);
+  b.node("MatMul", {"p", "vh"}, {"o"});
+  ints(b.node("Transpose", {"o"}, {"y"}), "perm", {0, 2, 1, 3});
+  std::vector<Step> steps;
+  for (int64_t lk : kDecodeKeys) {
+    Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));
+    for (int64_t j = 0; j < lk; j += 7) mask.data<float>()[j] = -10000.0f;
+    if (lk == 100)
+      for (int64_t j = 0; j < lk; ++j) mask.data<float>()[j] = -std::numeric_limits<float>::infinity();
+    Tensor k = floats({B, lk, H, D}, uint32_t(lk), 2.0f), v = floats({B, lk, H, Dv}, uint32_t(lk) + 1);
+    if (lk == 1000) v.data<float>()[((0 * lk + 500) * H + 1) * Dv + 0] = std::nanf("");
+    if (lk > 8)
+      for (int64_t c = 0; c < Dv; ++c) v.data<float>()[((1 * lk + 8) * H + 2) * Dv + c] = std::numeric_limits<float>::infinity();
+    steps.push_back({std::to_string(lk) + " keys",
+                     {{"q", floats({B, 1, H, D}, uint32_t(lk) + 2, 2.0f)}, {"k", k}, {"v", v}, {"mask", mask}}});
+  }
+  check_steps("fused", b.bytes(), steps);
+}
+
+// GPT-2's layout: K as [D, keys] (keys contiguous), V transposed in place (keys contiguous too), a
+// scale and a causal Where over a bool condition broadcast from [keys] (a bool score input).
+TEST(RuntimeAttention, DecodeStepsKeysContiguous) {
+  SKIP_WITHOUT_GPU();
+  const int64_t H = 2, D = 80, Dv = 48;
+  ModelBuilder b;
+  b.input("q", DType::Float32, {1, H, 1, D}).input("kt", DType::Float32, {1, H, D, -1});
+  b.input("vt", DType::Float32, {1, H, Dv, -1}).input("future", DType::Bool, {-1});
+  b.output("y", DType::Float32);
+  b.initializer("scale", Tensor::from_vector<float>({1}, {0.125f}));
+  b.initializer("neg", Tensor::from_vector<float>({}, {std::numeric_limits<float>::lowest()}));
+  ints(b.node("Transpose", {"vt"}, {"v"}), "perm", {0, 1, 3, 2});
+  b.node("MatMul", {"q", "kt"}, {"s"});
+  b.node("Mul", {"s", "scale"}, {"ss"});
+  b.node("Where", {"future", "neg", "ss"}, {"sw"});
+  b.node("Softmax", {"sw"}, {"p"});
+  b.node("MatMul", {"p", "v"}, {"y"});
+  std::vector<Step> steps;
+  for (int64_t lk : kDecodeKeys) {
+    Tensor kt = floats({1, H, D, lk}, uint32_t(lk) + 3);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t j = 0; j < lk; ++j) kt.data<float>()[(h * D + d) * lk + j] += 0.01f * float(j % 300);  // moving maxima
+    steps.push_back({std::to_string(lk) + " keys",
+                     {{"q", floats({1, H, 1, D}, uint32_t(lk) + 4)}, {"kt", kt}, {"vt", floats({1, H, Dv, lk}, uint32_t(lk) + 5)},
+                      {"future", bools({lk}, uint32_t(lk), 5)}}});
+  }
+  check_steps("keys contiguous", b.bytes(), steps);
+}
+
+// GroupQueryAttention decode steps: the 4 query heads of a KV head as the rows (Lq 4), head size 80,
+// a past growing in one session, batch 1's sequence shorter (seqlens_k; a single key at first). With a
+// local window (a key range that starts inside a chunk), softcap and smooth softmax (a sink); or with an
+// attention bias (a score input per row) and head sinks.
+TEST(RuntimeAttention, DecodeStepsGroupQueryAttention) {
+  SKIP_WITHOUT_GPU();
+  const int64_t B = 2, N = 8, Nkv = 2, H = 80;
+  for (bool bias : {false, true}) {
+    ModelBuilder b;
+    b.input("query", DType::Float32, {B, 1, N * H}).input("key", DType::Float32, {B, 1, Nkv * H});
+    b.input("value", DType::Float32, {B, 1, Nkv * H}).input("past_key", DType::Float32, {B, Nkv, -1, H});
+    b.input("past_value", DType::Float32, {B, Nkv, -1, H}).input("seqlens_k", DType::Int32, {B});
+    b.input("total_sequence_length", DType::Int32, {});
+    std::vector<std::string> in{"query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length"};
+    if (bias) {
+      b.input("attention_bias", DType::Float32, {B, N, 1, -1}).input("head_sink", DType::Float32, {N});
+      in.insert(in.end(), {"", "", "", "attention_bias", "head_sink"});
+    }
+    b.output("output", DType::Float32);
+    auto& n = b.node("GroupQueryAttention", in, {"output"});
+    n.set_domain("com.microsoft");
+    ModelBuilder::attr(n, "num_heads", N);
+    ModelBuilder::attr(n, "kv_num_heads", Nkv);
+    if (!bias) {
+      ModelBuilder::attr(n, "local_window_size", 40);
+      ModelBuilder::attr(n, "smooth_softmax", 1);
+      auto* a = n.add_attribute();
+      a->set_name("softcap");
+      a->set_type(onnx::AttributeProto_AttributeType_FLOAT);
+      a->set_f(2.0f);
+    }
+    std::vector<Step> steps;
+    for (int64_t past : {1, 31, 64, 200, 1200, 2100}) {
+      const int64_t total = past + 1;
+      Feeds f{{"query", floats({B, 1, N * H}, uint32_t(past))},
+              {"key", floats({B, 1, Nkv * H}, uint32_t(past) + 1)},
+              {"value", floats({B, 1, Nkv * H}, uint32_t(past) + 2)},
+              {"past_key", floats({B, Nkv, past, H}, uint32_t(past) + 3)},
+              {"past_value", floats({B, Nkv, past, H}, uint32_t(past) + 4)},
+              {"seqlens_k", Tensor::from_vector<int32_t>({B}, {int32_t(past), int32_t(past / 3)})},
+              {"total_sequence_length", Tensor::from_vector<int32_t>({}, {int32_t(total)})}};
+      if (bias) {
+        f["attention_bias"] = floats({B, N, 1, total}, uint32_t(past) + 5, 3.0f);
+        f["head_sink"] = floats({N}, uint32_t(past) + 6);
+      }
+      steps.push_back({"past " + std::to_string(past), f});
+    }
+    check_steps(bias ? "gqa bias, sinks" : "gqa window, softcap, smooth", with_import(b.bytes(), "com.microsoft"), steps,
+                1e-4, 1e-4);
+  }
+}
+
+// ONNX Attention (opset 24) decode steps: 4 query heads over 2 KV heads (Lq 4), D 80, Dv 48, a bool
+// mask per head and key (a score input; some rows lose every key: 0), nonpad_kv_seqlen read at run time
+// (batch 0: no key at all, its rows 0; batch 1: all but the last 3 keys).
+TEST(RuntimeAttention, DecodeStepsOnnxAttention) {
+  SKIP_WITHOUT_GPU();
+  const int64_t B = 2, Nq = 4, Nkv = 2, D = 80, Dv = 48;
+  ModelBuilder b(24);
+  b.input("Q", DType::Float32, {B, Nq, 1, D}).input("K", DType::Float32, {B, Nkv, -1, D});
+  b.input("V", DType::Float32, {B, Nkv, -1, Dv}).input("attn_mask", DType::Bool, {B, Nq, 1, -1});
+  b.input("nonpad_kv_seqlen", DType::Int64, {B});
+  b.output("Y", DType::Float32);
+  b.node("Attention", {"Q", "K", "V", "attn_mask", "", "", "nonpad_kv_seqlen"}, {"Y"});
+  std::vector<Step> steps;
+  for (int64_t lk : kDecodeKeys) {
+    steps.push_back({std::to_string(lk) + " keys",
+                     {{"Q", floats({B, Nq, 1, D}, uint32_t(lk) + 7)},
+                      {"K", floats({B, Nkv, lk, D}, uint32_t(lk) + 8)},
+                      {"V", floats({B, Nkv, lk, Dv}, uint32_t(lk) + 9)},
+                      {"attn_mask", bools({B, Nq, 1, lk}, uint32_t(lk) + 10, lk < 40 ? 2 : 4)},
+                      {"nonpad_kv_seqlen", Tensor::from_vector<int64_t>({B}, {0, std::max<int64_t>(lk - 3, 1)})}}});
+  }
+  check_steps("onnx attention", b.bytes(), steps, 1e-4, 1e-4);
+}
+
+// MultiHeadAttention (com.microsoft) decode steps: one query row per head, Dv 48 (its own head size),
+// a key padding mask of int32 values (a score input) that hides batch 1's last keys.
+TEST(RuntimeAttention, DecodeStepsMultiHeadAttention) {
+  SKIP_WITHOUT_GPU();
+  const int64_t B = 2, N = 2, H = 80, Hv = 48;
+  ModelBuilder b;
+  b.input("query", DType::Float32, {B, 1, N * H}).input("key", DType::Float32, {B, -1, N * H});
+  b.input("value", DType::Float32, {B, -1, N * Hv}).input("key_padding_mask", DType::Int32, {B, -1});
+  b.output("output", DType::Float32);
+  auto& n = b.node("MultiHeadAttention", {"query", "key", "value", "", "key_padding_mask"}, {"output"});
+  n.set_domain("com.microsoft");
+  ModelBuilder::attr(n, "num_heads", N);
+  std::vector<Step> steps;
+  for (int64_t lk : kDecodeKeys) {
+    std::vector<int32_t> m(size_t(B * lk), 1);
+    for (int64_t j = lk / 2 + 1; j < lk; ++j) m[size_t(lk + j)] = 0;
+    steps.push_back({std::to_string(lk) + " keys",
+                     {{"query", floats({B, 1, N * H}, uint32_t(lk) + 11)},
+                      {"key", floats({B, lk, N * H}, uint32_t(lk) + 12)},
+                      {"value", floats({B, lk, N * Hv}, uint32_t(lk) + 13)},
+                      {"key_padding_mask", Tensor::from_vector<int32_t>({B, lk}, m)}}});
+  }
+  check_steps("mha", with_import(b.bytes(), "com.microsoft"), steps, 1e-4, 1e-4);
+}
+
+// Which kernels a split gets, from the device's limits and the shapes (no device needed): the decode
+// kernel and its combine (256 invocations, or 128 where the device allows no more or its workgroup
+// memory is short), the general tile with the decode kernel's combine where the decode kernel does not
+// fit (D > 512).
+TEST(RuntimeAttention, DecodeKernelChoice) {
+  if (std::getenv("ONNXGPU_ATTENTION_DECODE")) GTEST_SKIP() << "ONNXGPU_ATTENTION_DECODE is set";
+  webgpu::Limits limits;
+  limits.max_compute_invocations_per_workgroup = 256;
+  limits.max_compute_workgroup_size_x = 256;
+  limits.max_compute_workgroup_storage_size = 16384;
+  limits.max_compute_workgroups_per_dimension = 65535;
+  limits.max_storage_buffers_per_shader_stage = 8;
+  // MultiHeadAttention of `heads` heads of D (and Dv): `rows` query rows over `keys` keys.
+  auto programs = [&](int64_t rows, int64_t keys, int64_t heads, int64_t d, int64_t dv, const webgpu::Limits& l) {
+    ir::Node node;
+    node.name = "mha";
+    node.op_type = "MultiHeadAttention";
+    node.domain = ir::kMsDomain;
+    node.inputs = {"q", "k", "v"};
+    node.outputs = {"y"};
+    ir::Attribute n;
+    n.kind = ir::Attribute::Kind::Int;
+    n.i = heads;
+    node.attrs["num_heads"] = n;
+    Int64Policy policy;
+    webgpu::GpuKernelContext ctx(node, 17, policy, l,
+                                 {{DType::Float32, {1, rows, heads * d}},
+                                  {DType::Float32, {1, keys, heads * d}},
+                                  {DType::Float32, {1, keys, heads * dv}}});
+    (*webgpu::gpu_registry().find("MultiHeadAttention", ir::kMsDomain))(ctx);
+    std::vector<std::tuple<std::string, uint32_t, uint32_t>> r;  // name, workgroup size, workgroups
+    for (const auto& x : ctx.dispatches) r.push_back({x.program.name(), x.program.workgroup_size(), x.x * x.y * x.z});
+    return r;
+  };
+  auto has = [](const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; };
+  // GPT-2's decode step: 12 heads of 64 over 1000 keys: 32 chunks of 32 keys per head.
+  auto gpt2 = programs(1, 1000, 12, 64, 64, limits);
+  ASSERT_EQ(gpt2.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(gpt2[0]), "_decode")) << std::get<0>(gpt2[0]);
+  EXPECT_EQ(std::get<1>(gpt2[0]), 256u);
+  EXPECT_EQ(std::get<2>(gpt2[0]), 12u * 32u);
+  EXPECT_TRUE(has(std::get<0>(gpt2[1]), "_merge")) << std::get<0>(gpt2[1]);
+  EXPECT_EQ(std::get<2>(gpt2[1]), 12u);  // a workgroup per (head, row, 64 columns)
+  // 8 rows of 256: too much workgroup memory for 256 invocations, fits 128.
+  auto wide = programs(8, 300, 2, 256, 256, limits);
+  ASSERT_EQ(wide.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(wide[0]), "_decode")) << std::get<0>(wide[0]);
+  EXPECT_EQ(std::get<1>(wide[0]), 128u);
+  EXPECT_EQ(std::get<2>(wide[1]), 2u * 8u * 4u);
+  webgpu::Limits small = limits;
+  small.max_compute_invocations_per_workgroup = 128;
+  auto narrow = programs(1, 1000, 12, 64, 64, small);
+  ASSERT_EQ(narrow.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(narrow[0]), "_decode")) << std::get<0>(narrow[0]);
+  EXPECT_EQ(std::get<1>(narrow[0]), 128u);
+  EXPECT_EQ(std::get<1>(narrow[1]), 128u);
+  // Heads of 600: the general tile (its split), then the decode kernel's combine.
+  auto big = programs(1, 100, 1, 600, 64, limits);
+  ASSERT_EQ(big.size(), 2u);
+  EXPECT_TRUE(has(std::get<0>(big[0]), "_split")) << std::get<0>(big[0]);
+  EXPECT_TRUE(has(std::get<0>(big[1]), "_merge")) << std::get<0>(big[1]);
+  // More rows than a split takes: the general tile alone.
+  auto prompt = programs(9, 100, 2, 64, 64, limits);
+  ASSERT_EQ(prompt.size(), 1u);
+  EXPECT_FALSE(has(std::get<0>(prompt[0]), "_decode") || has(std::get<0>(prompt[0]), "_split")) << std::get<0>(prompt[0]);
 }

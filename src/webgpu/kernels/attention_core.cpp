@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "webgpu/kernels/reduce_util.h"
 
@@ -14,10 +15,14 @@ using strided::Layout;
 constexpr uint32_t kCols = 64;  // DV: output columns per workgroup (4 per lane)
 
 // $ONNXGPU_ATTENTION_ROWS=8, $ONNXGPU_ATTENTION_KEYS=64 and $ONNXGPU_ATTENTION_CHUNK=<keys>, read once:
-// tile shapes and a split's smallest chunk, for measuring.
+// tile shapes and a split's smallest chunk, for measuring. $ONNXGPU_ATTENTION_DECODE: a split's kernels
+// ("0": the general tile and its combine, as before the decode kernel; "combine": the general tile with
+// the decode kernel's combine; default: the decode kernel and its combine).
+enum class DecodeKnob { Tile, TileNewCombine, Decode };
 struct TileKnobs {
   bool rows8 = false, keys64 = false;
   uint32_t chunk = 0;  // 0: the default
+  DecodeKnob decode = DecodeKnob::Decode;
 };
 const TileKnobs& tile_knobs() {
   static const TileKnobs knobs = [] {
@@ -26,8 +31,11 @@ const TileKnobs& tile_knobs() {
       return e && std::string(e) == value;
     };
     const char* chunk = std::getenv("ONNXGPU_ATTENTION_CHUNK");
+    DecodeKnob decode = is("ONNXGPU_ATTENTION_DECODE", "0")         ? DecodeKnob::Tile
+                        : is("ONNXGPU_ATTENTION_DECODE", "combine") ? DecodeKnob::TileNewCombine
+                                                                    : DecodeKnob::Decode;
     return TileKnobs{is("ONNXGPU_ATTENTION_ROWS", "8"), is("ONNXGPU_ATTENTION_KEYS", "64"),
-                     chunk ? uint32_t(std::strtoul(chunk, nullptr, 10)) : 0u};
+                     chunk ? uint32_t(std::strtoul(chunk, nullptr, 10)) : 0u, decode};
   }();
   return knobs;
 }
@@ -61,20 +69,21 @@ Tile choose_tile(const GpuKernelContext& ctx, bool few_rows) {
   return t;
 }
 
-// The keys of a split: NC chunks of CK keys (a multiple of BK), at least kMinChunk keys a chunk
-// ($ONNXGPU_ATTENTION_CHUNK) and at most 64 chunks.
+// The keys of a split: NC chunks of CK keys (a multiple of `pass`: the tile's BK, or the decode kernel's
+// KP), at least kMinChunk keys a chunk ($ONNXGPU_ATTENTION_CHUNK) and at most kMaxChunks chunks.
 struct Split {
   uint32_t chunks = 1, keys = 0;
 };
 // 32 keys (one block): on the H200 a decode loop's step took 1.80 ms at 32, 1.95 at 64, 2.03 at 128
 // (gpt2_kv, past 128 -> 384), and the GenAI-style decoder's 2.64 / 2.67 / 2.84 ms.
 constexpr uint64_t kMinChunk = 32;
-Split choose_split(const Spec& s, const Tile& t) {
+constexpr uint32_t kMaxChunks = 64;
+Split choose_split(const Spec& s, uint32_t pass) {
   Split sp;
   const uint64_t lk = uint64_t(std::max<int64_t>(s.Lk, 1));
   const uint64_t least = tile_knobs().chunk ? tile_knobs().chunk : kMinChunk;
-  uint64_t per = std::max<uint64_t>(least, (lk + 63) / 64);
-  per = (per + t.keys - 1) / t.keys * t.keys;
+  uint64_t per = std::max<uint64_t>(least, (lk + kMaxChunks - 1) / kMaxChunks);
+  per = (per + pass - 1) / pass * pass;
   sp.chunks = uint32_t((lk + per - 1) / per);
   sp.keys = uint32_t(per);
   return sp;
@@ -353,6 +362,287 @@ void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRe
   ctx.dispatch(p, {po, pml, s.y.t.ref});
 }
 
+// ---- The decode kernel: a split's few rows (R = Lq <= 8) over a chunk of keys, every invocation busy.
+//
+// One workgroup of NT invocations per (batch element, chunk). Q's R rows are staged once. The chunk's
+// keys go in passes of KP: each invocation loads TD of D of one key (LD lanes a key, along K's
+// contiguous axis) and the V values it multiplies (KU keys of the pass x VC columns groups of CL), a
+// pass ahead, into registers; its R partial dot products are summed by the R x KP invocations that
+// then apply the score and the online softmax (the general tile's formulas), whose probabilities and
+// corrections the P V invocations (CL columns x KSL key slices) read from workgroup memory. At the
+// end the key slices' partial outputs are summed and written as the split's partial output, shift and
+// sum, which the combine merges.
+struct DecodeTile {
+  uint32_t threads = 0;  // NT
+  uint32_t rows = 0;     // R
+  uint32_t lanes = 0;    // LD: invocations per key in the dot products
+  uint32_t depth = 0;    // TD: D's values per invocation and key
+  uint32_t cols = 0;     // CL: output columns per P V group
+  uint32_t groups = 0;   // VC: column groups (Dv / CL, rounded up)
+  uint32_t keys() const { return threads / lanes; }  // KP: keys per pass
+  uint32_t slices() const { return threads / cols; }  // KSL: key slices in P V
+  uint32_t key_share() const { return cols / lanes; }  // KU = KP / KSL: keys per invocation and pass in P V
+  uint32_t shared_floats() const {
+    return rows * depth * lanes + rows * (threads + lanes) + 2 * rows * keys() + rows;
+  }
+};
+
+// NT: 256 invocations where the device allows them, else 128. LD: 8, doubled while TD would pass 16
+// (D <= 128: 8, so KP = 32 keys a pass; D <= 256: 16), at most 32. CL: 64 columns (Dv's power of two
+// when smaller, at least LD). Nothing (the general tile runs) where the registers (TD, KU x VC, R x VC
+// at most 32 each) or workgroup memory do not fit.
+std::optional<DecodeTile> choose_decode(const GpuKernelContext& ctx, const Spec& s) {
+  const Limits& lim = ctx.limits;
+  const uint32_t inv = lim.max_compute_invocations_per_workgroup ? lim.max_compute_invocations_per_workgroup : 256;
+  const uint32_t wx = lim.max_compute_workgroup_size_x ? lim.max_compute_workgroup_size_x : 256;
+  const uint32_t mem = lim.max_compute_workgroup_storage_size ? lim.max_compute_workgroup_storage_size : 16384;
+  if (s.D < 1 || s.D > 512 || s.Dv < 1 || s.Lq < 1 || s.Lq > 8) return std::nullopt;
+  for (uint32_t nt : {256u, 128u}) {
+    if (nt > std::min(inv, wx)) continue;
+    DecodeTile d;
+    d.threads = nt;
+    d.rows = uint32_t(s.Lq);
+    d.lanes = 8;
+    while (d.lanes < 32 && uint64_t(d.lanes) * 16 < uint64_t(s.D)) d.lanes *= 2;
+    d.depth = uint32_t((uint64_t(s.D) + d.lanes - 1) / d.lanes);
+    uint32_t cols = 1;
+    while (cols < 64 && cols < uint64_t(s.Dv)) cols *= 2;
+    d.cols = std::max(cols, d.lanes);
+    d.groups = uint32_t((uint64_t(s.Dv) + d.cols - 1) / d.cols);
+    if (d.cols > nt || d.keys() < d.rows || d.depth > 32 || d.key_share() * d.groups > 32 || d.rows * d.groups > 32)
+      continue;
+    if (4 * uint64_t(d.shared_floats()) + 8 > mem) continue;
+    return d;
+  }
+  return std::nullopt;
+}
+
+// The decode kernel's constants, workgroup arrays and accessors (K and V read only below `hi`: the
+// chunk's last key, so that nothing past a row's keys enters a product, even as 0 x NaN).
+std::string decode_decls(const DecodeTile& d) {
+  return "const NT: u32 = " + u32_lit(d.threads) + ";\nconst R: u32 = " + u32_lit(d.rows) + ";\nconst LD: u32 = " +
+         u32_lit(d.lanes) + ";\nconst KP: u32 = " + u32_lit(d.keys()) + ";\nconst TD: u32 = " + u32_lit(d.depth) +
+         ";\nconst DP: u32 = " + u32_lit(d.depth * d.lanes) + ";  // Qs's row stride\nconst CL: u32 = " +
+         u32_lit(d.cols) + ";\nconst KSL: u32 = " + u32_lit(d.slices()) + ";\nconst KU: u32 = " + u32_lit(d.key_share()) +
+         ";\nconst VC: u32 = " + u32_lit(d.groups) + ";\n"
+         "const RS: u32 = KP + 1u;  // red's stride per (row, lane) in the dot products (padded)\n"
+         "var<workgroup> Qs: array<f32, " + u32_lit(d.rows * d.depth * d.lanes) + ">;  // [row][d]\n"
+         "// The partial dot products [row][lane][key], then the key slices' partial outputs [slice][row][col].\n"
+         "var<workgroup> red: array<f32, " + u32_lit(d.rows * (d.threads + d.lanes)) + ">;\n"
+         "var<workgroup> Ss: array<f32, " + u32_lit(d.rows * d.keys()) + ">;  // the pass's scores [row][key], then the sums\n"
+         "var<workgroup> Ps: array<f32, " + u32_lit(d.rows * d.keys()) + ">;  // the pass's probabilities [row][key]\n"
+         "var<workgroup> Cs: array<f32, " + u32_lit(d.rows) + ">;  // each row's correction of what was summed\n"
+         "var<workgroup> wg_keys: vec2<u32>;  // the workgroup's keys [lo, hi)\n"
+         "fn fmax_nan(a: f32, b: f32) -> f32 { return select(a, b, b > a); }\n"
+         "fn q_at(base: u32, i: u32, c: u32) -> f32 {\n"
+         "  let ok = i < Lq() && c < D();\n"
+         "  return select(0.0, q_load(select(0u, base + i * q_sr() + c * q_sc(), ok)), ok);\n}\n"
+         "fn k_at(base: u32, c: u32, j: u32, hi: u32) -> f32 {\n"
+         "  let ok = c < D() && j < hi;\n"
+         "  return select(0.0, k_load(select(0u, base + c * k_sr() + j * k_sc(), ok)), ok);\n}\n"
+         "fn v_at(base: u32, j: u32, c: u32, hi: u32) -> f32 {\n"
+         "  let ok = j < hi && c < Dv();\n"
+         "  return select(0.0, v_load(select(0u, base + j * v_sr() + c * v_sc(), ok)), ok);\n}\n";
+}
+
+std::string decode_body(const DecodeTile& d, const Spec& s) {
+  // Lanes along each operand's contiguous axis: K's keys or its D, V's columns or its keys.
+  const std::string k_lane = s.k.layout.s_col == 1 ? "  let kk = lid % KP;\n  let ld = lid / KP;\n"
+                                                   : "  let kk = lid / LD;\n  let ld = lid % LD;\n";
+  const std::string v_lane = s.v.layout.s_col == 1 || s.v.layout.s_row != 1 ? "  let cl = lid % CL;\n  let ks = lid / CL;\n"
+                                                                             : "  let ks = lid % KSL;\n  let cl = lid / KSL;\n";
+  // The score inputs: this invocation's (row fr, key fk) value, loaded a pass ahead (_n) and used (_c).
+  std::string regs, load, next, args;
+  for (const ScoreInput& x : s.inputs) {
+    const std::string& n = x.name;
+    regs += "  var " + n + "_n: " + x.type + ";\n  var " + n + "_c: " + x.type + ";\n";
+    load += n + "_n = " + n + "_in_load(select(0u, " + n + "_row + (j + fk) * " + n + "_sc(), j + fk < " + x.keys + "));\n";
+    next += "    " + n + "_c = " + n + "_n;\n";
+    args += ", " + n + "_c";
+  }
+  std::string ok = "i < Lq() && key < khi";
+  if (s.key_range) ok += " && key >= kr.x && key < kr.y";
+  std::string w =
+      "  let zc = wid.z;\n  let z = zc / NC();\n  let chunk = zc % NC();\n"
+      "  let qb = q_boff(z);\n  let kb = k_boff(z);\n  let vb = v_boff(z);\n" + k_lane + v_lane +
+      "  // The softmax's invocations: row fr, key fk of the pass (fo: one of the R x KP).\n"
+      "  let fr = lid / KP;\n  let fk = lid % KP;\n  let fo = fr < R;\n  let i = fr;\n" +
+      score_wgsl(s).bases +
+      "  for (var g = lid; g < R * DP; g = g + NT) { Qs[g] = q_at(qb, g / DP, g % DP); }\n"
+      "  var klo = 0u;\n  var khi = Lk();\n";
+  if (s.key_range)
+    w += "  let kr = key_range(z, min(i, Lq() - 1u));\n"
+         "  if (lid == 0u) { wg_keys = block_keys(z, 0u, Lq() - 1u); }\n"
+         "  let wk = workgroupUniformLoad(&wg_keys);\n"
+         "  klo = wk.x;\n  khi = min(wk.y, Lk());\n";
+  w += "  klo = max(klo, chunk * CK());\n  khi = min(khi, (chunk + 1u) * CK());\n"
+       "  let np = select(0u, (khi - klo + KP - 1u) / KP, khi > klo);  // passes\n";
+  // The running maximum, shift and sum (the sink's logit, counted once per row: in the first chunk).
+  if (s.sink)
+    w += "  let sink = sink_of(z, min(i, Lq() - 1u));\n"
+         "  var m = select(-f32_inf(), sink, chunk == 0u);\n"
+         "  var sh = select(0.0, sink, chunk == 0u);\n"
+         "  var l = select(0.0, 1.0, chunk == 0u && fk == 0u);\n";
+  else
+    w += "  var m = -f32_inf();\n  var sh = 0.0;\n  var l = 0.0;\n";
+  // The loads of the pass from key j (into the _n registers), indented by `in`.
+  auto load_pass = [&](const std::string& in) {
+    std::string text = "for (var t = 0u; t < TD; t = t + 1u) { nk[t] = k_at(kb, ld + LD * t, j + kk, khi); }\n"
+                       "for (var u = 0u; u < KU; u = u + 1u) {\n"
+                       "  for (var c = 0u; c < VC; c = c + 1u) { nv[u * VC + c] = v_at(vb, j + ks + KSL * u, cl + CL * c, khi); }\n"
+                       "}\n" + load;
+    std::string r;
+    for (size_t at = 0, nl; at < text.size(); at = nl + 1) {
+      nl = text.find('\n', at);
+      r += in + text.substr(at, nl - at + 1);
+    }
+    return r;
+  };
+  w += "  var acc: array<f32, " + u32_lit(d.rows * d.groups) + ">;  // [row][column group]\n"
+       "  var nk: array<f32, TD>;\n  var ck: array<f32, TD>;\n"
+       "  var nv: array<f32, " + u32_lit(d.key_share() * d.groups) + ">;\n"
+       "  var cv: array<f32, " + u32_lit(d.key_share() * d.groups) + ">;\n" + regs +
+       "  {\n    let j = klo;\n" + load_pass("    ") + "  }\n"
+       "  workgroupBarrier();\n"
+       "  for (var ps = 0u; ps < np; ps = ps + 1u) {\n"
+       "    let j0 = klo + ps * KP;\n"
+       "    ck = nk;\n    cv = nv;\n" + next +
+       "    if (ps + 1u < np) {\n      let j = j0 + KP;\n" + load_pass("      ") + "    }\n"
+       "    // This invocation's share of its key's R dot products.\n"
+       "    for (var r = 0u; r < R; r = r + 1u) {\n"
+       "      var a = 0.0;\n"
+       "      for (var t = 0u; t < TD; t = t + 1u) { a = fma(Qs[r * DP + ld + LD * t], ck[t], a); }\n"
+       "      red[(r * LD + ld) * RS + kk] = a;\n"
+       "    }\n"
+       "    workgroupBarrier();\n"
+       "    var e = -f32_inf();\n"
+       "    if (fo) {\n"
+       "      var p = 0.0;\n"
+       "      for (var t = 0u; t < LD; t = t + 1u) { p = p + red[(fr * LD + t) * RS + fk]; }\n"
+       "      let key = j0 + fk;\n"
+       "      e = score_of(p, " + ok + ", z, i, key" + args + ");\n"
+       "      Ss[lid] = e;\n"
+       "    }\n"
+       "    workgroupBarrier();\n"
+       "    if (fo) {\n"
+       "      var bm = -f32_inf();\n"
+       "      for (var t = 0u; t < KP; t = t + 1u) { bm = fmax_nan(bm, Ss[fr * KP + t]); }\n"
+       "      let m_new = max(m, bm);\n"
+       "      let old_shift = select(m, 0.0, abs(m) == f32_inf());\n"
+       "      let shift = select(m_new, 0.0, abs(m_new) == f32_inf());\n"
+       "      // What was summed with the old shift, rescaled (nothing was while the maximum was -inf).\n"
+       "      let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
+       "      m = m_new;\n"
+       "      sh = shift;\n"
+       "      let pe = exp_shifted(e, shift);\n"
+       "      Ps[lid] = pe;\n"
+       "      l = l * corr + pe;\n"
+       "      if (fk == 0u) { Cs[fr] = corr; }\n"
+       "    }\n"
+       "    workgroupBarrier();\n"
+       "    for (var r = 0u; r < R; r = r + 1u) {\n"
+       "      let cr = Cs[r];\n"
+       "      for (var c = 0u; c < VC; c = c + 1u) {\n"
+       "        var a = acc[r * VC + c] * cr;\n"
+       "        for (var u = 0u; u < KU; u = u + 1u) { a = fma(Ps[r * KP + ks + KSL * u], cv[u * VC + c], a); }\n"
+       "        acc[r * VC + c] = a;\n"
+       "      }\n"
+       "    }\n"
+       "  }\n"
+       "  // The partial output (the key slices summed), shift and sum of each row.\n"
+       "  if (fo) { Ss[lid] = l; }\n"
+       "  for (var c = 0u; c < VC; c = c + 1u) {\n"
+       "    for (var r = 0u; r < R; r = r + 1u) { red[(ks * R + r) * CL + cl] = acc[r * VC + c]; }\n"
+       "    workgroupBarrier();\n"
+       "    for (var g = lid; g < R * CL; g = g + NT) {\n"
+       "      let r = g / CL;\n"
+       "      let col = CL * c + g % CL;\n"
+       "      var o = 0.0;\n"
+       "      for (var t = 0u; t < KSL; t = t + 1u) { o = o + red[(t * R + r) * CL + g % CL]; }\n"
+       "      if (r < Lq() && col < Dv()) { po_store((zc * Lq() + r) * Dv() + col, o); }\n"
+       "    }\n"
+       "    workgroupBarrier();\n"
+       "  }\n"
+       "  if (fo && fk == 0u && i < Lq()) {\n"
+       "    var sum = 0.0;\n"
+       "    for (var t = 0u; t < KP; t = t + 1u) { sum = sum + Ss[fr * KP + t]; }\n"
+       "    let pr = zc * Lq() + i;\n"
+       "    pml_store(2u * pr, sh);\n"
+       "    pml_store(2u * pr + 1u, sum);\n"
+       "  }\n";
+  return w;
+}
+
+// The decode kernel's combine: one workgroup per (batch element, row, 64 output columns). The chunks'
+// shifts and sums are read once into workgroup memory and weighed there (the general combine's rules:
+// chunks that summed nothing left out, NaN sums kept); then each invocation sums its key slice of
+// chunks' partial outputs (their loads issued together) and the slices are added.
+void emit_combine_rows(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count,
+                       uint32_t threads) {
+  auto p = ctx.program(s.name + "_merge", threads);
+  const uint64_t parts = z_count * sp.chunks * uint64_t(s.Lq);
+  p.input("po", DType::Float32, Shape{int64_t(parts * uint64_t(s.Dv))});
+  p.input("pml", DType::Float32, Shape{int64_t(parts * 2)});
+  p.output("y", s.y.t.dtype, Shape{int64_t(s.y.t.numel)});
+  p.uniform("Lq", uint32_t(s.Lq));
+  p.uniform("Dv", uint32_t(s.Dv));
+  p.uniform("NC", sp.chunks);
+  strided::declare(p, s.batch, {{"y", &s.y.layout}});
+  const uint32_t cs = threads / 64;
+  p.declare("const NT: u32 = " + u32_lit(threads) + ";\nconst CC: u32 = 64u;  // columns per workgroup\n"
+            "const CS: u32 = " + u32_lit(cs) + ";  // chunk slices\nconst CU: u32 = " + u32_lit(kMaxChunks / cs) +
+            ";  // chunks per slice\n"
+            "var<workgroup> Wm: array<f32, " + u32_lit(kMaxChunks) + ">;  // each chunk's shift\n"
+            "var<workgroup> Wl: array<f32, " + u32_lit(kMaxChunks) + ">;  // its sum\n"
+            "var<workgroup> Ww: array<f32, " + u32_lit(kMaxChunks) + ">;  // its weight\n"
+            "var<workgroup> red: array<f32, NT>;\n");
+  std::string value = s.empty_rows_zero ? "select(o / lsum, 0.0, lsum == 0.0)" : "o / lsum";
+  p.body("  let z = wid.z;\n"
+         "  let i = wid.y;\n"
+         "  let cc = lid % CC;\n"
+         "  let cs = lid / CC;\n"
+         "  let c = wid.x * CC + cc;\n"
+         "  let pr0 = z * NC() * Lq() + i;  // chunk k's row: pr0 + k Lq\n"
+         "  if (lid < NC()) {\n"
+         "    let pr = pr0 + lid * Lq();\n"
+         "    Wm[lid] = pml_load(2u * pr);\n"
+         "    Wl[lid] = pml_load(2u * pr + 1u);\n"
+         "  }\n"
+         "  workgroupBarrier();\n"
+         "  var mx = -f32_inf();\n"
+         "  for (var k = 0u; k < NC(); k = k + 1u) { if (Wl[k] != 0.0) { mx = max(mx, Wm[k]); } }\n"
+         "  if (lid < NC()) { Ww[lid] = select(0.0, exp(Wm[lid] - mx), Wl[lid] != 0.0); }\n"
+         "  workgroupBarrier();\n"
+         "  var part = 0.0;\n"
+         "  for (var u = 0u; u < CU; u = u + 1u) {\n"
+         "    let k = cs + CS * u;\n"
+         "    if (k < NC() && c < Dv() && Wl[k] != 0.0) { part = part + po_load((pr0 + k * Lq()) * Dv() + c) * Ww[k]; }\n"
+         "  }\n"
+         "  red[lid] = part;\n"
+         "  workgroupBarrier();\n"
+         "  if (cs == 0u && c < Dv()) {\n"
+         "    var lsum = 0.0;\n"
+         "    for (var k = 0u; k < NC(); k = k + 1u) { if (Wl[k] != 0.0) { lsum = lsum + Wl[k] * Ww[k]; } }\n"
+         "    var o = 0.0;\n"
+         "    for (var t = 0u; t < CS; t = t + 1u) { o = o + red[t * CC + cc]; }\n"
+         "    y_store(y_boff(z) + i * y_sr() + c * y_sc(), " + value + ");\n"
+         "  }\n");
+  const uint64_t gx = (uint64_t(s.Dv) + 63) / 64;
+  if (gx > max_grid(ctx) || z_count > max_grid(ctx)) ctx.unsupported("attention too large for the device's grid");
+  ctx.dispatch(p, {po, pml, s.y.t.ref}, uint32_t(gx), uint32_t(s.Lq), uint32_t(z_count));
+}
+
+// Workgroups of the combine above: 256 or 128 invocations (0: the device allows neither).
+uint32_t combine_threads(const GpuKernelContext& ctx) {
+  const Limits& lim = ctx.limits;
+  const uint32_t inv = lim.max_compute_invocations_per_workgroup ? lim.max_compute_invocations_per_workgroup : 256;
+  const uint32_t wx = lim.max_compute_workgroup_size_x ? lim.max_compute_workgroup_size_x : 256;
+  const uint32_t mem = lim.max_compute_workgroup_storage_size ? lim.max_compute_workgroup_storage_size : 16384;
+  for (uint32_t nt : {256u, 128u})
+    if (nt <= std::min(inv, wx) && 4 * (3 * kMaxChunks + nt) <= mem) return nt;
+  return 0;
+}
+
 }  // namespace
 
 void emit(GpuKernelContext& ctx, const Spec& s) {
@@ -363,9 +653,16 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   // Few rows split even into one chunk: a decode loop's growing keys then never change the program
   // (which would plan the loop anew instead of refreshing it).
   const bool split = s.split && s.Lq <= 8;
-  Tile t = choose_tile(ctx, split);
-  const Split sp = split ? choose_split(s, t) : Split{};
-  uint64_t gx = (uint64_t(s.Dv) + kCols - 1) / kCols, gy = (uint64_t(s.Lq) + t.rows - 1) / t.rows, gz = z_count * sp.chunks;
+  // A split runs the decode kernel where it fits (else, or with $ONNXGPU_ATTENTION_DECODE=0, the
+  // general tile), and the decode kernel's combine where the device allows its workgroups.
+  const DecodeKnob knob = tile_knobs().decode;
+  const std::optional<DecodeTile> dt = split && knob == DecodeKnob::Decode ? choose_decode(ctx, s) : std::nullopt;
+  const uint32_t merge = split && knob != DecodeKnob::Tile ? combine_threads(ctx) : 0;
+  Tile t = dt ? Tile{} : choose_tile(ctx, split);
+  const Split sp = split ? choose_split(s, dt ? dt->keys() : t.keys) : Split{};
+  // The decode kernel: one workgroup per (batch element, chunk); the tile: per 64 columns, RQ rows too.
+  const uint64_t gx = dt ? 1 : (uint64_t(s.Dv) + kCols - 1) / kCols, gy = dt ? 1 : (uint64_t(s.Lq) + t.rows - 1) / t.rows,
+                 gz = z_count * sp.chunks;
   if (gx > max_grid(ctx) || gy > max_grid(ctx) || gz > max_grid(ctx)) ctx.unsupported("attention too large for the device's grid");
   const size_t tensors = 4 + s.inputs.size() + s.extras.size() + (split ? 1 : 0);
   uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
@@ -374,7 +671,7 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   std::string name = s.name;
   for (const auto& [tag, m] : {std::pair<const char*, const Matrix*>{"q", &s.q}, {"k", &s.k}, {"v", &s.v}})
     name += std::string("_") + tag + (m->layout.s_col == 1 ? "r" : "c");
-  auto p = ctx.program(name + (split ? "_split" : ""), t.threads());
+  auto p = ctx.program(name + (dt ? "_decode" : split ? "_split" : ""), dt ? dt->threads : t.threads());
   p.input("q", s.q.t.dtype, Shape{int64_t(s.q.t.numel)});
   p.input("k", s.k.t.dtype, Shape{int64_t(s.k.t.numel)});
   p.input("v", s.v.t.dtype, Shape{int64_t(s.v.t.numel)});
@@ -413,10 +710,17 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   for (const ScoreInput& x : s.inputs) layouts.emplace_back(x.name, &x.layout);
   strided::declare(p, s.batch, layouts);
   ScoreWgsl score = score_wgsl(s);
-  p.declare(tile_decls(t, s) + reduce_util::kExpLog + score.fn);
-  p.body(body_wgsl(t, s, score, split));
+  if (dt) {
+    p.declare(decode_decls(*dt) + reduce_util::kExpLog + score.fn);
+    p.body(decode_body(*dt, s));
+  } else {
+    p.declare(tile_decls(t, s) + reduce_util::kExpLog + score.fn);
+    p.body(body_wgsl(t, s, score, split));
+  }
   ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(gz));
-  if (split) emit_combine(ctx, s, sp, po, pml, z_count);
+  if (!split) return;
+  if (merge) emit_combine_rows(ctx, s, sp, po, pml, z_count, merge);
+  else emit_combine(ctx, s, sp, po, pml, z_count);
 }
 
 }  // namespace onnxgpu::webgpu::attention

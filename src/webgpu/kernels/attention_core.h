@@ -16,7 +16,11 @@
 // propagates.
 //
 // A few rows over many keys (a decode step) split the keys into chunks, one workgroup each (more
-// workgroups in flight), whose partial maxima, sums and outputs a second dispatch combines.
+// workgroups in flight), whose partial maxima, sums and outputs a second dispatch combines. A split
+// runs its own kernel (program `..._decode`) where it fits: every invocation busy whatever the rows
+// (a key's dot products over D split among a few lanes, P V over output columns and key slices), the
+// chunk's K and V loaded a pass ahead straight into registers; its combine (`..._merge`) weighs the
+// chunks once per row in workgroup memory. $ONNXGPU_ATTENTION_DECODE=0 runs the general tile instead.
 #pragma once
 #include <cstdint>
 #include <string>
