@@ -1091,6 +1091,19 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
           }
         }
       }
+    } else if (bias != mm.outputs[0]) {
+      // No bias: the Add is a residual of the output's shape, computed before the MatMul (x + h @ W,
+      // the output projections of T5 and Llama), added in the epilogue; input 2 (the bias) left empty.
+      Shape out(shape[0].begin(), shape[0].end() - 1);
+      out.push_back(n);
+      const ValueFacts* r = facts(bias, Read::All);
+      if (r && r->dtype == dtype[0] && r->shape == out) {
+        f.node.name += "+" + add->name;
+        f.node.inputs.push_back("");
+        f.node.inputs.push_back(bias);
+        f.node.outputs = add->outputs;
+        f.members.push_back(*j);
+      }
     }
   }
   if (add && plain(*add, "Split") && shape[0].size() >= 2 && shape[1].size() == 2) {  // no bias

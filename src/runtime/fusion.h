@@ -1,9 +1,10 @@
 // Fusion: graph nodes that one GPU kernel computes together, so that the plan records fewer
 // dispatches and keeps no intermediate buffer. Eight kinds of group:
-//   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Transpose]: a Transpose
+//   MatMul      [Transpose ->] MatMul [-> Add(bias) [-> Add(residual)] | -> Add(residual) | -> Transpose]: a Transpose
 //               that only the MatMul reads is read in place through strides (deferred to the MatMul);
 //               the bias (a constant row) and a residual of the output's shape, computed before the
-//               MatMul, are added in the product's epilogue; a Transpose that is the product's only
+//               MatMul (after the bias, or alone when the product has none), are added in the product's
+//               epilogue; a Transpose that is the product's only
 //               reader is done by writing the product through strides; a Split of the product's
 //               last axis (attention's q, k, v from one QKV product) is done by writing each column
 //               into its part; an elementwise group that alone reads the result and otherwise only

@@ -597,6 +597,34 @@ TEST(RuntimeFusion, ResidualAddJoinsTheMatMulEpilogue) {
   }
 }
 
+// A product without bias and the residual Add after it (T5's and Llama's output projections) is one
+// kernel too: one row (the one-row kernel), six rows, and a K long enough to split (the summing pass
+// adds the residual); either operand order of the Add.
+TEST(RuntimeFusion, ResidualAddWithoutBiasJoinsTheMatMulEpilogue) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t k : {6, 1024})
+    for (bool x_first : {true, false})
+      for (int64_t rows : {1, 3}) {
+        SCOPED_TRACE("k " + std::to_string(k) + (x_first ? " x + h" : " h + x") + " rows " + std::to_string(rows));
+        ModelBuilder b;
+        b.input("x", DType::Float32, {-1, -1, k}).output("y", DType::Float32);
+        std::vector<float> w(static_cast<size_t>(k * k));
+        for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * float(int(i % 13) - 6);
+        b.initializer("w", Tensor::from_vector<float>({k, k}, w));
+        b.node("MatMul", {"x", "w"}, {"h"});
+        b.node("Add", x_first ? std::vector<std::string>{"x", "h"} : std::vector<std::string>{"h", "x"}, {"y"});
+        std::vector<float> xs(size_t(2 * rows * k));
+        for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 17) - 8) * 0.125f;
+        const int64_t batch = rows == 1 ? 1 : 2;
+        xs.resize(size_t(batch * rows * k));
+        std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({batch, rows, k}, xs)}};
+        Session g = Session::from_bytes(b.bytes(), gpu());
+        recorded_and_replayed_match_cpu(g, b.bytes(), feeds);
+        EXPECT_EQ(g.last_plan().fused_nodes, 2);
+        EXPECT_EQ(g.last_plan().gpu_nodes, 2);
+      }
+}
+
 // Scale then mask (attention scores): Div and Where with a bool mask and a scalar fill run as one kernel.
 TEST(RuntimeFusion, WhereWithABoolMaskJoinsAnElementwiseGroup) {
   SKIP_WITHOUT_GPU();
