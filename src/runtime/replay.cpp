@@ -241,7 +241,13 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   // Small outputs are also read back in the run's own wait (with the status records), so that reading
   // one (a decode step's logits) costs no second round trip; up to kReadWithRun bytes in all.
   std::vector<webgpu::ReadRequest> reads;
-  std::vector<std::pair<size_t, std::vector<std::byte>>> read_with_run;  // (output, its GPU bytes)
+  // (output, its host tensor when its bytes are the GPU's, else its GPU bytes to convert)
+  struct ReadWithRun {
+    size_t output;
+    Tensor direct;
+    std::vector<std::byte> staged;
+  };
+  std::vector<ReadWithRun> read_with_run;
   read_with_run.reserve(plan_.outputs.size());
   uint64_t read_bytes = 0;
   auto copy_outputs = [&](webgpu::CommandBatch& batch) {  // each output into a buffer of its own
@@ -263,17 +269,28 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
         batch.copy(slot, 0, st->buffer.get(), 0, (bytes + 3) / 4 * 4);
         if (read_bytes + bytes <= kReadWithRun) {
           read_bytes += bytes;
-          read_with_run.emplace_back(kept.size(), std::vector<std::byte>(bytes));
-          reads.push_back({slot, 0, bytes, read_with_run.back().second.data()});
+          ReadWithRun& r = read_with_run.emplace_back(ReadWithRun{kept.size(), Tensor(), {}});
+          void* dst = nullptr;
+          if (same_bytes_on_host(o.dtype, policy_)) {  // straight into the host tensor: every byte is read
+            r.direct = Tensor::uninitialized(o.dtype, o.shape);
+            if (r.direct.nbytes() == bytes) dst = r.direct.raw();
+            else r.direct = Tensor();
+          }
+          if (!dst) {
+            r.staged.resize(bytes);
+            dst = r.staged.data();
+          }
+          reads.push_back({slot, 0, bytes, dst});
         }
       }
       kept.push_back(st);
     }
   };
   finish(from, copy_outputs, reads);
-  for (auto& [k, data] : read_with_run) {
-    const OutputSource& o = sources[k];
-    kept[k]->host = std::make_shared<const Tensor>(from_gpu(data.data(), o.dtype, o.shape, policy_));
+  for (ReadWithRun& r : read_with_run) {
+    const OutputSource& o = sources[r.output];
+    kept[r.output]->host = std::make_shared<const Tensor>(
+        r.direct.defined() ? std::move(r.direct) : from_gpu(r.staged.data(), o.dtype, o.shape, policy_));
   }
   for (auto& [storage, rows] : filled) storage->filled = rows;
   std::vector<DeviceTensor> outputs;
