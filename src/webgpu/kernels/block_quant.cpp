@@ -211,7 +211,7 @@ void nbits_rows_old(GpuKernelContext& ctx, const P& q) {
 }
 
 // The rows kernel's settings: $ONNXGPU_NBITS_ROWS (read once), "old" for the previous kernel, or any of
-// "cpi=2,words=8,mem=32768,target=256" for measuring on a device (RowsSettings).
+// "cpi=2,words=8,mem=32768,target=256,groups=1" for measuring on a device (RowsSettings).
 struct RowsSettings {
   bool old = false;
   uint32_t cpi = 2;        // columns (rows of B) per invocation: each value of A staged serves this many
@@ -220,6 +220,8 @@ struct RowsSettings {
   uint32_t mem = 32768;    // at most this much workgroup memory (and never more than the device allows)
   uint32_t target = 256;   // a grid of fewer workgroups than this takes fewer columns per invocation,
                            // then more invocations per row
+  uint32_t groups = 1;     // row groups per workgroup, in turn: A's rows staged (and normalized) once
+                           // for them all where the slice holds the whole row
 };
 
 RowsSettings rows_settings() {
@@ -243,6 +245,7 @@ RowsSettings rows_settings() {
       else if (key == "words") r.words = pow2_floor(std::min(v, 16u));  // the body is unrolled over them
       else if (key == "mem") r.mem = v;
       else if (key == "target") r.target = v;
+      else if (key == "groups") r.groups = std::min(v, 16u);
     }
     return r;
   }();
@@ -256,7 +259,8 @@ struct RowsShape {
   uint32_t cpi = 2;    // rows of B per invocation: output columns, times the products of a fused pair
   uint32_t sw = 256;   // words of a row per K-slice: A's slice of sw * VALS values per row is staged
   uint32_t u = 8;      // words each invocation reads per slice and column: sw / kt
-  uint64_t groups = 1;
+  uint64_t groups = 1;  // workgroups
+  uint32_t rg = 1;      // row groups per workgroup (each per_group() rows of B), in turn
   uint32_t per_group() const { return (wg / kt) * cpi; }
 };
 
@@ -295,7 +299,9 @@ std::optional<RowsShape> rows_shape(const Limits& l, const P& q, const RowsSetti
     g.kt *= 2;
     g.u /= 2;
   }
-  g.groups = groups();
+  // Several row groups per workgroup only where the slice holds the whole row (A staged once for them).
+  g.rg = g.sw * uint64_t(vals) >= uint64_t(q.K) ? std::max(1u, s.groups) : 1u;
+  g.groups = (groups() + g.rg - 1) / g.rg;
   return g;
 }
 
@@ -322,7 +328,7 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   const uint32_t np = uint32_t(ps.size());
   auto n_ = [](uint32_t v) { return std::to_string(v); };
   std::string name = (np > 1 ? "pair_rows2_" : "rows2_") + n_(g.kt) + "x" + n_(R) + "x" + n_(g.cpi) + "_u" + n_(g.u) +
-                     "_m" + n_(rows);
+                     "_m" + n_(rows) + (g.rg > 1 ? "_g" + n_(g.rg) : std::string());
   for (const NBitsProduct& pr : ps) name += nbits_name(pr.q);
   if (norm) name += std::string("_norm") + (norm->skip ? "_skip" : "") + (norm->bias ? "_bias" : "") + (norm->sum ? "_sum" : "");
   auto p = ctx.program(name, g.wg);
@@ -398,18 +404,44 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
     p.declare(st.decl);
     b += st.body;
   }
+  // Several row groups in turn (g.rg > 1, the whole row in one slice): A's row staged once for them.
+  const bool multi = g.rg > 1;
   b += "  let kt = lid % KT;\n"
        "  let r = lid / KT;\n";
+  // A's slice: each invocation stages whole words (zeros past K) and their sums.
+  std::string stage = "    workgroupBarrier();\n"
+                      "    for (var g = lid; g < MR * SW; g = g + WG) {\n"
+                      "      let m = g / SW;\n"
+                      "      let wl = g % SW;\n"
+                      "      let k0 = (ws + wl) * VALS;\n";
+  std::string sum;
+  for (uint32_t e = 0; e < vals; ++e) {
+    const std::string k = "k0 + " + u32_lit(e);
+    stage += "      let a" + n_(e) + " = " +
+             (norm ? "load_norm(m, " + k + ", " + k + " < K())" : "load_a(m * K() + " + k + ", " + k + " < K())") + ";\n";
+    sum += (e ? " + a" : "a") + n_(e);
+  }
+  for (uint32_t i = 0; i < parts; ++i)
+    stage += "      As[(" + u32_lit(i) + " * MR + m) * SW + wl] = vec4<f32>(a" + n_(4 * i) + ", a" + n_(4 * i + 1) + ", a" +
+             n_(4 * i + 2) + ", a" + n_(4 * i + 3) + ");\n";
+  stage += "      sums[m * SW + wl] = " + sum + ";\n"
+           "    }\n"
+           "    workgroupBarrier();\n";
+  if (multi)
+    b += "  {\n    let ws = 0u;\n" + stage + "  }\n"
+         "  for (var rgi = 0u; rgi < " + u32_lit(g.rg) + "; rgi = rgi + 1u) {\n"
+         "  let wr = wg * " + u32_lit(g.rg) + " + rgi;\n";
+  const std::string wr = multi ? "wr" : "wg";
   for (uint32_t c = 0; c < g.cpi; ++c) {
     const std::string cs = n_(c);
-    b += "  let n_raw" + cs + " = wg * (R * CPI" + (np > 1 ? " / " + u32_lit(np) : std::string()) + ") + " +
+    b += "  let n_raw" + cs + " = " + wr + " * (R * CPI" + (np > 1 ? " / " + u32_lit(np) : std::string()) + ") + " +
          u32_lit(c / np) + " * R + r;\n"
          "  let n" + cs + " = min(n_raw" + cs + ", N() - 1u);\n"
          "  let row" + cs + " = n" + cs + " * RW();\n";
   }
   for (uint32_t m = 0; m < rows; ++m)
     for (uint32_t c = 0; c < g.cpi; ++c) b += "  var acc" + n_(m) + "_" + n_(c) + " = 0.0;\n";
-  b += "  for (var ws = 0u; ws < KW(); ws = ws + SW) {\n"
+  b += std::string(multi ? "  {\n    let ws = 0u;\n" : "  for (var ws = 0u; ws < KW(); ws = ws + SW) {\n") +
        "    // The slice's words of B and their blocks' coefficients, loaded before A's slice is staged so\n"
        "    // that the two overlap. A word past the row's values (the last slice) repeats the last one: it\n"
        "    // meets zeros of A.\n";
@@ -423,25 +455,7 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
            "    let s" + uc + " = coef" + sfx + "(n" + n_(c) + ", wi" + us + " / block_words());\n";
     }
   }
-  // A's slice: each invocation stages whole words (zeros past K) and their sums.
-  b += "    workgroupBarrier();\n"
-       "    for (var g = lid; g < MR * SW; g = g + WG) {\n"
-       "      let m = g / SW;\n"
-       "      let wl = g % SW;\n"
-       "      let k0 = (ws + wl) * VALS;\n";
-  std::string sum;
-  for (uint32_t e = 0; e < vals; ++e) {
-    const std::string k = "k0 + " + u32_lit(e);
-    b += "      let a" + n_(e) + " = " +
-         (norm ? "load_norm(m, " + k + ", " + k + " < K())" : "load_a(m * K() + " + k + ", " + k + " < K())") + ";\n";
-    sum += (e ? " + a" : "a") + n_(e);
-  }
-  for (uint32_t i = 0; i < parts; ++i)
-    b += "      As[(" + u32_lit(i) + " * MR + m) * SW + wl] = vec4<f32>(a" + n_(4 * i) + ", a" + n_(4 * i + 1) + ", a" +
-         n_(4 * i + 2) + ", a" + n_(4 * i + 3) + ");\n";
-  b += "      sums[m * SW + wl] = " + sum + ";\n"
-       "    }\n"
-       "    workgroupBarrier();\n";
+  if (!multi) b += stage;
   for (uint32_t u = 0; u < g.u; ++u) {
     const std::string us = n_(u);
     b += "    let l" + us + " = kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ";\n";
@@ -504,6 +518,7 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
     }
     b += "  }\n";
   }
+  if (multi) b += "  }\n";
   p.body(b);
   uint32_t gx = 1, gy = 1;
   grid_for(g.groups * g.wg, g.wg, ctx.limits, gx, gy);
