@@ -707,9 +707,10 @@ bool Fusion::scalar_constant(const std::string& value) const {
   return c->has_attr("value_float") || c->has_attr("value_int");
 }
 
-// The value of a one-element float initializer or Constant node of rank <= `max_rank` (a higher
-// rank would widen what it is combined with), as float32.
-std::optional<float> Fusion::scalar_value(const std::string& value, size_t max_rank) const {
+// The value of a one-element initializer or Constant node of rank <= `max_rank` (a higher rank would
+// widen what it is combined with), and whether it counts as a float (a float tensor, or a
+// value_float / value_int attribute).
+std::optional<std::pair<double, bool>> Fusion::scalar_of(const std::string& value, size_t max_rank) const {
   if (!scalar_constant(value)) return std::nullopt;
   const Tensor* t = nullptr;
   if (auto w = g_.initializers.find(value); w != g_.initializers.end()) {
@@ -717,28 +718,26 @@ std::optional<float> Fusion::scalar_value(const std::string& value, size_t max_r
   } else {
     const ir::Node* c = constant_node(value);
     t = c->attr_tensor("value");
-    if (!t && c->has_attr("value_float")) return c->attr_float("value_float", 0.0f);
-    if (!t && c->has_attr("value_int")) return float(c->attr_int("value_int", 0));
+    if (!t && c->has_attr("value_float")) return std::pair{double(c->attr_float("value_float", 0.0f)), true};
+    if (!t && c->has_attr("value_int")) return std::pair{double(c->attr_int("value_int", 0)), true};
   }
-  if (!t || !dtype_is_float(t->dtype()) || size_t(t->rank()) > max_rank) return std::nullopt;
-  return float(t->double_at(0));
+  if (!t || size_t(t->rank()) > max_rank) return std::nullopt;
+  if (dtype_is_float(t->dtype())) return std::pair{t->double_at(0), true};
+  if (dtype_is_integer(t->dtype())) return std::pair{t->double_at(0), false};
+  return std::nullopt;
 }
 
-// As scalar_value, of any numeric type (a Pow's integer exponent), as double.
+// A float scalar (scalar_of), as float32.
+std::optional<float> Fusion::scalar_value(const std::string& value, size_t max_rank) const {
+  auto s = scalar_of(value, max_rank);
+  if (!s || !s->second) return std::nullopt;
+  return float(s->first);
+}
+
+// Any numeric scalar (a Pow's integer exponent too), as double.
 std::optional<double> Fusion::scalar_number(const std::string& value, size_t max_rank) const {
-  if (auto v = scalar_value(value, max_rank)) return double(*v);
-  if (!scalar_constant(value)) return std::nullopt;
-  const Tensor* t = nullptr;
-  if (auto w = g_.initializers.find(value); w != g_.initializers.end()) {
-    t = &w->second;
-  } else {
-    const ir::Node* c = constant_node(value);
-    t = c->attr_tensor("value");
-    if (!t && c->has_attr("value_int")) return double(c->attr_int("value_int", 0));
-  }
-  if (!t || !(dtype_is_integer(t->dtype()) || dtype_is_float(t->dtype())) || size_t(t->rank()) > max_rank)
-    return std::nullopt;
-  return t->double_at(0);
+  auto s = scalar_of(value, max_rank);
+  return s ? std::optional<double>(s->first) : std::nullopt;
 }
 
 void Fusion::defer(size_t member, size_t root) {
@@ -1024,6 +1023,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
   // The operands as the product sees them: a folded Transpose's input, permuted.
   Shape shape[2];
   DType dtype[2];
+  bool constant[2] = {false, false};  // an operand known at plan time
   for (size_t q = 0; q < 2; ++q) {
     auto t = transposed_.find({i, q});
     if (q == 0 && !a.empty()) {
@@ -1035,6 +1035,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
     if (!v) return std::nullopt;
     dtype[q] = v->dtype;
     shape[q] = v->shape;
+    constant[q] = v->value != nullptr;
     if (t == transposed_.end()) continue;
     std::vector<int64_t> perm = transpose_perm(g_.nodes[t->second], v->shape.size());
     if (perm.empty()) return std::nullopt;
@@ -1091,7 +1092,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
           }
         }
       }
-    } else if (bias != mm.outputs[0]) {
+    } else if (bias != mm.outputs[0] && !(constant[0] && constant[1])) {  // (a product of constants folds)
       // No bias: the Add is a residual of the output's shape, computed before the MatMul (x + h @ W,
       // the output projections of T5 and Llama), added in the epilogue; input 2 (the bias) left empty.
       Shape out(shape[0].begin(), shape[0].end() - 1);

@@ -75,6 +75,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -133,6 +134,7 @@ class Fusion {
   std::optional<size_t> only_consumer(const std::string& value) const;
   const ir::Node* constant_node(const std::string& value) const;
   bool scalar_constant(const std::string& value) const;
+  std::optional<std::pair<double, bool>> scalar_of(const std::string& value, size_t max_rank) const;
   std::optional<float> scalar_value(const std::string& value, size_t max_rank) const;
   std::optional<double> scalar_number(const std::string& value, size_t max_rank) const;
   std::optional<FusedGroup> matmul_group(size_t i, const Lookup& facts, const std::string& a = "") const;

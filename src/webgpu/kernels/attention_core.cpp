@@ -324,10 +324,8 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          store_wgsl(s, split);
 }
 
-// The combine of a split: per output element, the chunks' partial outputs weighed by their shifts
-// (chunks that summed nothing left out; NaN sums kept).
-void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count) {
-  auto p = ctx.program(s.name + "_combine");
+// A combine's operands: the chunks' partial outputs (po) and shifts and sums (pml), Y, and their sizes.
+void declare_combine(shader::Program& p, const Spec& s, const Split& sp, uint64_t z_count) {
   const uint64_t parts = z_count * sp.chunks * uint64_t(s.Lq);
   p.input("po", DType::Float32, Shape{int64_t(parts * uint64_t(s.Dv))});
   p.input("pml", DType::Float32, Shape{int64_t(parts * 2)});
@@ -336,6 +334,13 @@ void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRe
   p.uniform("Dv", uint32_t(s.Dv));
   p.uniform("NC", sp.chunks);
   strided::declare(p, s.batch, {{"y", &s.y.layout}});
+}
+
+// The combine of a split: per output element, the chunks' partial outputs weighed by their shifts
+// (chunks that summed nothing left out; NaN sums kept).
+void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count) {
+  auto p = ctx.program(s.name + "_combine");
+  declare_combine(p, s, sp, z_count);
   const uint64_t threads = z_count * uint64_t(s.Lq) * uint64_t(s.Dv);
   p.set_threads(threads);
   std::string value = s.empty_rows_zero ? "select(o / lsum, 0.0, lsum == 0.0)" : "o / lsum";
@@ -580,14 +585,7 @@ std::string decode_body(const DecodeTile& d, const Spec& s) {
 void emit_combine_rows(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count,
                        uint32_t threads) {
   auto p = ctx.program(s.name + "_merge", threads);
-  const uint64_t parts = z_count * sp.chunks * uint64_t(s.Lq);
-  p.input("po", DType::Float32, Shape{int64_t(parts * uint64_t(s.Dv))});
-  p.input("pml", DType::Float32, Shape{int64_t(parts * 2)});
-  p.output("y", s.y.t.dtype, Shape{int64_t(s.y.t.numel)});
-  p.uniform("Lq", uint32_t(s.Lq));
-  p.uniform("Dv", uint32_t(s.Dv));
-  p.uniform("NC", sp.chunks);
-  strided::declare(p, s.batch, {{"y", &s.y.layout}});
+  declare_combine(p, s, sp, z_count);
   const uint32_t cs = threads / 64;
   p.declare("const NT: u32 = " + u32_lit(threads) + ";\nconst CC: u32 = 64u;  // columns per workgroup\n"
             "const CS: u32 = " + u32_lit(cs) + ";  // chunk slices\nconst CU: u32 = " + u32_lit(kMaxChunks / cs) +
