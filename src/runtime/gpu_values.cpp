@@ -35,6 +35,20 @@ GpuUpload to_gpu(const Tensor& t, const Int64Policy& policy, const std::string& 
 
 bool same_bytes_on_host(DType dtype, const Int64Policy& policy) { return !policy.narrows(dtype); }
 
+HostLanding::HostLanding(DType dtype, const Shape& shape, uint64_t gpu_bytes, const Int64Policy& policy)
+    : dtype_(dtype), shape_(shape), policy_(&policy) {
+  if (same_bytes_on_host(dtype, policy)) {
+    direct_ = Tensor::uninitialized(dtype, shape);  // every byte comes from the GPU
+    if (direct_.nbytes() == gpu_bytes) return;
+    direct_ = Tensor();
+  }
+  staged_.resize(gpu_bytes);
+}
+
+Tensor HostLanding::host() {
+  return direct_.defined() ? std::move(direct_) : from_gpu(staged_.data(), dtype_, shape_, *policy_);
+}
+
 Tensor from_gpu(const void* data, DType dtype, const Shape& shape, const Int64Policy& policy) {
   Tensor t(dtype, shape);
   if (!policy.narrows(dtype)) {

@@ -28,4 +28,21 @@ Tensor from_gpu(const void* data, DType dtype, const Shape& shape, const Int64Po
 // readback can land in the host tensor itself.
 bool same_bytes_on_host(DType dtype, const Int64Policy& policy);
 
+// Where a readback of a value lands: straight in its host tensor when the GPU's bytes are the host's
+// (no staging, no second copy: a detector's 4.8 MB of outputs), else in staged bytes that host()
+// converts (from_gpu). The policy must outlive it.
+class HostLanding {
+ public:
+  HostLanding(DType dtype, const Shape& shape, uint64_t gpu_bytes, const Int64Policy& policy);
+  void* dst() { return direct_.defined() ? direct_.raw() : static_cast<void*>(staged_.data()); }
+  Tensor host();  // once the bytes are read
+
+ private:
+  DType dtype_;
+  Shape shape_;
+  const Int64Policy* policy_;
+  Tensor direct_;
+  std::vector<std::byte> staged_;
+};
+
 }  // namespace onnxgpu::runtime

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "cpu/graph_runner.h"
 #include "runtime/gpu_values.h"
@@ -199,24 +200,14 @@ void Replay::finish(size_t from, const std::function<void(webgpu::CommandBatch&)
 std::vector<Tensor> Replay::finish_on_host(size_t from) {
   const std::vector<OutputSource> sources = plan_.outputs;  // this run's (the wait may refresh the plan)
   const size_t n = sources.size();
-  std::vector<Tensor> direct(n);  // outputs read straight into their host tensors
-  std::vector<std::vector<std::byte>> staged(n);  // the others' GPU bytes, converted after
+  std::vector<std::optional<HostLanding>> landing(n);  // where each output's bytes are read to
   std::vector<webgpu::ReadRequest> reads;
   for (size_t k = 0; k < n; ++k) {
     const OutputSource& o = sources[k];
     if (o.slot < 0 || plan_.resident_at(o.slot)) continue;  // a resident buffer is read packed, after
     size_t bytes = gpu_bytes(o.dtype, o.shape, policy_);
-    void* dst = nullptr;
-    if (same_bytes_on_host(o.dtype, policy_)) {
-      direct[k] = Tensor::uninitialized(o.dtype, o.shape);  // every byte comes from the GPU
-      if (direct[k].nbytes() == bytes) dst = direct[k].raw();
-      else direct[k] = Tensor();
-    }
-    if (!dst) {
-      staged[k].resize(bytes);
-      dst = staged[k].data();
-    }
-    if (bytes) reads.push_back({plan_.slots[size_t(o.slot)].buffer->get(), 0, bytes, dst});
+    landing[k].emplace(o.dtype, o.shape, bytes, policy_);
+    if (bytes) reads.push_back({plan_.slots[size_t(o.slot)].buffer->get(), 0, bytes, landing[k]->dst()});
   }
   finish(from, [](webgpu::CommandBatch&) {}, reads);
   std::vector<Tensor> outputs;
@@ -224,8 +215,7 @@ std::vector<Tensor> Replay::finish_on_host(size_t from) {
     const OutputSource& o = sources[k];
     if (o.constant) outputs.push_back(o.constant->clone());
     else if (plan_.resident_at(o.slot)) outputs.push_back(plan_.download(o.slot, o.dtype, o.shape, policy_));
-    else if (direct[k].defined()) outputs.push_back(std::move(direct[k]));
-    else outputs.push_back(from_gpu(staged[k].data(), o.dtype, o.shape, policy_));
+    else outputs.push_back(landing[k]->host());
   }
   return outputs;
 }
@@ -241,13 +231,7 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
   // Small outputs are also read back in the run's own wait (with the status records), so that reading
   // one (a decode step's logits) costs no second round trip; up to kReadWithRun bytes in all.
   std::vector<webgpu::ReadRequest> reads;
-  // (output, its host tensor when its bytes are the GPU's, else its GPU bytes to convert)
-  struct ReadWithRun {
-    size_t output;
-    Tensor direct;
-    std::vector<std::byte> staged;
-  };
-  std::vector<ReadWithRun> read_with_run;
+  std::vector<std::pair<size_t, HostLanding>> read_with_run;  // (output, where its bytes are read to)
   read_with_run.reserve(plan_.outputs.size());
   uint64_t read_bytes = 0;
   auto copy_outputs = [&](webgpu::CommandBatch& batch) {  // each output into a buffer of its own
@@ -269,29 +253,15 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
         batch.copy(slot, 0, st->buffer.get(), 0, (bytes + 3) / 4 * 4);
         if (read_bytes + bytes <= kReadWithRun) {
           read_bytes += bytes;
-          ReadWithRun& r = read_with_run.emplace_back(ReadWithRun{kept.size(), Tensor(), {}});
-          void* dst = nullptr;
-          if (same_bytes_on_host(o.dtype, policy_)) {  // straight into the host tensor: every byte is read
-            r.direct = Tensor::uninitialized(o.dtype, o.shape);
-            if (r.direct.nbytes() == bytes) dst = r.direct.raw();
-            else r.direct = Tensor();
-          }
-          if (!dst) {
-            r.staged.resize(bytes);
-            dst = r.staged.data();
-          }
-          reads.push_back({slot, 0, bytes, dst});
+          auto& [k, landing] = read_with_run.emplace_back(kept.size(), HostLanding(o.dtype, o.shape, bytes, policy_));
+          reads.push_back({slot, 0, bytes, landing.dst()});
         }
       }
       kept.push_back(st);
     }
   };
   finish(from, copy_outputs, reads);
-  for (ReadWithRun& r : read_with_run) {
-    const OutputSource& o = sources[r.output];
-    kept[r.output]->host = std::make_shared<const Tensor>(
-        r.direct.defined() ? std::move(r.direct) : from_gpu(r.staged.data(), o.dtype, o.shape, policy_));
-  }
+  for (auto& [k, landing] : read_with_run) kept[k]->host = std::make_shared<const Tensor>(landing.host());
   for (auto& [storage, rows] : filled) storage->filled = rows;
   std::vector<DeviceTensor> outputs;
   for (size_t k = 0; k < sources.size(); ++k) outputs.emplace_back(sources[k].dtype, sources[k].shape, kept[k]);

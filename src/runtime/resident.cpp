@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "ops/layout.h"
@@ -56,18 +57,12 @@ Tensor read_device_tensor(const DeviceTensor& t) {
   const DeviceTensor::Storage& st = *t.storage();
   if (st.host) return st.host->clone();
   const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
-  if (st.pitch_axis < 0 && same_bytes_on_host(t.dtype(), st.policy)) {
-    Tensor out = Tensor::uninitialized(t.dtype(), t.shape());  // every byte comes from the GPU
-    if (out.nbytes() == bytes) {
-      if (bytes) st.device->read(st.buffer.get(), out.raw(), bytes);
-      return out;
-    }
+  if (st.pitch_axis < 0) {
+    HostLanding l(t.dtype(), t.shape(), bytes, st.policy);
+    if (bytes) st.device->read(st.buffer.get(), l.dst(), bytes);
+    return l.host();
   }
   std::vector<std::byte> data(bytes);
-  if (st.pitch_axis < 0) {
-    if (bytes) st.device->read(st.buffer.get(), data.data(), bytes);
-    return from_gpu(data.data(), t.dtype(), t.shape(), st.policy);
-  }
   // Pitched: the rows read whole, then packed.
   const RowLayout l = stored_layout(t, st.pitch_axis);
   const uint64_t esize = element_bytes(t.dtype(), st.policy), row = l.used * l.inner * esize;
@@ -81,10 +76,7 @@ Tensor read_device_tensor(const DeviceTensor& t) {
 
 std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors) {
   std::vector<Tensor> out(tensors.size());
-  // A tensor whose host bytes are its GPU bytes is read straight into its host tensor (a detector's
-  // 4.8 MB of outputs: no staging vector, no second copy); the others are staged, then converted.
-  std::vector<std::vector<std::byte>> staged(tensors.size());
-  std::vector<bool> together(tensors.size(), false);
+  std::vector<std::optional<HostLanding>> landing(tensors.size());  // the ones read together
   std::vector<webgpu::ReadRequest> reads;
   webgpu::Device* device = nullptr;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -92,26 +84,12 @@ std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors) {
     const DeviceTensor::Storage& st = *t.storage();
     if (st.host || st.pitch_axis >= 0 || (device && device != st.device.get())) continue;  // alone, below
     device = st.device.get();
-    together[i] = true;
     const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
-    void* dst = nullptr;
-    if (same_bytes_on_host(t.dtype(), st.policy)) {
-      out[i] = Tensor::uninitialized(t.dtype(), t.shape());  // every byte comes from the GPU
-      if (out[i].nbytes() == bytes) dst = out[i].raw();
-      else out[i] = Tensor();
-    }
-    if (!dst) {
-      staged[i].resize(bytes);
-      dst = staged[i].data();
-    }
-    if (bytes) reads.push_back({st.buffer.get(), 0, bytes, dst});
+    landing[i].emplace(t.dtype(), t.shape(), bytes, st.policy);
+    if (bytes) reads.push_back({st.buffer.get(), 0, bytes, landing[i]->dst()});
   }
   if (device && !reads.empty()) device->read(reads);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const DeviceTensor& t = tensors[i];
-    if (!together[i]) out[i] = read_device_tensor(t);
-    else if (!out[i].defined()) out[i] = from_gpu(staged[i].data(), t.dtype(), t.shape(), t.storage()->policy);
-  }
+  for (size_t i = 0; i < tensors.size(); ++i) out[i] = landing[i] ? landing[i]->host() : read_device_tensor(tensors[i]);
   return out;
 }
 
