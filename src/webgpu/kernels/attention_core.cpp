@@ -40,6 +40,18 @@ const TileKnobs& tile_knobs() {
   return knobs;
 }
 
+// The online softmax's step, the same in both kernels (a block's maximum bm met): the row's running
+// maximum m and shift sh updated, and corr, the factor that rescales what was summed with the old
+// shift. A row whose maximum is infinite is not shifted (IEEE decides); nothing was summed while the
+// maximum was -inf.
+constexpr const char* kOnlineMax =
+    "      let m_new = max(m, bm);\n"
+    "      let old_shift = select(m, 0.0, abs(m) == f32_inf());\n"
+    "      let shift = select(m_new, 0.0, abs(m_new) == f32_inf());\n"
+    "      let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
+    "      m = m_new;\n"
+    "      sh = shift;\n";
+
 // A workgroup's share: RQ query rows (16 invocations each), blocks of BK keys (BK / 16 scores per
 // invocation), DC of D staged at a time.
 struct Tile {
@@ -202,13 +214,7 @@ std::string block_softmax_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& sc
          "      workgroupBarrier();\n"
          "      var bm = -f32_inf();\n"
          "      for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r * 16u + t]); }\n"
-         "      let m_new = max(m, bm);\n"
-         "      let old_shift = select(m, 0.0, abs(m) == f32_inf());\n"
-         "      let shift = select(m_new, 0.0, abs(m_new) == f32_inf());\n"
-         "      // What was summed with the old shift, rescaled (nothing was while the maximum was -inf).\n"
-         "      let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
-         "      m = m_new;\n"
-         "      sh = shift;\n"
+         + std::string(kOnlineMax) +
          "      var psum = 0.0;\n" +
          looped(t.scores(), "{ let p = exp_shifted(e[$], shift); Ps[r * BK + lane + 16u * $] = p; psum = psum + p; }") +
          "      l = l * corr + psum;\n"
@@ -532,13 +538,7 @@ std::string decode_body(const DecodeTile& d, const Spec& s) {
        "    if (fo) {\n"
        "      var bm = -f32_inf();\n"
        "      for (var t = 0u; t < KP; t = t + 1u) { bm = fmax_nan(bm, Ss[fr * KP + t]); }\n"
-       "      let m_new = max(m, bm);\n"
-       "      let old_shift = select(m, 0.0, abs(m) == f32_inf());\n"
-       "      let shift = select(m_new, 0.0, abs(m_new) == f32_inf());\n"
-       "      // What was summed with the old shift, rescaled (nothing was while the maximum was -inf).\n"
-       "      let corr = select(exp(old_shift - shift), 0.0, m == -f32_inf() && m_new != -f32_inf());\n"
-       "      m = m_new;\n"
-       "      sh = shift;\n"
+       + std::string(kOnlineMax) +
        "      let pe = exp_shifted(e, shift);\n"
        "      Ps[lid] = pe;\n"
        "      l = l * corr + pe;\n"
