@@ -941,18 +941,15 @@ std::optional<FusedGroup> Fusion::rms_norm_group(size_t i, const Lookup& facts) 
 void Fusion::find_elementwise_groups() {
   std::set<size_t> taken;
   for (size_t r = g_.nodes.size(); r-- > 0;) {
-    const ir::Node& root = g_.nodes[r];
-    if (taken.count(r) || bias_adds_.count(r) || root_of_.count(r) || rms_norms_.count(r) || !elementwise_op(root))
-      continue;  // (an RMS norm's nodes: its own group)
+    if (taken.count(r) || root_of_.count(r) || !lone_elementwise(r)) continue;  // (an RMS norm's nodes: its own group)
     std::set<size_t> group{r};
     for (bool grew = true; grew && group.size() < kMaxMembers;) {
       grew = false;
       for (size_t m : std::vector<size_t>(group.begin(), group.end())) {
         for (const auto& in : g_.nodes[m].inputs) {
           auto p = producer_.find(in);
-          if (p == producer_.end() || group.count(p->second) || taken.count(p->second) ||
-              bias_adds_.count(p->second) || root_of_.count(p->second) || rms_norms_.count(p->second) ||
-              graph_outputs_.count(in) || !elementwise_op(g_.nodes[p->second]))
+          if (p == producer_.end() || group.count(p->second) || taken.count(p->second) || root_of_.count(p->second) ||
+              graph_outputs_.count(in) || !lone_elementwise(p->second))
             continue;
           const auto& readers = consumers_.at(in);
           if (!std::all_of(readers.begin(), readers.end(), [&](size_t c) { return group.count(c) != 0; })) continue;
@@ -1069,42 +1066,37 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
     const std::string& bias = add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0];
     const ValueFacts* c = facts(bias, Read::All);
     int64_t n = shape[1][1];
+    Shape out(shape[0].begin(), shape[0].end() - 1);
+    out.push_back(n);
+    // The Add at node k (reading `sum`) as the residual: its other operand of the output's shape,
+    // computed before the MatMul (input 3; input 2, the bias, left empty when there is none).
+    auto take_residual = [&](size_t k, const std::string& sum, bool after_bias) {
+      const ir::Node& res = g_.nodes[k];
+      const std::string& other = res.inputs[0] == sum ? res.inputs[1] : res.inputs[0];
+      const ValueFacts* r = other == sum ? nullptr : facts(other, Read::All);
+      if (!r || r->dtype != dtype[0] || r->shape != out) return;
+      f.node.name += "+" + res.name;
+      if (!after_bias) f.node.inputs.push_back("");
+      f.node.inputs.push_back(other);
+      f.node.outputs = res.outputs;
+      f.members.push_back(k);
+    };
     if (c && c->value && c->dtype == dtype[0] && !c->shape.empty() && c->shape.size() <= shape[0].size() &&
         c->shape.back() == n && shape_numel(c->shape) == n) {
       f.node.name += "+" + add->name;
       f.node.inputs.push_back(bias);
       f.node.outputs = add->outputs;
       f.members.push_back(*j);
-      Shape out(shape[0].begin(), shape[0].end() - 1);
-      out.push_back(n);
       if (auto k = only_consumer(add->outputs[0]); k && split_into_parts(f, *k, out, facts)) {
         // written into the Split's parts: no residual
       } else if (k) {
         const ir::Node& res = g_.nodes[*k];
-        if (plain(res, "Add") && res.inputs.size() == 2 && res.outputs.size() == 1 && !res.outputs[0].empty()) {
-          const std::string& other = res.inputs[0] == add->outputs[0] ? res.inputs[1] : res.inputs[0];
-          const ValueFacts* r = other == add->outputs[0] ? nullptr : facts(other, Read::All);
-          if (r && r->dtype == dtype[0] && r->shape == out) {
-            f.node.name += "+" + res.name;
-            f.node.inputs.push_back(other);
-            f.node.outputs = res.outputs;
-            f.members.push_back(*k);
-          }
-        }
+        if (plain(res, "Add") && res.inputs.size() == 2 && res.outputs.size() == 1 && !res.outputs[0].empty())
+          take_residual(*k, add->outputs[0], true);
       }
-    } else if (bias != mm.outputs[0] && !(constant[0] && constant[1])) {  // (a product of constants folds)
-      // No bias: the Add is a residual of the output's shape, computed before the MatMul (x + h @ W,
-      // the output projections of T5 and Llama), added in the epilogue; input 2 (the bias) left empty.
-      Shape out(shape[0].begin(), shape[0].end() - 1);
-      out.push_back(n);
-      const ValueFacts* r = facts(bias, Read::All);
-      if (r && r->dtype == dtype[0] && r->shape == out) {
-        f.node.name += "+" + add->name;
-        f.node.inputs.push_back("");
-        f.node.inputs.push_back(bias);
-        f.node.outputs = add->outputs;
-        f.members.push_back(*j);
-      }
+    } else if (!(constant[0] && constant[1])) {  // (a product of constants folds)
+      // No bias: the Add is a residual (x + h @ W, the output projections of T5 and Llama).
+      take_residual(*j, mm.outputs[0], false);
     }
   }
   if (add && plain(*add, "Split") && shape[0].size() >= 2 && shape[1].size() == 2) {  // no bias

@@ -227,21 +227,19 @@ std::string block_softmax_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& sc
          "      }\n";
 }
 
-// The workgroup's keys [klo, khi): all, or the union of its rows' (made uniform through workgroup
-// memory), within its chunk of a split.
-std::string key_bounds_wgsl(const Spec& s, bool split) {
+// The workgroup's keys [klo, khi): all, or the union of the keys of its rows first_row..last_row (WGSL;
+// made uniform through workgroup memory), within its chunk of a split.
+std::string key_bounds_wgsl(const Spec& s, bool split, const std::string& first_row, const std::string& last_row) {
   std::string w = "  var klo = 0u;\n  var khi = Lk();\n";
   if (s.key_range)
     w += "  let kr = key_range(z, min(i, Lq() - 1u));\n"
-         "  if (lid == 0u) { wg_keys = block_keys(z, i0, min(i0 + RQ, Lq()) - 1u); }\n"
+         "  if (lid == 0u) { wg_keys = block_keys(z, " + first_row + ", " + last_row + "); }\n"
          "  let wk = workgroupUniformLoad(&wg_keys);\n"
          "  klo = wk.x;\n"
          "  khi = min(wk.y, Lk());\n";
   if (split)
     w += "  klo = max(klo, chunk * CK());\n"
          "  khi = min(khi, (chunk + 1u) * CK());\n";
-  w += "  let b0 = klo / BK;\n"
-       "  let b1 = select(b0, (khi + BK - 1u) / BK, khi > klo);\n";
   return w;
 }
 
@@ -268,14 +266,14 @@ std::string store_wgsl(const Spec& s, bool split) {
 }
 
 // The running maximum, shift and sum before the first key: none, or the row's extra logit (its sink,
-// summed once per row: by its first lane, in the first chunk of a split).
-std::string init_wgsl(const Spec& s, bool split) {
+// summed once per row: by the invocation where `first_lane` holds, in the first chunk of a split).
+std::string init_wgsl(const Spec& s, bool split, const std::string& first_lane) {
   if (!s.sink) return "  var m = -f32_inf();\n  var sh = 0.0;\n  var l = 0.0;\n";
   const std::string first = split ? "chunk == 0u" : "true";
   return "  let sink = sink_of(z, min(i, Lq() - 1u));\n"
          "  var m = select(-f32_inf(), sink, " + first + ");\n"
          "  var sh = select(0.0, sink, " + first + ");\n"
-         "  var l = select(0.0, 1.0, " + first + " && lane == 0u);\n";
+         "  var l = select(0.0, 1.0, " + first + " && " + first_lane + ");\n";
 }
 
 // The kernel's body: the stages in turn (staging, prefetching the next, accumulating the scores),
@@ -291,12 +289,14 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          "  let i = i0 + r;\n"
          "  let qb = q_boff(z);\n"
          "  let kb = k_boff(z);\n"
-         "  let vb = v_boff(z);\n" + score.bases + key_bounds_wgsl(s, split) +
+         "  let vb = v_boff(z);\n" + score.bases + key_bounds_wgsl(s, split, "i0", "min(i0 + RQ, Lq()) - 1u") +
+         "  let b0 = klo / BK;\n"
+         "  let b1 = select(b0, (khi + BK - 1u) / BK, khi > klo);\n" +
          "  let nd = max((D() + DC - 1u) / DC, 1u);\n"
          "  let ns = (b1 - b0) * nd;\n" +
          "  var rq: array<f32, " + u32_lit(n.q) + ">;\n  var rk: array<f32, " + u32_lit(n.k) + ">;\n  var rv: array<f32, " +
          u32_lit(n.v) + ">;\n" + score.regs +
-         init_wgsl(s, split) +
+         init_wgsl(s, split, "lane == 0u") +
          "  var acc = vec4<f32>(0.0);\n"
          "  var sa: array<f32, SC>;\n  var e: array<f32, SC>;\n" +
          "  var nst = 0u;\n" + load_stage +
@@ -479,23 +479,11 @@ std::string decode_body(const DecodeTile& d, const Spec& s) {
       "  // The softmax's invocations: row fr, key fk of the pass (fo: one of the R x KP).\n"
       "  let fr = lid / KP;\n  let fk = lid % KP;\n  let fo = fr < R;\n  let i = fr;\n" +
       score_wgsl(s).bases +
-      "  for (var g = lid; g < R * DP; g = g + NT) { Qs[g] = q_at(qb, g / DP, g % DP); }\n"
-      "  var klo = 0u;\n  var khi = Lk();\n";
-  if (s.key_range)
-    w += "  let kr = key_range(z, min(i, Lq() - 1u));\n"
-         "  if (lid == 0u) { wg_keys = block_keys(z, 0u, Lq() - 1u); }\n"
-         "  let wk = workgroupUniformLoad(&wg_keys);\n"
-         "  klo = wk.x;\n  khi = min(wk.y, Lk());\n";
-  w += "  klo = max(klo, chunk * CK());\n  khi = min(khi, (chunk + 1u) * CK());\n"
-       "  let np = select(0u, (khi - klo + KP - 1u) / KP, khi > klo);  // passes\n";
-  // The running maximum, shift and sum (the sink's logit, counted once per row: in the first chunk).
-  if (s.sink)
-    w += "  let sink = sink_of(z, min(i, Lq() - 1u));\n"
-         "  var m = select(-f32_inf(), sink, chunk == 0u);\n"
-         "  var sh = select(0.0, sink, chunk == 0u);\n"
-         "  var l = select(0.0, 1.0, chunk == 0u && fk == 0u);\n";
-  else
-    w += "  var m = -f32_inf();\n  var sh = 0.0;\n  var l = 0.0;\n";
+      "  for (var g = lid; g < R * DP; g = g + NT) { Qs[g] = q_at(qb, g / DP, g % DP); }\n" +
+      key_bounds_wgsl(s, true, "0u", "Lq() - 1u") +
+      "  let np = select(0u, (khi - klo + KP - 1u) / KP, khi > klo);  // passes\n" +
+      // The running maximum, shift and sum (the sink's logit, counted once per row: in the first chunk).
+      init_wgsl(s, true, "fk == 0u");
   // The loads of the pass from key j (into the _n registers), indented by `in`.
   auto load_pass = [&](const std::string& in) {
     std::string text = "for (var t = 0u; t < TD; t = t + 1u) { nk[t] = k_at(kb, ld + LD * t, j + kk, khi); }\n"
