@@ -67,11 +67,12 @@ Plan check(const std::string& what, const std::string& model, const std::unorder
 // masked (Add of a [B, 1, 1, Lk] mask), Softmax, product with V, heads put back by a Transpose: one
 // dispatch. Sizes that are no multiple of the kernel's tiles (13 queries, 100 keys, D 80, Dv 72), and a
 // second shape signature through the same session.
-TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
-  SKIP_WITHOUT_GPU();
-  const int64_t B = 2, H = 3, D = 80, Dv = 72;
+// BERT's attention in plain ops: q, k, v [B, len, H, D] (v's D = Dv) put into heads by Transposes,
+// scores scaled by 1 / sqrt(D) plus an additive key mask [B, 1, 1, keys], Softmax, P V, the heads put
+// back. `q_len`: the queries' length (-1: symbolic).
+ModelBuilder bert_attention(int64_t B, int64_t H, int64_t D, int64_t Dv, int64_t q_len) {
   ModelBuilder b;
-  b.input("q", DType::Float32, {B, -1, H, D}).input("k", DType::Float32, {B, -1, H, D});
+  b.input("q", DType::Float32, {B, q_len, H, D}).input("k", DType::Float32, {B, -1, H, D});
   b.input("v", DType::Float32, {B, -1, H, Dv}).input("mask", DType::Float32, {B, 1, 1, -1});
   b.output("y", DType::Float32);
   b.initializer("scale", Tensor::from_vector<float>({}, {std::sqrt(float(D))}));
@@ -84,6 +85,13 @@ TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
   ModelBuilder::attr(b.node("Softmax", {"sm"}, {"p"}), "axis", -1);
   b.node("MatMul", {"p", "vh"}, {"o"});
   ints(b.node("Transpose", {"o"}, {"y"}), "perm", {0, 2, 1, 3});
+  return b;
+}
+
+TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
+  SKIP_WITHOUT_GPU();
+  const int64_t B = 2, H = 3, D = 80, Dv = 72;
+  ModelBuilder b = bert_attention(B, H, D, Dv, -1);
   for (auto [lq, lk] : {std::pair<int64_t, int64_t>{13, 100}, {9, 7}}) {  // over 4 rows: no split
     Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));
     for (int64_t j = 0; j < lk; j += 3) mask.data<float>()[j] = -10000.0f;  // batch 0: every third key masked
@@ -279,20 +287,7 @@ std::string with_import(const std::string& model, const std::string& domain) {
 TEST(RuntimeAttention, DecodeStepsOverGrowingKeys) {
   SKIP_WITHOUT_GPU();
   const int64_t B = 2, H = 3, D = 80, Dv = 48;
-  ModelBuilder b;
-  b.input("q", DType::Float32, {B, 1, H, D}).input("k", DType::Float32, {B, -1, H, D});
-  b.input("v", DType::Float32, {B, -1, H, Dv}).input("mask", DType::Float32, {B, 1, 1, -1});
-  b.output("y", DType::Float32);
-  b.initializer("scale", Tensor::from_vector<float>({}, {std::sqrt(float(D))}));
-  ints(b.node("Transpose", {"q"}, {"qh"}), "perm", {0, 2, 1, 3});
-  ints(b.node("Transpose", {"k"}, {"kt"}), "perm", {0, 2, 3, 1});
-  ints(b.node("Transpose", {"v"}, {"vh"}), "perm", {0, 2, 1, 3});
-  b.node("MatMul", {"qh", "kt"}, {"s"});
-  b.node("Div", {"s", "scale"}, {"sd"});
-  b.node("Add", {"sd", "mask"}, {"sm"});
-  ModelBuilder::attr(b.node("Softmax", {"sm"}, {"p"}), "axis", -1);
-  b.node("MatMul", {"p", "vh"}, {"o"});
-  ints(b.node("Transpose", {"o"}, {"y"}), "perm", {0, 2, 1, 3});
+  ModelBuilder b = bert_attention(B, H, D, Dv, 1);
   std::vector<Step> steps;
   for (int64_t lk : kDecodeKeys) {
     Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));
