@@ -72,4 +72,14 @@ class ModelBuilder {
   onnx::ModelProto model_;
 };
 
+// `model` importing `domain` at version 1 (its nodes' domains set by the builder): com.microsoft ops.
+inline std::string in_domain_import(const std::string& model, const std::string& domain) {
+  onnx::ModelProto m;
+  m.ParseFromString(model);
+  auto* d = m.add_opset_import();
+  d->set_domain(domain);
+  d->set_version(1);
+  return m.SerializeAsString();
+}
+
 }  // namespace onnxgpu::testing

@@ -77,15 +77,7 @@ std::string in_domain(const std::string& model, const std::string& domain, int v
   return m.SerializeAsString();
 }
 
-// `model` importing `domain` at version 1 (its nodes' domains set by the builder).
-std::string in_domain_import(const std::string& model, const std::string& domain) {
-  onnx::ModelProto m;
-  m.ParseFromString(model);
-  auto* d = m.add_opset_import();
-  d->set_domain(domain);
-  d->set_version(1);
-  return m.SerializeAsString();
-}
+using testing::in_domain_import;
 
 // A one-node model of `op` with node name n0, in `domain` (imported at `version`).
 std::string model_of(const std::string& op, const std::vector<Operand>& in, const std::vector<std::string>& outs,

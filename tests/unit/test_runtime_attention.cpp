@@ -269,15 +269,6 @@ Tensor bools(const Shape& shape, uint32_t seed, int false_in) {
   return t;
 }
 
-std::string with_import(const std::string& model, const std::string& domain) {
-  onnx::ModelProto m;
-  m.ParseFromString(model);
-  auto* d = m.add_opset_import();
-  d->set_domain(domain);
-  d->set_version(1);
-  return m.SerializeAsString();
-}
-
 }  // namespace
 
 // The fused attention of plain ops (BERT's shape above, one query row): K read along D (a Transpose
@@ -381,7 +372,7 @@ TEST(RuntimeAttention, DecodeStepsGroupQueryAttention) {
       }
       steps.push_back({"past " + std::to_string(past), f});
     }
-    check_steps(bias ? "gqa bias, sinks" : "gqa window, softcap, smooth", with_import(b.bytes(), "com.microsoft"), steps,
+    check_steps(bias ? "gqa bias, sinks" : "gqa window, softcap, smooth", onnxgpu::testing::in_domain_import(b.bytes(), "com.microsoft"), steps,
                 1e-4, 1e-4);
   }
 }
@@ -432,7 +423,7 @@ TEST(RuntimeAttention, DecodeStepsMultiHeadAttention) {
                       {"value", floats({B, lk, N * Hv}, uint32_t(lk) + 13)},
                       {"key_padding_mask", Tensor::from_vector<int32_t>({B, lk}, m)}}});
   }
-  check_steps("mha", with_import(b.bytes(), "com.microsoft"), steps, 1e-4, 1e-4);
+  check_steps("mha", onnxgpu::testing::in_domain_import(b.bytes(), "com.microsoft"), steps, 1e-4, 1e-4);
 }
 
 // Which kernels a split gets, from the device's limits and the shapes (no device needed): the decode
