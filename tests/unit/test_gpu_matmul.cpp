@@ -217,6 +217,27 @@ TEST(GpuGemv, OneRow) {
   });
 }
 
+// N a multiple of 4: the columns kernel reads B as vec4s (four neighbouring columns an invocation); the
+// same shapes with $ONNXGPU_GEMV=vec=0 take the scalar loads. Few rows, batches of B (broadcast too),
+// K odd, one vec4 of columns, the K split.
+TEST(GpuGemv, VectorLoads) {
+  for (const char* vec : {"", "vec=0"}) {
+    SCOPED_TRACE(std::string("ONNXGPU_GEMV=") + vec);
+    ::setenv("ONNXGPU_GEMV", vec, 1);
+    uint32_t seed = 700;
+    for (int64_t k : {1, 37, 770})
+      for (int64_t n : {4, 52, 772}) {
+        ++seed;
+        check_matmul(DType::Float32, {1, k}, {k, n}, seed, seed % 2 == 0);
+      }
+    check_matmul(DType::Float32, {3, 1, 37}, {3, 37, 52}, 720);        // one product per batch element
+    check_matmul(DType::Float32, {2, 1, 1, 33}, {3, 33, 8}, 721);      // broadcast batch, K odd
+    check_matmul(DType::Float32, {4, 1, 768}, {768, 2304}, 722, true);  // M = 4
+    check_matmul(DType::Float32, {1, 2048}, {2048, 4100}, 723, true);  // K split, the sum pass
+  }
+  ::unsetenv("ONNXGPU_GEMV");
+}
+
 // A weight over the one-pass bound (8M elements): 64-column workgroups, K split, the sum pass.
 TEST(GpuGemv, LargeWeight) {
   check_matmul(DType::Float32, {1, 1, 2048}, {2048, 4100}, 232, true);
@@ -421,16 +442,16 @@ TEST(GpuGemv, KernelChoice) {
   // A decode step's product (B of at most 8M elements): one pass, 8 columns per workgroup.
   auto one = programs("MatMul", {1, 1, 768}, {768, 3072}, 0, limits);
   ASSERT_EQ(one.size(), 1u);
-  EXPECT_TRUE(starts(one[0].first, "MatMul.gemv_cols_2x4x128_u2_m1")) << one[0].first;
+  EXPECT_TRUE(starts(one[0].first, "MatMul.gemv_vcols_2x4x128_u2_m1")) << one[0].first;
   // A larger B: 64 columns per workgroup, K split (partial sums, then their sum with the epilogue).
   auto large = programs("MatMul", {1, 4096}, {4096, 4096}, 0, limits);
   ASSERT_EQ(large.size(), 2u);
-  EXPECT_TRUE(starts(large[0].first, "MatMul.gemv_cols_16x4x16_u4_m1")) << large[0].first;
+  EXPECT_TRUE(starts(large[0].first, "MatMul.gemv_vcols_16x4x16_u4_m1")) << large[0].first;
   EXPECT_NE(large[0].first.find("_split"), std::string::npos) << large[0].first;
   EXPECT_TRUE(starts(large[1].first, "MatMul.split_sum")) << large[1].first;
   auto wide = programs("MatMul", {1, 768}, {768, 50257}, 0, limits);  // the grid is full without a split
   ASSERT_EQ(wide.size(), 1u);
-  EXPECT_TRUE(starts(wide[0].first, "MatMul.gemv_cols_16x4x16")) << wide[0].first;
+  EXPECT_TRUE(starts(wide[0].first, "MatMul.gemv_cols_16x4x16")) << wide[0].first;  // N odd: scalar loads
   auto narrow = programs("MatMul", {1, 37}, {37, 1}, 0, limits);  // one column invocation is enough
   ASSERT_EQ(narrow.size(), 1u);
   EXPECT_TRUE(starts(narrow[0].first, "MatMul.gemv_cols_1x4x256")) << narrow[0].first;

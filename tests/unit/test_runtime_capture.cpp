@@ -1311,7 +1311,8 @@ TEST(RuntimeFamily, ValueKeyedInputsAreNotRefreshed) {
 namespace {
 
 // A decode step's KV caches in miniature: present = Concat(past, new) along the sequence axis, a float
-// cache read by a product and a Transpose + ReduceSum, an INT64 one (values beyond 32 bits) read by Add.
+// cache read by a product (as A, and as B of a one-row product: the GEMV's vec4 loads of a pitched
+// tensor) and a Transpose + ReduceSum, an INT64 one (values beyond 32 bits) read by Add.
 std::string appending_model() {
   ModelBuilder b;
   b.input("past", DType::Float32, {1, 3, -1, 4}).input("x", DType::Float32, {1, 3, -1, 4});
@@ -1326,10 +1327,14 @@ std::string appending_model() {
   b.node("MatMul", {"present", "w"}, {"y"});
   b.node("Transpose", {"present"}, {"t"});
   b.node("ReduceSum", {"t"}, {"s"});
+  b.initializer("last", Tensor::from_vector<int64_t>({1}, {-1}));
+  b.node("ReduceSum", {"present", "last"}, {"rs"});  // [1, 3, T, 1]
+  ModelBuilder::attr(b.node("Transpose", {"rs"}, {"q"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  b.node("MatMul", {"q", "present"}, {"z"});  // [1, 3, 1, T] @ [1, 3, T, 4]
   ModelBuilder::attr(b.node("Concat", {"ipast", "ix"}, {"ipresent"}), "axis", -1);
   b.node("Add", {"ipresent", "ibig"}, {"iy"});
   b.output("present", DType::Float32).output("y", DType::Float32).output("s", DType::Float32);
-  b.output("ipresent", DType::Int64).output("iy", DType::Int64);
+  b.output("ipresent", DType::Int64).output("iy", DType::Int64).output("z", DType::Float32);
   return b.bytes();
 }
 

@@ -65,6 +65,7 @@ struct GemvSettings {
   uint32_t cpi = 4;                  // columns kernel: columns per invocation
   uint32_t unroll = 4;               // K steps per loop iteration (loads in flight per column or row)
   uint32_t target = 512;             // workgroups the K split aims at
+  bool vec = true;                   // columns kernel: B read as vec4s where it can be (see Gemv::v4)
 };
 
 GemvSettings settings() {
@@ -84,6 +85,7 @@ GemvSettings settings() {
     uint64_t big = std::strtoull(item.c_str() + eq + 1, nullptr, 10);
     uint32_t v = uint32_t(std::min<uint64_t>(big, 0xffffffffu));
     if (key == "small") s.small = big;  // 0: never one pass
+    if (key == "vec") s.vec = big != 0;
     if (v == 0) continue;
     if (key == "rows") s.max_rows = std::min(v, kGemvMaxRows);
     else if (key == "small_ct") s.small_ct = v;
@@ -118,14 +120,19 @@ struct Gemv {
   uint32_t per_group = 1;    // columns (or rows of B) per workgroup
   uint64_t groups = 1, batch = 1;
   uint32_t splits = 1, kchunk = 1;
+  // Columns kernel: an invocation's CPI = 4 columns are neighbours, read with one 16-byte load per K
+  // step (B float32, row-major, N a multiple of 4): a warp's load then brings whole 32-byte sectors,
+  // where four scalar loads of columns CT apart each brought a quarter of one (H200: gpt2_kv's decode
+  // step ... see docs/performance.md).
+  bool v4 = false;
   std::string name() const {
     auto n = [](uint32_t v) { return std::to_string(v); };
     return rows ? "rows_" + n(kt) + "x" + n(wg / kt) + "_u" + n(unroll)
-                : "cols_" + n(ct) + "x" + n(cpi) + "x" + n(wg / ct) + "_u" + n(unroll);
+                : std::string(v4 ? "vcols_" : "cols_") + n(ct) + "x" + n(cpi) + "x" + n(wg / ct) + "_u" + n(unroll);
   }
 };
 
-std::optional<Gemv> shape_for(const GpuKernelContext& ctx, const Product& pr, const GemvSettings& s) {
+std::optional<Gemv> shape_for(const GpuKernelContext& ctx, DType t, const Product& pr, const GemvSettings& s) {
   const Limits& l = ctx.limits;
   uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
   uint32_t wx = l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256;
@@ -152,6 +159,7 @@ std::optional<Gemv> shape_for(const GpuKernelContext& ctx, const Product& pr, co
     g.ct = std::min({pow2_floor(std::max(1u, ct)), pow2_ceil((uint64_t(pr.N) + g.cpi - 1) / g.cpi), g.wg / g.cpi});
     g.step = g.wg / g.ct;
     g.per_group = g.ct * g.cpi;
+    g.v4 = s.vec && g.cpi == 4 && t == DType::Float32 && pr.N % 4 == 0 && !pr.lb.strided && !pr.trans_b;
   }
   // Workgroup memory: one partial sum per invocation and column.
   if (uint64_t(g.wg) * (g.rows ? 1 : g.cpi) * 4 > mem) return std::nullopt;
@@ -195,9 +203,14 @@ std::string gemv_decls(const Product& pr, const Gemv& g, const Prologue* pro) {
          "  let inside = k < k_end;\n"
          "  return select(0.0, a_load(select(0u, base + " + a_offset(pr) + ", inside)), inside);\n}\n";
   }
-  d += "fn load_b(base: u32, k: u32, n: u32, k_end: u32) -> f32 {\n"
-       "  let inside = k < k_end && n < N();\n"
-       "  return select(0.0, b_load(select(0u, base + " + b_offset(pr) + ", inside)), inside);\n}\n";
+  if (g.v4)  // columns 4q ... 4q + 3 of row k (`base`: the matrix's first vec4)
+    d += "fn load_b4(base: u32, k: u32, q: u32, k_end: u32) -> vec4<f32> {\n"
+         "  let inside = k < k_end && q < N() / 4u;\n"
+         "  return select(vec4<f32>(0.0), b_load4(select(0u, base + k * (N() / 4u) + q, inside)), inside);\n}\n";
+  else
+    d += "fn load_b(base: u32, k: u32, n: u32, k_end: u32) -> f32 {\n"
+         "  let inside = k < k_end && n < N();\n"
+         "  return select(0.0, b_load(select(0u, base + " + b_offset(pr) + ", inside)), inside);\n}\n";
   return d;
 }
 
@@ -207,32 +220,46 @@ std::string gemv_decls(const Product& pr, const Gemv& g, const Prologue* pro) {
 std::string gemv_body(const Product& pr, const Gemv& g, bool split, const std::string& stats) {
   auto n_ = [](uint32_t v) { return std::to_string(v); };
   const uint32_t rows = pr.M, cols = g.rows ? 1 : g.cpi;
-  auto acc = [&](uint32_t m, uint32_t j) { return "acc" + n_(m) + "_" + n_(j); };
+  // Accumulator of row m and column j of the invocation's (a vec4's component with v4).
+  auto acc = [&](uint32_t m, uint32_t j) { return g.v4 ? "acc" + n_(m) + "[" + n_(j) + "]" : "acc" + n_(m) + "_" + n_(j); };
+  // Column j of the invocation's, from the workgroup's first: neighbours with v4, else CT apart.
+  auto col = [&](uint32_t j) { return g.v4 ? "tx * 4u + " + u32_lit(j) : j ? "tx + " + u32_lit(j) + " * CT" : std::string("tx"); };
   std::string b = stats;
-  b +=
-      g.rows ? "  let kt = lid % KT;\n  let n = wid.x * (WG / KT) + lid / KT;\n"
-             : "  let tx = lid % CT;\n  let ty = lid / CT;\n  let n0 = wid.x * CW + tx;\n";
+  b += g.rows ? "  let kt = lid % KT;\n  let n = wid.x * (WG / KT) + lid / KT;\n"
+              : "  let tx = lid % CT;\n  let ty = lid / CT;\n" +
+                    std::string(g.v4 ? "  let q = wid.x * CT + tx;\n" : "  let n0 = wid.x * CW + tx;\n");
   b += "  let bz = wid.z / splits();\n"
        "  let k_begin = (wid.z % splits()) * kchunk();\n"
        "  let k_end = min(K(), k_begin + kchunk());\n"
        "  let a_base = " + a_matrix(pr) + ";\n"
-       "  let b_base = " + b_matrix(pr) + ";\n";
-  for (uint32_t m = 0; m < rows; ++m)
-    for (uint32_t j = 0; j < cols; ++j) b += "  var " + acc(m, j) + " = 0.0;\n";
+       "  let b_base = " + std::string(g.v4 ? "b_mat(bz) * K() * (N() / 4u)" : b_matrix(pr)) + ";\n";
+  for (uint32_t m = 0; m < rows; ++m) {
+    if (g.v4) b += "  var acc" + n_(m) + " = vec4<f32>(0.0);\n";
+    else
+      for (uint32_t j = 0; j < cols; ++j) b += "  var " + acc(m, j) + " = 0.0;\n";
+  }
   b += "  for (var k = k_begin + " + std::string(g.rows ? "kt" : "ty") + "; k < k_end; k = k + STEP * U) {\n";
   for (uint32_t u = 0; u < g.unroll; ++u) {
     std::string k = u ? "k + " + u32_lit(u) + " * STEP" : "k";
-    for (uint32_t j = 0; j < cols; ++j) {
-      std::string n = g.rows ? "n" : j ? "n0 + " + u32_lit(j) + " * CT" : "n0";
-      b += "    let b" + n_(u) + "_" + n_(j) + " = load_b(b_base, " + k + ", " + n + ", k_end);\n";
+    if (g.v4) {
+      b += "    let b" + n_(u) + " = load_b4(b_base, " + k + ", q, k_end);\n";
+    } else {
+      for (uint32_t j = 0; j < cols; ++j) {
+        std::string n = g.rows ? "n" : j ? "n0 + " + u32_lit(j) + " * CT" : "n0";
+        b += "    let b" + n_(u) + "_" + n_(j) + " = load_b(b_base, " + k + ", " + n + ", k_end);\n";
+      }
     }
     for (uint32_t m = 0; m < rows; ++m)
       b += "    let a" + n_(u) + "_" + n_(m) + " = load_a(a_base, " + u32_lit(m) + ", " + k + ", k_end);\n";
   }
   for (uint32_t u = 0; u < g.unroll; ++u)
-    for (uint32_t m = 0; m < rows; ++m)
-      for (uint32_t j = 0; j < cols; ++j)
-        b += "    " + acc(m, j) + " = fma(a" + n_(u) + "_" + n_(m) + ", b" + n_(u) + "_" + n_(j) + ", " + acc(m, j) + ");\n";
+    for (uint32_t m = 0; m < rows; ++m) {
+      const std::string a = "a" + n_(u) + "_" + n_(m);
+      if (g.v4) b += "    acc" + n_(m) + " = fma(vec4<f32>(" + a + "), b" + n_(u) + ", acc" + n_(m) + ");\n";
+      else
+        for (uint32_t j = 0; j < cols; ++j)
+          b += "    " + acc(m, j) + " = fma(" + a + ", b" + n_(u) + "_" + n_(j) + ", " + acc(m, j) + ");\n";
+    }
   b += "  }\n";
   auto store = [&](const std::string& m, const std::string& n, const std::string& v) {
     return split ? "y_store((wid.z * M() + " + m + ") * N() + " + n + ", " + v + ");"
@@ -249,7 +276,7 @@ std::string gemv_body(const Product& pr, const Gemv& g, bool split, const std::s
     } else {
       std::string sum, put;
       for (uint32_t j = 0; j < cols; ++j) {
-        std::string c = j ? "tx + " + u32_lit(j) + " * CT" : "tx";
+        const std::string c = col(j);
         b += "  red[ty * CW + " + c + "] = " + acc(m, j) + ";\n";
         sum += "      red[ty * CW + " + c + "] = red[ty * CW + " + c + "] + red[(ty + s) * CW + " + c + "];\n";
         put += "    if (wid.x * CW + " + c + " < N()) { " + store(u32_lit(m), "wid.x * CW + " + c, "red[" + c + "]") + " }\n";
@@ -271,7 +298,7 @@ bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogu
   if (!s.on || pr.M > s.max_rows || pr.M == 0) return false;
   // The prologue reads A's rows in place: float32, contiguous, one matrix.
   if (pro && (t != DType::Float32 || pr.la.strided || pr.trans_a || !pr.batch.empty() || pr.K == 0)) return false;
-  std::optional<Gemv> found = shape_for(ctx, pr, s);
+  std::optional<Gemv> found = shape_for(ctx, t, pr, s);
   if (!found) return false;
   const Gemv& g = *found;
   const bool split = g.splits > 1;
@@ -290,6 +317,7 @@ bool gemv_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogu
   Shape part_shape{int64_t(uint64_t(pr.M) * pr.N * g.batch * g.splits)};
   declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
                    split ? part_shape : pr.stored, !split && !pr.parts.empty());
+  if (g.v4) p.vec4(1);  // b
   p.uniform("splits", g.splits);
   p.uniform("kchunk", g.kchunk);
   ValueRef part = split ? ctx.temp(DType::Float32, part_shape) : ValueRef{};

@@ -162,6 +162,13 @@ void Program::pitch(size_t index, uint32_t len, uint32_t stride) {
   uniforms_[size_t(t.pitch) + 1] = stride;
 }
 
+void Program::vec4(size_t index) {
+  TensorDecl& t = tensors_.at(index);
+  if (t.dtype != DType::Float32 || t.output || shape_numel(t.shape) % 4 != 0 || shape_numel(t.shape) == 0)
+    throw Error("program " + name_ + ": tensor '" + t.name + "' cannot be read as vec4 (float32 inputs of 4k elements only)");
+  t.vec4 = true;
+}
+
 void Program::broadcast_index(const std::string& fn_name, const Shape& from, const Shape& to) {
   if (from.size() > to.size()) throw Error("broadcast_index: rank of " + shape_str(from) + " exceeds " + shape_str(to));
   size_t r = to.size(), lead = r - from.size();
@@ -210,7 +217,21 @@ std::string Program::accessors(const TensorDecl& t) const {
   if (sub_word) elem = t.output ? "atomic<u32>" : "u32";
   else if (t.type.storage_bits == 64) elem = "vec2<u32>";
   else elem = v;
-  s += "@group(0) @binding(" + std::to_string(t.binding) + ") var<storage, " + access + "> " + n + "_buf: array<" + elem + ">;\n";
+  // The element's place in the buffer: buf[at], or component at % 4 of vec4 at / 4.
+  std::string slot = n + "_buf[" + at + "]";
+  if (t.vec4) {
+    slot = n + "_buf[(" + at + ") >> 2u][(" + at + ") & 3u]";
+    s += "@group(0) @binding(" + std::to_string(t.binding) + ") var<storage, read> " + n + "_buf: array<vec4<" + elem + ">>;\n";
+    if (t.pitch >= 0) {  // the four elements need not be neighbours
+      const std::string ld = n + "_load(4u * q";
+      s += "fn " + n + "_load4(q: u32) -> vec4<" + v + "> { return vec4<" + v + ">(" + ld + "), " + ld + " + 1u), " + ld +
+           " + 2u), " + ld + " + 3u)); }\n";
+    } else {
+      s += "fn " + n + "_load4(q: u32) -> vec4<" + v + "> { return " + n + "_buf[q]; }\n";
+    }
+  } else {
+    s += "@group(0) @binding(" + std::to_string(t.binding) + ") var<storage, " + access + "> " + n + "_buf: array<" + elem + ">;\n";
+  }
   s += "alias " + n + "_t = " + v + ";\n";
   // Loading the raw bits of a sub-word element.
   if (sub_word) {
@@ -233,7 +254,7 @@ std::string Program::accessors(const TensorDecl& t) const {
     case DType::Int16: load = "bitcast<i32>(" + n + "_bits(i) << 16u) >> 16u"; break;
     case DType::UInt8: case DType::UInt16: load = n + "_bits(i)"; break;
     case DType::Bool: load = "select(0u, 1u, " + n + "_bits(i) != 0u)"; break;
-    default: load = n + "_buf[" + at + "]"; break;
+    default: load = slot; break;
   }
   s += "fn " + n + "_load(i: u32) -> " + v + " { return " + load + "; }\n";
   // Raw element access: the element's storage bits, whatever the dtype (vec2<u32> for 64-bit ones, u32
@@ -241,7 +262,7 @@ std::string Program::accessors(const TensorDecl& t) const {
   // float64 and NaN payloads included).
   const bool wide = t.type.storage_bits == 64;
   s += "alias " + n + "_raw_t = " + std::string(wide ? "vec2<u32>" : "u32") + ";\n";
-  std::string raw = sub_word ? n + "_bits(i)" : wide ? n + "_buf[" + at + "]" : "bitcast<u32>(" + n + "_buf[" + at + "])";
+  std::string raw = sub_word ? n + "_bits(i)" : wide ? slot : "bitcast<u32>(" + slot + ")";
   s += "fn " + n + "_raw(i: u32) -> " + n + "_raw_t { return " + raw + "; }\n";
   if (t.output) {
     // The raw store (see _raw) and, for sub-word types, the store of a whole word of packed elements
@@ -336,7 +357,7 @@ bool Program::same_source(const Program& o) const {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const TensorDecl &a = tensors_[i], &b = o.tensors_[i];
     if (a.name != b.name || a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.output != b.output ||
-        a.binding != b.binding || a.type.family != b.type.family || a.pitch != b.pitch)
+        a.binding != b.binding || a.type.family != b.type.family || a.pitch != b.pitch || a.vec4 != b.vec4)
       return false;
   }
   return true;

@@ -45,6 +45,8 @@ struct TensorDecl {
   uint32_t binding;
   // A pitched tensor (Program::pitch): the uniform index of its row length; its row stride follows.
   int pitch = -1;
+  // Bound as an array of vec4 (Program::vec4): x_load4 reads four elements with one 16-byte load.
+  bool vec4 = false;
 };
 
 class Program {
@@ -75,6 +77,13 @@ class Program {
   // that lie in one after the kernel has made its program, so no kernel knows of it. Called again it
   // sets new values. 32- and 64-bit elements only.
   void pitch(size_t index, uint32_t len, uint32_t stride);
+
+  // Input `index` (float32, its element count a multiple of 4) is bound as an array of vec4<f32>, and
+  // `fn x_load4(q: u32) -> vec4<f32>` returns its elements 4q ... 4q + 3 in one 16-byte load: the
+  // bandwidth-bound kernels (a decode step's products) need the wide loads that scalar loads, each
+  // checked on its own, do not merge into. x_load and x_raw keep working on single elements, and a
+  // pitched tensor (pitch()) reads its four elements one by one.
+  void vec4(size_t index);
 
   // Broadcast index: adds `fn <fn_name>(i: u32) -> u32`, the element of `from` that broadcasts to
   // element i of a tensor of shape `to` (numpy rules).
