@@ -32,10 +32,12 @@ def main():
     ap.add_argument("--models-root", default=os.path.join(HERE, "models"))
     ap.add_argument("--out", help="folder for each loop's JSON")
     ap.add_argument("--timed-only", action="store_true", help="no profiled loop")
+    ap.add_argument("--onnxgpu", help="another onnxgpu binary to run (e.g. a previous build, for an A/B in one call)")
     ap.add_argument("--extra", default="", help="more onnxgpu decode flags, space-separated (e.g. --config k=v)")
     a = ap.parse_args()
 
     og, _, lib_dirs, skel = compare.unpack_bundle(a.bundle)
+    og = a.onnxgpu or og
     env = compare.vulkan_env(lib_dirs)
     models = [m for m in a.models.split(",") if m]
     paths = {}

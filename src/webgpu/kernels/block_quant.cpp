@@ -88,8 +88,8 @@ struct NBitsProduct {
 // The operands every MatMulNBits kernel declares (a, then b, scales, zero points and bias of each
 // product, y) and their bindings, the uniforms they share (the products have the same K, N, bits and
 // block size), and per product `dequant<sfx>(n, blk)`: the (scale, -zero_point * scale) of block blk
-// of row n, so that a value q dequantizes as fma(q, s.x, s.y), and `result<sfx>(n, v)`: a sum with the
-// bias added.
+// of row n, so that a value q dequantizes as fma(q, s.x, s.y), from `scale<sfx>` and `zero<sfx>` (n, blk),
+// and `result<sfx>(n, v)`: a sum with the bias added.
 std::vector<ValueRef> declare_nbits(GpuKernelContext& ctx, shader::Program& p, const std::vector<NBitsProduct>& ps) {
   const P& q = ps[0].q;
   const DType t = ctx.dtype(P::kA);
@@ -119,23 +119,27 @@ std::vector<ValueRef> declare_nbits(GpuKernelContext& ctx, shader::Program& p, c
   p.uniform("RW", u32_dim(ctx, q.k_blocks * q.blob_size / 4, "a row of B's words"));  // words per row of B
   p.uniform("KW", uint32_t((q.K + vals - 1) / vals));  // the row's words that hold values below K
   p.uniform("blocks", uint32_t(q.k_blocks));
-  p.uniform("block_words", uint32_t(q.blob_size / 4));
   int64_t zp_row = 0;  // a row of packed zero points (the same in every product that has them)
   for (const NBitsProduct& pr : ps) zp_row = std::max(zp_row, pr.q.zp_row_bytes);
   p.uniform("zp_row", uint32_t(zp_row));
+  // BW, a block's words, is a constant (of the block_size attribute): the block of word w is w / BW, a
+  // shift where BW is a power of two, not a division by a uniform for every word read.
   std::string d = "const BITS: u32 = " + u32_lit(uint64_t(q.bits)) + ";\nconst VALS: u32 = " + u32_lit(vals) +
-                  ";\nconst MASK: u32 = " + u32_lit((1u << q.bits) - 1) + ";\n";
+                  ";\nconst MASK: u32 = " + u32_lit((1u << q.bits) - 1) + ";\nconst BW: u32 = " +
+                  u32_lit(uint64_t(q.blob_size / 4)) + ";\n";
   for (const NBitsProduct& pr : ps) {
-    d += "fn dequant" + pr.sfx + "(n: u32, blk: u32) -> vec2<f32> {\n  let s = scales" + pr.sfx +
-         "_load(n * blocks() + blk);\n";
+    d += "fn scale" + pr.sfx + "(n: u32, blk: u32) -> f32 { return scales" + pr.sfx + "_load(n * blocks() + blk); }\n";
+    d += "fn zero" + pr.sfx + "(n: u32, blk: u32) -> f32 { return ";
     switch (pr.q.zero_points) {
-      case P::ZeroPoints::Default: d += "  let z = " + std::to_string(pr.q.default_zero_point()) + ".0;\n"; break;
-      case P::ZeroPoints::Float: d += "  let z = zp" + pr.sfx + "_load(n * blocks() + blk);\n"; break;
+      case P::ZeroPoints::Default: d += std::to_string(pr.q.default_zero_point()) + ".0"; break;
+      case P::ZeroPoints::Float: d += "zp" + pr.sfx + "_load(n * blocks() + blk)"; break;
       case P::ZeroPoints::Packed:
-        d += "  let z = f32((zp" + pr.sfx + "_load(n * zp_row() + blk * BITS / 8u) >> ((blk * BITS) % 8u)) & MASK);\n";
+        d += "f32((zp" + pr.sfx + "_load(n * zp_row() + blk * BITS / 8u) >> ((blk * BITS) % 8u)) & MASK)";
         break;
     }
-    d += "  return vec2<f32>(s, -z * s);\n}\n";
+    d += "; }\n";
+    d += "fn dequant" + pr.sfx + "(n: u32, blk: u32) -> vec2<f32> {\n  let s = scale" + pr.sfx + "(n, blk);\n"
+         "  return vec2<f32>(s, -zero" + pr.sfx + "(n, blk) * s);\n}\n";
     d += "fn result" + pr.sfx + "(n: u32, v: f32) -> f32 { return v" +
          std::string(pr.q.bias ? " + bias" + pr.sfx + "_load(n)" : "") + "; }\n";
   }
@@ -186,7 +190,7 @@ void nbits_rows_old(GpuKernelContext& ctx, const P& q) {
   for (uint32_t u = 0; u < unroll; ++u) {
     const std::string wu = "w" + n_(u), word = "word" + n_(u);
     b += "    if (" + wu + " < KW()) {\n"
-         "      let s = dequant(n, " + wu + " / block_words());\n"
+         "      let s = dequant(n, " + wu + " / BW);\n"
          "      let k0 = " + wu + " * VALS;\n"
          "      for (var e = 0u; e < VALS; e = e + 1u) {\n"
          "        let v = fma(f32((" + word + " >> (e * BITS)) & MASK), s.x, s.y);\n"
@@ -390,12 +394,13 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   }
   // With q' = 1 + q / 2^BITS a word's values give sum (q - z) s a = s 2^BITS dot(a, q') - s (2^BITS + z) sum(a):
   // the two coefficients of block blk of row n.
-  for (const NBitsProduct& pr : ps)
-    d += "fn coef" + pr.sfx + "(n: u32, blk: u32) -> vec2<f32> {\n  let d = dequant" + pr.sfx + "(n, blk);\n  let s2 = d.x * " +
-         f32_lit(float(1u << bits)) + ";\n  return vec2<f32>(s2, d.y - s2);\n}\n";
+  // (From the block's scale s and zero point z, loaded with the words and used only when the values are.)
+  d += "fn coef(s: f32, z: f32) -> vec2<f32> {\n  let s2 = s * " + f32_lit(float(1u << bits)) +
+       ";\n  return vec2<f32>(s2, -z * s - s2);\n}\n";
   p.declare(d + prologue_decl + epilogue);
 
-  std::string b = "  if (wg >= groups()) { return; }\n";
+  const std::string head = "  if (wg >= groups()) { return; }\n  let kt = lid % KT;\n  let r = lid / KT;\n";
+  std::string b = head;
   if (norm) {
     // Each row's statistics (norm_prologue.h): one pass over the rows (workgroup 0 also stores v where
     // the residual sum is read), the sums added in `red` (free until the partial sums).
@@ -408,8 +413,6 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   }
   // Several row groups in turn (g.rg > 1, the whole row in one slice): A's row staged once for them.
   const bool multi = g.rg > 1;
-  b += "  let kt = lid % KT;\n"
-       "  let r = lid / KT;\n";
   // A's slice: each invocation stages whole words (zeros past K) and their sums.
   std::string stage = "    workgroupBarrier();\n"
                       "    for (var g = lid; g < MR * SW; g = g + WG) {\n"
@@ -429,57 +432,78 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   stage += "      sums[m * SW + wl] = " + sum + ";\n"
            "    }\n"
            "    workgroupBarrier();\n";
-  if (multi)
-    b += "  {\n    let ws = 0u;\n" + stage + "  }\n"
-         "  for (var rgi = 0u; rgi < " + u32_lit(g.rg) + "; rgi = rgi + 1u) {\n"
-         "  let wr = wg * " + u32_lit(g.rg) + " + rgi;\n";
-  const std::string wr = multi ? "wr" : "wg";
-  for (uint32_t c = 0; c < g.cpi; ++c) {
-    const std::string cs = n_(c);
-    b += "  let n_raw" + cs + " = " + wr + " * (R * CPI" + (np > 1 ? " / " + u32_lit(np) : std::string()) + ") + " +
-         u32_lit(c / np) + " * R + r;\n"
-         "  let n" + cs + " = min(n_raw" + cs + ", N() - 1u);\n"
-         "  let row" + cs + " = n" + cs + " * RW();\n";
-  }
-  for (uint32_t m = 0; m < rows; ++m)
-    for (uint32_t c = 0; c < g.cpi; ++c) b += "  var acc" + n_(m) + "_" + n_(c) + " = 0.0;\n";
-  b += std::string(multi ? "  {\n    let ws = 0u;\n" : "  for (var ws = 0u; ws < KW(); ws = ws + SW) {\n") +
-       "    // The slice's words of B and their blocks' coefficients, loaded before A's slice is staged so\n"
-       "    // that the two overlap. A word past the row's values (the last slice) repeats the last one: it\n"
-       "    // meets zeros of A.\n";
-  for (uint32_t u = 0; u < g.u; ++u) {
-    const std::string us = n_(u);
-    b += "    let wi" + us + " = min(ws + kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ", KW() - 1u);\n";
+  // Row group `wr`'s columns (decl: "let " to declare them, "" to set the vars of the next group).
+  auto columns = [&](const std::string& wr, const std::string& decl, const std::string& in) {
+    std::string t;
     for (uint32_t c = 0; c < g.cpi; ++c) {
-      const std::string uc = us + "_" + n_(c);
-      const std::string& sfx = ps[c % np].sfx;
-      b += "    let b" + uc + " = b" + sfx + "_word(row" + n_(c) + " + wi" + us + ");\n"
-           "    let s" + uc + " = coef" + sfx + "(n" + n_(c) + ", wi" + us + " / block_words());\n";
+      const std::string cs = n_(c);
+      t += in + decl + "n_raw" + cs + " = " + wr + " * (R * CPI" + (np > 1 ? " / " + u32_lit(np) : std::string()) + ") + " +
+           u32_lit(c / np) + " * R + r;\n" + in + decl + "n" + cs + " = min(n_raw" + cs + ", N() - 1u);\n" + in + decl +
+           "row" + cs + " = n" + cs + " * RW();\n";
     }
-  }
-  if (!multi) b += stage;
+    return t;
+  };
+  // The slice's words of B and their blocks' scales and zero points (their coefficients are computed
+  // where they are used: every load is in flight before anything waits for one). A word past the row's
+  // values (the last slice) repeats the last one: it meets zeros of A.
+  auto word_index = [&](uint32_t u, const std::string& in) {
+    return in + "let wi" + n_(u) + " = min(ws + kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ", KW() - 1u);\n";
+  };
+  auto loads = [&](const std::string& decl, const std::string& in) {
+    std::string t;
+    for (uint32_t u = 0; u < g.u; ++u)
+      for (uint32_t c = 0; c < g.cpi; ++c) {
+        const std::string uc = n_(u) + "_" + n_(c), blk = "(n" + n_(c) + ", wi" + n_(u) + " / BW)";
+        const std::string& sfx = ps[c % np].sfx;
+        t += in + decl + "b" + uc + " = b" + sfx + "_word(row" + n_(c) + " + wi" + n_(u) + ");\n" + in + decl + "sr" + uc +
+             " = scale" + sfx + blk + ";\n" + in + decl + "zr" + uc + " = zero" + sfx + blk + ";\n";
+      }
+    return t;
+  };
+  std::string compute;
   for (uint32_t u = 0; u < g.u; ++u) {
     const std::string us = n_(u);
-    b += "    let l" + us + " = kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ";\n";
+    compute += "    let l" + us + " = kt" + (u ? " + " + u32_lit(u) + " * KT" : std::string()) + ";\n";
     for (uint32_t m = 0; m < rows; ++m) {
       const std::string um = us + "_" + n_(m);
       for (uint32_t i = 0; i < parts; ++i)
-        b += "    let x" + um + "_" + n_(i) + " = As[" + u32_lit(uint64_t(i) * rows * g.sw + uint64_t(m) * g.sw) + " + l" + us + "];\n";
-      b += "    let t" + um + " = sums[" + u32_lit(uint64_t(m) * g.sw) + " + l" + us + "];\n";
+        compute += "    let x" + um + "_" + n_(i) + " = As[" + u32_lit(uint64_t(i) * rows * g.sw + uint64_t(m) * g.sw) + " + l" + us + "];\n";
+      compute += "    let t" + um + " = sums[" + u32_lit(uint64_t(m) * g.sw) + " + l" + us + "];\n";
     }
     for (uint32_t c = 0; c < g.cpi; ++c) {
       const std::string uc = us + "_" + n_(c);
-      for (uint32_t i = 0; i < parts; ++i) b += "    let q" + uc + "_" + n_(i) + " = qv" + n_(i) + "(b" + uc + ");\n";
+      compute += "    let s" + uc + " = coef(sr" + uc + ", zr" + uc + ");\n";
+      for (uint32_t i = 0; i < parts; ++i) compute += "    let q" + uc + "_" + n_(i) + " = qv" + n_(i) + "(b" + uc + ");\n";
       for (uint32_t m = 0; m < rows; ++m) {
         const std::string um = us + "_" + n_(m), acc = "acc" + n_(m) + "_" + n_(c);
         std::string dot;
         for (uint32_t i = 0; i < parts; ++i)
           dot += std::string(i ? " + " : "") + "dot(x" + um + "_" + n_(i) + ", q" + uc + "_" + n_(i) + ")";
-        b += "    " + acc + " = fma(s" + uc + ".x, " + dot + ", fma(s" + uc + ".y, t" + um + ", " + acc + "));\n";
+        compute += "    " + acc + " = fma(s" + uc + ".x, " + dot + ", fma(s" + uc + ".y, t" + um + ", " + acc + "));\n";
       }
     }
   }
-  b += "  }\n";
+  std::string accs;
+  for (uint32_t m = 0; m < rows; ++m)
+    for (uint32_t c = 0; c < g.cpi; ++c) accs += "  var acc" + n_(m) + "_" + n_(c) + " = 0.0;\n";
+  // The columns a group stores (nst, nrst: its n and n_raw).
+  std::string keep;
+  for (uint32_t c = 0; c < g.cpi; ++c) keep += "  let nst" + n_(c) + " = n" + n_(c) + ";\n  let nrst" + n_(c) + " = n_raw" + n_(c) + ";\n";
+  if (multi) {
+    // The first group's loads go before the statistics and the staging of A, which they do not need; each
+    // next group's before the partial sums of the one before.
+    std::string first = "  let ws = 0u;\n" + columns("wg * " + u32_lit(g.rg), "var ", "  ");
+    for (uint32_t u = 0; u < g.u; ++u) first += word_index(u, "  ");
+    first += loads("var ", "  ");
+    b = head + first + b.substr(head.size()) + "  {\n" + stage + "  }\n"
+        "  for (var rgi = 0u; rgi < " + u32_lit(g.rg) + "; rgi = rgi + 1u) {\n" + accs + "  {\n" + compute + "  }\n" + keep +
+        "  if (rgi + 1u < " + u32_lit(g.rg) + ") {\n    let wr = wg * " + u32_lit(g.rg) + " + rgi + 1u;\n" +
+        columns("wr", "", "    ") + loads("", "    ") + "  }\n";
+  } else {
+    b += columns("wg", "let ", "  ") + accs + "  for (var ws = 0u; ws < KW(); ws = ws + SW) {\n";
+    for (uint32_t u = 0; u < g.u; ++u) b += word_index(u, "    ");
+    b += loads("let ", "    ") + stage + compute + "  }\n" + keep;
+  }
   // The KT partial sums of each column: levels of 16 (at most two for KT <= 256), then invocation 0 of
   // the row adds the rest and stores.
   for (uint32_t m = 0; m < rows; ++m) {
@@ -504,7 +528,7 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
       const std::string at = u32_lit(uint64_t(c) * g.wg) + " + lid", cs = n_(c);
       std::string s = "red[" + at + "]";
       for (uint32_t i = 1; i < cnt; ++i) s += " + red[" + at + " + " + u32_lit(i) + "]";
-      b += "    let v" + cs + " = result" + ps[c % np].sfx + "(n" + cs + ", " + s + ");\n";
+      b += "    let v" + cs + " = result" + ps[c % np].sfx + "(nst" + cs + ", " + s + ");\n";
     }
     // Each column's value: its product's result, or the epilogue of its products' results (slots
     // j * P .. j * P + P - 1, of the same column).
@@ -516,7 +540,7 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
         for (uint32_t k = 1; k < np; ++k) v += ", v" + n_(c + k);
         v += ")";
       }
-      b += "    if (n_raw" + cs + " < N()) { y_store(" + u32_lit(m) + " * N() + n" + cs + ", " + v + "); }\n";
+      b += "    if (nrst" + cs + " < N()) { y_store(" + u32_lit(m) + " * N() + nst" + cs + ", " + v + "); }\n";
     }
     b += "  }\n";
   }
@@ -563,7 +587,7 @@ void nbits_tiled(GpuKernelContext& ctx, const P& q) {
        "      let w = k0 / VALS + wl;\n"
        "      let inside = n < N() && w < RW();\n"
        "      let word = select(0u, b_word(select(0u, n * RW() + w, inside)), inside);\n"
-       "      let s = select(vec2<f32>(0.0), dequant(min(n, N() - 1u), min(w, RW() - 1u) / block_words()), inside);\n"
+       "      let s = select(vec2<f32>(0.0), dequant(min(n, N() - 1u), min(w, RW() - 1u) / BW), inside);\n"
        "      for (var e = 0u; e < VALS; e = e + 1u) {\n"
        "        Bs[(wl * VALS + e) * (TN / 4u) + nl / 4u][nl % 4u] = fma(f32((word >> (e * BITS)) & MASK), s.x, s.y);\n"
        "      }\n"
