@@ -20,7 +20,8 @@ void Plan::upload(int slot, const Tensor& t, const Int64Policy& policy, const st
 }
 
 webgpu::BindGroupHandle bind_dispatch(const Plan& plan, const Step& step, const RecordedDispatch& d) {
-  const uint64_t max_binding = plan.device->limits().max_storage_buffer_binding_size / 4 * 4;
+  // (whole vec4s: a tensor read as vec4s, shader::Program::vec4, must reach its last element)
+  const uint64_t max_binding = plan.device->limits().max_storage_buffer_binding_size / 16 * 16;
   std::vector<webgpu::BufferBinding> entries;
   entries.emplace_back(step.uniforms->get(), d.uniform_offset, d.uniform_bytes);
   entries.emplace_back(plan.status->get(), 0, plan.status->capacity);
