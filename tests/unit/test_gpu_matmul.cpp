@@ -492,26 +492,9 @@ TEST(GpuGemv, KernelChoice) {
 
 // -------------------------------------------------- The tiled kernel's vec4 loads ($ONNXGPU_MATMUL_VEC)
 
-// $ONNXGPU_MATMUL_VEC set (or, nullptr, unset) for a scope; what was there is restored after.
-class MatMulVecEnv {
- public:
-  explicit MatMulVecEnv(const char* value) {
-    const char* before = std::getenv("ONNXGPU_MATMUL_VEC");
-    had_ = before != nullptr;
-    if (had_) saved_ = before;
-    set(value);
-  }
-  ~MatMulVecEnv() { set(had_ ? saved_.c_str() : nullptr); }
-  MatMulVecEnv(const MatMulVecEnv&) = delete;
-  MatMulVecEnv& operator=(const MatMulVecEnv&) = delete;
-
- private:
-  static void set(const char* v) {
-    if (v) ::setenv("ONNXGPU_MATMUL_VEC", v, 1);
-    else ::unsetenv("ONNXGPU_MATMUL_VEC");
-  }
-  bool had_ = false;
-  std::string saved_;
+// $ONNXGPU_MATMUL_VEC for a scope (nullptr: unset, the default).
+struct MatMulVecEnv : ScopedEnv {
+  explicit MatMulVecEnv(const char* value) : ScopedEnv("ONNXGPU_MATMUL_VEC", value) {}
 };
 
 // Runs `body` with the tiled kernel's vec4 loads (the default) and with $ONNXGPU_MATMUL_VEC=0 (four
