@@ -95,6 +95,30 @@ inline void set_floats(onnx::NodeProto& n, const std::string& name, const std::v
 }
 
 // ONNXGPU_SKIP_GPU_TESTS=1: a missing WebGPU device skips the GPU tests instead of failing them.
+// An environment variable set (or, value nullptr, unset) for a scope; what was there is restored after.
+// For the engine's knobs read at each call ($ONNXGPU_MATMUL_VEC ...).
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const char* value) : name_(std::move(name)) {
+    const char* before = std::getenv(name_.c_str());
+    had_ = before != nullptr;
+    if (had_) saved_ = before;
+    set(value);
+  }
+  ~ScopedEnv() { set(had_ ? saved_.c_str() : nullptr); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void set(const char* v) const {
+    if (v) ::setenv(name_.c_str(), v, 1);
+    else ::unsetenv(name_.c_str());
+  }
+  std::string name_;
+  bool had_ = false;
+  std::string saved_;
+};
+
 inline bool skip_gpu() {
   const char* s = std::getenv("ONNXGPU_SKIP_GPU_TESTS");
   return s && std::string(s) == "1";

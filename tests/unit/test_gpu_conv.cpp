@@ -22,6 +22,8 @@
 #include "runtime/compare.h"
 #include "model_builder.h"
 #include "one_node.h"
+#include "webgpu/device.h"
+#include "webgpu/kernels/kernel.h"
 
 namespace onnxgpu {
 namespace {
@@ -209,6 +211,82 @@ TEST(GpuConv, KernelsByShape) {
   }, 54);
 }
 
+// The implicit GEMM reads W's rows a vec4 at a time where they are whole vec4s (float32, K = a group's
+// input channels x taps a multiple of 4): partial tiles of output channels, groups (each group's rows
+// further along W), pointwise, 1-D and 3-D, K split, K of one quad; K % 4 != 0 (scalar loads) beside.
+// Each with the vec4 loads and with $ONNXGPU_MATMUL_VEC=0.
+TEST(GpuConv, VectorWeightLoads) {
+  const DType f = DType::Float32;
+  auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
+  for (const char* v : {static_cast<const char*>(nullptr), "0"}) {
+    SCOPED_TRACE(v ? "ONNXGPU_MATMUL_VEC=0" : "ONNXGPU_MATMUL_VEC unset");
+    ScopedEnv env("ONNXGPU_MATMUL_VEC", v);
+    check_conv(f, {1, 32, 12, 12}, {48, 32, 3, 3}, true, pads, 60);            // K 288, 48 of 64 rows
+    check_conv(f, {2, 8, 9, 10}, {40, 4, 3, 3}, true, [](onnx::NodeProto& n) {  // K 36, 2 groups of 20
+      set_int(n, "group", 2);
+      set_ints(n, "pads", {1, 2, 0, 1});
+      set_ints(n, "strides", {2, 1});
+    }, 61);
+    check_conv(f, {3, 24, 7, 9}, {40, 24, 1, 1}, false, {}, 62);                // pointwise, K 24
+    check_conv(f, {1, 4, 6, 6}, {16, 4, 1, 1}, true, {}, 63);                   // K 4: one quad
+    check_conv(f, {1, 256, 3, 3}, {64, 256, 3, 3}, true, pads, 64);             // K split
+    check_conv(f, {2, 12, 6, 7}, {24, 4, 3, 3}, true, [](onnx::NodeProto& n) { set_int(n, "group", 3); }, 65);
+    check_conv(f, {2, 8, 30}, {20, 8, 3}, true, {}, 66, false);                 // 1-D, W an input
+    check_conv(f, {1, 4, 5, 6, 7}, {16, 4, 2, 3, 2}, true, {}, 67);             // 3-D, K 48
+    check_conv(f, {2, 3, 20, 18}, {64, 3, 7, 7}, true, pads, 68);               // K 147: scalar loads
+    check_conv(f, {3, 5, 70}, {17, 5, 5}, false, {}, 69);                       // K 25: scalar loads
+  }
+}
+
+// Which weight loads the implicit GEMM takes, by program name (no device needed): `_vw` for float32
+// weights with K % 4 == 0, unless $ONNXGPU_MATMUL_VEC is 0 (or "b": the products' B only).
+TEST(GpuConv, VectorWeightChoice) {
+  webgpu::Limits limits;
+  limits.max_compute_invocations_per_workgroup = 256;
+  limits.max_compute_workgroup_size_x = 256;
+  limits.max_compute_workgroup_storage_size = 16384;
+  limits.max_compute_workgroups_per_dimension = 65535;
+  limits.max_storage_buffers_per_shader_stage = 8;
+  auto programs = [&](Shape x, Shape w, DType t = DType::Float32) {
+    ir::Node node;
+    node.name = "c";
+    node.op_type = "Conv";
+    node.inputs = {"x", "w"};
+    node.outputs = {"y"};
+    ir::Attribute pads;
+    pads.kind = ir::Attribute::Kind::Ints;
+    pads.ints.assign(2 * (x.size() - 2), 1);
+    node.attrs["pads"] = pads;
+    Int64Policy policy;
+    webgpu::GpuKernelContext ctx(node, 11, policy, limits, {{t, std::move(x)}, {t, std::move(w)}});
+    (*webgpu::gpu_registry().find("Conv"))(ctx);
+    std::vector<std::string> r;
+    for (const auto& d : ctx.dispatches) r.push_back(d.program.name());
+    return r;
+  };
+  auto has = [](const std::vector<std::string>& p, size_t i, const char* part) {
+    return i < p.size() && p[i].find(part) != std::string::npos;
+  };
+  {
+    ScopedEnv env("ONNXGPU_MATMUL_VEC", nullptr);
+    auto k288 = programs({1, 32, 12, 12}, {48, 32, 3, 3});
+    EXPECT_TRUE(has(k288, 0, "Conv.gemm2d_vw_")) << k288.at(0);
+    auto split = programs({1, 256, 3, 3}, {64, 256, 3, 3});
+    ASSERT_EQ(split.size(), 2u);
+    EXPECT_TRUE(has(split, 0, "Conv.gemm2d_vw_") && has(split, 0, "_split")) << split[0];
+    EXPECT_TRUE(has(split, 1, "Conv.gemm_sum")) << split[1];
+    auto k147 = programs({1, 3, 20, 18}, {64, 3, 7, 7});
+    EXPECT_TRUE(has(k147, 0, "Conv.gemm2d_") && !has(k147, 0, "_vw")) << k147.at(0);
+    auto half = programs({1, 32, 12, 12}, {48, 32, 3, 3}, DType::Float16);
+    EXPECT_TRUE(has(half, 0, "Conv.gemm2d_") && !has(half, 0, "_vw")) << half.at(0);
+  }
+  for (const auto& [value, vw] : {std::pair<const char*, bool>{"0", false}, {"b", false}, {"a", true}}) {
+    ScopedEnv env("ONNXGPU_MATMUL_VEC", value);
+    auto p = programs({1, 32, 12, 12}, {48, 32, 3, 3});
+    EXPECT_EQ(has(p, 0, "_vw"), vw) << "ONNXGPU_MATMUL_VEC=" << value << ": " << p.at(0);
+  }
+}
+
 // ------------------------------------------------------------------------------------ the fused Conv
 
 // The model on the CPU reference and on the GPU with capture: recorded with the first feeds, replayed
@@ -386,6 +464,27 @@ TEST(GpuConvFused, ResidualAdd) {
                    b.node("Add", {"conv", "R"}, {"Y"});
                  }, 14};
   check_fused(chan.bytes(), chan.feeds(), 2, 1);
+}
+
+// The fused Conv's epilogues over the vec4 weight loads (K % 4 == 0) and over the scalar ones
+// ($ONNXGPU_MATMUL_VEC=0): BatchNormalization folded, a residual, an activation, through the split-K
+// sum pass too.
+TEST(GpuConvFused, VectorWeightLoads) {
+  auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
+  for (const char* v : {static_cast<const char*>(nullptr), "0"}) {
+    SCOPED_TRACE(v ? "ONNXGPU_MATMUL_VEC=0" : "ONNXGPU_MATMUL_VEC unset");
+    ScopedEnv env("ONNXGPU_MATMUL_VEC", v);
+    ConvModel res{{2, 8, 6, 6}, {20, 8, 3, 3}, true, true, pads, {{"R", {2, 20, 6, 6}}}, [](ModelBuilder& b) {
+                    b.node("Add", {"conv", "R"}, {"sum"});
+                    b.node("Relu", {"sum"}, {"Y"});
+                  }, 70};
+    check_fused(res.bytes(), res.feeds(), 4, 1);
+    ConvModel split{{1, 256, 3, 3}, {36, 256, 3, 3}, true, true, pads, {{"R", {1, 36, 3, 3}}}, [](ModelBuilder& b) {
+                      b.node("Add", {"R", "conv"}, {"sum"});
+                      b.node("Relu", {"sum"}, {"Y"});
+                    }, 71};
+    check_fused(split.bytes(), split.feeds(), 4, 2, 2e-4);
+  }
 }
 
 TEST(GpuConvFused, WhatStaysApart) {

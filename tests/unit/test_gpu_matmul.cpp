@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -408,35 +409,56 @@ TEST(GpuGemv, RefreshedForOtherSizes) {
   EXPECT_GE(refreshed, 2);  // 6 after 5 and 301 after 300 at least
 }
 
-// Which kernel a product gets, from the device's limits and the product's shape (no device needed):
-// few rows -> gemv (columns or rows kernel by which axis of B is contiguous), more -> tiled; the
-// workgroup size follows the limits.
-TEST(GpuGemv, KernelChoice) {
+// Limits of a usual device, for the kernel-choice tests.
+webgpu::Limits usual_limits() {
   webgpu::Limits limits;
   limits.max_compute_invocations_per_workgroup = 256;
   limits.max_compute_workgroup_size_x = 256;
   limits.max_compute_workgroup_storage_size = 16384;
   limits.max_compute_workgroups_per_dimension = 65535;
   limits.max_storage_buffers_per_shader_stage = 8;
-  auto programs = [&](const std::string& op, Shape a, Shape b, int trans_b, const webgpu::Limits& l) {
-    ir::Node node;
-    node.name = "p";
-    node.op_type = op;
-    node.inputs = {"a", "b"};
-    node.outputs = {"y"};
-    if (op == "Gemm") {
-      ir::Attribute t;
-      t.kind = ir::Attribute::Kind::Int;
-      t.i = trans_b;
-      node.attrs["transB"] = t;
+  return limits;
+}
+
+// The programs (name, workgroup size) node `node` of the given inputs dispatches, made without a device.
+std::vector<std::pair<std::string, uint32_t>> kernel_programs(const ir::Node& node,
+                                                              const std::vector<webgpu::GpuValueInfo>& inputs,
+                                                              const webgpu::Limits& l) {
+  Int64Policy policy;
+  webgpu::GpuKernelContext ctx(node, 13, policy, l, inputs);
+  (*webgpu::gpu_registry().find(node.op_type, node.domain))(ctx);
+  std::vector<std::pair<std::string, uint32_t>> r;
+  for (const auto& d : ctx.dispatches) r.push_back({d.program.name(), d.program.workgroup_size()});
+  return r;
+}
+
+// ... of a MatMul, or a Gemm (transA, transB), of A and B.
+std::vector<std::pair<std::string, uint32_t>> kernel_programs(const std::string& op, Shape a, Shape b, int trans_b,
+                                                              const webgpu::Limits& l, DType t = DType::Float32,
+                                                              int trans_a = 0) {
+  ir::Node node;
+  node.name = "p";
+  node.op_type = op;
+  node.inputs = {"a", "b"};
+  node.outputs = {"y"};
+  if (op == "Gemm") {
+    for (auto [name, v] : {std::pair<const char*, int>{"transA", trans_a}, {"transB", trans_b}}) {
+      ir::Attribute at;
+      at.kind = ir::Attribute::Kind::Int;
+      at.i = v;
+      node.attrs[name] = at;
     }
-    Int64Policy policy;
-    webgpu::GpuKernelContext ctx(node, 13, policy, l,
-                                 {{DType::Float32, std::move(a)}, {DType::Float32, std::move(b)}});
-    (*webgpu::gpu_registry().find(op))(ctx);
-    std::vector<std::pair<std::string, uint32_t>> r;
-    for (const auto& d : ctx.dispatches) r.push_back({d.program.name(), d.program.workgroup_size()});
-    return r;
+  }
+  return kernel_programs(node, {{t, std::move(a)}, {t, std::move(b)}}, l);
+}
+
+// Which kernel a product gets, from the device's limits and the product's shape (no device needed):
+// few rows -> gemv (columns or rows kernel by which axis of B is contiguous), more -> tiled; the
+// workgroup size follows the limits.
+TEST(GpuGemv, KernelChoice) {
+  const webgpu::Limits limits = usual_limits();
+  auto programs = [](const std::string& op, Shape a, Shape b, int trans_b, const webgpu::Limits& l) {
+    return kernel_programs(op, std::move(a), std::move(b), trans_b, l);
   };
   auto starts = [](const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; };
   // A decode step's product (B of at most 8M elements): one pass, 8 columns per workgroup.
@@ -466,6 +488,180 @@ TEST(GpuGemv, KernelChoice) {
   small.max_compute_invocations_per_workgroup = 64;
   auto s = programs("MatMul", {1, 768}, {768, 3072}, 0, small);
   EXPECT_EQ(s[0].second, 64u) << s[0].first;
+}
+
+// -------------------------------------------------- The tiled kernel's vec4 loads ($ONNXGPU_MATMUL_VEC)
+
+// $ONNXGPU_MATMUL_VEC for a scope (nullptr: unset, the default).
+struct MatMulVecEnv : ScopedEnv {
+  explicit MatMulVecEnv(const char* value) : ScopedEnv("ONNXGPU_MATMUL_VEC", value) {}
+};
+
+// Runs `body` with the tiled kernel's vec4 loads (the default) and with $ONNXGPU_MATMUL_VEC=0 (four
+// scalar loads each), so that every shape checks both.
+void for_both_loads(const std::function<void()>& body) {
+  for (const char* v : {static_cast<const char*>(nullptr), "0"}) {
+    SCOPED_TRACE(v ? "ONNXGPU_MATMUL_VEC=0" : "ONNXGPU_MATMUL_VEC unset");
+    MatMulVecEnv env(v);
+    body();
+  }
+}
+
+// More than 4 rows (the tiled kernel) with K and / or N multiples of 4: A's and B's quads read as vec4s.
+// Partial tiles (the last quad of a row inside, the next one outside), A's batch folded into M, a
+// matrix per batch element, broadcast batches, only one operand aligned, K split (parts ending inside a
+// K-slice, the sum pass), Gemm's transposes and C.
+TEST(GpuMatMul, VectorLoads) {
+  const DType f = DType::Float32;
+  for_both_loads([f] {
+    check_matmul(f, {5, 64}, {64, 68}, 800);                 // A and B; N: a tile and one quad
+    check_matmul(f, {5, 4}, {4, 4}, 801);                    // one quad each
+    check_matmul(f, {70, 12}, {12, 132}, 802, true);         // partial tiles along m and n, K < TK
+    check_matmul(f, {2, 3, 65, 36}, {36, 72}, 803);          // A's batch folded into M
+    check_matmul(f, {2, 3, 65, 36}, {2, 3, 36, 72}, 804);    // a matrix per batch element
+    check_matmul(f, {2, 1, 9, 8}, {3, 8, 12}, 805);          // broadcast batch (A's)
+    check_matmul(f, {1, 9, 8}, {4, 1, 8, 12}, 806);          // broadcast batch (B's)
+    check_matmul(f, {7, 64}, {64, 70}, 807);                 // K % 4 == 0, N % 4 != 0: A only
+    check_matmul(f, {7, 66}, {66, 68}, 808);                 // N % 4 == 0, K % 4 != 0: B only
+    check_matmul(f, {8, 4096}, {4096, 8}, 809, true);        // long K: split, the sum pass
+    check_matmul(f, {3, 6, 1000}, {1000, 12}, 810);          // split, K ending inside a K-slice
+    check_matmul(f, {2, 5, 600}, {2, 600, 8}, 811);          // split, a matrix per batch element
+    Shape c_full{19, 36}, c_row{36}, c_col{24, 1};
+    check_gemm(f, 19, 24, 36, false, false, 0.5f, 2.0f, &c_full, 812);  // A and B
+    check_gemm(f, 19, 24, 36, false, true, 1.0f, 1.0f, &c_row, 813);    // B transposed: A only
+    check_gemm(f, 24, 23, 36, true, false, 1.5f, -1.0f, &c_row, 814);   // A transposed: B only
+    check_gemm(f, 24, 1100, 8, false, false, 1.0f, 1.0f, &c_col, 815);  // split K, C after the sum
+  });
+}
+
+// The fused forms over the vec4 loads (M = 7, K and N multiples of 4): bias, residual and activation
+// in the epilogue, the output in Split parts, A or B read through a folded Transpose (scalar loads for
+// that operand), the output written transposed; K short and long (split).
+TEST(GpuMatMul, VectorLoadsFused) {
+  auto perm = [](onnx::NodeProto& n, std::vector<int64_t> p) { set_ints(n, "perm", p); };
+  for_both_loads([&] {
+    for (int64_t k : {64, 1000}) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      testing::ModelBuilder b;
+      // (Each product reads its own A: sibling products of one A would run as one.)
+      for (const char* x : {"x", "x2", "x3"}) b.input(x, DType::Float32, {1, 7, k});
+      b.input("h", DType::Float32, {1, 7, 2, k}).input("g", DType::Float32, {1, 2, 7, k});
+      for (const char* o : {"y", "t", "q", "v", "u", "o", "z"}) b.output(o, DType::Float32);
+      b.initializer("w", weights({k, k}, 820));
+      b.initializer("c", weights({k}, 821, 1.0f));
+      b.node("MatMul", {"x", "w"}, {"m"});
+      b.node("Add", {"c", "m"}, {"mb"});
+      b.node("Add", {"x", "mb"}, {"y"});  // bias and residual
+      b.initializer("w2", weights({k, 12}, 822));
+      b.initializer("c2", weights({12}, 823, 1.0f));
+      b.node("MatMul", {"y", "w2"}, {"m2"});
+      b.node("Add", {"m2", "c2"}, {"a2"});
+      b.node("Tanh", {"a2"}, {"t2"});
+      b.node("Neg", {"t2"}, {"t"});  // bias and activation
+      b.initializer("w3", weights({k, 12}, 824));
+      b.initializer("sizes", Tensor::from_vector<int64_t>({2}, {4, 8}));
+      b.node("MatMul", {"x2", "w3"}, {"m3"});
+      testing::ModelBuilder::attr(b.node("Split", {"m3", "sizes"}, {"q", "v"}), "axis", 2);  // in parts
+      b.initializer("wt", weights({8, k}, 825));
+      perm(b.node("Transpose", {"wt"}, {"w4"}), {1, 0});
+      b.node("MatMul", {"x3", "w4"}, {"u"});  // B through strides: A's vec4s only
+      perm(b.node("Transpose", {"h"}, {"ht"}), {0, 2, 1, 3});  // [1, 2, 7, k]
+      b.node("MatMul", {"ht", "w3"}, {"p"});                   // A through strides: B's vec4s only
+      perm(b.node("Transpose", {"p"}, {"o"}), {0, 2, 1, 3});   // [1, 7, 2, 12]: written transposed
+      b.initializer("w5", weights({2, k, 8}, 826));
+      b.node("MatMul", {"g", "w5"}, {"p5"});                   // a matrix per batch element
+      perm(b.node("Transpose", {"p5"}, {"z"}), {0, 2, 1, 3});  // [1, 7, 2, 8]
+      std::unordered_map<std::string, Tensor> feeds;
+      uint32_t seed = 827;
+      for (const char* x : {"x", "x2", "x3"}) feeds[x] = random_float(DType::Float32, {1, 7, k}, seed++);
+      feeds["h"] = random_float(DType::Float32, {1, 7, 2, k}, seed++);
+      feeds["g"] = random_float(DType::Float32, {1, 2, 7, k}, seed++);
+      PlanReport p = check_model(b.bytes(), feeds);
+      EXPECT_EQ(p.fused_nodes, 16);  // every node in a product's kernel
+      EXPECT_EQ(p.dispatches, k == 64 ? 6 : 12);  // K = 1000: each product split, then its sum pass
+    }
+  });
+}
+
+// Which loads the tiled kernel takes (no device needed): vec4s for A where K % 4 == 0 and for B where
+// N % 4 == 0, both float32 and read row-major in place; the program's name says which (_va, _vb), so a
+// plan refreshed for sizes that choose otherwise is planned anew. $ONNXGPU_MATMUL_VEC=0 turns both
+// off, "a" / "b" keeps one.
+TEST(GpuMatMul, VectorLoadChoice) {
+  const webgpu::Limits limits = usual_limits();
+  auto name = [&](const std::string& op, Shape a, Shape b, int tb = 0, DType t = DType::Float32, int ta = 0) {
+    auto r = kernel_programs(op, std::move(a), std::move(b), tb, limits, t, ta);
+    return r.empty() ? std::string() : r[0].first;
+  };
+  auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
+  {
+    MatMulVecEnv env(nullptr);
+    std::string both = name("MatMul", {5, 64}, {64, 68});
+    EXPECT_TRUE(has(both, "MatMul.tiled_va_vb_")) << both;
+    std::string batched = name("MatMul", {2, 1, 9, 8}, {3, 8, 12});
+    EXPECT_TRUE(has(batched, "_va_vb_")) << batched;
+    std::string a_only = name("MatMul", {7, 64}, {64, 70});
+    EXPECT_TRUE(has(a_only, "_va_") && !has(a_only, "_vb")) << a_only;
+    std::string b_only = name("MatMul", {7, 66}, {66, 68});
+    EXPECT_TRUE(has(b_only, "_vb_") && !has(b_only, "_va")) << b_only;
+    std::string neither = name("MatMul", {7, 66}, {66, 70});
+    EXPECT_TRUE(has(neither, "MatMul.tiled_") && !has(neither, "_va") && !has(neither, "_vb")) << neither;
+    std::string tb = name("Gemm", {7, 64}, {68, 64}, 1);
+    EXPECT_TRUE(has(tb, "_tb_va_") && !has(tb, "_vb")) << tb;
+    std::string ta = name("Gemm", {64, 7}, {64, 68}, 0, DType::Float32, 1);
+    EXPECT_TRUE(has(ta, "_ta_vb_") && !has(ta, "_va")) << ta;
+    std::string half = name("MatMul", {5, 64}, {64, 68}, 0, DType::Float16);
+    EXPECT_TRUE(has(half, "MatMul.tiled_") && !has(half, "_va") && !has(half, "_vb")) << half;
+    std::string empty_k = name("MatMul", {5, 0}, {0, 8});  // K = 0: nothing to read as vec4s
+    EXPECT_FALSE(has(empty_k, "_va") || has(empty_k, "_vb")) << empty_k;
+    auto split = kernel_programs("MatMul", {8, 4096}, {4096, 8}, 0, limits);
+    ASSERT_EQ(split.size(), 2u);
+    EXPECT_TRUE(has(split[0].first, "_va_vb_split_")) << split[0].first;
+    EXPECT_TRUE(has(split[1].first, "MatMul.split_sum")) << split[1].first;
+    // Four rows or fewer: the gemv kernels, which choose their own loads.
+    std::string four = name("MatMul", {4, 64}, {64, 68});
+    EXPECT_TRUE(has(four, "MatMul.gemv_")) << four;
+  }
+  // The fused MatMul: a Transpose folded into B or A (read through strides: scalar loads for it), the
+  // output in parts or written transposed, a bias.
+  auto fused = [&](std::vector<webgpu::GpuValueInfo> ins, size_t outputs,
+                   const std::vector<std::pair<std::string, std::vector<int64_t>>>& attrs) {
+    ir::Node node;
+    node.name = "f";
+    node.op_type = "MatMul";
+    node.domain = webgpu::kFusedDomain;
+    for (size_t i = 0; i < ins.size(); ++i) node.inputs.push_back(ins[i].dtype == DType::Undefined ? "" : "in" + std::to_string(i));
+    for (size_t i = 0; i < outputs; ++i) node.outputs.push_back("y" + std::to_string(i));
+    for (const auto& [key, v] : attrs) {
+      ir::Attribute at;
+      at.kind = ir::Attribute::Kind::Ints;
+      at.ints = v;
+      node.attrs[key] = at;
+    }
+    auto r = kernel_programs(node, ins, limits);
+    return r.empty() ? std::string() : r[0].first;
+  };
+  const DType f = DType::Float32;
+  {
+    MatMulVecEnv env(nullptr);
+    std::string sb = fused({{f, {7, 64}}, {f, {68, 64}}}, 1, {{"perm_b", {1, 0}}});  // B: [68, 64] transposed
+    EXPECT_TRUE(has(sb, "_sb") && has(sb, "_va") && !has(sb, "_vb")) << sb;
+    std::string sa = fused({{f, {64, 7}}, {f, {64, 68}}}, 1, {{"perm_a", {1, 0}}});
+    EXPECT_TRUE(has(sa, "_sa") && has(sa, "_vb") && !has(sa, "_va")) << sa;
+    std::string parts = fused({{f, {7, 64}}, {f, {64, 12}}, {f, {12}}}, 2, {{"split", {4, 8}}});
+    EXPECT_TRUE(has(parts, "_parts2_va_vb_c_")) << parts;
+    std::string sy = fused({{f, {1, 3, 5, 8}}, {f, {1, 3, 8, 4}}}, 1, {{"perm_y", {0, 2, 1, 3}}});
+    EXPECT_TRUE(has(sy, "_sy_va_vb_")) << sy;
+    std::string res = fused({{f, {7, 64}}, {f, {64, 64}}, {}, {f, {7, 64}}}, 1, {});
+    EXPECT_TRUE(has(res, "_va_vb_r_")) << res;
+  }
+  for (const auto& [value, va, vb] : {std::tuple<const char*, bool, bool>{"0", false, false}, {"a", true, false},
+                                      {"b", false, true}, {"1", true, true}}) {
+    MatMulVecEnv env(value);
+    std::string n = name("MatMul", {5, 64}, {64, 68});
+    EXPECT_EQ(has(n, "_va"), va) << "ONNXGPU_MATMUL_VEC=" << value << ": " << n;
+    EXPECT_EQ(has(n, "_vb"), vb) << "ONNXGPU_MATMUL_VEC=" << value << ": " << n;
+  }
 }
 
 // ---- The LayerNormalization prologue: the normalization before a one-row product in the product's kernel --

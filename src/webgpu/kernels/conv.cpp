@@ -8,7 +8,8 @@
 //     outputs per workgroup, K-slices of 16 staged in workgroup memory as vec4s while the next slice is
 //     loaded into registers, 4 x 4 outputs per invocation; when the tiles are too few to fill the GPU
 //     (late layers at a small batch) the K range is split over workgroups and a second pass sums the parts.
-//     For groups of at least 8 output channels;
+//     Float32 weights whose rows are whole vec4s (K % 4 == 0) are read a vec4 at a time (programs `_vw`;
+//     $ONNXGPU_MATMUL_VEC=0 turns it off). For groups of at least 8 output channels;
 //   - a depthwise kernel (one input channel per group: depthwise layers, and first layers of one input
 //     channel), 2-D: one output per invocation over its kernel taps, no channel loop;
 //   - the GEMV kernel of the products (gemv.cpp) for 1x1 kernels over 1x1 images of a few images (the
@@ -411,11 +412,17 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
   }
   bool split = splits > 1;
   DType t = ctx.dtype(0);
-  auto p = ctx.program("gemm" + std::to_string(g.r) + "d" + (g.pointwise ? "_pointwise" : "") + "_" + tl.name() +
-                           (split ? "_split" : ep.tag()),
+  // W read a vec4 at a time (one 16-byte load for 4 consecutive k of a row, matmul.h's VecLoads): float32
+  // weights whose rows (K = a group's input channels x the kernel's taps) are whole vec4s. Row m of W
+  // then starts at m * K, a multiple of 4; every quad starts at a k that is one too (the K range and
+  // its split parts start at multiples of TK), and lies wholly inside the row or wholly past its end.
+  const bool w_vec = products::vec_loads().a && ctx.dtype(1) == DType::Float32 && g.K > 0 && g.K % 4 == 0;
+  auto p = ctx.program("gemm" + std::to_string(g.r) + "d" + (g.pointwise ? "_pointwise" : "") + (w_vec ? "_vw" : "") +
+                           "_" + tl.name() + (split ? "_split" : ep.tag()),
                        tl.threads());
   p.input("x", t, ctx.shape(0));
   p.input("w", ctx.dtype(1), ctx.shape(1));
+  if (w_vec) p.vec4(1);
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
   Shape part_shape{int64_t(splits) * g.M * g.cols};
   ValueRef part{};
@@ -437,6 +444,16 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
   convutil::int_array(p, "out_dim", g.win.out);  // (y is not declared when the K range is split)
   p.uniform_f32("inv_k", 1.0f / float(g.k_sz));
   for (size_t d = 1; d < g.r; ++d) p.uniform_f32("inv_k" + std::to_string(d), 1.0f / float(g.win.kernel[d]));
+  // W's row gm0 + m (of the group's), 4 consecutive k; 0 outside.
+  const std::string w_loads =
+      w_vec ? "fn load_w4(gm0: u32, m: u32, k: u32) -> vec4<f32> {\n"
+              "  let inside = m < mg() && k < kdim();\n"
+              "  return select(vec4<f32>(0.0), w_load4(select(0u, ((gm0 + m) * kdim() + k) / 4u, inside)), inside);\n}\n"
+            : "fn load_w(gm0: u32, m: u32, k: u32) -> f32 {\n"
+              "  let inside = m < mg() && k < kdim();\n"
+              "  return select(0.0, to_f32_$w(w_load(select(0u, (gm0 + m) * kdim() + k, inside))), inside);\n}\n"
+              "fn load_w4(gm0: u32, m: u32, k: u32) -> vec4<f32> {\n"
+              "  return vec4<f32>(load_w(gm0, m, k), load_w(gm0, m, k + 1u), load_w(gm0, m, k + 2u), load_w(gm0, m, k + 3u));\n}\n";
   auto u = [](uint64_t v) { return u32_lit(v); };
   p.declare("const TM: u32 = " + u(tl.tm) + ";\nconst TN: u32 = " + u(tl.tn) + ";\nconst TK: u32 = " + u(tl.tk) +
             ";\nconst RM: u32 = " + u(tl.rm) + ";\nconst NT: u32 = " + u(tl.threads()) + ";\nconst TX: u32 = " + u(tl.tx()) +
@@ -444,13 +461,7 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
             "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the W tile (one of padding)\n"
             "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the X̂ tile\n"
             "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
-            "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][col]\n"
-            // W's row gm0 + m (of the group's), 4 consecutive k; 0 outside.
-            "fn load_w(gm0: u32, m: u32, k: u32) -> f32 {\n"
-            "  let inside = m < mg() && k < kdim();\n"
-            "  return select(0.0, to_f32_$w(w_load(select(0u, (gm0 + m) * kdim() + k, inside))), inside);\n}\n"
-            "fn load_w4(gm0: u32, m: u32, k: u32) -> vec4<f32> {\n"
-            "  return vec4<f32>(load_w(gm0, m, k), load_w(gm0, m, k + 1u), load_w(gm0, m, k + 2u), load_w(gm0, m, k + 3u));\n}\n" +
+            "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][col]\n" + w_loads +
             gather_decl(g));
   p.body(gemm_body(g, tl, split));
   ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(uint64_t(g.group) * splits));

@@ -3,8 +3,10 @@
 // Floats (float32, and float16 / bfloat16 / float64 through the f32 accessors) run a tiled kernel: each
 // workgroup computes a TM x TN tile of the output, staging K-slices of A and B (TK wide) in workgroup
 // memory while the next slice is already being loaded into registers; each invocation accumulates an
-// RM x 4 micro-tile in registers. The batch (numpy-broadcast batch dims of MatMul) is the z dimension of
-// the grid; when B has no batch, A's batch is folded into M so that [1, S, 768] @ [768, N] is one
+// RM x 4 micro-tile in registers. A float32 operand read row-major in place whose rows are whole vec4s
+// (K % 4 == 0 for A, N % 4 == 0 for B) is loaded a vec4 at a time (programs `_va`, `_vb`; see tiled_vec;
+// $ONNXGPU_MATMUL_VEC=0 turns it off). The batch (numpy-broadcast batch dims of MatMul) is the z
+// dimension of the grid; when B has no batch, A's batch is folded into M so that [1, S, 768] @ [768, N] is one
 // [S, 768] @ [768, N] product. When the output has too few tiles to fill the GPU (short sequences, a
 // single row) the K range is split over workgroups and the partial sums added by a second pass.
 // Gemm uses the same kernel with the transposes as index options and an epilogue alpha * AB + beta * C.
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string>
 
 #include "ops/broadcast.h"
 #include "ops/einsum.h"
@@ -113,6 +116,16 @@ std::string a_matrix(const Product& pr) { return pr.la.strided ? "a_boff(bz)" : 
 std::string b_matrix(const Product& pr) { return pr.lb.strided ? "b_boff(bz)" : "b_mat(bz) * K() * N()"; }
 bool a_read_along_m(const Product& pr) { return pr.la.strided ? pr.la.s_col != 1 : pr.trans_a; }
 bool b_read_along_k(const Product& pr) { return pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b; }
+
+VecLoads vec_loads() {
+  const char* e = std::getenv("ONNXGPU_MATMUL_VEC");
+  const std::string v = e ? e : "";
+  VecLoads r;
+  if (v == "0" || v == "off") r.a = r.b = false;
+  else if (v == "a") r.b = false;
+  else if (v == "b") r.a = false;
+  return r;
+}
 
 // One invocation per output element.
 void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
@@ -291,9 +304,27 @@ TiledGrid tiled_grid(const GpuKernelContext& ctx, const Product& pr, const Tile&
 uint32_t a_share(const Tile& tl) { return tl.tm * tl.tk / tl.threads() / 4; }
 uint32_t b_share(const Tile& tl) { return tl.tk * tl.tn / tl.threads() / 4; }
 
+// Which operands the tiled kernel reads as vec4s (one 16-byte load for four elements of a row): a
+// float32 operand read row-major in place (not strided, not transposed) whose rows are a whole number of
+// vec4s (K % 4 == 0 for A, N % 4 == 0 for B). Every quad the kernel loads then starts at a multiple of 4
+// (k and n of a quad are multiples of 4: the K range and its split parts start at multiples of TK, the
+// tiles at multiples of TN; the matrices of a batch are M x K and K x N elements apart) and lies wholly
+// inside the matrix or wholly outside it. Else four scalar loads, each checked.
+struct TiledVec {
+  bool a = false, b = false;
+};
+TiledVec tiled_vec(DType t, const Product& pr) {
+  const VecLoads on = vec_loads();
+  TiledVec v;
+  if (t != DType::Float32 || pr.K == 0) return v;  // (K = 0: an empty operand, nothing to read)
+  v.a = on.a && !pr.la.strided && !a_read_along_m(pr) && pr.K % 4 == 0;
+  v.b = on.b && !pr.lb.strided && !b_read_along_k(pr) && pr.N % 4 == 0;
+  return v;
+}
+
 // The tiled kernel's declarations: the tile's constants and workgroup tiles, the element loads, the
 // slots each invocation moves, and (when not split) the epilogue.
-std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, bool split) {
+std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, bool split, const TiledVec& vec) {
   std::string decl =
       "const TM: u32 = " + u32_lit(tl.tm) + ";\nconst TN: u32 = " + u32_lit(tl.tn) + ";\nconst TK: u32 = " + u32_lit(tl.tk) +
       ";\nconst RM: u32 = " + u32_lit(tl.rm) + ";\nconst NT: u32 = " + u32_lit(tl.threads()) + ";\nconst TX: u32 = " + u32_lit(tl.tx()) + ";\n"
@@ -301,17 +332,6 @@ std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, b
       "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
       "var<workgroup> As: array<vec4<f32>, " + u32_lit(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
       "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][n]\n";
-  // Element (m, k) of A and (k, n) of B, 0 outside the matrix (branch-free: the loads issue back to back).
-  decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
-          "  let inside = m < M() && k < K();\n"
-          "  return select(0.0, a_load(select(0u, base + " +
-          a_offset(pr) +
-          ", inside)), inside);\n}\n";
-  decl += "fn load_b(base: u32, k: u32, n: u32) -> f32 {\n"
-          "  let inside = k < K() && n < N();\n"
-          "  return select(0.0, b_load(select(0u, base + " +
-          b_offset(pr) +
-          ", inside)), inside);\n}\n";
   // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
   // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
   // k-quad g / TM (consecutive invocations read consecutive m); likewise for B with (k, n-quad).
@@ -319,10 +339,28 @@ std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, b
                              : "fn a_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TK / 4u), g % (TK / 4u)); }\n";
   decl += b_read_along_k(pr) ? "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g % TK, g / TK); }\n"
                              : "fn b_slot(g: u32) -> vec2<u32> { return vec2<u32>(g / (TN / 4u), g % (TN / 4u)); }\n";
-  decl += "fn load_a4(base: u32, m: u32, k: u32) -> vec4<f32> {\n"
-          "  return vec4<f32>(load_a(base, m, k), load_a(base, m, k + 1u), load_a(base, m, k + 2u), load_a(base, m, k + 3u));\n}\n";
-  decl += "fn load_b4(base: u32, k: u32, n: u32) -> vec4<f32> {\n"
-          "  return vec4<f32>(load_b(base, k, n), load_b(base, k, n + 1u), load_b(base, k, n + 2u), load_b(base, k, n + 3u));\n}\n";
+  // Elements (m, k ... k + 3) of A and (k, n ... n + 3) of B, 0 outside the matrix (branch-free: the
+  // loads issue back to back): one vec4 load (tiled_vec), or four elements each checked.
+  if (vec.a)
+    decl += "fn load_a4(base: u32, m: u32, k: u32) -> vec4<f32> {\n"
+            "  let inside = m < M() && k < K();\n"
+            "  return select(vec4<f32>(0.0), a_load4(select(0u, (base + m * K() + k) / 4u, inside)), inside);\n}\n";
+  else
+    decl += "fn load_a(base: u32, m: u32, k: u32) -> f32 {\n"
+            "  let inside = m < M() && k < K();\n"
+            "  return select(0.0, a_load(select(0u, base + " + a_offset(pr) + ", inside)), inside);\n}\n"
+            "fn load_a4(base: u32, m: u32, k: u32) -> vec4<f32> {\n"
+            "  return vec4<f32>(load_a(base, m, k), load_a(base, m, k + 1u), load_a(base, m, k + 2u), load_a(base, m, k + 3u));\n}\n";
+  if (vec.b)
+    decl += "fn load_b4(base: u32, k: u32, n: u32) -> vec4<f32> {\n"
+            "  let inside = k < K() && n < N();\n"
+            "  return select(vec4<f32>(0.0), b_load4(select(0u, (base + k * N() + n) / 4u, inside)), inside);\n}\n";
+  else
+    decl += "fn load_b(base: u32, k: u32, n: u32) -> f32 {\n"
+            "  let inside = k < K() && n < N();\n"
+            "  return select(0.0, b_load(select(0u, base + " + b_offset(pr) + ", inside)), inside);\n}\n"
+            "fn load_b4(base: u32, k: u32, n: u32) -> vec4<f32> {\n"
+            "  return vec4<f32>(load_b(base, k, n), load_b(base, k, n + 1u), load_b(base, k, n + 2u), load_b(base, k, n + 3u));\n}\n";
   if (!split) decl += epilogue_decl(ep) + put_decl(pr);
   return decl + "const GA: u32 = " + u32_lit(a_share(tl)) + ";\nconst GB: u32 = " + u32_lit(b_share(tl)) + ";\n";
 }
@@ -404,17 +442,20 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   TiledGrid g = tiled_grid(ctx, pr, tl);
   bool split = g.split();
   bool with_c = ep.has_c && !split, with_r = ep.has_r && !split;
+  const TiledVec vec = tiled_vec(t, pr);
   std::string name = std::string("tiled") + (pr.la.strided ? "_sa" : "") + (pr.lb.strided ? "_sb" : "") +
                      (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())) +
-                     (a_read_along_m(pr) ? "_ta" : "") + (b_read_along_k(pr) ? "_tb" : "") +
-                     (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
+                     (a_read_along_m(pr) ? "_ta" : "") + (b_read_along_k(pr) ? "_tb" : "") + (vec.a ? "_va" : "") +
+                     (vec.b ? "_vb" : "") + (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
   auto p = ctx.program(name, tl.threads());
   Shape part_shape{int64_t(uint64_t(pr.M) * pr.N * g.batch * g.splits)};
   declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
                    split ? part_shape : pr.stored, !split && !pr.parts.empty());
+  if (vec.a) p.vec4(0);  // a
+  if (vec.b) p.vec4(1);  // b
   p.uniform("splits", g.splits);
   p.uniform("kchunk", g.kchunk);
-  p.declare(tiled_decls(pr, tl, ep, split));
+  p.declare(tiled_decls(pr, tl, ep, split, vec));
   p.body(tiled_body(pr, tl, split));
   if (!split) {
     ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size()), uint32_t(g.x), uint32_t(g.y),

@@ -77,6 +77,16 @@ bool b_read_along_k(const Product& pr);
 void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
                const Shape& part_shape, uint32_t splits);
 
+// Whether the tiled kernels (the float product's, conv.cpp's implicit GEMM) may read the A and B tiles
+// with one 16-byte load per vec4 (shader::Program::vec4) where the operand's layout allows: four scalar
+// loads, each bounds-checked on its own, are not merged into one wide load. Both by default;
+// $ONNXGPU_MATMUL_VEC (read at each call) = "0": neither, "a" / "b": only that operand (measuring on a
+// device). Conv's weight is its GEMM's A.
+struct VecLoads {
+  bool a = true, b = true;
+};
+VecLoads vec_loads();
+
 // gemv.cpp: products of at most kGemvMaxRows rows (batch handled) as bandwidth-bound matrix-vector
 // kernels. Returns false, having emitted nothing, when it does not take the product. `pro`: A's rows
 // normalized first (float32 only).
