@@ -12,21 +12,14 @@
 #include "onnxgpu/int64_policy.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
+#include "kernel_choice.h"
 
 namespace onnxgpu {
 namespace {
 
 using ir::FusedOperand;
 
-webgpu::Limits limits() {
-  webgpu::Limits l;
-  l.max_storage_buffers_per_shader_stage = 8;
-  l.max_compute_invocations_per_workgroup = 256;
-  l.max_compute_workgroup_size_x = 256;
-  l.max_compute_workgroup_storage_size = 16384;
-  l.max_compute_workgroups_per_dimension = 65535;
-  return l;
-}
+webgpu::Limits limits() { return usual_limits(); }
 
 // A fused node of kernel `op` over `inputs` (name, info), computing `expr`.
 struct Planned {

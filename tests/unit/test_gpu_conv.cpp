@@ -21,6 +21,7 @@
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
 #include "model_builder.h"
+#include "kernel_choice.h"
 #include "one_node.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
@@ -241,12 +242,7 @@ TEST(GpuConv, VectorWeightLoads) {
 // Which weight loads the implicit GEMM takes, by program name (no device needed): `_vw` for float32
 // weights with K % 4 == 0, unless $ONNXGPU_MATMUL_VEC is 0 (or "b": the products' B only).
 TEST(GpuConv, VectorWeightChoice) {
-  webgpu::Limits limits;
-  limits.max_compute_invocations_per_workgroup = 256;
-  limits.max_compute_workgroup_size_x = 256;
-  limits.max_compute_workgroup_storage_size = 16384;
-  limits.max_compute_workgroups_per_dimension = 65535;
-  limits.max_storage_buffers_per_shader_stage = 8;
+  webgpu::Limits limits = usual_limits();
   auto programs = [&](Shape x, Shape w, DType t = DType::Float32) {
     ir::Node node;
     node.name = "c";

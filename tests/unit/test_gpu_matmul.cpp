@@ -19,6 +19,7 @@
 #include "model_builder.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "kernel_choice.h"
 #include "one_node.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
@@ -409,28 +410,7 @@ TEST(GpuGemv, RefreshedForOtherSizes) {
   EXPECT_GE(refreshed, 2);  // 6 after 5 and 301 after 300 at least
 }
 
-// Limits of a usual device, for the kernel-choice tests.
-webgpu::Limits usual_limits() {
-  webgpu::Limits limits;
-  limits.max_compute_invocations_per_workgroup = 256;
-  limits.max_compute_workgroup_size_x = 256;
-  limits.max_compute_workgroup_storage_size = 16384;
-  limits.max_compute_workgroups_per_dimension = 65535;
-  limits.max_storage_buffers_per_shader_stage = 8;
-  return limits;
-}
-
-// The programs (name, workgroup size) node `node` of the given inputs dispatches, made without a device.
-std::vector<std::pair<std::string, uint32_t>> kernel_programs(const ir::Node& node,
-                                                              const std::vector<webgpu::GpuValueInfo>& inputs,
-                                                              const webgpu::Limits& l) {
-  Int64Policy policy;
-  webgpu::GpuKernelContext ctx(node, 13, policy, l, inputs);
-  (*webgpu::gpu_registry().find(node.op_type, node.domain))(ctx);
-  std::vector<std::pair<std::string, uint32_t>> r;
-  for (const auto& d : ctx.dispatches) r.push_back({d.program.name(), d.program.workgroup_size()});
-  return r;
-}
+using onnxgpu::kernel_programs;  // (kernel_choice.h's, beside the overload below)
 
 // ... of a MatMul, or a Gemm (transA, transB), of A and B.
 std::vector<std::pair<std::string, uint32_t>> kernel_programs(const std::string& op, Shape a, Shape b, int trans_b,

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "model_builder.h"
+#include "kernel_choice.h"
 #include "one_node.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
@@ -432,12 +433,7 @@ TEST(RuntimeAttention, DecodeStepsMultiHeadAttention) {
 // fit (D > 512).
 TEST(RuntimeAttention, DecodeKernelChoice) {
   if (std::getenv("ONNXGPU_ATTENTION_DECODE")) GTEST_SKIP() << "ONNXGPU_ATTENTION_DECODE is set";
-  webgpu::Limits limits;
-  limits.max_compute_invocations_per_workgroup = 256;
-  limits.max_compute_workgroup_size_x = 256;
-  limits.max_compute_workgroup_storage_size = 16384;
-  limits.max_compute_workgroups_per_dimension = 65535;
-  limits.max_storage_buffers_per_shader_stage = 8;
+  webgpu::Limits limits = usual_limits();
   // MultiHeadAttention of `heads` heads of D (and Dv): `rows` query rows over `keys` keys.
   auto programs = [&](int64_t rows, int64_t keys, int64_t heads, int64_t d, int64_t dv, const webgpu::Limits& l) {
     ir::Node node;
