@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Knob A/B on the device machine: `onnxgpu bench --capture --io bind` (40 runs) of bench/compare's models, each
+model's variants alternating within a round, so that a knob's effect is read side by side in one call.
+
+  bench/compare --make-bundle --size full                   # here: bench/.carry
+  run, carry bench/.carry:  cd bench && python3 env_ab.py .carry 2 bert_b2,t5 'vec=;novec=ONNXGPU_MATMUL_VEC=0'
+
+VARIANTS: 'NAME=VAR=value;NAME2=' (one environment variable per variant; none: the defaults). Prints one line per
+run: latency median, the host part and the time blocked on the GPU (ms).
+"""
+import json, os, shutil, subprocess, sys
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import compare, make_models
+bundle, rounds, models, variants_text = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4]
+og, peer, libs, skel = compare.unpack_bundle(bundle)
+env0 = compare.vulkan_env(libs)
+variants = []
+for item in variants_text.split(";"):
+    name, _, kv = item.partition("=")
+    variants.append((name, kv))
+dst = os.path.join(make_models.DEFAULT_ROOT, "skel")
+for size in os.listdir(skel):
+    shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+make_models.inflate("full", make_models.DEFAULT_ROOT, names=models)
+make_models.make_inputs("full", "h200", make_models.DEFAULT_ROOT, names=models)
+for rnd in range(rounds):
+    for m in models:
+        for name, kv in variants:
+            env = dict(env0)
+            if kv:
+                k, _, v = kv.partition("=")
+                env[k] = v
+            cmd = [og, "bench", os.path.join(make_models.DEFAULT_ROOT, "full", m + ".onnx"), "--ep", "webgpu", "--capture",
+                   "--io", "bind", "--warmup", "5", "--runs", "40", "--json",
+                   "--data-set", os.path.join(make_models.DEFAULT_ROOT, "full", "inputs", "h200", m)]
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            try:
+                j = json.loads(r.stdout); c = j["counted"]
+                print(f"r{rnd} {m:12s} {name:6s} lat {j['latency_ms']['median']:.3f} host {c['host_ms']['median']:.3f} wait {c['wait_ms']['median']:.3f}", flush=True)
+            except Exception:
+                print(m, name, "failed", r.stderr[-400:], flush=True)
