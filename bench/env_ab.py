@@ -22,8 +22,9 @@ for item in variants_text.split(";"):
 dst = os.path.join(make_models.DEFAULT_ROOT, "skel")
 for size in os.listdir(skel):
     shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
-make_models.inflate("full", make_models.DEFAULT_ROOT, names=models)
-make_models.make_inputs("full", "h200", make_models.DEFAULT_ROOT, names=models)
+files = sorted({make_models.case_model(m) for m in models})  # bert_b2 is a case of bert.onnx
+make_models.inflate("full", make_models.DEFAULT_ROOT, names=files)
+make_models.make_inputs("full", "h200", make_models.DEFAULT_ROOT, names=files)
 for rnd in range(rounds):
     for m in models:
         for name, kv in variants:
@@ -31,7 +32,7 @@ for rnd in range(rounds):
             if kv:
                 k, _, v = kv.partition("=")
                 env[k] = v
-            cmd = [og, "bench", os.path.join(make_models.DEFAULT_ROOT, "full", m + ".onnx"), "--ep", "webgpu", "--capture",
+            cmd = [og, "bench", os.path.join(make_models.DEFAULT_ROOT, "full", make_models.case_model(m) + ".onnx"), "--ep", "webgpu", "--capture",
                    "--io", "bind", "--warmup", "5", "--runs", "40", "--json",
                    "--data-set", os.path.join(make_models.DEFAULT_ROOT, "full", "inputs", "h200", m)]
             r = subprocess.run(cmd, env=env, capture_output=True, text=True)
