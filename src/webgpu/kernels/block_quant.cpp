@@ -400,7 +400,7 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   p.declare(d + prologue_decl + epilogue);
 
   const std::string head = "  if (wg >= groups()) { return; }\n  let kt = lid % KT;\n  let r = lid / KT;\n";
-  std::string b = head;
+  std::string stats;  // the prologue's, before A's slice is staged
   if (norm) {
     // Each row's statistics (norm_prologue.h): one pass over the rows (workgroup 0 also stores v where
     // the residual sum is read), the sums added in `red` (free until the partial sums).
@@ -409,7 +409,7 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
       return sum ? "if (wg == 0u) { res_store(" + u32_lit(m) + " * K() + k, " + v + "); }" : std::string();
     });
     p.declare(st.decl);
-    b += st.body;
+    stats = st.body;
   }
   // Several row groups in turn (g.rg > 1, the whole row in one slice): A's row staged once for them.
   const bool multi = g.rg > 1;
@@ -489,18 +489,19 @@ void nbits_rows(GpuKernelContext& ctx, const std::vector<NBitsProduct>& ps, cons
   // The columns a group stores (nst, nrst: its n and n_raw).
   std::string keep;
   for (uint32_t c = 0; c < g.cpi; ++c) keep += "  let nst" + n_(c) + " = n" + n_(c) + ";\n  let nrst" + n_(c) + " = n_raw" + n_(c) + ";\n";
+  std::string b;
   if (multi) {
     // The first group's loads go before the statistics and the staging of A, which they do not need; each
     // next group's before the partial sums of the one before.
     std::string first = "  let ws = 0u;\n" + columns("wg * " + u32_lit(g.rg), "var ", "  ");
     for (uint32_t u = 0; u < g.u; ++u) first += word_index(u, "  ");
     first += loads("var ", "  ");
-    b = head + first + b.substr(head.size()) + "  {\n" + stage + "  }\n"
+    b = head + first + stats + "  {\n" + stage + "  }\n"
         "  for (var rgi = 0u; rgi < " + u32_lit(g.rg) + "; rgi = rgi + 1u) {\n" + accs + "  {\n" + compute + "  }\n" + keep +
         "  if (rgi + 1u < " + u32_lit(g.rg) + ") {\n    let wr = wg * " + u32_lit(g.rg) + " + rgi + 1u;\n" +
         columns("wr", "", "    ") + loads("", "    ") + "  }\n";
   } else {
-    b += columns("wg", "let ", "  ") + accs + "  for (var ws = 0u; ws < KW(); ws = ws + SW) {\n";
+    b = head + stats + columns("wg", "let ", "  ") + accs + "  for (var ws = 0u; ws < KW(); ws = ws + SW) {\n";
     for (uint32_t u = 0; u < g.u; ++u) b += word_index(u, "    ");
     b += loads("let ", "    ") + stage + compute + "  }\n" + keep;
   }

@@ -310,21 +310,17 @@ uint32_t b_share(const Tile& tl) { return tl.tk * tl.tn / tl.threads() / 4; }
 // (k and n of a quad are multiples of 4: the K range and its split parts start at multiples of TK, the
 // tiles at multiples of TN; the matrices of a batch are M x K and K x N elements apart) and lies wholly
 // inside the matrix or wholly outside it. Else four scalar loads, each checked.
-struct TiledVec {
-  bool a = false, b = false;
-};
-TiledVec tiled_vec(DType t, const Product& pr) {
-  const VecLoads on = vec_loads();
-  TiledVec v;
-  if (t != DType::Float32 || pr.K == 0) return v;  // (K = 0: an empty operand, nothing to read)
-  v.a = on.a && !pr.la.strided && !a_read_along_m(pr) && pr.K % 4 == 0;
-  v.b = on.b && !pr.lb.strided && !b_read_along_k(pr) && pr.N % 4 == 0;
+VecLoads tiled_vec(DType t, const Product& pr) {
+  VecLoads v = vec_loads();
+  const bool any = t == DType::Float32 && pr.K > 0;  // (K = 0: an empty operand, nothing to read)
+  v.a = v.a && any && !pr.la.strided && !a_read_along_m(pr) && pr.K % 4 == 0;
+  v.b = v.b && any && !pr.lb.strided && !b_read_along_k(pr) && pr.N % 4 == 0;
   return v;
 }
 
 // The tiled kernel's declarations: the tile's constants and workgroup tiles, the element loads, the
 // slots each invocation moves, and (when not split) the epilogue.
-std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, bool split, const TiledVec& vec) {
+std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, bool split, const VecLoads& vec) {
   std::string decl =
       "const TM: u32 = " + u32_lit(tl.tm) + ";\nconst TN: u32 = " + u32_lit(tl.tn) + ";\nconst TK: u32 = " + u32_lit(tl.tk) +
       ";\nconst RM: u32 = " + u32_lit(tl.rm) + ";\nconst NT: u32 = " + u32_lit(tl.threads()) + ";\nconst TX: u32 = " + u32_lit(tl.tx()) + ";\n"
@@ -442,7 +438,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   TiledGrid g = tiled_grid(ctx, pr, tl);
   bool split = g.split();
   bool with_c = ep.has_c && !split, with_r = ep.has_r && !split;
-  const TiledVec vec = tiled_vec(t, pr);
+  const VecLoads vec = tiled_vec(t, pr);
   std::string name = std::string("tiled") + (pr.la.strided ? "_sa" : "") + (pr.lb.strided ? "_sb" : "") +
                      (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())) +
                      (a_read_along_m(pr) ? "_ta" : "") + (b_read_along_k(pr) ? "_tb" : "") + (vec.a ? "_va" : "") +
