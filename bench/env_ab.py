@@ -4,15 +4,17 @@ model's variants alternating within a round, so that a knob's effect is read sid
 
   bench/compare --make-bundle --size full                   # here: bench/.carry
   run, carry bench/.carry:  cd bench && python3 env_ab.py .carry 2 bert_b2,t5 'vec=;novec=ONNXGPU_MATMUL_VEC=0'
+  with a GPU profile of each run:  ... env_ab.py .carry 1 bert_b2 'vec=;novec=...' '--profile 5 --profile-nodes 30'
 
-VARIANTS: 'NAME=VAR=value;NAME2=' (one environment variable per variant; none: the defaults). Prints one line per
-run: latency median, the host part and the time blocked on the GPU (ms).
+VARIANTS: 'NAME=VAR=value,VAR2=value;NAME2=' (the environment variables of each variant, comma-separated; none:
+the defaults). Prints one line per run: latency median, the host part and the time blocked on the GPU (ms).
 """
 import json, os, shutil, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare, make_models
 bundle, rounds, models, variants_text = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4]
+extra = sys.argv[5].split() if len(sys.argv) > 5 else []
 og, peer, libs, skel = compare.unpack_bundle(bundle)
 env0 = compare.vulkan_env(libs)
 variants = []
@@ -29,15 +31,21 @@ for rnd in range(rounds):
     for m in models:
         for name, kv in variants:
             env = dict(env0)
-            if kv:
-                k, _, v = kv.partition("=")
+            for setting in filter(None, kv.split(",")):
+                k, _, v = setting.partition("=")
                 env[k] = v
             cmd = [og, "bench", os.path.join(make_models.DEFAULT_ROOT, "full", make_models.case_model(m) + ".onnx"), "--ep", "webgpu", "--capture",
                    "--io", "bind", "--warmup", "5", "--runs", "40", "--json",
-                   "--data-set", os.path.join(make_models.DEFAULT_ROOT, "full", "inputs", "h200", m)]
+                   "--data-set", os.path.join(make_models.DEFAULT_ROOT, "full", "inputs", "h200", m)] + extra
             r = subprocess.run(cmd, env=env, capture_output=True, text=True)
             try:
                 j = json.loads(r.stdout); c = j["counted"]
                 print(f"r{rnd} {m:12s} {name:6s} lat {j['latency_ms']['median']:.3f} host {c['host_ms']['median']:.3f} wait {c['wait_ms']['median']:.3f}", flush=True)
+                if "profile" in j:
+                    pr = j["profile"]
+                    print(f"  GPU {pr['gpu_ms_per_run']:.3f} ms summed; " +
+                          "; ".join(f"{o['op']} {o['gpu_ms']:.3f}/{o['dispatches']}" for o in pr["by_op"][:8]))
+                    for n in pr["top_nodes"]:
+                        print(f"    {n['gpu_ms'] * 1000:8.1f} us {n['dispatches']:2d} {n['op']:24s} {n['node']}")
             except Exception:
                 print(m, name, "failed", r.stderr[-400:], flush=True)
