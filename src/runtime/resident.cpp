@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "ops/layout.h"
 #include "runtime/gpu_values.h"
@@ -54,8 +55,11 @@ RowLayout row_layout(const Shape& shape, int64_t axis, int64_t rows) {
 }
 
 Tensor read_device_tensor(const DeviceTensor& t) {
-  const DeviceTensor::Storage& st = *t.storage();
-  if (st.host) return st.host->clone();
+  DeviceTensor::Storage& st = *t.storage();
+  // The values read with the run go to the first reader as they are (a copy of a detector's 4 MB of
+  // scores, into pages touched for the first time, cost the host more than the readback itself); a
+  // later reader finds them in the buffer, which is never written after its run.
+  if (st.host) return Tensor(*std::exchange(st.host, nullptr));
   const uint64_t bytes = gpu_bytes(t.dtype(), t.shape(), st.policy);
   if (st.pitch_axis < 0) {
     HostLanding l(t.dtype(), t.shape(), bytes, st.policy);

@@ -32,7 +32,8 @@ struct DeviceTensor::Storage {
   int64_t pitch_rows = 0;
   int64_t filled = -1;
   // The values, read back with the run that made the tensor (a small output such as a decode step's
-  // logits: its to_host() then waits for nothing). Such a storage is never written after its run.
+  // logits: its to_host() then waits for nothing). The first to_host() takes them (no copy); later ones
+  // read the buffer, which is never written after its run.
   std::shared_ptr<const Tensor> host;
   ~Storage();
 };

@@ -352,7 +352,7 @@ TEST(RuntimeIoBinding, OutputsStayOnTheGpuAndFeedTheNextRun) {
 
 // A small output of run_on_device is read back in the run's own wait (its to_host() waits for
 // nothing); a large one is read when asked. Both read the values of the run that made them, and what
-// to_host() returns is the caller's own copy.
+// to_host() returns is the caller's own (the values read with the run go to the first to_host()).
 TEST(RuntimeIoBinding, SmallOutputsAreReadWithTheRun) {
   SKIP_WITHOUT_GPU();
   const int64_t rows = (int64_t(4) << 20) / 16 + 1;  // [rows, 4] floats: over what a run reads with itself
@@ -372,8 +372,9 @@ TEST(RuntimeIoBinding, SmallOutputsAreReadWithTheRun) {
   EXPECT_NE(first[0].storage()->host, nullptr);   // read with its run
   EXPECT_EQ(first[1].storage()->host, nullptr);   // too large: read when asked
   Tensor a = first[0].to_host();
+  EXPECT_EQ(first[0].storage()->host, nullptr);  // handed over, not copied: a later to_host() reads the buffer
   EXPECT_EQ(a.data<float>()[1], 2.0f);
-  a.data<float>()[1] = 99.0f;  // the caller's copy
+  a.data<float>()[1] = 99.0f;  // the caller's own
   EXPECT_EQ(first[0].to_host().data<float>()[1], 2.0f);
   EXPECT_EQ(second[0].to_host().data<float>()[0], 5.0f);
   EXPECT_EQ(second[0].to_host().data<float>()[3], 0.0f);
