@@ -165,8 +165,8 @@ TEST(GpuConv, TiledPath) {
 
 // Each kernel the shape chooses (conv.cpp): the implicit GEMM (a 1x1 kernel of stride 1 without
 // padding reads X as it lies), split over K when its tiles are few; the depthwise kernel (one input
-// channel per group: depthwise layers and first layers of one channel); the direct one (fewer than 8
-// output channels per group).
+// channel per group); the first-layer kernel (one group of at most 4 input channels); the direct one
+// (fewer than 8 output channels per group).
 TEST(GpuConv, KernelsByShape) {
   // Pointwise (1x1), batches crossing tiles; a 1x1 of stride 2 (gathered); 1x1 with padding.
   check_conv(DType::Float32, {3, 24, 7, 9}, {40, 24, 1, 1}, true, {}, 40);
@@ -194,7 +194,7 @@ TEST(GpuConv, KernelsByShape) {
     set_ints(n, "dilations", {1, 2});
   }, 49);
   check_conv(DType::Float32, {1, 4, 7, 7}, {12, 1, 3, 3}, true, [](onnx::NodeProto& n) { set_int(n, "group", 4); }, 50);
-  // First layers: 1 input channel (the depthwise kernel), 3 channels with a 7x7 stride-2 kernel (K = 147).
+  // First layers (the first-layer kernel): 1 input channel, 3 channels with a 7x7 stride-2 kernel (K = 147).
   check_conv(DType::Float32, {2, 1, 12, 13}, {32, 1, 3, 3}, true, [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); }, 51);
   check_conv(DType::Float32, {2, 3, 20, 18}, {64, 3, 7, 7}, true, [](onnx::NodeProto& n) {
     set_ints(n, "pads", {3, 3, 3, 3});
@@ -239,48 +239,82 @@ TEST(GpuConv, VectorWeightLoads) {
   }
 }
 
-// Which weight loads the implicit GEMM takes, by program name (no device needed): `_vw` for float32
-// weights with K % 4 == 0, unless $ONNXGPU_MATMUL_VEC is 0 (or "b": the products' B only).
+// The programs a float Conv of X `x` and W `w` (pads of 1) dispatches, by name (no device needed).
+std::vector<std::string> conv_programs(Shape x, Shape w, DType t = DType::Float32) {
+  ir::Node node;
+  node.name = "c";
+  node.op_type = "Conv";
+  node.inputs = {"x", "w"};
+  node.outputs = {"y"};
+  ir::Attribute pads;
+  pads.kind = ir::Attribute::Kind::Ints;
+  pads.ints.assign(2 * (x.size() - 2), 1);
+  node.attrs["pads"] = pads;
+  Int64Policy policy;
+  webgpu::GpuKernelContext ctx(node, 11, policy, usual_limits(), {{t, std::move(x)}, {t, std::move(w)}});
+  (*webgpu::gpu_registry().find("Conv"))(ctx);
+  std::vector<std::string> r;
+  for (const auto& d : ctx.dispatches) r.push_back(d.program.name());
+  return r;
+}
+
+bool has_part(const std::vector<std::string>& p, size_t i, const char* part) {
+  return i < p.size() && p[i].find(part) != std::string::npos;
+}
+
+// Which weight loads the implicit GEMM takes, by program name: `_vw` for float32 weights with K % 4 == 0,
+// unless $ONNXGPU_MATMUL_VEC is 0 (or "b": the products' B only).
 TEST(GpuConv, VectorWeightChoice) {
-  webgpu::Limits limits = usual_limits();
-  auto programs = [&](Shape x, Shape w, DType t = DType::Float32) {
-    ir::Node node;
-    node.name = "c";
-    node.op_type = "Conv";
-    node.inputs = {"x", "w"};
-    node.outputs = {"y"};
-    ir::Attribute pads;
-    pads.kind = ir::Attribute::Kind::Ints;
-    pads.ints.assign(2 * (x.size() - 2), 1);
-    node.attrs["pads"] = pads;
-    Int64Policy policy;
-    webgpu::GpuKernelContext ctx(node, 11, policy, limits, {{t, std::move(x)}, {t, std::move(w)}});
-    (*webgpu::gpu_registry().find("Conv"))(ctx);
-    std::vector<std::string> r;
-    for (const auto& d : ctx.dispatches) r.push_back(d.program.name());
-    return r;
-  };
-  auto has = [](const std::vector<std::string>& p, size_t i, const char* part) {
-    return i < p.size() && p[i].find(part) != std::string::npos;
-  };
   {
     ScopedEnv env("ONNXGPU_MATMUL_VEC", nullptr);
-    auto k288 = programs({1, 32, 12, 12}, {48, 32, 3, 3});
-    EXPECT_TRUE(has(k288, 0, "Conv.gemm2d_vw_")) << k288.at(0);
-    auto split = programs({1, 256, 3, 3}, {64, 256, 3, 3});
+    auto k288 = conv_programs({1, 32, 12, 12}, {48, 32, 3, 3});
+    EXPECT_TRUE(has_part(k288, 0, "Conv.gemm2d_vw_")) << k288.at(0);
+    auto split = conv_programs({1, 256, 3, 3}, {64, 256, 3, 3});
     ASSERT_EQ(split.size(), 2u);
-    EXPECT_TRUE(has(split, 0, "Conv.gemm2d_vw_") && has(split, 0, "_split")) << split[0];
-    EXPECT_TRUE(has(split, 1, "Conv.gemm_sum")) << split[1];
-    auto k147 = programs({1, 3, 20, 18}, {64, 3, 7, 7});
-    EXPECT_TRUE(has(k147, 0, "Conv.gemm2d_") && !has(k147, 0, "_vw")) << k147.at(0);
-    auto half = programs({1, 32, 12, 12}, {48, 32, 3, 3}, DType::Float16);
-    EXPECT_TRUE(has(half, 0, "Conv.gemm2d_") && !has(half, 0, "_vw")) << half.at(0);
+    EXPECT_TRUE(has_part(split, 0, "Conv.gemm2d_vw_") && has_part(split, 0, "_split")) << split[0];
+    EXPECT_TRUE(has_part(split, 1, "Conv.gemm_sum")) << split[1];
+    auto k45 = conv_programs({1, 5, 20, 18}, {64, 5, 3, 3});
+    EXPECT_TRUE(has_part(k45, 0, "Conv.gemm2d_") && !has_part(k45, 0, "_vw")) << k45.at(0);
+    auto half = conv_programs({1, 32, 12, 12}, {48, 32, 3, 3}, DType::Float16);
+    EXPECT_TRUE(has_part(half, 0, "Conv.gemm2d_") && !has_part(half, 0, "_vw")) << half.at(0);
   }
   for (const auto& [value, vw] : {std::pair<const char*, bool>{"0", false}, {"b", false}, {"a", true}}) {
     ScopedEnv env("ONNXGPU_MATMUL_VEC", value);
-    auto p = programs({1, 32, 12, 12}, {48, 32, 3, 3});
-    EXPECT_EQ(has(p, 0, "_vw"), vw) << "ONNXGPU_MATMUL_VEC=" << value << ": " << p.at(0);
+    auto p = conv_programs({1, 32, 12, 12}, {48, 32, 3, 3});
+    EXPECT_EQ(has_part(p, 0, "_vw"), vw) << "ONNXGPU_MATMUL_VEC=" << value << ": " << p.at(0);
   }
+}
+
+// First layers (one group of at most 4 input channels, K = channels x taps at most 256, 8 output channels
+// or more) take the first-layer kernel, its block of output channels as large as its weights fit 16 KiB
+// of workgroup memory; more channels, groups, fewer outputs or 1-D / 3-D do not.
+TEST(GpuConv, FirstLayerChoice) {
+  auto rgb = conv_programs({2, 3, 20, 18}, {32, 3, 3, 3});
+  EXPECT_TRUE(has_part(rgb, 0, "Conv.fewin2d_k27_mb32")) << rgb.at(0);
+  auto stem = conv_programs({1, 3, 20, 18}, {64, 3, 7, 7});  // K 147: 64 x 147 floats do not fit, 16 do
+  EXPECT_TRUE(has_part(stem, 0, "Conv.fewin2d_k147_mb16")) << stem.at(0);
+  auto gray = conv_programs({1, 1, 12, 13}, {96, 1, 3, 3});
+  EXPECT_TRUE(has_part(gray, 0, "Conv.fewin2d_k9_mb64")) << gray.at(0);
+  EXPECT_TRUE(has_part(conv_programs({1, 5, 9, 9}, {32, 5, 3, 3}), 0, "Conv.gemm2d"));   // 5 channels
+  EXPECT_TRUE(has_part(conv_programs({1, 4, 20, 20}, {32, 4, 9, 9}), 0, "Conv.gemm2d"));  // K 324
+  EXPECT_TRUE(has_part(conv_programs({1, 3, 9, 9}, {4, 3, 3, 3}), 0, "Conv.conv2d"));     // 4 outputs: direct
+  EXPECT_TRUE(has_part(conv_programs({1, 3, 30}, {16, 3, 3}), 0, "Conv.gemm1d"));         // 1-D
+}
+
+// The first-layer kernel against the CPU: output channels not a multiple of 4, several blocks (96 of one
+// channel; K 256 in blocks of 8), strides, dilations, asymmetric pads, no padding, float16, W an input.
+TEST(GpuConv, FirstLayers) {
+  check_conv(DType::Float32, {2, 3, 17, 19}, {10, 3, 3, 3}, true, [](onnx::NodeProto& n) {
+    set_ints(n, "pads", {1, 1, 1, 1});
+    set_ints(n, "strides", {2, 2});
+  }, 70);
+  check_conv(DType::Float32, {1, 1, 28, 28}, {96, 1, 5, 5}, true, [](onnx::NodeProto& n) { set_ints(n, "pads", {2, 2, 2, 2}); }, 71);
+  check_conv(DType::Float32, {1, 4, 21, 20}, {20, 4, 8, 8}, false, [](onnx::NodeProto& n) {
+    set_ints(n, "pads", {3, 0, 1, 2});
+    set_ints(n, "dilations", {2, 1});
+  }, 72);
+  check_conv(DType::Float32, {2, 3, 9, 9}, {8, 3, 2, 2}, true, [](onnx::NodeProto& n) { set_ints(n, "dilations", {1, 2}); }, 73, false);
+  check_conv(DType::Float16, {1, 3, 8, 8}, {16, 3, 3, 3}, true, [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); }, 74);
 }
 
 // ------------------------------------------------------------------------------------ the fused Conv
@@ -460,6 +494,22 @@ TEST(GpuConvFused, ResidualAdd) {
                    b.node("Add", {"conv", "R"}, {"Y"});
                  }, 14};
   check_fused(chan.bytes(), chan.feeds(), 2, 1);
+}
+
+// An image model's first layer as one kernel (the first-layer kernel): Conv over RGB + BatchNormalization
+// folded + residual Add + Relu, and with HardSwish over 72 output channels (two blocks).
+TEST(GpuConvFused, FirstLayer) {
+  auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
+  ConvModel res{{2, 3, 10, 11}, {24, 3, 3, 3}, true, true, pads, {{"R", {2, 24, 10, 11}}}, [](ModelBuilder& b) {
+                  b.node("Add", {"conv", "R"}, {"sum"});
+                  b.node("Relu", {"sum"}, {"Y"});
+                }, 15};
+  check_fused(res.bytes(), res.feeds(), 4, 1);
+  ConvModel hs{{1, 3, 16, 16}, {72, 3, 3, 3}, false, true, [](onnx::NodeProto& n) {
+                 set_ints(n, "pads", {1, 1, 1, 1});
+                 set_ints(n, "strides", {2, 2});
+               }, {}, [](ModelBuilder& b) { unary_tail(b, "HardSwish"); }, 16};
+  check_fused(hs.bytes(), hs.feeds(), 3, 1);
 }
 
 // The fused Conv's epilogues over the vec4 weight loads (K % 4 == 0) and over the scalar ones

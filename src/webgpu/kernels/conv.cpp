@@ -10,8 +10,11 @@
 //     (late layers at a small batch) the K range is split over workgroups and a second pass sums the parts.
 //     Float32 weights whose rows are whole vec4s (K % 4 == 0) are read a vec4 at a time (programs `_vw`;
 //     $ONNXGPU_MATMUL_VEC=0 turns it off). For groups of at least 8 output channels;
-//   - a depthwise kernel (one input channel per group: depthwise layers, and first layers of one input
-//     channel), 2-D: one output per invocation over its kernel taps, no channel loop;
+//   - a first-layer kernel (one group of at most 4 input channels, K at most 256, 2-D: an image model's
+//     first conv over RGB or gray): one output position per invocation for a block of up to 64 output
+//     channels, the block's weights in workgroup memory;
+//   - a depthwise kernel (one input channel per group), 2-D: one output per invocation over its kernel
+//     taps, no channel loop;
 //   - the GEMV kernel of the products (gemv.cpp) for 1x1 kernels over 1x1 images of a few images (the
 //     fully connected convolutions of squeeze-excitation blocks);
 //   - a direct convolution, one output per invocation (every other case: few output channels per group,
@@ -526,6 +529,99 @@ void conv_depthwise(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue
   ctx.dispatch(p, binds);
 }
 
+// ------------------------------------------------------------------ few input channels (first layers)
+
+// A 2-D Conv of one group over at most kFewInMaxChannels input channels (an image model's first layer: 1,
+// 3 or 4 channels, K = channels x taps at most kFewInMaxK): the implicit GEMM's K-slices of 16 would be
+// mostly padding (K = 27 for a 3 x 3 over RGB), and each X̂ element it gathers serves only the tile's rows.
+// Here each invocation computes one output position for a block of MB output channels: the block's
+// weights staged once in workgroup memory as Ws[k][m-quad] (every invocation reads the same vec4: a
+// broadcast), then per tap one load of X and MB / 4 vec4 multiply-adds. Neighbouring invocations take
+// neighbouring positions (coalesced loads and stores). Returns false, having emitted nothing, when the
+// shape is not one of these or the grid or the workgroup memory does not fit the device.
+constexpr int64_t kFewInMaxChannels = 4, kFewInMaxK = 256;
+
+bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep) {
+  if (g.r != 2 || g.group != 1 || g.Cg > kFewInMaxChannels || g.K > kFewInMaxK || g.Mg < 8) return false;
+  constexpr uint32_t kThreads = 128;
+  const uint32_t mem = ctx.limits.max_compute_workgroup_storage_size ? ctx.limits.max_compute_workgroup_storage_size : 16384;
+  // MB: the output channels rounded up to a quad, at most 64, halved until the block's weights fit.
+  uint32_t mb = std::min<uint32_t>(64, uint32_t((g.Mg + 3) / 4 * 4));
+  while (mb > 8 && uint64_t(g.K) * mb * 4 > std::min<uint32_t>(mem, 16384)) mb = mb / 2 / 4 * 4;
+  if (uint64_t(g.K) * mb * 4 > mem) return false;
+  const uint64_t gx = (uint64_t(g.cols) + kThreads - 1) / kThreads, gy = (uint64_t(g.Mg) + mb - 1) / mb;
+  const uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
+  if (gx > max_dim || gy > max_dim) return false;
+  auto u = [](uint64_t v) { return u32_lit(v); };
+  const uint32_t mq = mb / 4;
+  // The block's constants are in the text: the program's name tells them apart.
+  auto p = ctx.program("fewin2d_k" + std::to_string(g.K) + "_mb" + std::to_string(mb) + ep.tag(), kThreads);
+  p.input("x", ctx.dtype(0), ctx.shape(0));
+  p.input("w", ctx.dtype(1), ctx.shape(1));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
+  ep.declare(p, binds);
+  p.uniform("cols", uint32_t(g.cols));
+  spatial_uniforms(p, g);
+  std::string decl = "const NT: u32 = " + u(kThreads) + ";\nconst MB: u32 = " + u(mb) + ";\nconst MQ: u32 = " + u(mq) +
+                     ";\nconst KD: u32 = " + u(uint64_t(g.K)) + ";\n"
+                     "var<workgroup> Ws: array<vec4<f32>, " + u(uint64_t(g.K) * mq) + ">;  // Ws[k][m-quad]\n"
+                     "fn wv(m: u32, k: u32) -> f32 {\n"
+                     "  let inside = m < y_shape(1u);\n"
+                     "  return select(0.0, to_f32_$w(w_load(select(0u, m * KD + k, inside))), inside);\n}\n";
+  p.declare(decl);
+  std::string body =
+      "  let mb0 = wid.y * MB;\n"
+      "  for (var i = lid; i < KD * MQ; i = i + NT) {\n"
+      "    let k = i / MQ;\n"
+      "    let m = mb0 + 4u * (i % MQ);\n"
+      "    Ws[i] = vec4<f32>(wv(m, k), wv(m + 1u, k), wv(m + 2u, k), wv(m + 3u, k));\n"
+      "  }\n"
+      "  workgroupBarrier();\n"
+      "  let col = wid.x * NT + lid;\n"
+      "  let ok = col < cols();\n"
+      "  let cc = select(0u, col, ok);\n"
+      "  let n = cc / out_sz();\n"
+      "  let sp = cc % out_sz();\n"
+      "  let ih0 = i32(sp / y_shape(3u)) * bitcast<i32>(stride(0u)) - bitcast<i32>(pad(0u));\n"
+      "  let iw0 = i32(sp % y_shape(3u)) * bitcast<i32>(stride(1u)) - bitcast<i32>(pad(1u));\n"
+      "  let ih_n = i32(x_shape(2u));\n"
+      "  let iw_n = i32(x_shape(3u));\n";
+  for (uint32_t q = 0; q < mq; ++q) body += "  var acc" + std::to_string(q) + " = vec4<f32>(0.0);\n";
+  body +=
+      "  var k = 0u;\n"
+      "  for (var c = 0u; c < x_shape(1u); c = c + 1u) {\n"
+      "    let plane = (n * x_shape(1u) + c) * in_sz();\n"
+      "    for (var kh = 0u; kh < w_shape(2u); kh = kh + 1u) {\n"
+      "      let ih = ih0 + i32(kh) * bitcast<i32>(dil(0u));\n"
+      "      let row_ok = ok && ih >= 0i && ih < ih_n;\n"
+      "      let row = plane + u32(select(0i, ih, row_ok)) * u32(iw_n);\n"
+      "      for (var kw = 0u; kw < w_shape(3u); kw = kw + 1u) {\n"
+      "        let iw = iw0 + i32(kw) * bitcast<i32>(dil(1u));\n"
+      "        let inside = row_ok && iw >= 0i && iw < iw_n;\n"
+      "        // Padding is a zero that multiplies the weights (0 * inf is NaN, as the other kernels).\n"
+      "        let xv = vec4<f32>(select(0.0, to_f32_$x(x_load(select(0u, row + u32(iw), inside))), inside));\n"
+      "        let wk = k * MQ;\n";
+  for (uint32_t q = 0; q < mq; ++q) {
+    std::string Q = std::to_string(q);
+    body += "        acc" + Q + " = fma(xv, Ws[wk + " + u(q) + "], acc" + Q + ");\n";
+  }
+  body +=
+      "        k = k + 1u;\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "  if (ok) {\n";
+  for (uint32_t q = 0; q < mq; ++q)
+    for (uint32_t j = 0; j < 4; ++j) {
+      std::string m = "mb0 + " + u(4 * q + j);
+      body += "    if (" + m + " < y_shape(1u)) { put(" + m + ", n, sp, acc" + std::to_string(q) + "[" + std::to_string(j) + "]); }\n";
+    }
+  body += "  }\n";
+  p.body(body);
+  ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), 1);
+  return true;
+}
+
 // ------------------------------------------------------------------ direct (every other case; ConvInteger)
 
 // One invocation per output element over its group's channels and the window. Float: through the
@@ -643,6 +739,7 @@ void conv_float(GpuKernelContext& ctx) {
   ConvGeom g = float_geometry(ctx);
   ConvEpilogue ep(ctx, g.out);
   if (shape_numel(g.out) == 0) return;
+  if (conv_few_channels(ctx, g, ep)) return;
   if (g.r == 2 && g.Cg == 1) {
     conv_depthwise(ctx, g, ep);
     return;
