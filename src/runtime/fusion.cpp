@@ -1122,25 +1122,27 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
 
 // Node `split` reads the product (of shape `out`) alone: when it splits the last axis, the product
 // writes each column into its part (attribute "split": the parts' widths; outputs: the parts).
-// The elementwise group that alone reads the product's (epilogue's) result joins the epilogue when
-// its other inputs are constant scalars (a GELU after the bias): the fused node's expression, the
-// result its product and each scalar a constant.
+// The elementwise group (or lone elementwise node) that alone reads the product's (epilogue's) result
+// joins the epilogue when its other inputs are constant scalars (a GELU after the bias, a Relu): the
+// fused node's expression, the result its product and each scalar a constant.
 bool Fusion::absorb_activation(FusedGroup& f, size_t rank) const {
   const std::string value = f.node.outputs[0];
   auto readers = consumers_.find(value);
   if (value.empty() || graph_outputs_.count(value) || readers == consumers_.end() || readers->second.empty()) return false;
+  // The group each reader belongs to: its root's nodes, or the reader alone (T5's Relu after its
+  // first MLP product), not part of another group.
   auto root_of = [&](size_t n) -> std::optional<size_t> {
     if (elementwise_roots_.count(n)) return n;
     auto r = root_of_.find(n);
-    if (r != root_of_.end() && elementwise_roots_.count(r->second)) return r->second;
+    if (r != root_of_.end()) return elementwise_roots_.count(r->second) ? std::optional<size_t>(r->second) : std::nullopt;
+    if (lone_elementwise(n)) return n;
     return std::nullopt;
   };
   auto root = root_of(readers->second[0]);
-  if (!root) return false;
+  if (!root || root_of_.count(*root)) return false;
   for (size_t c : readers->second)
     if (root_of(c) != root) return false;
-  std::vector<size_t> order = deferred_to(*root);
-  order.push_back(*root);
+  std::vector<size_t> order = chain_nodes(*root);
   for (size_t n : order)
     if (g_.nodes[n].op_type == "Where") return false;
   auto expr = fused_expr(g_, order, [&](const std::string& in) -> std::optional<ir::FusedOperand> {
@@ -1151,7 +1153,7 @@ bool Fusion::absorb_activation(FusedGroup& f, size_t rank) const {
   });
   if (!expr) return false;
   set_expr(f.node, std::move(*expr), f.node.inputs.size());
-  f.node.name += "+" + g_.nodes[*root].name + " (+" + std::to_string(order.size() - 1) + ")";
+  f.node.name += "+" + g_.nodes[*root].name + (order.size() > 1 ? " (+" + std::to_string(order.size() - 1) + ")" : "");
   f.node.outputs = g_.nodes[*root].outputs;
   f.members.insert(f.members.end(), order.begin(), order.end());
   return true;

@@ -7,8 +7,9 @@
 //               epilogue; a Transpose that is the product's only
 //               reader is done by writing the product through strides; a Split of the product's
 //               last axis (attention's q, k, v from one QKV product) is done by writing each column
-//               into its part; an elementwise group that alone reads the result and otherwise only
-//               constant scalars (GELU after the bias) is applied in the epilogue. Placed at the
+//               into its part; an elementwise group or lone elementwise node that alone reads the
+//               result and otherwise only constant scalars (GELU after the bias, T5's Relu) is applied
+//               in the epilogue. Placed at the
 //               MatMul; the Adds, the output Transpose, the Split and the group are skipped.
 //   Siblings    MatMuls that read the same A with constant 2-D Bs of the same K (attention's q, k, v
 //               projections), each with its constant bias Add or none: one product with the Bs (and

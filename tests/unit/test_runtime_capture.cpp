@@ -931,6 +931,45 @@ TEST(RuntimeFusion, AnActivationJoinsTheProductsEpilogue) {
     }
 }
 
+// A lone elementwise node that alone reads a product's result (T5's Relu between its MLP products, a
+// scale by a constant) joins the epilogue too, with or without a bias, with and without split-K; one
+// whose product is also a graph output stays a kernel of its own.
+TEST(RuntimeFusion, ALoneActivationJoinsTheProductsEpilogue) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    const char* op;
+    bool bias, product_out;
+  };
+  for (int64_t k : {8, 900})
+    for (Case c : {Case{"Relu", false, false}, Case{"Relu", true, false}, Case{"Mul", false, false}, Case{"Relu", false, true}}) {
+      SCOPED_TRACE(std::string(c.op) + (c.bias ? " after a bias" : "") + (c.product_out ? ", product an output" : "") +
+                   " K " + std::to_string(k));
+      ModelBuilder b;
+      b.input("x", DType::Float32, {-1, k}).output("y", DType::Float32);
+      if (c.product_out) b.output("h", DType::Float32);
+      std::vector<float> w(size_t(k) * 6);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * float(int(i % 13) - 6);
+      b.initializer("w", Tensor::from_vector<float>({k, 6}, w));
+      b.initializer("c", Tensor::from_vector<float>({6}, {0.3f, -0.2f, 0.1f, -0.4f, 0.0f, 0.25f}));
+      b.initializer("scale", Tensor::scalar<float>(-1.5f));
+      b.node("MatMul", {"x", "w"}, {"h"});
+      std::string in = "h";
+      if (c.bias) {
+        b.node("Add", {"h", "c"}, {"hb"});
+        in = "hb";
+      }
+      if (std::string(c.op) == "Mul") b.node("Mul", {in, "scale"}, {"y"});
+      else b.node(c.op, {in}, {"y"});
+      std::vector<float> xs(size_t(40 * k));
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * float(int(i % 23) - 11);
+      std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({40, k}, xs)}};
+      Session s = Session::from_bytes(b.bytes(), gpu());
+      recorded_and_replayed_match_cpu(s, b.bytes(), feeds, 1e-5, k == 8 ? 1e-6 : 1e-5);
+      int product = k == 8 ? 1 : 2;  // split-K adds a sum pass
+      EXPECT_EQ(s.last_plan().dispatches, c.product_out ? product + 1 : product);
+    }
+}
+
 // A scalar of higher rank than the product ([1, 1, 1] against [3, 5]) widens the activation's output:
 // that group stays out of the epilogue, and the result keeps its rank.
 TEST(RuntimeFusion, AWideningScalarKeepsTheActivationOut) {
