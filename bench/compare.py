@@ -686,7 +686,8 @@ def build_report(meta, recs, doc_path, chart_path, command):
                 if "skipped" in p:
                     prof_rows.append(f"| {name} | skipped: {str(p['skipped'])[:120]} | | |")
                 else:
-                    ops = ", ".join(f"{o['op']} {fmt(o['gpu_ms'])} ({100 * o['share']:.0f}%, {o['dispatches']})"
+                    ops = ", ".join(f"{o['op']} {fmt(o['gpu_ms'])} ({100 * o['share']:.0f}%, {o['dispatches']}"
+                                    + (f", {o['gflop_per_s'] / 1000:.1f} TFLOP/s" if o.get("flops") else "") + ")"
                                     for o in p["by_op"][:6])
                     prof_rows.append(f"| {name} | {fmt(p['gpu_ms_per_run'])} | {fmt((j.get('latency_ms') or {}).get('median'))} | {ops} |")
                 break
@@ -853,9 +854,10 @@ replayed, whole_graph_fallback, fallbacks, int64, gpu_buffer_bytes} from `Sessio
 `counted` {submits_per_run, dispatches_per_run, upload_bytes_per_run, wait_ms, host_ms, buffers_created,
 buffer_bytes_created}, `outputs`, and `compare` {passed, max_abs_diff} when `--data-set` holds output_K.pb
 (the last run is compared; a mismatch is reported, not an error). `--profile N` adds `profile` {gpu_ms_per_run,
-by_op [{op, gpu_ms, dispatches, share, bytes, gb_per_s}], top_nodes [{node, op, gpu_ms, dispatches, bytes,
-gb_per_s}]} from a second session that times every dispatch; a node's bytes are the sizes of the tensors its
-dispatches declare, so a one-row product's gb_per_s is the bandwidth at which it read its weight. The counts come from wrappers that the
+by_op [{op, gpu_ms, dispatches, share, bytes, gb_per_s, flops, gflop_per_s}], top_nodes [{node, op, gpu_ms,
+dispatches, bytes, gb_per_s, flops, gflop_per_s}]} from a second session that times every dispatch; a node's bytes
+are the sizes of the tensors its dispatches declare, so a one-row product's gb_per_s is the bandwidth at which it
+read its weight; its flops (products, convolutions, attention; 0 elsewhere) give gflop_per_s, the rate achieved. The counts come from wrappers that the
 command puts into the Dawn function table before the session exists: a counter per submit, dispatch and
 queue write, a clock around `wgpuInstanceWaitAny`; submits are counted rather than derived from the plan's
 segments because a CPU node between segments also reads its GPU inputs back (one more submit each).

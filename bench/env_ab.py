@@ -46,6 +46,7 @@ for rnd in range(rounds):
                     print(f"  GPU {pr['gpu_ms_per_run']:.3f} ms summed; " +
                           "; ".join(f"{o['op']} {o['gpu_ms']:.3f}/{o['dispatches']}" for o in pr["by_op"][:8]))
                     for n in pr["top_nodes"]:
-                        print(f"    {n['gpu_ms'] * 1000:8.1f} us {n['dispatches']:2d} {n['op']:24s} {n['node']}")
+                        rate = f" {n['gflop_per_s'] / 1000:5.1f} TFLOP/s" if n.get("flops") else ""
+                        print(f"    {n['gpu_ms'] * 1000:8.1f} us {n['dispatches']:2d}{rate} {n['op']:24s} {n['node']}")
             except Exception:
                 print(m, name, "failed", r.stderr[-400:], flush=True)

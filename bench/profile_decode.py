@@ -83,10 +83,11 @@ def main():
                 print(f"GPU time per step (timestamps): {pr['gpu_ms_per_run']:.3f} ms")
                 for o in pr["by_op"]:
                     print(f"  {o['op']:<34} {o['gpu_ms']:8.3f} ms {100 * o['share']:5.1f}% {o['dispatches']:4d} disp "
-                          f"{o['gb_per_s']:8.1f} GB/s")
+                          f"{o['gb_per_s']:8.1f} GB/s" + (f" {o['gflop_per_s']:8.1f} GFLOP/s" if o.get("flops") else ""))
                 for n in pr["top_nodes"]:
                     print(f"  {n['node'][:44]:<44} {n['op'][:22]:<22} {1000 * n['gpu_ms']:8.1f} us {n['dispatches']} "
-                          f"{n['bytes'] / 1e6:8.2f} MB {n['gb_per_s']:8.1f} GB/s")
+                          f"{n['bytes'] / 1e6:8.2f} MB {n['gb_per_s']:8.1f} GB/s"
+                          + (f" {n['gflop_per_s']:8.1f} GFLOP/s" if n.get("flops") else ""))
             sys.stdout.flush()
 
 

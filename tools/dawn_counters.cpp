@@ -90,14 +90,17 @@ const DawnCounters& counted() { return g_count; }
 
 nlohmann::json profile_summary(const Profile& p, size_t top) {
   std::map<std::string, std::pair<double, int>> by_op;  // op -> (ms, dispatches)
-  std::map<std::string, uint64_t> op_bytes;
+  std::map<std::string, uint64_t> op_bytes, op_flops;
   for (const auto& n : p.nodes) {
     by_op[n.op].first += n.gpu_ms;
     by_op[n.op].second += n.dispatches;
     op_bytes[n.op] += n.bytes;
+    op_flops[n.op] += n.flops;
   }
-  // Achieved bandwidth: the bytes of the tensors a node's dispatches declare over its GPU time.
+  // Achieved bandwidth: the bytes of the tensors a node's dispatches declare over its GPU time; achieved
+  // rate: its floating-point operations over its GPU time (products, convolutions, attention).
   auto gb_per_s = [](uint64_t bytes, double ms) { return ms > 0 ? double(bytes) / (ms * 1e6) : 0.0; };
+  auto gflop_per_s = [](uint64_t flops, double ms) { return ms > 0 ? double(flops) / (ms * 1e6) : 0.0; };
   std::vector<std::pair<std::string, std::pair<double, int>>> ops(by_op.begin(), by_op.end());
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   nlohmann::json j;
@@ -108,28 +111,36 @@ nlohmann::json profile_summary(const Profile& p, size_t top) {
   for (const auto& [op, v] : ops)
     j["by_op"].push_back({{"op", op}, {"gpu_ms", v.first}, {"dispatches", v.second},
                           {"share", p.gpu_ms > 0 ? v.first / p.gpu_ms : 0}, {"bytes", op_bytes[op]},
-                          {"gb_per_s", gb_per_s(op_bytes[op], v.first)}});
+                          {"gb_per_s", gb_per_s(op_bytes[op], v.first)}, {"flops", op_flops[op]},
+                          {"gflop_per_s", gflop_per_s(op_flops[op], v.first)}});
   std::vector<NodeTiming> nodes = p.nodes;
   std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
   j["top_nodes"] = nlohmann::json::array();
   for (size_t i = 0; i < nodes.size() && i < top; ++i)
     j["top_nodes"].push_back({{"node", nodes[i].node}, {"op", nodes[i].op}, {"gpu_ms", nodes[i].gpu_ms},
                               {"dispatches", nodes[i].dispatches}, {"bytes", nodes[i].bytes},
-                              {"gb_per_s", gb_per_s(nodes[i].bytes, nodes[i].gpu_ms)}});
+                              {"gb_per_s", gb_per_s(nodes[i].bytes, nodes[i].gpu_ms)}, {"flops", nodes[i].flops},
+                              {"gflop_per_s", gflop_per_s(nodes[i].flops, nodes[i].gpu_ms)}});
   return j;
 }
 
 void print_profile(const nlohmann::json& p) {
   std::printf("GPU time per run (timestamps, %d runs): %.3f ms\n", p["runs"].get<int>(), p["gpu_ms_per_run"].get<double>());
+  // GFLOP/s where the op's kernels count their work (products, convolutions, attention), else blank.
+  auto rate = [](const nlohmann::json& x) {
+    char buf[32] = "";
+    if (x["flops"].get<uint64_t>() > 0) std::snprintf(buf, sizeof buf, "%9.1f GFLOP/s", x["gflop_per_s"].get<double>());
+    return std::string(buf);
+  };
   for (const auto& o : p["by_op"])
-    std::printf("  %-24s %9.3f ms  %5.1f%%  %4d dispatches  %8.1f GB/s\n", o["op"].get<std::string>().c_str(),
+    std::printf("  %-24s %9.3f ms  %5.1f%%  %4d dispatches  %8.1f GB/s%s\n", o["op"].get<std::string>().c_str(),
                 o["gpu_ms"].get<double>(), 100 * o["share"].get<double>(), o["dispatches"].get<int>(),
-                o["gb_per_s"].get<double>());
+                o["gb_per_s"].get<double>(), rate(o).c_str());
   std::printf("slowest nodes:\n");
   for (const auto& n : p["top_nodes"])
-    std::printf("  %-40s %-20s %8.4f ms  %d dispatches  %9.3f MB  %8.1f GB/s\n", n["node"].get<std::string>().c_str(),
+    std::printf("  %-40s %-20s %8.4f ms  %d dispatches  %9.3f MB  %8.1f GB/s%s\n", n["node"].get<std::string>().c_str(),
                 n["op"].get<std::string>().c_str(), n["gpu_ms"].get<double>(), n["dispatches"].get<int>(),
-                n["bytes"].get<uint64_t>() / 1e6, n["gb_per_s"].get<double>());
+                n["bytes"].get<uint64_t>() / 1e6, n["gb_per_s"].get<double>(), rate(n).c_str());
 }
 
 }  // namespace onnxgpu::tools

@@ -131,6 +131,9 @@ struct NodeTiming {
   // declares it, at least; a product: A, B and the result, a split-K product its partial sums twice):
   // bytes / gpu_ms is the bandwidth it achieved.
   uint64_t bytes = 0;
+  // The floating-point operations it computes (2 per multiply-add of a product, a convolution or an
+  // attention's two products; 0 for other nodes): flops / gpu_ms is the rate it achieved.
+  uint64_t flops = 0;
 };
 struct Profile {
   int runs = 0;                   // profiled runs

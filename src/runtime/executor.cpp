@@ -53,7 +53,7 @@ Profile GpuExecutor::profile() const {
     auto fused = profile_.fused.find(i);
     p.nodes.push_back({n.name, fused == profile_.fused.end() ? n.op_type : fused->second,
                        (profile_.dispatches[i] + p.runs - 1) / p.runs, ms,
-                       i < profile_.bytes.size() ? profile_.bytes[i] : 0});
+                       i < profile_.bytes.size() ? profile_.bytes[i] : 0, i < profile_.flops.size() ? profile_.flops[i] : 0});
     p.gpu_ms += ms;
   }
   return p;

@@ -13,11 +13,17 @@ webgpu::CommandBatch TimedEncoder::encode(Plan& plan, const Step& segment) {
   }
   for (const KernelRecord& k : plan.recording.kernels) {
     if (!k.ok || !k.dispatched) continue;
-    if (sums_.bytes.size() <= k.index) sums_.bytes.resize(k.index + 1, 0);
-    uint64_t bytes = 0;
-    for (const webgpu::DispatchSpec& d : k.dispatches)
+    if (sums_.bytes.size() <= k.index) {
+      sums_.bytes.resize(k.index + 1, 0);
+      sums_.flops.resize(k.index + 1, 0);
+    }
+    uint64_t bytes = 0, flops = 0;
+    for (const webgpu::DispatchSpec& d : k.dispatches) {
       for (const auto& t : d.program.tensors()) bytes += uint64_t(shape_numel(t.shape)) * uint64_t(t.type.storage_bits) / 8;
+      flops += d.flops;
+    }
     sums_.bytes[k.index] = bytes;
+    sums_.flops[k.index] = flops;
   }
   const auto& dispatches = segment.dispatches;
   for (size_t begin = 0; begin < dispatches.size(); begin += kChunk) {

@@ -16,6 +16,7 @@ struct ProfileSums {
   std::vector<uint64_t> ns;          // by node index
   std::vector<int> dispatches;       // by node index, the last run's
   std::vector<uint64_t> bytes;       // by node index, the last run's: the bytes of the tensors its dispatches declare
+  std::vector<uint64_t> flops;       // by node index, the last run's: its dispatches' floating-point operations
   std::unordered_map<size_t, std::string> fused;  // node index -> the fused kernel placed there
 };
 

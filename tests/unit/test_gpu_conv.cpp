@@ -239,8 +239,8 @@ TEST(GpuConv, VectorWeightLoads) {
   }
 }
 
-// The programs a float Conv of X `x` and W `w` (pads of 1) dispatches, by name (no device needed).
-std::vector<std::string> conv_programs(Shape x, Shape w, DType t = DType::Float32) {
+// The dispatches a float Conv of X `x` and W `w` (pads of 1, `group`) makes (no device needed).
+std::vector<webgpu::DispatchSpec> conv_dispatches(Shape x, Shape w, DType t = DType::Float32, int64_t group = 1) {
   ir::Node node;
   node.name = "c";
   node.op_type = "Conv";
@@ -250,11 +250,20 @@ std::vector<std::string> conv_programs(Shape x, Shape w, DType t = DType::Float3
   pads.kind = ir::Attribute::Kind::Ints;
   pads.ints.assign(2 * (x.size() - 2), 1);
   node.attrs["pads"] = pads;
+  ir::Attribute g;
+  g.kind = ir::Attribute::Kind::Int;
+  g.i = group;
+  node.attrs["group"] = g;
   Int64Policy policy;
   webgpu::GpuKernelContext ctx(node, 11, policy, usual_limits(), {{t, std::move(x)}, {t, std::move(w)}});
   (*webgpu::gpu_registry().find("Conv"))(ctx);
+  return std::move(ctx.dispatches);
+}
+
+// Their programs' names.
+std::vector<std::string> conv_programs(Shape x, Shape w, DType t = DType::Float32) {
   std::vector<std::string> r;
-  for (const auto& d : ctx.dispatches) r.push_back(d.program.name());
+  for (const auto& d : conv_dispatches(std::move(x), std::move(w), t)) r.push_back(d.program.name());
   return r;
 }
 
@@ -283,6 +292,22 @@ TEST(GpuConv, VectorWeightChoice) {
     auto p = conv_programs({1, 32, 12, 12}, {48, 32, 3, 3});
     EXPECT_EQ(has_part(p, 0, "_vw"), vw) << "ONNXGPU_MATMUL_VEC=" << value << ": " << p.at(0);
   }
+}
+
+// Every float Conv kernel counts its work for the profile's GFLOP/s: 2 x outputs x (a group's input
+// channels x taps), once per node, whichever kernel and however many dispatches (split-K's sum pass).
+TEST(GpuConv, CountsItsFlops) {
+  auto flops = [](const std::vector<webgpu::DispatchSpec>& ds) {
+    uint64_t f = 0;
+    for (const auto& d : ds) f += d.flops;
+    return f;
+  };
+  auto split = conv_dispatches({1, 256, 3, 3}, {64, 256, 3, 3});  // the GEMM split over K: 2 dispatches
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(flops(split), 2ull * (64 * 3 * 3) * (256 * 9));
+  EXPECT_EQ(flops(conv_dispatches({2, 3, 20, 18}, {32, 3, 3, 3})), 2ull * (2 * 32 * 20 * 18) * 27);  // first layer
+  EXPECT_EQ(flops(conv_dispatches({1, 8, 7, 6}, {8, 1, 3, 3}, DType::Float32, 8)), 2ull * (8 * 7 * 6) * 9);  // depthwise
+  EXPECT_EQ(flops(conv_dispatches({1, 6, 9, 9}, {4, 3, 3, 3}, DType::Float32, 2)), 2ull * (4 * 9 * 9) * 27);  // direct
 }
 
 // First layers (one group of at most 4 input channels, K = channels x taps at most 256, 8 output channels

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -118,6 +119,36 @@ TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
             {{"q", floats({B, 1, H, D}, 7, 2.0f)}, {"k", floats({B, 20, H, D}, 8, 2.0f)},
              {"v", floats({B, 20, H, Dv}, 9)}, {"mask", short_mask}});
   EXPECT_EQ(p.dispatches, 2);
+}
+
+// The profile counts the fused attention's work (its two products, every query row against every key:
+// 2 x rows x keys x (D + Dv) per head), for its GFLOP/s; split over the keys (a decode step's shape: two
+// dispatches) the same.
+TEST(RuntimeAttention, TheProfileCountsItsFlops) {
+  SKIP_WITHOUT_GPU();
+  const int64_t B = 2, H = 3, D = 80, Dv = 72;
+  ModelBuilder b = bert_attention(B, H, D, Dv, -1);
+  SessionOptions o = onnxgpu::testing::webgpu_options();
+  o.add_config_entry("onnxgpu.profile", "1");
+  std::optional<Session> made;
+  try {
+    made.emplace(Session::from_bytes(b.bytes(), o));
+  } catch (const InvalidArgument& e) {
+    if (std::string(e.what()).find("timestamp queries") == std::string::npos) throw;
+    GTEST_SKIP() << "profiling cannot run on this adapter: " << e.what();
+  }
+  for (auto [lq, lk] : {std::pair<int64_t, int64_t>{13, 100}, {1, 300}}) {
+    SCOPED_TRACE(std::to_string(lq) + " x " + std::to_string(lk));
+    Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));
+    std::unordered_map<std::string, Tensor> feeds{{"q", floats({B, lq, H, D}, 1)}, {"k", floats({B, lk, H, D}, 2)},
+                                                  {"v", floats({B, lk, H, Dv}, 3)}, {"mask", mask}};
+    made->run(feeds);
+    made->reset_profile();
+    made->run(feeds);
+    Profile p = made->profile();
+    ASSERT_EQ(p.nodes.size(), 1u);
+    EXPECT_EQ(p.nodes[0].flops, uint64_t(2 * B * H * lq * lk * (D + Dv)));
+  }
 }
 
 // GPT-2's attention: scores scaled by a Mul, the future masked by Where(causal condition, -inf or the

@@ -467,6 +467,8 @@ TEST(RuntimeProfile, TimesEveryNodeWithoutChangingTheResults) {
   EXPECT_EQ(p.nodes[0].node, "mm");
   EXPECT_EQ(p.nodes[0].op, "MatMul");
   EXPECT_EQ(p.nodes[1].op, "Softmax");
+  EXPECT_EQ(p.nodes[0].flops, 2u * 3 * 4 * 4);  // the product's multiply-adds, for its GFLOP/s
+  EXPECT_EQ(p.nodes[1].flops, 0u);
   for (const auto& n : p.nodes) {
     EXPECT_GE(n.dispatches, 1) << n.node;
     EXPECT_GE(n.gpu_ms, 0.0) << n.node;

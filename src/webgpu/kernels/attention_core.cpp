@@ -704,9 +704,13 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
     p.body(body_wgsl(t, s, score, split));
   }
   ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(gz));
-  if (!split) return;
-  if (merge) emit_combine_rows(ctx, s, sp, po, pml, z_count, merge);
-  else emit_combine(ctx, s, sp, po, pml, z_count);
+  // The two products, every row against every key (a causal or ranged row skips some: an upper bound).
+  const uint64_t flops = 2 * z_count * uint64_t(s.Lq) * uint64_t(s.Lk) * uint64_t(s.D + s.Dv);
+  if (split) {
+    if (merge) emit_combine_rows(ctx, s, sp, po, pml, z_count, merge);
+    else emit_combine(ctx, s, sp, po, pml, z_count);
+  }
+  ctx.count_flops(flops);
 }
 
 }  // namespace onnxgpu::webgpu::attention

@@ -628,6 +628,7 @@ void matmul_nbits(GpuKernelContext& ctx) {
   } else {
     nbits_tiled(ctx, q);
   }
+  ctx.count_flops(2 * uint64_t(q.M) * uint64_t(q.N) * uint64_t(q.K));
 }
 
 // The normalization prologue of a fused MatMulNBits (runtime/fusion.h's norm group): the node's inputs
@@ -728,6 +729,7 @@ void fused_matmul_nbits(GpuKernelContext& ctx) {
   if (!s.old) g = rows_shape(ctx.limits, q, s, uint32_t(np), prologue ? row_stats_bytes(kRowsMax, false) : 0);
   if (!g) ctx.unsupported("a fused MatMulNBits without the rows kernel");
   nbits_rows(ctx, ps, *g, epilogue, prologue ? &*prologue : nullptr);
+  ctx.count_flops(2 * uint64_t(np) * uint64_t(q.M) * uint64_t(q.N) * uint64_t(q.K));
 }
 
 void gather_block_quantized(GpuKernelContext& ctx) {

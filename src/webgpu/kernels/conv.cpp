@@ -739,16 +739,20 @@ void conv_float(GpuKernelContext& ctx) {
   ConvGeom g = float_geometry(ctx);
   ConvEpilogue ep(ctx, g.out);
   if (shape_numel(g.out) == 0) return;
-  if (conv_few_channels(ctx, g, ep)) return;
-  if (g.r == 2 && g.Cg == 1) {
-    conv_depthwise(ctx, g, ep);
-    return;
-  }
-  if (conv_as_gemv(ctx, g, ep)) return;
-  if (g.Mg >= 8 && g.K > 0)
-    if (std::optional<ConvTile> tl = choose_tile(ctx.limits, g))
-      if (conv_gemm(ctx, g, ep, *tl)) return;
-  conv_direct(ctx, g.out, g.win, g.group, false, &ep);
+  auto emit = [&] {
+    if (conv_few_channels(ctx, g, ep)) return;
+    if (g.r == 2 && g.Cg == 1) {
+      conv_depthwise(ctx, g, ep);
+      return;
+    }
+    if (conv_as_gemv(ctx, g, ep)) return;
+    if (g.Mg >= 8 && g.K > 0)
+      if (std::optional<ConvTile> tl = choose_tile(ctx.limits, g))
+        if (conv_gemm(ctx, g, ep, *tl)) return;
+    conv_direct(ctx, g.out, g.win, g.group, false, &ep);
+  };
+  emit();
+  ctx.count_flops(2 * uint64_t(shape_numel(g.out)) * uint64_t(g.K));  // a multiply-add per output and tap
 }
 
 // ConvInteger: int8/uint8 X and W with optional zero points, int32 Y, exact integer accumulation.

@@ -53,6 +53,9 @@ struct DispatchSpec {
   std::vector<uint32_t> uniforms;  // slot 0 is filled by the runtime
   std::vector<ValueRef> bindings;  // in the program's tensor order
   uint32_t x = 1, y = 1, z = 1;    // workgroup counts
+  // The floating-point operations it computes (2 per multiply-add of a product, a convolution or an
+  // attention's two products; 0 where not counted): the profile's GFLOP/s.
+  uint64_t flops = 0;
 };
 
 struct TempSpec {
@@ -135,6 +138,11 @@ class GpuKernelContext {
   std::vector<TempSpec> temps;
   std::vector<DispatchSpec> dispatches;
   std::vector<size_t> value_keyed_inputs;  // inputs whose run-time value the kernel read
+  // Counts `flops` (DispatchSpec::flops) on the last dispatch made: a kernel calls it once its work's
+  // dispatches are made (a split-K product's sum pass then carries them, the node's sum is the same).
+  void count_flops(uint64_t flops) {
+    if (!dispatches.empty()) dispatches.back().flops += flops;
+  }
 
  private:
   std::vector<GpuValueInfo> inputs_;

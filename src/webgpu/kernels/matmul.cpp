@@ -498,15 +498,21 @@ void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep,
     ctx.set_output(k, t, part);
   }
   if (shape_numel(pr.out) == 0) return;
+  const uint64_t flops = 2 * uint64_t(pr.M) * pr.N * pr.K * uint64_t(shape_numel(pr.batch));
   if (pro) {
     if (!gemv_float(ctx, t, pr, ep, pro))  // (the members then run as unfused: the normalization alone)
       ctx.unsupported("a normalization prologue outside the one-row product kernels (" + std::to_string(pr.M) +
                       " rows: at most " + std::to_string(kGemvMaxRows) +
                       ", A contiguous and unbatched, within the device's storage bindings)");
+    ctx.count_flops(flops);
     return;
   }
-  if (!dtype_is_float(t)) simple_integer(ctx, t, pr, ep);
-  else if (!gemv_float(ctx, t, pr, ep)) tiled_float(ctx, t, pr, ep);
+  if (!dtype_is_float(t)) {
+    simple_integer(ctx, t, pr, ep);
+    return;
+  }
+  if (!gemv_float(ctx, t, pr, ep)) tiled_float(ctx, t, pr, ep);
+  ctx.count_flops(flops);
 }
 
 void matmul(GpuKernelContext& ctx) {
