@@ -148,6 +148,19 @@ inline SessionOptions webgpu_options(bool capture = true) {
   return o;
 }
 
+// A session of `model` that profiles its runs (config onnxgpu.profile); nullopt, with the reason in `why`,
+// when the adapter cannot (no timestamp queries): the caller skips.
+inline std::optional<Session> profiling_session(const std::string& model, SessionOptions o, std::string& why) {
+  o.add_config_entry("onnxgpu.profile", "1");
+  try {
+    return Session::from_bytes(model, o);
+  } catch (const InvalidArgument& e) {
+    if (std::string(e.what()).find("timestamp queries") == std::string::npos) throw;
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
 // A node that computes on float64 runs on the CPU by design: the GPU has no exact float64 arithmetic
 // and the shader layer refuses to round it to float32 (kernels that only move float64 stay on the GPU).
 inline constexpr const char* kFloat64Reason = "which the GPU would round to float32";

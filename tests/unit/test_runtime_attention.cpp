@@ -128,15 +128,9 @@ TEST(RuntimeAttention, TheProfileCountsItsFlops) {
   SKIP_WITHOUT_GPU();
   const int64_t B = 2, H = 3, D = 80, Dv = 72;
   ModelBuilder b = bert_attention(B, H, D, Dv, -1);
-  SessionOptions o = onnxgpu::testing::webgpu_options();
-  o.add_config_entry("onnxgpu.profile", "1");
-  std::optional<Session> made;
-  try {
-    made.emplace(Session::from_bytes(b.bytes(), o));
-  } catch (const InvalidArgument& e) {
-    if (std::string(e.what()).find("timestamp queries") == std::string::npos) throw;
-    GTEST_SKIP() << "profiling cannot run on this adapter: " << e.what();
-  }
+  std::string why;
+  std::optional<Session> made = onnxgpu::testing::profiling_session(b.bytes(), onnxgpu::testing::webgpu_options(), why);
+  if (!made) GTEST_SKIP() << "profiling cannot run on this adapter: " << why;
   for (auto [lq, lk] : {std::pair<int64_t, int64_t>{13, 100}, {1, 300}}) {
     SCOPED_TRACE(std::to_string(lq) + " x " + std::to_string(lk));
     Tensor mask = Tensor::from_vector<float>({B, 1, 1, lk}, std::vector<float>(size_t(B * lk), 0.0f));

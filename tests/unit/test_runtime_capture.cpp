@@ -446,15 +446,9 @@ TEST(RuntimeProfile, TimesEveryNodeWithoutChangingTheResults) {
   b.initializer("w", Tensor::from_vector<float>({4, 4}, std::vector<float>(16, 0.25f)));
   b.node("MatMul", {"x", "w"}, {"h"}, "mm");
   b.node("Softmax", {"h"}, {"y"}, "softmax");  // (not an activation: the product's epilogue would take it)
-  SessionOptions o = gpu();
-  o.add_config_entry("onnxgpu.profile", "1");
-  std::optional<Session> made;
-  try {
-    made.emplace(Session::from_bytes(b.bytes(), o));
-  } catch (const InvalidArgument& e) {
-    if (std::string(e.what()).find("timestamp queries") == std::string::npos) throw;
-    GTEST_SKIP() << "profiling cannot run on this adapter: " << e.what();
-  }
+  std::string why;
+  std::optional<Session> made = onnxgpu::testing::profiling_session(b.bytes(), gpu(), why);
+  if (!made) GTEST_SKIP() << "profiling cannot run on this adapter: " << why;
   Session& s = *made;
   std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3, 4}, std::vector<float>(12, 2.0f))}};
   Tensor want = Session::from_bytes(b.bytes(), cpu()).run(feeds)[0];
