@@ -434,6 +434,14 @@ struct ConvModel {
 
 void unary_tail(ModelBuilder& b, const std::string& op) { b.node(op, {"conv"}, {"Y"}); }
 
+// A residual Add (its operands in this order) and the Relu after it.
+std::function<void(ModelBuilder&)> add_relu(const std::string& a, const std::string& b) {
+  return [=](ModelBuilder& m) {
+    m.node("Add", {a, b}, {"sum"});
+    m.node("Relu", {"sum"}, {"Y"});
+  };
+}
+
 TEST(GpuConvFused, Activations) {
   auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
   for (const char* op : {"Relu", "HardSwish", "Sigmoid"}) {
@@ -505,15 +513,9 @@ TEST(GpuConvFused, ResidualAdd) {
   // Conv + Add(residual) + Relu, the residual a value known before the Conv; through the split-K sum
   // pass too (two dispatches), and a residual that broadcasts (one value per channel).
   auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
-  ConvModel res{{2, 8, 6, 6}, {16, 8, 3, 3}, true, false, pads, {{"R", {2, 16, 6, 6}}}, [](ModelBuilder& b) {
-                  b.node("Add", {"conv", "R"}, {"sum"});
-                  b.node("Relu", {"sum"}, {"Y"});
-                }, 12};
+  ConvModel res{{2, 8, 6, 6}, {16, 8, 3, 3}, true, false, pads, {{"R", {2, 16, 6, 6}}}, add_relu("conv", "R"), 12};
   check_fused(res.bytes(), res.feeds(), 3, 1);
-  ConvModel split{{1, 256, 3, 3}, {32, 256, 3, 3}, true, true, pads, {{"R", {1, 32, 3, 3}}}, [](ModelBuilder& b) {
-                    b.node("Add", {"R", "conv"}, {"sum"});
-                    b.node("Relu", {"sum"}, {"Y"});
-                  }, 13};
+  ConvModel split{{1, 256, 3, 3}, {32, 256, 3, 3}, true, true, pads, {{"R", {1, 32, 3, 3}}}, add_relu("R", "conv"), 13};
   check_fused(split.bytes(), split.feeds(), 4, 2, 2e-4);
   ConvModel chan{{1, 4, 5, 5}, {16, 4, 3, 3}, false, false, {}, {{"R", {1, 16, 1, 1}}}, [](ModelBuilder& b) {
                    b.node("Add", {"conv", "R"}, {"Y"});
@@ -525,10 +527,7 @@ TEST(GpuConvFused, ResidualAdd) {
 // folded + residual Add + Relu, and with HardSwish over 72 output channels (two blocks).
 TEST(GpuConvFused, FirstLayer) {
   auto pads = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
-  ConvModel res{{2, 3, 10, 11}, {24, 3, 3, 3}, true, true, pads, {{"R", {2, 24, 10, 11}}}, [](ModelBuilder& b) {
-                  b.node("Add", {"conv", "R"}, {"sum"});
-                  b.node("Relu", {"sum"}, {"Y"});
-                }, 15};
+  ConvModel res{{2, 3, 10, 11}, {24, 3, 3, 3}, true, true, pads, {{"R", {2, 24, 10, 11}}}, add_relu("conv", "R"), 15};
   check_fused(res.bytes(), res.feeds(), 4, 1);
   ConvModel hs{{1, 3, 16, 16}, {72, 3, 3, 3}, false, true, [](onnx::NodeProto& n) {
                  set_ints(n, "pads", {1, 1, 1, 1});
@@ -545,15 +544,9 @@ TEST(GpuConvFused, VectorWeightLoads) {
   for (const char* v : {static_cast<const char*>(nullptr), "0"}) {
     SCOPED_TRACE(v ? "ONNXGPU_MATMUL_VEC=0" : "ONNXGPU_MATMUL_VEC unset");
     ScopedEnv env("ONNXGPU_MATMUL_VEC", v);
-    ConvModel res{{2, 8, 6, 6}, {20, 8, 3, 3}, true, true, pads, {{"R", {2, 20, 6, 6}}}, [](ModelBuilder& b) {
-                    b.node("Add", {"conv", "R"}, {"sum"});
-                    b.node("Relu", {"sum"}, {"Y"});
-                  }, 70};
+    ConvModel res{{2, 8, 6, 6}, {20, 8, 3, 3}, true, true, pads, {{"R", {2, 20, 6, 6}}}, add_relu("conv", "R"), 70};
     check_fused(res.bytes(), res.feeds(), 4, 1);
-    ConvModel split{{1, 256, 3, 3}, {36, 256, 3, 3}, true, true, pads, {{"R", {1, 36, 3, 3}}}, [](ModelBuilder& b) {
-                      b.node("Add", {"R", "conv"}, {"sum"});
-                      b.node("Relu", {"sum"}, {"Y"});
-                    }, 71};
+    ConvModel split{{1, 256, 3, 3}, {36, 256, 3, 3}, true, true, pads, {{"R", {1, 36, 3, 3}}}, add_relu("R", "conv"), 71};
     check_fused(split.bytes(), split.feeds(), 4, 2, 2e-4);
   }
 }

@@ -504,14 +504,12 @@ void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep,
       ctx.unsupported("a normalization prologue outside the one-row product kernels (" + std::to_string(pr.M) +
                       " rows: at most " + std::to_string(kGemvMaxRows) +
                       ", A contiguous and unbatched, within the device's storage bindings)");
-    ctx.count_flops(flops);
-    return;
-  }
-  if (!dtype_is_float(t)) {
+  } else if (!dtype_is_float(t)) {
     simple_integer(ctx, t, pr, ep);
-    return;
+    return;  // (integer work: not counted as floating-point operations)
+  } else if (!gemv_float(ctx, t, pr, ep)) {
+    tiled_float(ctx, t, pr, ep);
   }
-  if (!gemv_float(ctx, t, pr, ep)) tiled_float(ctx, t, pr, ep);
   ctx.count_flops(flops);
 }
 
