@@ -466,6 +466,7 @@ void decode_command(const DecodeFlags& f) {
   loop["refreshed_steps"] = refreshed;
   loop["appended_in_place_steps"] = in_place;  // every present's past found in place: no KV copy
   loop["appended_outputs"] = r.last_plan.appended_outputs;
+  loop["rows_written_in_place"] = r.last_plan.rows_written_in_place;  // new rows written by their kernel
   loop["plan_ms_per_step_mean"] = timed.empty() ? 0.0 : plan_ms_total / double(timed.size());  // steps 2..N
   // Refreshes made during the step before's wait, off the step's path (runtime/refresh_ahead.h).
   loop["refreshed_ahead_steps"] = ahead;
@@ -554,8 +555,9 @@ void decode_command(const DecodeFlags& f) {
     if (!r.last_plan.refresh_refused.empty())
       std::printf("last refresh refused: %s\n", r.last_plan.refresh_refused.c_str());
     if (gpu)
-      std::printf("KV cache appended in place (%zu presents, no copy) in %d of %zu steps\n",
-                  r.last_plan.appended_outputs.size(), in_place, r.steps.size());
+      std::printf("KV cache appended in place (%zu presents, no copy; new rows written by their kernel for %zu) in %d of "
+                  "%zu steps\n",
+                  r.last_plan.appended_outputs.size(), r.last_plan.rows_written_in_place.size(), in_place, r.steps.size());
     std::printf("weights %.1f MB, KV cache read %.2f MB per token (mean): %.1f GB/s at the median\n",
                 double(weight_bytes) / 1e6, kv_mean / 1e6, j["achieved_gb_per_s"].get<double>());
     std::printf("tokens:");

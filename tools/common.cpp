@@ -181,6 +181,7 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"capacity_growths", p.capacity_growths},
           {"appended_outputs", p.appended_outputs},
           {"appended_in_place", p.appended_in_place},
+          {"rows_written_in_place", p.rows_written_in_place},
           {"plan_ms", p.plan_ms},
           {"whole_graph_fallback", p.whole_graph_fallback},
           {"fallbacks", fallbacks},

@@ -109,6 +109,9 @@ struct PlanReport {
   // only the new rows (how many of them did so in the last run: appended_in_place).
   std::vector<std::string> appended_outputs;
   int appended_in_place = 0;
+  // Of those, the ones whose new rows the kernel computing them writes straight into the buffer (a
+  // decode step's keys and values by their product): the Concat copies nothing.
+  std::vector<std::string> rows_written_in_place;
   double plan_ms = 0;        // host time the last run spent planning or refreshing (0: plain replay)
   bool whole_graph_fallback = false;
   std::vector<PlanFallback> fallbacks;

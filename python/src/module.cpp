@@ -159,6 +159,7 @@ py::dict plan_dict(const PlanReport& r) {
   d["guarded_nodes"] = r.guarded_nodes;
   d["capacity_growths"] = r.capacity_growths;
   d["appended_outputs"] = r.appended_outputs;
+  d["rows_written_in_place"] = r.rows_written_in_place;
   d["appended_in_place"] = r.appended_in_place;
   d["plan_ms"] = r.plan_ms;
   d["whole_graph_fallback"] = r.whole_graph_fallback;

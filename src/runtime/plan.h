@@ -84,6 +84,9 @@ struct KernelRecord {  // one call of a GPU kernel (a node's, or a fused group's
   std::vector<size_t> unwanted;    // the output index of each of the latter
   size_t first_dispatch = 0;       // where its dispatches start in the plan's GPU step
   bool dispatched = false;         // false: described only (outputs read only for their shapes)
+  // Per output (empty: none): the value id of the past whose appended buffer it is written into as
+  // the new rows (resident.h; out_slots has the buffer's slot), -1 for the others.
+  std::vector<int> rows_of;
 };
 struct FoldRecord {  // a node computed at plan time
   size_t index = 0;

@@ -37,6 +37,12 @@ size_t Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   plan_.status = std::make_shared<webgpu::Buffer>(dev.create_buffer(
       4 * webgpu::shader::kStatusWords * (g_.nodes.size() + 1), webgpu::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
+  for (const auto& n : g_.nodes) {
+    const bool shape_only = n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !shape_only) readers_[in]++;
+    for (const auto& in : n.implicit_inputs()) readers_[in]++;
+  }
   for (const AppendPair& p : append_pairs(g_)) {
     auto d = device_feeds.find(p.input);
     if (d != device_feeds.end() && webgpu::shader::type_info(d->second.dtype(), policy_).storage_bits >= 32)
@@ -324,6 +330,10 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
   }
   const bool appendable = pairs != nullptr;
   if (appendable) ctx.in_place_input = pairs->front().gqa ? 3 : 0;
+  // A Concat's new rows that their kernel can write at their place: the Concat copies nothing.
+  std::optional<RowsProducer> rows;
+  if (appendable && !pairs->front().gqa && node.inputs.size() == 2) rows = rows_producer(node.inputs[1]);
+  ctx.rows_in_place = rows.has_value();
   // What the kernel chooses is recorded, taken or not, so that a refresh can check it chooses the same.
   Recording& recording = plan_.recording;
   recording.events.push_back({Recording::Event::Kind::Kernel, recording.kernels.size()});
@@ -347,8 +357,10 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
     return false;
   }
   note_value_keys(node, ctx);
-  if (appendable && ctx.in_place_done)
+  if (appendable && ctx.in_place_done) {
     for (const AppendPair& p : *pairs) make_resident(p, node, ctx);
+    if (rows) write_rows_in_place(*rows, plan_.residents.back());
+  }
   rec.results = std::move(ctx.outputs);
   rec.temps = std::move(ctx.temps);
   rec.dispatches = std::move(ctx.dispatches);
@@ -357,6 +369,8 @@ bool Planner::try_gpu(size_t index, const ir::Node& node, std::string& reason) {
   // Outputs that only Shape/Size read (they fold from the shape): described, never computed.
   rec.dispatched = !fusion_.read_for_shape_only(node);
   record_dispatches(node, rec);
+  for (size_t i = 0; i < rec.out_slots.size(); ++i)
+    if (rec.out_slots[i] >= 0) produced_by_[node.outputs[i]] = RowsProducer{recording.kernels.size() - 1, i};
   plan_.report.gpu_nodes++;
   return true;
 }
@@ -385,6 +399,59 @@ void Planner::note_value_keys(const ir::Node& node, const webgpu::GpuKernelConte
       plan_.report.value_keyed_inputs.push_back(name);
     }
   }
+}
+
+// The kernel output that a Concat's new rows `rows` are, through views only (Reshape, a Transpose that
+// moves axes of size 1: outputs that alias their input), when that kernel can write them into the
+// Concat's appended buffer instead (resident.h): every value on the way read by its one next node only
+// and no graph output, the kernel's dispatches still in the open segment (not yet recorded).
+std::optional<Planner::RowsProducer> Planner::rows_producer(const std::string& rows) const {
+  std::string v = rows;
+  for (;;) {
+    auto r = readers_.find(v);
+    auto p = produced_by_.find(v);
+    if (r == readers_.end() || r->second != 1 || graph_outputs_.count(v) || p == produced_by_.end()) return std::nullopt;
+    const KernelRecord& k = plan_.recording.kernels[p->second.record];
+    const auto& out = k.results.at(p->second.output);
+    if (out.alias_of >= 0) {  // a view: on to the value it shows
+      const ir::Node& n = k.node ? *k.node : k.fused;
+      v = n.inputs.at(size_t(out.alias_of));
+      continue;
+    }
+    if (!k.ok || !k.dispatched || k.dispatches.empty() || k.first_dispatch + k.dispatches.size() > pending_.size())
+      return std::nullopt;
+    for (size_t j = 0; j < k.dispatches.size(); ++j)
+      if (pending_[k.first_dispatch + j].first != &k.dispatches[j]) return std::nullopt;
+    return p->second;
+  }
+}
+
+// The kernel of `p` writes its output into resident `r`'s buffer, at the new rows' place: the output
+// bound in the buffer, pitched to start at the past's length in each row.
+void Planner::write_rows_in_place(const RowsProducer& p, const Resident& r) {
+  KernelRecord& k = plan_.recording.kernels[p.record];
+  k.out_slots[p.output] = r.slot;  // its own buffer stays with the value, released as it dies
+  k.rows_of.resize(k.out_slots.size(), -1);
+  k.rows_of[p.output] = id_of(r.pair.input);
+  const uint64_t start = uint64_t(values_.at(r.pair.input).shape[size_t(r.axis)]) * r.layout.inner;
+  const uint64_t numel = uint64_t(shape_numel(k.results[p.output].shape));
+  const ResidentLayouts layouts = resident_layouts(plan_);
+  for (size_t j = 0; j < k.dispatches.size(); ++j) {
+    webgpu::DispatchSpec& d = k.dispatches[j];
+    std::vector<int>& bound = pending_[k.first_dispatch + j].second;
+    std::vector<int> slots(bound.size(), -1);
+    std::vector<uint64_t> counts(bound.size(), 0), starts(bound.size(), 0);
+    for (size_t b = 0; b < d.bindings.size(); ++b)
+      if (d.bindings[b].kind == webgpu::ValueRef::Kind::Output && size_t(d.bindings[b].index) == p.output) {
+        bound[b] = slots[b] = r.slot;
+        counts[b] = numel;
+        starts[b] = start;
+      }
+    pitch_bindings(d, slots, counts, layouts, starts);
+  }
+  for (Resident& res : plan_.residents)
+    if (res.slot == r.slot) res.rows_in_place = true;
+  plan_.report.rows_written_in_place.push_back(r.pair.output);
 }
 
 // Slots for the kernel's wanted outputs: a view shares its input's, the others get one.

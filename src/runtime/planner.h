@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -79,6 +80,11 @@ class Planner {
   bool try_fused(size_t index, size_t at, bool attention = false);
   int materialize(const std::string& name);
   void make_resident(const AppendPair& pair, const ir::Node& node, const webgpu::GpuKernelContext& ctx);
+  struct RowsProducer {
+    size_t record, output;  // the kernel record and its output that holds a Concat's new rows
+  };
+  std::optional<RowsProducer> rows_producer(const std::string& rows) const;
+  void write_rows_in_place(const RowsProducer& p, const Resident& r);
   void run_group_or_nodes(size_t index, size_t at);
   void place(size_t i, size_t at);
   void run_on_cpu(const ir::Node& node);
@@ -110,6 +116,10 @@ class Planner {
   // node's buffer becomes theirs, or one of their own).
   std::unordered_map<size_t, std::vector<AppendPair>> appendable_;
   std::unordered_map<std::string, const DeviceTensor*> unplaced_;
+  // Which kernel record (and output of it) produced each GPU value, and how many nodes read each value
+  // other than for its shape: where a Concat's new rows come from (rows_producer).
+  std::unordered_map<std::string, RowsProducer> produced_by_;
+  std::unordered_map<std::string, int> readers_;
 };
 
 }  // namespace onnxgpu::runtime

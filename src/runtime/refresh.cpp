@@ -169,7 +169,9 @@ bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
           if (decision_changed(rec_.decisions[e.record])) redecide(rec_.decisions[e.record]);
           break;
         case Recording::Event::Kind::Kernel:
-          if (any_changed(rec_.kernels[e.record].inputs)) recall(e.record, rec_.kernels[e.record]);
+          // (A kernel writing a KV cache's new rows in place: also when the past's length moved them.)
+          if (any_changed(rec_.kernels[e.record].inputs) || any_changed(rec_.kernels[e.record].rows_of))
+            recall(e.record, rec_.kernels[e.record]);
           break;
       }
     }
@@ -280,17 +282,47 @@ std::pair<int, const Shape*> Refresh::bound_at(const KernelRecord& k, const webg
 
 // The kernel's dispatches with their bindings in appended buffers pitched, as the planner did
 // (record_dispatches), by the layouts this refresh gives those buffers.
-void Refresh::pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const {
+void Refresh::pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) {
   const ResidentLayouts layouts = [this](int slot) { return layout_of(slot); };
   for (webgpu::DispatchSpec& d : ctx.dispatches) {
     std::vector<int> slots;
-    std::vector<uint64_t> numel;
+    std::vector<uint64_t> numel, starts;
     for (const webgpu::ValueRef& b : d.bindings) {
       const auto [slot, shape] = bound_at(k, b, ctx.outputs);
       slots.push_back(slot);
       numel.push_back(shape ? uint64_t(shape_numel(*shape)) : 0);
+      starts.push_back(shape ? rows_start(k, b, slot, *shape) : 0);
     }
-    pitch_bindings(d, slots, numel, layouts);
+    pitch_bindings(d, slots, numel, layouts, starts);
+  }
+}
+
+// Where binding `b` of record k starts in each row of its pitched buffer: after the past, for new rows
+// its kernel writes in place (KernelRecord::rows_of), else 0. The buffer's layout for this run is
+// settled first (fit), as the Concat's recall, later in the record order, would.
+uint64_t Refresh::rows_start(const KernelRecord& k, const webgpu::ValueRef& b, int slot, const Shape& shape) {
+  if (b.kind != webgpu::ValueRef::Kind::Output || size_t(b.index) >= k.rows_of.size() || k.rows_of[size_t(b.index)] < 0)
+    return 0;
+  const Resident* r = plan_.resident_at(slot);
+  if (!r) return 0;
+  const Shape& past = value(k.rows_of[size_t(b.index)]).shape;
+  const size_t axis = size_t(r->axis);
+  Shape present = past;
+  uint64_t others = 1;  // elements per position along the axis
+  for (size_t d = 0; d < past.size(); ++d)
+    if (d != axis) others *= uint64_t(past[d]);
+  if (others) present[axis] += int64_t(uint64_t(shape_numel(shape)) / others);
+  fit(*r, present);
+  return uint64_t(past[axis]) * layout_of(slot)->inner;
+}
+
+// The appended buffer's layout for a present of this shape: another one (relayout_) when the present
+// outgrows the buffer or its shape moves.
+void Refresh::fit(const Resident& r, const Shape& present) {
+  RowLayout want = row_layout(present, r.axis, int64_t(r.layout.rows));
+  if (want.outer != r.layout.outer || want.inner != r.layout.inner || want.used > want.rows) {
+    want.rows = uint64_t(resident_rows(*plan_.device, r, want, int64_t(want.used), options_.int64));
+    relayout_[r.slot] = want;
   }
 }
 
@@ -363,7 +395,10 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   } else {
     const webgpu::GpuKernel* kernel = webgpu::gpu_registry().find(node.op_type, node.domain);
     ctx.emplace(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), std::move(infos));
-    if (resident) ctx->in_place_input = resident->pair.gqa ? 3 : 0;
+    if (resident) {
+      ctx->in_place_input = resident->pair.gqa ? 3 : 0;
+      ctx->rows_in_place = resident->rows_in_place;
+    }
     std::string reason;
     if (!kernel || !run_kernel(*kernel, *ctx, reason) || (resident && !ctx->in_place_done)) fail(reason);
   }
@@ -372,13 +407,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     if (const RowLayout w = row_layout(results.at(r->pair.node_output).shape, r->axis, int64_t(r->layout.rows));
         w.outer != r->layout.outer || w.inner != r->layout.inner || w.used != r->layout.rows)
       throw GuardFailed("for these sizes " + node.describe() + "'s present " + r->pair.output + " no longer fits its buffer");
-  if (resident && exact.empty()) {  // the appended buffer: another layout when the present outgrows it or its shape moves
-    RowLayout want = row_layout(results.at(0).shape, resident->axis, int64_t(resident->layout.rows));
-    if (want.outer != resident->layout.outer || want.inner != resident->layout.inner || want.used > want.rows) {
-      want.rows = uint64_t(resident_rows(*plan_.device, *resident, want, int64_t(want.used), options_.int64));
-      relayout_[resident->slot] = want;
-    }
-  }
+  if (resident && exact.empty()) fit(*resident, results.at(0).shape);  // the appended buffer
   if (ctx) {
     if (k.dispatched) pitch(k, *ctx);
     if (!same_choices(k, ctx->outputs, ctx->temps, ctx->dispatches)) fail("");
@@ -396,12 +425,14 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
       const webgpu::DispatchSpec& d = same->dispatches[j];
       for (size_t b = 0; b < d.bindings.size(); ++b) {
         const auto [slot, shape] = bound_at(k, d.bindings[b], same->results);
+        const uint64_t start = shape ? rows_start(k, d.bindings[b], slot, *shape) : 0;  // (settles the layout)
         const RowLayout* l = slot >= 0 ? layout_of(slot) : nullptr;
         if (!l) continue;
         const int at = d.program.tensors().at(b).pitch;
         if (at < 0) fail("a binding in an appended buffer that the call taken does not pitch");
         u.at(size_t(at)) = uint32_t(l->outer ? uint64_t(shape_numel(*shape)) / l->outer : 0);
         u.at(size_t(at) + 1) = uint32_t(l->rows * l->inner);
+        u.at(size_t(at) + 2) = uint32_t(start);
       }
     }
   }

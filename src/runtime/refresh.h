@@ -64,7 +64,9 @@ class Refresh {
   bool decision_changed(const DecisionRecord& d) const;
   void redecide(const DecisionRecord& d);
   void recall(size_t n, const KernelRecord& k);
-  void pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx) const;
+  void pitch(const KernelRecord& k, webgpu::GpuKernelContext& ctx);
+  uint64_t rows_start(const KernelRecord& k, const webgpu::ValueRef& b, int slot, const Shape& shape);
+  void fit(const Resident& r, const Shape& present);
   const RowLayout* layout_of(int slot) const;
   std::pair<int, const Shape*> bound_at(const KernelRecord& k, const webgpu::ValueRef& b,
                                        const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs) const;

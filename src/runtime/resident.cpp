@@ -206,14 +206,14 @@ ResidentLayouts resident_layouts(const Plan& plan) {
 }
 
 void pitch_bindings(webgpu::DispatchSpec& d, const std::vector<int>& slots, const std::vector<uint64_t>& numel,
-                    const ResidentLayouts& layouts) {
+                    const ResidentLayouts& layouts, const std::vector<uint64_t>& starts) {
   bool any = false;
   for (size_t j = 0; j < slots.size(); ++j) {
     const RowLayout* l = slots[j] >= 0 ? layouts(slots[j]) : nullptr;
     if (!l) continue;
     // A value in the buffer is [outer, n, inner] for its own n (a view of one too: same elements).
     const uint64_t len = l->outer ? numel[j] / l->outer : 0;
-    d.program.pitch(j, uint32_t(len), uint32_t(l->rows * l->inner));
+    d.program.pitch(j, uint32_t(len), uint32_t(l->rows * l->inner), j < starts.size() ? uint32_t(starts[j]) : 0);
     any = true;
   }
   if (any) d.uniforms = d.program.uniform_data();  // (word 0, the status slot, is the runtime's to set)

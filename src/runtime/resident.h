@@ -19,6 +19,13 @@
 // (zeros in a loop that starts from a zero past and writes forward) rather than the zeros of the copying
 // path, and an older present of the same buffer sees the rows written after it, which lie past its total.
 //
+// The new rows too need no copy when the node that computes them writes them at their place: a Concat
+// input that only views (Reshape, a Transpose that moves only axes of size 1, ...) lead to from a GPU
+// kernel's output, read by nothing else. That output is then bound in the buffer, pitched to start at
+// the past's length in each row (Program::pitch's start), so its kernel, which knows nothing of it, writes
+// the rows where the Concat would have copied them, and the Concat copies nothing (a decode step's new
+// keys and values, written by the q, k, v product: no dispatch per cache and step).
+//
 // Any other past (a host tensor, a contiguous DeviceTensor, an older present of the same buffer) is
 // copied into the buffer first; and when presents handed out still hold the buffer, the plan takes a
 // new one before copying, so nothing a caller holds is ever overwritten. An append writes only
@@ -82,6 +89,7 @@ struct Resident {
   DType dtype = DType::Undefined;
   RowLayout layout;  // outer, rows, inner (used: the newest present's length, as `storage->filled`)
   bool exact = false;  // the buffer holds the tensor as it is (GroupQueryAttention's static buffer): no pitch
+  bool rows_in_place = false;  // the new rows are written at their place by the kernel computing them
   std::shared_ptr<DeviceTensor::Storage> storage;
 };
 
@@ -96,10 +104,11 @@ void give_buffer(Plan& plan, Resident& r, const RowLayout& layout, const Int64Po
 // The layout of the resident whose buffer is slot `slot`, or null.
 using ResidentLayouts = std::function<const RowLayout*(int slot)>;
 ResidentLayouts resident_layouts(const Plan& plan);
-// Pitches the bindings of `d` that lie in a resident buffer (per binding: its slot, or -1, and the
-// element count of the value bound).
+// Pitches the bindings of `d` that lie in a resident buffer (per binding: its slot, or -1, the element
+// count of the value bound and, for new rows written in place, where they start in each row: the past's
+// length x inner; `starts` empty: every binding from the row's start).
 void pitch_bindings(webgpu::DispatchSpec& d, const std::vector<int>& slots, const std::vector<uint64_t>& numel,
-                    const ResidentLayouts& layouts);
+                    const ResidentLayouts& layouts, const std::vector<uint64_t>& starts = {});
 
 // Before a run: each resident's past is in place (the newest present of its buffer) or copied in,
 // into a new buffer when presents handed out hold the old one or the layout changed. Counts the

@@ -125,6 +125,9 @@ class GpuKernelContext {
   // GroupQueryAttention's is 3: past_key and past_value lie in present_key's and present_value's buffers
   // (a static KV buffer: the same shape), so it writes only the new rows.
   int in_place_input = -1;
+  // With in_place_input 0, a Concat of two inputs: input 1's rows are written at their place too (by the
+  // kernel that computes them, runtime/resident.h), so a Concat that honours in_place_input copies nothing.
+  bool rows_in_place = false;
   bool in_place_done = false;
 
   // Filled by the kernel, read by the runtime.

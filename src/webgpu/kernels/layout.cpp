@@ -340,10 +340,11 @@ void concat(GpuKernelContext& ctx) {
   // keeps only 32- and 64-bit elements so, whose rows never share a word with their neighbours'.
   const bool skip_first = ctx.in_place_input == 0 && shader::type_info(t, ctx.policy).storage_bits >= 32;
   ctx.in_place_done = skip_first;
+  const bool skip_rows = skip_first && ctx.rows_in_place && ctx.num_inputs() == 2;
   int64_t out_row = out[size_t(axis)] * inner, offset = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     int64_t row = ctx.shape(i)[size_t(axis)] * inner;
-    if (i > 0 || !skip_first) dispatch_copy(ctx, i, 0, out, StridedCopy{{outer, row}, {row, 1}, {out_row, 1}, 0, offset});
+    if (i == 0 ? !skip_first : !skip_rows) dispatch_copy(ctx, i, 0, out, StridedCopy{{outer, row}, {row, 1}, {out_row, 1}, 0, offset});
     offset += row;
   }
 }

@@ -154,12 +154,13 @@ void Program::uniform_array(const std::string& name, const std::vector<uint32_t>
   uniform_fns_.append("fn " + name + "(i: u32) -> u32 { return P(" + u(off) + " + i); }\n");
 }
 
-void Program::pitch(size_t index, uint32_t len, uint32_t stride) {
+void Program::pitch(size_t index, uint32_t len, uint32_t stride, uint32_t start) {
   TensorDecl& t = tensors_.at(index);
   if (t.type.storage_bits < 32) throw Error("program " + name_ + ": tensor '" + t.name + "' of sub-word elements cannot be pitched");
-  if (t.pitch < 0) t.pitch = int(alloc(2));
+  if (t.pitch < 0) t.pitch = int(alloc(3));
   uniforms_[size_t(t.pitch)] = len;
   uniforms_[size_t(t.pitch) + 1] = stride;
+  uniforms_[size_t(t.pitch) + 2] = start;
 }
 
 void Program::vec4(size_t index) {
@@ -206,12 +207,14 @@ std::string Program::accessors(const TensorDecl& t) const {
   std::string s;
   std::string access = t.output ? "read_write" : "read";
   bool sub_word = t.type.storage_bits < 32;
-  // Where element i lies in the buffer: at i, or (pitched) in rows of `len` elements `stride` apart.
+  // Where element i lies in the buffer: at i, or (pitched) in rows of `len` elements `stride` apart,
+  // from `start` on in each.
   std::string at = "i";
   if (t.pitch >= 0) {
     const uint32_t off = uint32_t(t.pitch);
     at = n + "_addr(i)";
-    s += "fn " + n + "_addr(i: u32) -> u32 { return (i / P(" + u(off) + ")) * P(" + u(off + 1) + ") + i % P(" + u(off) + "); }\n";
+    s += "fn " + n + "_addr(i: u32) -> u32 { return (i / P(" + u(off) + ")) * P(" + u(off + 1) + ") + P(" + u(off + 2) +
+         ") + i % P(" + u(off) + "); }\n";
   }
   std::string elem;
   if (sub_word) elem = t.output ? "atomic<u32>" : "u32";

@@ -43,7 +43,7 @@ struct TensorDecl {
   bool output;
   TypeInfo type;
   uint32_t binding;
-  // A pitched tensor (Program::pitch): the uniform index of its row length; its row stride follows.
+  // A pitched tensor (Program::pitch): the uniform index of its row length; its row stride and start follow.
   int pitch = -1;
   // Bound as an array of vec4 (Program::vec4): x_load4 reads four elements with one 16-byte load.
   bool vec4 = false;
@@ -72,11 +72,12 @@ class Program {
   void uniform_array(const std::string& name, const std::vector<uint32_t>& values);
 
   // Tensor `index` (in declaration order) lies in its buffer in rows with gaps: element i (row-major
-  // linear index) is at (i / len) * stride + i % len. A buffer with spare capacity along an axis (a KV
-  // cache appended in place, runtime/resident.h) holds its tensors so; the runtime pitches the bindings
-  // that lie in one after the kernel has made its program, so no kernel knows of it. Called again it
-  // sets new values. 32- and 64-bit elements only.
-  void pitch(size_t index, uint32_t len, uint32_t stride);
+  // linear index) is at (i / len) * stride + start + i % len. A buffer with spare capacity along an axis
+  // (a KV cache appended in place, runtime/resident.h) holds its tensors so (start: where in each row the
+  // tensor begins, past the rows before it); the runtime pitches the bindings that lie in one after the
+  // kernel has made its program, so no kernel knows of it. Called again it sets new values. 32- and
+  // 64-bit elements only.
+  void pitch(size_t index, uint32_t len, uint32_t stride, uint32_t start = 0);
 
   // Input `index` (float32, its element count a multiple of 4) is bound as an array of vec4<f32>, and
   // `fn x_load4(q: u32) -> vec4<f32>` returns its elements 4q ... 4q + 3 in one 16-byte load: the
