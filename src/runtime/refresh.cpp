@@ -353,6 +353,11 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
         if (r.exact) exact.push_back(&r);
       }
   auto resident_slot = [&](int slot) { return slot >= 0 && plan_.resident_at(slot) != nullptr; };
+  auto rows_in_place = [&](const KernelRecord& r) {  // a Concat whose new rows their kernel writes
+    for (const Resident& res : plan_.residents)
+      if (res.pair.node == r.index && res.rows_in_place) return true;
+    return false;
+  };
   auto fail = [&](const std::string& reason) {
     throw GuardFailed("for these sizes " + node.describe() + " chooses another program than recorded" +
                       (reason.empty() ? "" : " (" + reason + ")"));
@@ -368,7 +373,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     if (rec_.kernel_class[c->n] != cls || r.inputs.size() != infos.size() || r.dispatched != k.dispatched ||
         r.out_slots.size() != k.out_slots.size())
       continue;
-    bool alike = true;
+    bool alike = rows_in_place(r) == rows_in_place(k);
     for (size_t i = 0; alike && i < k.out_slots.size(); ++i) alike = resident_slot(r.out_slots[i]) == resident_slot(k.out_slots[i]);
     for (size_t i = 0; alike && i < infos.size(); ++i) {
       const PlanValue* v = r.inputs[i] < 0 ? nullptr : &value(r.inputs[i]);

@@ -127,6 +127,8 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
       ahead += report.refreshed_ahead;  // during the step before's wait (runtime/refresh_ahead.h)
       // Every present a KV cache appended in place, its past found there (no copy) on most steps.
       if (step >= 1) EXPECT_EQ(report.appended_outputs.size(), kv.present.size());
+      // ... and the new keys and values written there by the kernels computing them: no Concat copies.
+      if (step >= 1) EXPECT_EQ(report.rows_written_in_place.size(), kv.present.size());
       in_place += report.appended_in_place == int(kv.present.size());
       ASSERT_EQ(outs.size(), want.size());
       for (size_t k = 0; k < outs.size(); ++k) {

@@ -1423,6 +1423,8 @@ TEST(RuntimeAppend, PresentsFedBackAppendInPlace) {
     step(k, k == 9 ? 2 : 1, held.size() - 1);
     const PlanReport p = g.last_plan();
     EXPECT_EQ(p.appended_outputs, (std::vector<std::string>{"present", "ipresent"}));
+    // The Mul writes present's new rows in place; ipresent's are a graph input's, copied.
+    EXPECT_EQ(p.rows_written_in_place, (std::vector<std::string>{"present"}));
     const bool grew = p.capacity_growths > growths;
     growths = p.capacity_growths;
     if (k >= 2 && p.replayed && !grew) EXPECT_EQ(p.appended_in_place, 2) << "the presents fed back were not found in place";
@@ -1458,5 +1460,94 @@ TEST(RuntimeAppend, PresentsFedBackAppendInPlace) {
     cprev = c.run(cf);
     prev = u.run_on_device(f, {{"past", prev[0]}, {"ipast", prev[3]}});
     for (size_t o = 0; o < cprev.size(); ++o) expect_same(prev[o].to_host(), cprev[o]);
+  }
+}
+
+namespace {
+
+// A decode step's attention inputs in miniature: q, k, v from one product with a bias and a Split (the
+// product writes them as parts), each Reshape'd to [1, S, 2, 4] and Transposed to [1, 2, S, 4]; k and
+// v appended to their caches along the sequence axis. k's rows are read by nothing else, so the
+// product (for S = 1, when the Transpose moves only an axis of size 1) or the Transpose (S > 1) writes
+// them straight into the cache; v's are also summed (vs), so the Concat copies them. The presents are
+// read by a product each (y, z) and q by a sum.
+std::string rows_model() {
+  ModelBuilder b;
+  b.input("x", DType::Float32, {1, -1, 8});
+  b.input("past_k", DType::Float32, {1, 2, -1, 4}).input("past_v", DType::Float32, {1, 2, -1, 4});
+  std::vector<float> w(8 * 24), c(24), w2(4 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * float(int(i % 13) - 6);
+  for (size_t i = 0; i < c.size(); ++i) c[i] = 0.125f * float(i) - 1.0f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.25f * float(int(i % 5) - 2);
+  b.initializer("w", Tensor::from_vector<float>({8, 24}, w)).initializer("c", Tensor::from_vector<float>({24}, c));
+  b.initializer("w2", Tensor::from_vector<float>({4, 3}, w2));
+  b.initializer("heads", Tensor::from_vector<int64_t>({4}, {1, -1, 2, 4}));
+  b.node("MatMul", {"x", "w"}, {"h"});
+  b.node("Add", {"h", "c"}, {"hb"});
+  auto& s = b.node("Split", {"hb"}, {"q", "k", "v"});
+  auto* axis = s.add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto_AttributeType_INT);
+  axis->set_i(2);
+  for (const std::string n : {"k", "v"}) {
+    b.node("Reshape", {n, "heads"}, {n + "4"});
+    ModelBuilder::attr(b.node("Transpose", {n + "4"}, {n + "t"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+    ModelBuilder::attr(b.node("Concat", {"past_" + n, n + "t"}, {"present_" + n}), "axis", 2);
+  }
+  b.node("MatMul", {"present_k", "w2"}, {"y"});
+  b.node("MatMul", {"present_v", "w2"}, {"z"});
+  b.node("ReduceSum", {"q"}, {"qs"});
+  b.node("ReduceSum", {"vt"}, {"vs"});
+  for (const char* o : {"present_k", "present_v", "y", "z", "qs", "vs"}) b.output(o, DType::Float32);
+  return b.bytes();
+}
+
+}  // namespace
+
+// The new rows of a KV cache appended in place written by the kernel that computes them (resident.h):
+// the Concat copies nothing for k, and still copies v (read elsewhere too). Decode steps of one row, a
+// few prompts of several rows between them (the Transpose's kernel then writes k's rows), the buffers
+// regrowing: every output of every step matches the CPU, and every present handed out keeps its values.
+TEST(RuntimeAppend, NewRowsWrittenByTheirKernel) {
+  SKIP_WITHOUT_GPU();
+  Session g = Session::from_bytes(rows_model(), gpu());
+  Session c = Session::from_bytes(rows_model(), cpu());
+  std::unordered_map<std::string, Tensor> cpast{{"past_k", Tensor(DType::Float32, {1, 2, 3, 4})},
+                                               {"past_v", Tensor(DType::Float32, {1, 2, 3, 4})}};
+  for (auto& [n, t] : cpast)
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.01f * float(i) - (n == "past_k" ? 0.1f : 0.0f);
+  std::unordered_map<std::string, DeviceTensor> gpast;
+  std::vector<std::vector<DeviceTensor>> held;
+  std::vector<std::vector<Tensor>> wanted;
+  int written = 0, replayed = 0;
+  for (int step = 0; step < 30; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const int64_t rows = step == 7 || step == 19 ? 3 : 1;
+    std::vector<float> x(size_t(rows * 8));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(int((i * 7 + size_t(step) * 3) % 17) - 8);
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({1, rows, 8}, x)}}, cfeeds = feeds;
+    for (const auto& [n, t] : cpast) cfeeds[n] = t;
+    if (step == 0) feeds.insert(cpast.begin(), cpast.end());
+    std::vector<Tensor> want = c.run(cfeeds);
+    std::vector<DeviceTensor> got = g.run_on_device(feeds, gpast);
+    for (size_t o = 0; o < want.size(); ++o) expect_same(got.at(o).to_host(), want[o]);
+    const PlanReport p = g.last_plan();
+    if (step >= 1) {
+      EXPECT_EQ(p.appended_outputs, (std::vector<std::string>{"present_k", "present_v"}));
+      written += p.rows_written_in_place == std::vector<std::string>{"present_k"};
+    }
+    replayed += p.replayed;
+    gpast = {{"past_k", got[0]}, {"past_v", got[1]}};
+    cpast = {{"past_k", want[0]}, {"past_v", want[1]}};
+    held.push_back(got);
+    wanted.push_back(want);
+  }
+  EXPECT_EQ(written, 29) << "k's rows written by their kernel in every step with the past on the GPU";
+  EXPECT_GE(replayed, 20);
+  EXPECT_GT(g.last_plan().capacity_growths, 0) << "36 positions outgrew the 16 first made";
+  for (size_t s = 0; s < held.size(); ++s) {
+    SCOPED_TRACE("presents of step " + std::to_string(s));
+    expect_same(held[s][0].to_host(), wanted[s][0]);
+    expect_same(held[s][1].to_host(), wanted[s][1]);
   }
 }
