@@ -1,6 +1,7 @@
 #include "runtime/planner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "cpu/graph_runner.h"
@@ -405,7 +406,9 @@ void Planner::note_value_keys(const ir::Node& node, const webgpu::GpuKernelConte
 // moves axes of size 1: outputs that alias their input), when that kernel can write them into the
 // Concat's appended buffer instead (resident.h): every value on the way read by its one next node only
 // and no graph output, the kernel's dispatches still in the open segment (not yet recorded).
+// $ONNXGPU_ROWS_IN_PLACE=0: never (the Concat copies them; for measuring on a device).
 std::optional<Planner::RowsProducer> Planner::rows_producer(const std::string& rows) const {
+  if (const char* e = std::getenv("ONNXGPU_ROWS_IN_PLACE"); e && std::string(e) == "0") return std::nullopt;
   std::string v = rows;
   for (;;) {
     auto r = readers_.find(v);

@@ -170,8 +170,8 @@ bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
           break;
         case Recording::Event::Kind::Kernel:
           // (A kernel writing a KV cache's new rows in place: also when the past's length moved them.)
-          if (any_changed(rec_.kernels[e.record].inputs) || any_changed(rec_.kernels[e.record].rows_of))
-            recall(e.record, rec_.kernels[e.record]);
+          if (any_changed(rec_.kernels[e.record].inputs)) recall(e.record, rec_.kernels[e.record]);
+          else if (any_changed(rec_.kernels[e.record].rows_of)) repitch(e.record, rec_.kernels[e.record]);
           break;
       }
     }
@@ -326,6 +326,38 @@ void Refresh::fit(const Resident& r, const Shape& present) {
   }
 }
 
+// Bindings in an appended buffer: pitched for record k's own buffers, where d's program keeps the
+// pitches (pitch_bindings' words).
+void Refresh::pitch_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
+                          const std::vector<webgpu::GpuKernelContext::OutputSpec>& results, std::vector<uint32_t>& u) {
+  for (size_t b = 0; b < d.bindings.size(); ++b) {
+    const auto [slot, shape] = bound_at(k, d.bindings[b], results);
+    const uint64_t start = shape ? rows_start(k, d.bindings[b], slot, *shape) : 0;  // (settles the layout)
+    const RowLayout* l = slot >= 0 ? layout_of(slot) : nullptr;
+    if (!l) continue;
+    const int at = d.program.tensors().at(b).pitch;
+    if (at < 0) {
+      const ir::Node& node = k.node ? *k.node : k.fused;
+      throw GuardFailed("for these sizes " + node.describe() + " binds an appended buffer that its program does not pitch");
+    }
+    u.at(size_t(at)) = uint32_t(l->outer ? uint64_t(shape_numel(*shape)) / l->outer : 0);
+    u.at(size_t(at) + 1) = uint32_t(l->rows * l->inner);
+    u.at(size_t(at) + 2) = uint32_t(start);
+  }
+}
+
+void Refresh::repitch(size_t n, const KernelRecord& k) {
+  if (!k.ok) return;
+  Recalled& out = kernels_.emplace_back();
+  out.n = n;
+  out.self = &k;
+  out.uniforms.reserve(k.dispatches.size());
+  for (const webgpu::DispatchSpec& d : k.dispatches) {
+    std::vector<uint32_t>& u = out.uniforms.emplace_back(d.uniforms);
+    if (k.dispatched) pitch_words(k, d, k.results, u);
+  }
+}
+
 // A kernel that read a changed value, called again: it must choose as recorded (the guard); its
 // outputs' shapes and its dispatches' uniforms and workgroup counts are the new ones.
 void Refresh::recall(size_t n, const KernelRecord& k) {
@@ -424,21 +456,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     out.uniforms.reserve(same->dispatches.size());
     for (size_t j = 0; j < same->dispatches.size(); ++j) {
       std::vector<uint32_t>& u = out.uniforms.emplace_back(same->dispatches[j].uniforms);
-      if (!k.dispatched) continue;
-      // Bindings in an appended buffer: pitched for this kernel's own buffers, where `same`'s program
-      // keeps the pitches (pitch_bindings' words).
-      const webgpu::DispatchSpec& d = same->dispatches[j];
-      for (size_t b = 0; b < d.bindings.size(); ++b) {
-        const auto [slot, shape] = bound_at(k, d.bindings[b], same->results);
-        const uint64_t start = shape ? rows_start(k, d.bindings[b], slot, *shape) : 0;  // (settles the layout)
-        const RowLayout* l = slot >= 0 ? layout_of(slot) : nullptr;
-        if (!l) continue;
-        const int at = d.program.tensors().at(b).pitch;
-        if (at < 0) fail("a binding in an appended buffer that the call taken does not pitch");
-        u.at(size_t(at)) = uint32_t(l->outer ? uint64_t(shape_numel(*shape)) / l->outer : 0);
-        u.at(size_t(at) + 1) = uint32_t(l->rows * l->inner);
-        u.at(size_t(at) + 2) = uint32_t(start);
-      }
+      if (k.dispatched) pitch_words(k, same->dispatches[j], same->results, u);
     }
   }
   const auto& outputs = out.outputs();

@@ -79,12 +79,24 @@ class Refresh {
     std::vector<webgpu::TempSpec> temps;
     std::vector<webgpu::DispatchSpec> dispatches;  // own call: the programs, uniforms and workgroup counts
     const Recalled* like = nullptr;                // taken from this call
-    std::vector<std::vector<uint32_t>> uniforms;   // taken: per dispatch, pitched for its own buffers
-    const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs() const { return like ? like->results : results; }
-    const std::vector<webgpu::TempSpec>& temporaries() const { return like ? like->temps : temps; }
-    const webgpu::DispatchSpec& dispatch(size_t j) const { return like ? like->dispatches[j] : dispatches[j]; }
-    const std::vector<uint32_t>& uniforms_of(size_t j) const { return like ? uniforms[j] : dispatches[j].uniforms; }
+    const KernelRecord* self = nullptr;            // or its own record's choices kept, only re-pitched
+    std::vector<std::vector<uint32_t>> uniforms;   // taken or re-pitched: per dispatch, pitched for its own buffers
+    const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs() const {
+      return like ? like->results : self ? self->results : results;
+    }
+    const std::vector<webgpu::TempSpec>& temporaries() const { return like ? like->temps : self ? self->temps : temps; }
+    const webgpu::DispatchSpec& dispatch(size_t j) const {
+      return like ? like->dispatches[j] : self ? self->dispatches[j] : dispatches[j];
+    }
+    const std::vector<uint32_t>& uniforms_of(size_t j) const { return like || self ? uniforms[j] : dispatches[j].uniforms; }
   };
+  // A kernel whose inputs did not change but whose output's new rows moved (KernelRecord::rows_of): its
+  // record's choices with the pitches of this run.
+  void repitch(size_t n, const KernelRecord& k);
+  // Sets the pitch words in `u` (uniforms of dispatch d of record k, its outputs `results`) for the
+  // buffers and layouts of this run.
+  void pitch_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
+                   const std::vector<webgpu::GpuKernelContext::OutputSpec>& results, std::vector<uint32_t>& u);
 
   const ir::Model& model_;
   const SessionOptions& options_;
