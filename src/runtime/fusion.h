@@ -142,6 +142,7 @@ class Fusion {
   std::optional<FusedGroup> conv_group(size_t i, const Lookup& facts) const;
   bool fold_batch_norm(FusedGroup& f, size_t conv) const;
   bool absorb_expression(FusedGroup& f, const Shape& out, const Lookup& facts) const;
+  bool absorb_pool(FusedGroup& f, const Shape& out) const;
   static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
   void find_attention();
