@@ -1191,7 +1191,7 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
   return true;
 }
 
-// Conv [-> BatchNormalization] [-> an elementwise expression]: see fusion.h.
+// Conv [-> BatchNormalization] [-> an elementwise expression] [-> a pool]: see fusion.h.
 // ($ONNXGPU_CONV_FUSION=0: none, for measuring what it buys.)
 std::optional<FusedGroup> Fusion::conv_group(size_t i, const Lookup& facts) const {
   static const bool on = [] {

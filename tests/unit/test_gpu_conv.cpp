@@ -1,7 +1,8 @@
 // GPU Conv, ConvTranspose, ConvInteger, the pools, Resize and Upsample against the CPU reference:
 // one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu; every Conv kernel
 // (implicit GEMM, pointwise, split-K, depthwise, direct) and the fused Conv's epilogues (BatchNormalization
-// folded, activations, residual Add) on small models, recorded and replayed with other inputs.
+// folded, activations, residual Add) and pools (MaxPool, AveragePool) on small models, recorded and replayed
+// with other inputs.
 // Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); ONNXGPU_SKIP_GPU_TESTS=1 skips when there is none.
 #include <gtest/gtest.h>

@@ -21,8 +21,17 @@
 //     1-D / 3-D depthwise).
 // Every float kernel ends in one epilogue (ConvEpilogue): the bias, then, in the fused Conv (runtime/
 // fusion.h: BatchNormalization folded into the weights, the activation and residual after it), the node's
-// elementwise expression. ConvInteger runs the direct kernel with exact integer accumulation. Output
-// shapes are computed exactly as the CPU reference (src/cpu/conv.cpp); every size is a uniform.
+// elementwise expression. A fused Conv may end in a pool too (fusion.h: a 2-D MaxPool or AveragePool
+// whose windows of 1, 2 or 4 taps tile the output without overlap, e.g. 2 x 2 of stride 2): Y is then the
+// pooled tensor, and only the positions the windows cover are computed (a trailing row or column that no
+// window covers, never), each through the epilogue (the residual read at its own position), the window's
+// max (as MaxPool: the first value, replaced only by a greater one) or mean stored once. The implicit GEMM
+// enumerates its columns window by window (image, pooled position, tap), so an invocation's 4 columns are
+// whole windows, combined in registers; split over K, the sum pass takes one pooled output per invocation
+// over its window's columns; the first-layer, depthwise and direct kernels compute a pooled output's taps
+// one after the other in one invocation; the GEMV is not taken. The pool shows in the program's name
+// (_maxpool2x2, _avgpool1x2, ...). ConvInteger runs the direct kernel with exact integer accumulation.
+// Output shapes are computed exactly as the CPU reference (src/cpu/conv.cpp); every size is a uniform.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
