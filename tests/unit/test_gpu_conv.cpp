@@ -736,6 +736,31 @@ TEST(GpuConvFused, PoolsThatStayApart) {
   check_fused(unread.bytes(), unread.feeds(), 3, 1);
 }
 
+// The cnn block over images of symbolic height and width in one session: the plan recorded for the first
+// size is refreshed (or planned anew) for the others, even and odd (the pooled sizes, the columns the
+// windows cover and the grid follow), the pool fused at each; every run against the CPU.
+TEST(GpuConvFused, PoolRefreshedForOtherSizes) {
+  ConvModel block{{2, 16, -1, -1}, {16, 16, 3, 3}, false, true, pads1, {}, pool_tail("MaxPool", {2, 2}, {2, 2}, residual_head), 103};
+  std::string model = block.bytes();
+  if (skip_gpu()) GTEST_SKIP() << "no WebGPU device";
+  Session gpu = Session::from_bytes(model, options("webgpu"));
+  Session cpu = Session::from_bytes(model, options("cpu"));
+  int refreshed = 0;
+  uint32_t seed = 104;
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {9, 8}, {10, 8}, {11, 13}, {8, 8}}) {
+    SCOPED_TRACE(std::to_string(h) + " x " + std::to_string(w));
+    std::unordered_map<std::string, Tensor> feeds{{"X", filled({2, 16, h, w}, -1.0f, 1.0f, seed++)}};
+    auto got = gpu.run(feeds), want = cpu.run(feeds);
+    ASSERT_EQ(got.at(0).shape(), (Shape{2, 16, h / 2, w / 2}));
+    auto c = runtime::compare_tensors(got.at(0), want.at(0), {1e-4, 1e-4});
+    EXPECT_TRUE(c.passed) << c.message;
+    EXPECT_EQ(gpu.last_plan().fused_nodes, 5);
+    EXPECT_EQ(gpu.last_plan().dispatches, 1);
+    refreshed += gpu.last_plan().refreshed;
+  }
+  EXPECT_GE(refreshed, 1);
+}
+
 // The pool runs no dispatch of its own: the cnn block with its pool records as many dispatches as without
 // it (one), where the unfused pool (a 3 x 3 window, as above) adds one.
 TEST(GpuConvFused, PoolIsNoDispatchOfItsOwn) {
