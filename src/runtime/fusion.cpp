@@ -1303,17 +1303,22 @@ bool Fusion::absorb_pool(FusedGroup& f, const Shape& out) const {
   if (!(max || plain(pool, "AveragePool")) || pool.inputs.size() != 1 || pool.inputs[0] != value || pool.outputs.empty() ||
       pool.outputs[0].empty() || pool.outputs.size() > 2 || (pool.outputs.size() == 2 && read(pool.outputs[1])))
     return false;
-  std::vector<int64_t> k = pool.attr_ints("kernel_shape", {});
-  if (k.size() != 2 || k[0] < 1 || k[1] < 1 || out[2] < k[0] || out[3] < k[1]) return false;
-  if ((k[0] * k[1]) > 4 || 4 % (k[0] * k[1]) != 0) return false;  // 1, 2 or 4 taps
-  auto all = [](const std::vector<int64_t>& v, int64_t x) {
-    return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+  auto all = [](const std::vector<int64_t>& v, size_t n, int64_t x) {
+    return v.size() == n && std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
   };
-  std::string auto_pad = pool.attr_string("auto_pad", "NOTSET");
-  std::vector<int64_t> dil = pool.attr_ints("dilations", {1, 1}), pads = pool.attr_ints("pads", {0, 0, 0, 0});
-  if (pool.attr_ints("strides", {1, 1}) != k || dil.size() != 2 || !all(dil, 1) || pads.size() != 4 || !all(pads, 0) || (auto_pad != "NOTSET" && auto_pad != "VALID") ||
-      pool.attr_int("ceil_mode", 0) != 0)
+  std::vector<int64_t> k;
+  try {  // (an attribute of the wrong kind: the pool alone reports it)
+    k = pool.attr_ints("kernel_shape", {});
+    if (k.size() != 2 || k[0] < 1 || k[1] < 1 || out[2] < k[0] || out[3] < k[1]) return false;
+    if (k[0] * k[1] > 4 || 4 % (k[0] * k[1]) != 0) return false;  // 1, 2 or 4 taps
+    std::string auto_pad = pool.attr_string("auto_pad", "NOTSET");
+    if (pool.attr_ints("strides", {1, 1}) != k || !all(pool.attr_ints("dilations", {1, 1}), 2, 1) ||
+        !all(pool.attr_ints("pads", {0, 0, 0, 0}), 4, 0) || (auto_pad != "NOTSET" && auto_pad != "VALID") ||
+        pool.attr_int("ceil_mode", 0) != 0)
+      return false;
+  } catch (const Error&) {
     return false;
+  }
   ir::Attribute kind;
   kind.kind = ir::Attribute::Kind::String;
   kind.s = max ? "max" : "average";

@@ -106,7 +106,7 @@ struct ConvGeom {
   Shape out;           // [N, M, out...]
   int64_t in_sz = 1, k_sz = 1, out_sz = 1;  // spatial sizes of X, W and Y
   int64_t K = 0;       // Cg * k_sz: the GEMM's depth
-  int64_t cols = 0;    // N * out_sz: the GEMM's columns
+  int64_t cols = 0;    // N * out_sz: the GEMM's columns (pooled: the positions the windows cover, below)
   bool pointwise = false;  // 1 x 1 kernel, stride 1, no padding: X̂ is X itself
   // The pool a fused Conv ends in (runtime/fusion.h; the node's attributes pool and pool_kernel): 2-D windows
   // of pk[0] x pk[1] taps that tile the output without overlap (strides = kernel, no padding, floor). Y is
@@ -684,7 +684,7 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
   uint32_t mb = std::min<uint32_t>(64, uint32_t((g.Mg + 3) / 4 * 4));
   while (mb > 8 && uint64_t(g.K) * mb * 4 > std::min<uint32_t>(mem, 16384)) mb = mb / 2 / 4 * 4;
   if (uint64_t(g.K) * mb * 4 > mem) return false;
-  const uint64_t positions = g.pooled() ? uint64_t(g.N * g.pool_sz) : uint64_t(g.cols);  // an invocation's each
+  const uint64_t positions = g.pooled() ? uint64_t(g.N * g.pool_sz) : uint64_t(g.cols);  // one per invocation
   const uint64_t gx = (positions + kThreads - 1) / kThreads, gy = (uint64_t(g.Mg) + mb - 1) / mb;
   const uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
   if (gx > max_dim || gy > max_dim) return false;
