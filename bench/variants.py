@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Measures engine variants side by side on a device: each variant is a set of environment settings
 (a MatMul tile `ONNXGPU_MATMUL_TILE`, a split-K policy `ONNXGPU_MATMUL_SPLIT`, a Conv tile
-`ONNXGPU_CONV_TILE`, Conv fusion off `ONNXGPU_CONV_FUSION=0`, Dawn device toggles `ONNXGPU_DAWN_TOGGLES`, see
-src/webgpu/kernels/matmul.cpp, conv.cpp, src/runtime/fusion.cpp and src/webgpu/device.cpp); for each variant
+`ONNXGPU_CONV_TILE`, Conv fusion off `ONNXGPU_CONV_FUSION=0` or only its pools `ONNXGPU_CONV_POOL=0`, Dawn
+device toggles `ONNXGPU_DAWN_TOGGLES`, see src/webgpu/kernels/matmul.cpp, conv.cpp, src/runtime/fusion.cpp
+and src/webgpu/device.cpp); for each variant
 and case, `onnxgpu bench --profile` runs and this prints the whole-run median, host time per run (and
 the part spent in wgpuQueueSubmit), the GPU time of the MatMul dispatches and of all dispatches.
 Rounds alternate the variants (A B C A B C), since the machines are noisy.
@@ -78,7 +79,7 @@ def main():
                 e = dict(env)
                 for k in ("ONNXGPU_MATMUL_TILE", "ONNXGPU_MATMUL_TILE_SMALL", "ONNXGPU_MATMUL_SPLIT", "ONNXGPU_DAWN_TOGGLES",
                           "ONNXGPU_CHUNKED_SUBMITS", "ONNXGPU_EPILOGUE_ACTIVATION", "ONNXGPU_CONV_TILE",
-                          "ONNXGPU_CONV_FUSION"):
+                          "ONNXGPU_CONV_FUSION", "ONNXGPU_CONV_POOL"):
                     e.pop(k, None)
                 e.update(settings)
                 model = os.path.join(make_models.DEFAULT_ROOT, a.size, make_models.case_model(case) + ".onnx")

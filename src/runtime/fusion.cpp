@@ -1191,7 +1191,7 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
   return true;
 }
 
-// Conv [-> BatchNormalization] [-> an elementwise expression]: see fusion.h.
+// Conv [-> BatchNormalization] [-> an elementwise expression] [-> a pool]: see fusion.h.
 // ($ONNXGPU_CONV_FUSION=0: none, for measuring what it buys.)
 std::optional<FusedGroup> Fusion::conv_group(size_t i, const Lookup& facts) const {
   static const bool on = [] {
@@ -1223,6 +1223,7 @@ std::optional<FusedGroup> Fusion::conv_group(size_t i, const Lookup& facts) cons
   f.node.inputs.resize(3);  // x, w, the bias ("" when none), then the expression's inputs
   fold_batch_norm(f, i);
   absorb_expression(f, out, facts);
+  absorb_pool(f, out);
   if (f.members.empty()) return std::nullopt;  // a plain Conv
   std::sort(f.members.begin(), f.members.end());
   return f;
@@ -1277,6 +1278,54 @@ bool Fusion::fold_batch_norm(FusedGroup& f, size_t conv) const {
   f.node.inputs[2] = bname;
   f.node.outputs = {bn.outputs[0]};
   f.node.name += "+" + bn.name;
+  f.members.push_back(*j);
+  return true;
+}
+
+// The 2-D MaxPool or AveragePool that alone reads the fused Conv's result `out` (not a graph output), whose
+// windows tile it without overlap: kernel_shape == strides, dilations 1, no pads (auto_pad NOTSET or VALID),
+// ceil_mode 0 (the trailing rows and columns no window covers are dropped), a MaxPool's Indices unread. The
+// Conv kernel then stores only the pooled values (attributes pool = "max" / "average" and pool_kernel on the
+// fused node; webgpu/kernels/conv.cpp). Windows of 1, 2 or 4 taps only: the implicit GEMM holds 4 columns
+// of a row per invocation, so those are whole windows; a larger one (3 x 3) stays a Pool of its own rather
+// than take the slower kernels. ($ONNXGPU_CONV_POOL=0: none, for measuring what it buys.)
+bool Fusion::absorb_pool(FusedGroup& f, const Shape& out) const {
+  static const bool on = [] {
+    const char* e = std::getenv("ONNXGPU_CONV_POOL");
+    return !(e && std::string(e) == "0");
+  }();
+  if (!on || out.size() != 4) return false;
+  const std::string value = f.node.outputs[0];
+  auto j = only_consumer(value);
+  if (!j || root_of_.count(*j)) return false;
+  const ir::Node& pool = g_.nodes[*j];
+  const bool max = plain(pool, "MaxPool");
+  if (!(max || plain(pool, "AveragePool")) || pool.inputs.size() != 1 || pool.inputs[0] != value || pool.outputs.empty() ||
+      pool.outputs[0].empty() || pool.outputs.size() > 2 || (pool.outputs.size() == 2 && read(pool.outputs[1])))
+    return false;
+  auto all = [](const std::vector<int64_t>& v, size_t n, int64_t x) {
+    return v.size() == n && std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+  };
+  std::vector<int64_t> k;
+  try {  // (an attribute of the wrong kind: the pool alone reports it)
+    k = pool.attr_ints("kernel_shape", {});
+    if (k.size() != 2 || k[0] < 1 || k[1] < 1 || out[2] < k[0] || out[3] < k[1]) return false;
+    if (k[0] * k[1] > 4 || 4 % (k[0] * k[1]) != 0) return false;  // 1, 2 or 4 taps
+    std::string auto_pad = pool.attr_string("auto_pad", "NOTSET");
+    if (pool.attr_ints("strides", {1, 1}) != k || !all(pool.attr_ints("dilations", {1, 1}), 2, 1) ||
+        !all(pool.attr_ints("pads", {0, 0, 0, 0}), 4, 0) || (auto_pad != "NOTSET" && auto_pad != "VALID") ||
+        pool.attr_int("ceil_mode", 0) != 0)
+      return false;
+  } catch (const Error&) {
+    return false;
+  }
+  ir::Attribute kind;
+  kind.kind = ir::Attribute::Kind::String;
+  kind.s = max ? "max" : "average";
+  f.node.attrs["pool"] = kind;
+  f.node.attrs["pool_kernel"] = ints_attr(k);
+  f.node.name += "+" + pool.name;
+  f.node.outputs = {pool.outputs[0]};
   f.members.push_back(*j);
   return true;
 }

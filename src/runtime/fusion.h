@@ -20,13 +20,20 @@
 //               Placed at the second MatMul; the first, the expression and the Softmax are deferred
 //               to it (their own groups, the score product's folded Transposes and the elementwise
 //               group, run when the attention kernel cannot).
-//   Conv        Conv [-> BatchNormalization] [-> an elementwise expression]: a BatchNormalization in
-//               inference mode that alone reads the Conv, over constant weights and statistics, is folded
-//               into the weights and bias (made once per session, `derived`); the elementwise group or
-//               lone elementwise node that alone reads the result (ReLU, Clip, HardSwish, HardSigmoid,
-//               x * Sigmoid(x), a residual Add and the ReLU after it) is applied in the epilogue, its
-//               other tensors (the residual) read as inputs when they are known by then and do not
-//               widen the output. Placed at the Conv.
+//   Conv        Conv [-> BatchNormalization] [-> an elementwise expression] [-> MaxPool | AveragePool]: a
+//               BatchNormalization in inference mode that alone reads the Conv, over constant weights and
+//               statistics, is folded into the weights and bias (made once per session, `derived`); the
+//               elementwise group or lone elementwise node that alone reads the result (ReLU, Clip,
+//               HardSwish, HardSigmoid, x * Sigmoid(x), a residual Add and the ReLU after it) is applied in
+//               the epilogue, its other tensors (the residual) read as inputs when they are known by then
+//               and do not widen the output; then a 2-D MaxPool (its Indices unread) or AveragePool that
+//               alone reads that result (not a graph output), whose windows of 1, 2 or 4 taps (2 x 2, 1 x 2,
+//               2 x 1, 4 x 1, 1 x 4, 1 x 1) tile it without overlap (strides = kernel_shape, dilations 1, no
+//               pads, auto_pad NOTSET or VALID, ceil_mode 0), is done by the Conv kernel, which computes the
+//               positions the windows cover, applies the epilogue to each and stores only the window's
+//               max or mean (a CNN block's pool: the pre-pool tensor never stored, the pool no dispatch).
+//               Other pools (3 x 3 windows, overlapping, padded) run alone. Placed at the Conv.
+//               ($ONNXGPU_CONV_FUSION=0: no Conv groups; $ONNXGPU_CONV_POOL=0: no pools in them.)
 //   NBits pair  two com.microsoft MatMulNBits reading the same A, with the same K, N, bits and block
 //               size (no g_idx), whose products only one elementwise expression reads (a group or a
 //               lone node, reading otherwise only constant scalars): a decoder MLP's gate and up
@@ -142,6 +149,7 @@ class Fusion {
   std::optional<FusedGroup> conv_group(size_t i, const Lookup& facts) const;
   bool fold_batch_norm(FusedGroup& f, size_t conv) const;
   bool absorb_expression(FusedGroup& f, const Shape& out, const Lookup& facts) const;
+  bool absorb_pool(FusedGroup& f, const Shape& out) const;
   static std::vector<int64_t> transpose_perm(const ir::Node& t, size_t rank);
   void find_elementwise_groups();
   void find_attention();

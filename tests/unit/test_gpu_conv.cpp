@@ -1,7 +1,8 @@
 // GPU Conv, ConvTranspose, ConvInteger, the pools, Resize and Upsample against the CPU reference:
 // one-node models run with ep=webgpu (capture, 3 runs, no CPU fallback) and ep=cpu; every Conv kernel
 // (implicit GEMM, pointwise, split-K, depthwise, direct) and the fused Conv's epilogues (BatchNormalization
-// folded, activations, residual Add) on small models, recorded and replayed with other inputs.
+// folded, activations, residual Add) and pools (MaxPool, AveragePool) on small models, recorded and replayed
+// with other inputs.
 // Needs a WebGPU adapter (here: SwiftShader, which the engine finds by itself;
 // XDG_RUNTIME_DIR=/tmp); ONNXGPU_SKIP_GPU_TESTS=1 skips when there is none.
 #include <gtest/gtest.h>
@@ -239,13 +240,23 @@ TEST(GpuConv, VectorWeightLoads) {
   }
 }
 
-// The dispatches a float Conv of X `x` and W `w` (pads of 1, `group`) makes (no device needed).
-std::vector<webgpu::DispatchSpec> conv_dispatches(Shape x, Shape w, DType t = DType::Float32, int64_t group = 1) {
+// The dispatches a float Conv of X `x` and W `w` (pads of 1, `group`) makes (no device needed); with `pool`
+// ("max" or "average"), the fused Conv that ends in that pool over windows `pool_kernel` (as runtime/fusion.cpp
+// makes it).
+std::vector<webgpu::DispatchSpec> conv_dispatches(Shape x, Shape w, DType t = DType::Float32, int64_t group = 1,
+                                                  const std::string& pool = "", std::vector<int64_t> pool_kernel = {}) {
   ir::Node node;
   node.name = "c";
   node.op_type = "Conv";
   node.inputs = {"x", "w"};
   node.outputs = {"y"};
+  if (!pool.empty()) {
+    node.domain = webgpu::kFusedDomain;
+    node.attrs["pool"].kind = ir::Attribute::Kind::String;
+    node.attrs["pool"].s = pool;
+    node.attrs["pool_kernel"].kind = ir::Attribute::Kind::Ints;
+    node.attrs["pool_kernel"].ints = pool_kernel;
+  }
   ir::Attribute pads;
   pads.kind = ir::Attribute::Kind::Ints;
   pads.ints.assign(2 * (x.size() - 2), 1);
@@ -570,6 +581,246 @@ TEST(GpuConvFused, WhatStaysApart) {
                  b.node("Mul", {"wide", "hs"}, {"Y"});
                }, 16};
   check_fused(se.bytes(), se.feeds(), 2, 2);
+}
+
+// ------------------------------------------------------------------------ a pool fused into the Conv
+
+// A tail ending in `op` (MaxPool or AveragePool) over windows `k` of strides `s` (`attrs`: more of its
+// attributes): `head` (nodes reading "conv" and writing "act"; none: the pool reads "conv") then the pool,
+// writing Y.
+std::function<void(ModelBuilder&)> pool_tail(const std::string& op, std::vector<int64_t> k, std::vector<int64_t> s,
+                                             std::function<void(ModelBuilder&)> head = {},
+                                             std::function<void(onnx::NodeProto&)> attrs = {}) {
+  return [=](ModelBuilder& b) {
+    if (head) head(b);
+    auto& n = b.node(op, {head ? "act" : "conv"}, {"Y"}, "pool");
+    set_ints(n, "kernel_shape", k);
+    set_ints(n, "strides", s);
+    if (attrs) attrs(n);
+  };
+}
+
+void relu_head(ModelBuilder& b) { b.node("Relu", {"conv"}, {"act"}); }
+
+// A pool's 2 x 2 windows of stride 2.
+void window_2x2(onnx::NodeProto& n) {
+  set_ints(n, "kernel_shape", {2, 2});
+  set_ints(n, "strides", {2, 2});
+}
+
+// The bench's cnn block: x + Relu(conv(x)) (a BatchNormalization folded before the Relu).
+void residual_head(ModelBuilder& b) {
+  b.node("Relu", {"conv"}, {"r"});
+  b.node("Add", {"X", "r"}, {"act"});
+}
+
+auto pads1 = [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 1, 1, 1}); };
+
+// MaxPool and AveragePool 2 x 2 after Conv + Relu: one kernel (the implicit GEMM) storing only the pooled
+// values; even sizes, odd ones (the trailing row and column no window covers are dropped), 2 images.
+TEST(GpuConvFused, PoolAfterRelu) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(op);
+    ConvModel even{{2, 8, 8, 8}, {16, 8, 3, 3}, true, false, pads1, {}, pool_tail(op, {2, 2}, {2, 2}, relu_head), 80};
+    check_fused(even.bytes(), even.feeds(), 3, 1);
+    ConvModel odd{{2, 8, 9, 7}, {20, 8, 3, 3}, true, false, pads1, {}, pool_tail(op, {2, 2}, {2, 2}, relu_head), 81};
+    check_fused(odd.bytes(), odd.feeds(), 3, 1);
+    // The pool alone after the Conv (no epilogue expression), 5 x 5 outputs.
+    ConvModel bare{{1, 4, 5, 5}, {8, 4, 1, 1}, false, false, {}, {}, pool_tail(op, {2, 2}, {2, 2}), 82};
+    check_fused(bare.bytes(), bare.feeds(), 2, 1);
+  }
+}
+
+// The cnn block (bench/make_models.py's Cnn): Conv + BatchNormalization + Relu, the residual x + ., then a
+// 2 x 2 pool: one kernel, the residual read at each window's positions; odd sizes and 2 images; a residual
+// Add + Relu of another input, and one that broadcasts (a value per channel).
+TEST(GpuConvFused, PoolAfterResidualBlock) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(op);
+    ConvModel block{{2, 16, 10, 10}, {16, 16, 3, 3}, false, true, pads1, {}, pool_tail(op, {2, 2}, {2, 2}, residual_head), 83};
+    check_fused(block.bytes(), block.feeds(), 5, 1);
+    ConvModel odd{{2, 16, 11, 9}, {16, 16, 3, 3}, false, true, pads1, {}, pool_tail(op, {2, 2}, {2, 2}, residual_head), 84};
+    check_fused(odd.bytes(), odd.feeds(), 5, 1);
+  }
+  auto add_relu_act = [](ModelBuilder& b) {
+    b.node("Add", {"conv", "R"}, {"sum"});
+    b.node("Relu", {"sum"}, {"act"});
+  };
+  ConvModel res{{2, 8, 7, 9}, {12, 8, 3, 3}, true, true, pads1, {{"R", {2, 12, 7, 9}}}, pool_tail("MaxPool", {2, 2}, {2, 2}, add_relu_act), 85};
+  check_fused(res.bytes(), res.feeds(), 5, 1);
+  ConvModel chan{{1, 8, 6, 6}, {12, 8, 3, 3}, true, false, pads1, {{"R", {1, 12, 1, 1}}}, pool_tail("AveragePool", {2, 2}, {2, 2}, add_relu_act), 86};
+  check_fused(chan.bytes(), chan.feeds(), 4, 1);
+}
+
+// Other windows the GEMM holds whole (2 and 4 taps: 1 x 2, 2 x 1, 4 x 1, 1 x 4), a 1 x 1 window of stride 1
+// (the pool is a copy), and the split-K sum pass (2 dispatches: the parts, then their sums pooled).
+TEST(GpuConvFused, PoolWindowsAndSplitK) {
+  std::vector<std::pair<std::vector<int64_t>, const char*>> windows{
+      {{1, 2}, "MaxPool"}, {{2, 1}, "AveragePool"}, {{4, 1}, "MaxPool"}, {{1, 4}, "AveragePool"}, {{1, 1}, "MaxPool"}};
+  for (const auto& [k, op] : windows) {
+    SCOPED_TRACE(std::string(op) + " " + shape_str(k));
+    ConvModel m{{2, 8, 9, 10}, {16, 8, 3, 3}, true, true, pads1, {}, pool_tail(op, k, k, relu_head), 87};
+    check_fused(m.bytes(), m.feeds(), 4, 1);
+  }
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(std::string(op) + " split-K");
+    ConvModel split{{2, 256, 5, 5}, {256, 256, 3, 3}, true, true, pads1, {}, pool_tail(op, {2, 2}, {2, 2}, residual_head), 88};
+    check_fused(split.bytes(), split.feeds(), 5, 2, 2e-4);
+    ConvModel odd{{1, 256, 5, 3}, {32, 256, 3, 3}, true, false, pads1, {}, pool_tail(op, {2, 2}, {2, 2}, relu_head), 89};
+    check_fused(odd.bytes(), odd.feeds(), 3, 2, 2e-4);
+  }
+}
+
+// The other kernels take the pool too, one invocation per pooled output over its window's taps: the first
+// layer's (Conv over RGB + BatchNormalization + Relu, two blocks of channels), the depthwise and the direct.
+TEST(GpuConvFused, PoolOnTheOtherKernels) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(op);
+    ConvModel rgb{{2, 3, 11, 10}, {72, 3, 3, 3}, true, true, pads1, {}, pool_tail(op, {2, 2}, {2, 2}, relu_head), 90};
+    check_fused(rgb.bytes(), rgb.feeds(), 4, 1);
+    ConvModel dw{{2, 12, 9, 8}, {12, 1, 3, 3}, true, true, [](onnx::NodeProto& n) {
+                   set_int(n, "group", 12);
+                   set_ints(n, "pads", {1, 1, 1, 1});
+                 }, {}, pool_tail(op, {2, 2}, {2, 2}, relu_head), 91};
+    check_fused(dw.bytes(), dw.feeds(), 4, 1);
+    ConvModel direct{{2, 6, 7, 7}, {4, 3, 3, 3}, true, false, [](onnx::NodeProto& n) {
+                       set_int(n, "group", 2);
+                       set_ints(n, "pads", {1, 1, 1, 1});
+                     }, {}, pool_tail(op, {2, 1}, {2, 1}, relu_head), 92};
+    check_fused(direct.bytes(), direct.feeds(), 3, 1);
+  }
+}
+
+// What stays a pool of its own (the Conv group as before, the pool its own dispatch, the same answers):
+// a 3 x 3 window of stride 3 (9 taps: not whole windows in the GEMM's 4 columns), pads, overlapping
+// windows (3 x 3 of stride 2), ceil_mode, dilations, a MaxPool whose Indices are read, and a Conv
+// result read elsewhere too (a graph output, another node).
+TEST(GpuConvFused, PoolsThatStayApart) {
+  auto model = [](std::function<void(ModelBuilder&)> tail, uint32_t seed) {
+    return ConvModel{{2, 8, 9, 9}, {16, 8, 3, 3}, true, false, pads1, {}, std::move(tail), seed};
+  };
+  std::vector<std::pair<const char*, ConvModel>> apart{
+      {"3x3 stride 3", model(pool_tail("MaxPool", {3, 3}, {3, 3}, relu_head), 93)},
+      {"pads", model(pool_tail("AveragePool", {2, 2}, {2, 2}, relu_head, [](onnx::NodeProto& n) { set_ints(n, "pads", {0, 0, 1, 1}); }), 94)},
+      {"overlapping", model(pool_tail("MaxPool", {3, 3}, {2, 2}, relu_head), 95)},
+      {"ceil_mode", model(pool_tail("MaxPool", {2, 2}, {2, 2}, relu_head, [](onnx::NodeProto& n) { set_int(n, "ceil_mode", 1); }), 96)},
+      {"dilations", model(pool_tail("MaxPool", {2, 2}, {2, 2}, relu_head, [](onnx::NodeProto& n) { set_ints(n, "dilations", {2, 2}); }), 97)},
+      {"read elsewhere", model([](ModelBuilder& b) {
+         relu_head(b);
+         window_2x2(b.node("MaxPool", {"act"}, {"Y"}));
+         b.output("act", DType::Float32);
+       }, 98)}};
+  for (auto& [what, m] : apart) {
+    SCOPED_TRACE(what);
+    check_fused(m.bytes(), m.feeds(), 2, 2);
+  }
+  // Another reader of the Relu: a second pool (each its own dispatch).
+  ConvModel two = model([](ModelBuilder& b) {
+    relu_head(b);
+    window_2x2(b.node("MaxPool", {"act"}, {"Y"}));
+    window_2x2(b.node("AveragePool", {"act"}, {"Y2"}));
+    b.output("Y2", DType::Float32);
+  }, 99);
+  check_fused(two.bytes(), two.feeds(), 2, 3);
+  // The Indices read (a graph output): apart; named but read by nothing: fused.
+  ConvModel indices = model([](ModelBuilder& b) {
+    relu_head(b);
+    window_2x2(b.node("MaxPool", {"act"}, {"Y", "I"}));
+    b.output("I", DType::Int64);
+  }, 100);
+  check_fused(indices.bytes(), indices.feeds(), 2, 2);
+  ConvModel unread = model([](ModelBuilder& b) {
+    relu_head(b);
+    window_2x2(b.node("MaxPool", {"act"}, {"Y", "I"}));
+  }, 101);
+  check_fused(unread.bytes(), unread.feeds(), 3, 1);
+}
+
+// The cnn block over images of symbolic height and width in one session: the plan recorded for the first
+// size is refreshed (or planned anew) for the others, even and odd (the pooled sizes, the columns the
+// windows cover and the grid follow), the pool fused at each; every run against the CPU.
+TEST(GpuConvFused, PoolRefreshedForOtherSizes) {
+  ConvModel block{{2, 16, -1, -1}, {16, 16, 3, 3}, false, true, pads1, {}, pool_tail("MaxPool", {2, 2}, {2, 2}, residual_head), 103};
+  std::string model = block.bytes();
+  if (skip_gpu()) GTEST_SKIP() << "no WebGPU device";
+  Session gpu = Session::from_bytes(model, options("webgpu"));
+  Session cpu = Session::from_bytes(model, options("cpu"));
+  int refreshed = 0;
+  uint32_t seed = 104;
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {9, 8}, {10, 8}, {11, 13}, {8, 8}}) {
+    SCOPED_TRACE(std::to_string(h) + " x " + std::to_string(w));
+    std::unordered_map<std::string, Tensor> feeds{{"X", filled({2, 16, h, w}, -1.0f, 1.0f, seed++)}};
+    auto got = gpu.run(feeds), want = cpu.run(feeds);
+    ASSERT_EQ(got.at(0).shape(), (Shape{2, 16, h / 2, w / 2}));
+    auto c = runtime::compare_tensors(got.at(0), want.at(0), {1e-4, 1e-4});
+    EXPECT_TRUE(c.passed) << c.message;
+    EXPECT_EQ(gpu.last_plan().fused_nodes, 5);
+    EXPECT_EQ(gpu.last_plan().dispatches, 1);
+    refreshed += gpu.last_plan().refreshed;
+  }
+  EXPECT_GE(refreshed, 1);
+}
+
+// The pool runs no dispatch of its own: the cnn block with its pool records as many dispatches as without
+// it (one), where the unfused pool (a 3 x 3 window, as above) adds one.
+TEST(GpuConvFused, PoolIsNoDispatchOfItsOwn) {
+  auto dispatches = [](const ConvModel& m) -> int {
+    SessionOptions o = options("webgpu");
+    std::unique_ptr<Session> gpu;
+    try {
+      gpu = std::make_unique<Session>(Session::from_bytes(m.bytes(), o));
+    } catch (const std::exception& e) {
+      if (skip_gpu()) return -1;
+      throw;
+    }
+    gpu->run(m.feeds()[0]);
+    return gpu->last_plan().dispatches;
+  };
+  ConvModel block{{1, 16, 12, 12}, {16, 16, 3, 3}, false, true, pads1, {}, {}, 102};
+  ConvModel plain = block;
+  plain.tail = [](ModelBuilder& b) {
+    residual_head(b);
+    b.node("Identity", {"act"}, {"Y"});
+  };
+  int without = dispatches(plain);
+  if (without < 0) GTEST_SKIP() << "no WebGPU device";
+  EXPECT_EQ(without, 1);
+  ConvModel pooled = block;
+  pooled.tail = pool_tail("MaxPool", {2, 2}, {2, 2}, residual_head);
+  EXPECT_EQ(dispatches(pooled), without);
+  ConvModel apart = block;
+  apart.tail = pool_tail("MaxPool", {3, 3}, {3, 3}, residual_head);
+  EXPECT_EQ(dispatches(apart), without + 1);
+}
+
+// Which kernel takes a pooled Conv, by program name (no device): the GEMM for windows of 1, 2 or 4 taps,
+// its split-K parts and sum pass; the first-layer, depthwise and direct kernels; a 9-tap window (which the
+// fusion never makes) on the direct kernel. The work counted is the Conv's over the positions computed.
+TEST(GpuConv, PooledKernelChoice) {
+  auto names = [](const std::vector<webgpu::DispatchSpec>& ds) {
+    std::vector<std::string> r;
+    for (const auto& d : ds) r.push_back(d.program.name());
+    return r;
+  };
+  auto gemm = conv_dispatches({2, 32, 12, 12}, {48, 32, 3, 3}, DType::Float32, 1, "max", {2, 2});
+  ASSERT_EQ(gemm.size(), 1u);
+  EXPECT_TRUE(has_part(names(gemm), 0, "Conv.gemm2d") && has_part(names(gemm), 0, "_maxpool2x2")) << names(gemm)[0];
+  EXPECT_EQ(gemm[0].flops, 2ull * (2 * 48 * 12 * 12) * (32 * 9));
+  auto odd = conv_dispatches({1, 32, 7, 5}, {48, 32, 3, 3}, DType::Float32, 1, "average", {1, 2});
+  EXPECT_TRUE(has_part(names(odd), 0, "Conv.gemm2d") && has_part(names(odd), 0, "_avgpool1x2")) << names(odd)[0];
+  EXPECT_EQ(odd[0].flops, 2ull * (48 * 7 * 4) * (32 * 9));  // the 5th column no window covers: not computed
+  auto split = names(conv_dispatches({1, 256, 6, 6}, {64, 256, 3, 3}, DType::Float32, 1, "max", {2, 2}));
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_TRUE(has_part(split, 0, "_split_maxpool2x2")) << split[0];
+  EXPECT_TRUE(has_part(split, 1, "Conv.gemm_sum_maxpool2x2")) << split[1];
+  auto rgb = names(conv_dispatches({2, 3, 20, 18}, {32, 3, 3, 3}, DType::Float32, 1, "max", {2, 2}));
+  EXPECT_TRUE(has_part(rgb, 0, "Conv.fewin2d_k27_mb32_maxpool2x2")) << rgb.at(0);
+  auto dw = names(conv_dispatches({1, 8, 7, 6}, {8, 1, 3, 3}, DType::Float32, 8, "average", {2, 2}));
+  EXPECT_TRUE(has_part(dw, 0, "Conv.depthwise2d_avgpool2x2")) << dw.at(0);
+  auto direct = names(conv_dispatches({1, 6, 9, 9}, {4, 3, 3, 3}, DType::Float32, 2, "max", {2, 1}));
+  EXPECT_TRUE(has_part(direct, 0, "Conv.conv2d_maxpool2x1")) << direct.at(0);
+  auto nine = names(conv_dispatches({1, 32, 9, 9}, {48, 32, 3, 3}, DType::Float32, 1, "max", {3, 3}));
+  EXPECT_TRUE(has_part(nine, 0, "Conv.conv2d_maxpool3x3")) << nine.at(0);
 }
 
 TEST(GpuConv, InvalidChannelsFail) {

@@ -21,8 +21,17 @@
 //     1-D / 3-D depthwise).
 // Every float kernel ends in one epilogue (ConvEpilogue): the bias, then, in the fused Conv (runtime/
 // fusion.h: BatchNormalization folded into the weights, the activation and residual after it), the node's
-// elementwise expression. ConvInteger runs the direct kernel with exact integer accumulation. Output
-// shapes are computed exactly as the CPU reference (src/cpu/conv.cpp); every size is a uniform.
+// elementwise expression. A fused Conv may end in a pool too (fusion.h: a 2-D MaxPool or AveragePool
+// whose windows of 1, 2 or 4 taps tile the output without overlap, e.g. 2 x 2 of stride 2): Y is then the
+// pooled tensor, and only the positions the windows cover are computed (a trailing row or column that no
+// window covers, never), each through the epilogue (the residual read at its own position), the window's
+// max (as MaxPool: the first value, replaced only by a greater one) or mean stored once. The implicit GEMM
+// enumerates its columns window by window (image, pooled position, tap), so an invocation's 4 columns are
+// whole windows, combined in registers; split over K, the sum pass takes one pooled output per invocation
+// over its window's columns; the first-layer, depthwise and direct kernels compute a pooled output's taps
+// one after the other in one invocation; the GEMV is not taken. The pool shows in the program's name
+// (_maxpool2x2, _avgpool1x2, ...). ConvInteger runs the direct kernel with exact integer accumulation.
+// Output shapes are computed exactly as the CPU reference (src/cpu/conv.cpp); every size is a uniform.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -97,8 +106,19 @@ struct ConvGeom {
   Shape out;           // [N, M, out...]
   int64_t in_sz = 1, k_sz = 1, out_sz = 1;  // spatial sizes of X, W and Y
   int64_t K = 0;       // Cg * k_sz: the GEMM's depth
-  int64_t cols = 0;    // N * out_sz: the GEMM's columns
+  int64_t cols = 0;    // N * out_sz: the GEMM's columns (pooled: the positions the windows cover, below)
   bool pointwise = false;  // 1 x 1 kernel, stride 1, no padding: X̂ is X itself
+  // The pool a fused Conv ends in (runtime/fusion.h; the node's attributes pool and pool_kernel): 2-D windows
+  // of pk[0] x pk[1] taps that tile the output without overlap (strides = kernel, no padding, floor). Y is
+  // then pool_out, and only the N * pool_sz * taps output positions the windows cover are computed: `cols`
+  // counts those, enumerated window by window (col = (image, pooled position, tap)).
+  int64_t taps = 0;    // the window's taps; 0: no pool
+  bool pool_max = false;
+  int64_t pk[2] = {1, 1};
+  Shape pool_out;      // [N, M, out[0] / pk[0], out[1] / pk[1]]
+  int64_t pool_sz = 0;  // the pooled spatial size
+  bool pooled() const { return taps > 0; }
+  const Shape& y() const { return pooled() ? pool_out : out; }
 };
 
 // Conv's checks (as on the CPU), its output set, and its geometry.
@@ -120,7 +140,22 @@ ConvGeom float_geometry(GpuKernelContext& ctx) {
   g.win = convutil::window(ctx, in_sp, k_sp, false);
   g.out = {g.N, g.M};
   g.out.insert(g.out.end(), g.win.out.begin(), g.win.out.end());
-  ctx.set_output(0, ctx.dtype(0), g.out);
+  const ir::Node& node = ctx.node;
+  if (node.domain == kFusedDomain && node.has_attr("pool")) {
+    std::string kind = node.attr_string("pool", "");
+    std::vector<int64_t> k = node.attr_ints("pool_kernel", {});
+    if ((kind != "max" && kind != "average") || k.size() != 2 || k[0] < 1 || k[1] < 1 || g.r != 2)
+      ctx.fail("the fused pool must be max or average over a 2-D window (attributes pool, pool_kernel)");
+    if (g.win.out[0] < k[0] || g.win.out[1] < k[1])
+      ctx.unsupported("a pool window " + shape_str(k) + " larger than the convolution's output " + shape_str(g.out));
+    g.pool_max = kind == "max";
+    g.pk[0] = k[0];
+    g.pk[1] = k[1];
+    g.taps = k[0] * k[1];
+    g.pool_out = {g.N, g.M, g.win.out[0] / k[0], g.win.out[1] / k[1]};
+    g.pool_sz = g.pool_out[2] * g.pool_out[3];
+  }
+  ctx.set_output(0, ctx.dtype(0), g.y());
   convutil::check_i32(ctx, convutil::dims(xs), "input dim");
   convutil::check_i32(ctx, convutil::dims(g.out), "output dim");
   convutil::check_i32(ctx, g.win.strides, "stride");
@@ -130,7 +165,7 @@ ConvGeom float_geometry(GpuKernelContext& ctx) {
   g.k_sz = shape_numel(k_sp);
   g.out_sz = shape_numel(g.win.out);
   g.K = g.Cg * g.k_sz;
-  g.cols = g.N * g.out_sz;
+  g.cols = g.pooled() ? g.N * g.pool_sz * g.taps : g.N * g.out_sz;
   g.pointwise = g.k_sz == 1;
   for (size_t d = 0; d < g.r; ++d)
     if (g.win.strides[d] != 1 || g.win.pad_begin[d] != 0 || g.win.pad_end[d] != 0) g.pointwise = false;
@@ -152,9 +187,14 @@ void spatial_uniforms(shader::Program& p, const ConvGeom& g) {
 // position sp, v being the sum over the window: the bias (input 2) is added, then the fused node's
 // elementwise expression (FusedSteps: the biased sum is its product p; its inputs, nodes inputs 3...,
 // are read at the output element, broadcast) is applied.
+// A pooled Conv (ConvGeom::pooled) declares instead `post(m, n, sp, v)`, which returns that value (its
+// inputs read at the Conv's output position sp), `pool_add(a, b)`, which combines two of a window's values
+// (the larger, as MaxPool: a later value replaces only when greater, so a NaN never does; or the sum), and
+// `pool_put(m, n, ps, v)`, which stores the window's value at pooled position ps (the mean: the sum / taps),
+// with the window's geometry (declare_pool).
 class ConvEpilogue {
  public:
-  ConvEpilogue(GpuKernelContext& ctx, const Shape& out) : ctx_(ctx), steps_(ctx), out_(out) {
+  ConvEpilogue(GpuKernelContext& ctx, const ConvGeom& g) : ctx_(ctx), steps_(ctx), g_(g), out_(g.out) {
     has_bias_ = ctx.has_input(2);
     if (steps_.empty()) return;
     if (ctx.dtype(0) != DType::Float32) ctx.unsupported("a fused float32 Conv");
@@ -163,27 +203,38 @@ class ConvEpilogue {
       const Shape& s = steps_.input(k).shape;
       Shape b;
       try {
-        b = ops::broadcast_shapes(out, s);
+        b = ops::broadcast_shapes(out_, s);
       } catch (const Error&) {
         b.clear();
       }
-      if (b != out) ctx.fail("the fused expression's input " + shape_str(s) + " does not broadcast to the output " + shape_str(out));
+      if (b != out_) ctx.fail("the fused expression's input " + shape_str(s) + " does not broadcast to the output " + shape_str(out_));
     }
     size_t tensors = 3 + (has_bias_ ? 1 : 0) + steps_.num_inputs() + 1;  // x, w, (b), inputs, y, the status word
     uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
     if (tensors > most) ctx.unsupported("more tensors than the device binds per dispatch");
   }
   bool has_bias() const { return has_bias_; }
+  bool pooled() const { return g_.pooled(); }
+  const Shape& y() const { return g_.y(); }  // the stored output (pooled or not)
   const FusedSteps& steps() const { return steps_; }
   // The program name's part that tells epilogues apart (the expression itself is in the WGSL).
   std::string tag() const {
-    return std::string(has_bias_ ? "_bias" : "") + (steps_.empty() ? "" : "_fused" + std::to_string(steps_.size()));
+    return std::string(has_bias_ ? "_bias" : "") + (steps_.empty() ? "" : "_fused" + std::to_string(steps_.size())) +
+           pool_tag();
+  }
+  // The pool's part of it (its window's geometry is in the WGSL): _maxpool2x2, _avgpool1x2, ...
+  std::string pool_tag() const {
+    if (!pooled()) return "";
+    return std::string(g_.pool_max ? "_maxpool" : "_avgpool") + std::to_string(g_.pk[0]) + "x" + std::to_string(g_.pk[1]);
   }
   // Declares the bias, the expression's inputs and the output y (in binding order, after the kernel's
-  // own inputs), the uniform out_sz, and the function put.
+  // own inputs), the uniform out_sz, and the function put (or, pooled, post, pool_add, pool_put and the
+  // window's geometry).
   void declare(shader::Program& p, std::vector<ValueRef>& binds) const {
     DType t = ctx_.dtype(0);
-    std::string f = "fn put(m: u32, n: u32, sp: u32, v: f32) {\n  let i = (n * y_shape(1u) + m) * out_sz() + sp;\n";
+    std::string f = std::string(pooled() ? "fn post(m: u32, n: u32, sp: u32, v: f32) -> f32 {\n"
+                                         : "fn put(m: u32, n: u32, sp: u32, v: f32) {\n") +
+                    "  let i = (n * y_shape(1u) + m) * out_sz() + sp;\n";
     if (has_bias_) {
       p.input("b", ctx_.dtype(2), ctx_.shape(2));
       binds.push_back(ctx_.in(2));
@@ -209,16 +260,53 @@ class ConvEpilogue {
     }
     std::string decls;
     if (!steps_.empty()) f += steps_.wgsl(decls);
-    f += "  y_store(i, from_f32_$y(" + (steps_.empty() ? std::string("p") : steps_.result()) + "));\n}\n";
-    p.output("y", t, out_);
+    std::string value = steps_.empty() ? std::string("p") : steps_.result();
+    if (pooled()) {
+      f += "  return " + value + ";\n}\n"
+           "fn pool_add(a: f32, b: f32) -> f32 { return " + std::string(g_.pool_max ? "select(a, b, b > a)" : "a + b") + "; }\n"
+           "fn pool_put(m: u32, n: u32, ps: u32, v: f32) {\n"
+           "  y_store((n * y_shape(1u) + m) * pool_sz() + ps, from_f32_$y(" + (g_.pool_max ? "v" : "v / f32(PWIN)") + "));\n}\n";
+      declare_pool(p);
+    } else {
+      f += "  y_store(i, from_f32_$y(" + value + "));\n}\n";
+    }
+    p.output("y", t, g_.y());
     binds.push_back(ctx_.out(0));
     p.uniform("out_sz", uint32_t(shape_numel(Shape(out_.begin() + 2, out_.end()))));
     p.declare(decls + f);
+  }
+  // The pooled geometry: constants PKH x PKW (the window) and PWIN (its taps), uniforms pool_sz (the pooled
+  // spatial size), pool_w (the pooled width) and conv_w (the Conv's output width), and pool_sp(ps, wp): the
+  // Conv's output position (spatial, linear) of tap wp (row-major in the window) of pooled position ps.
+  void declare_pool(shader::Program& p) const {
+    p.uniform("pool_sz", uint32_t(g_.pool_sz));
+    p.uniform("pool_w", uint32_t(g_.pool_out[3]));
+    p.uniform("conv_w", uint32_t(g_.out[3]));
+    p.declare("const PKH: u32 = " + u32_lit(uint64_t(g_.pk[0])) + ";\nconst PKW: u32 = " + u32_lit(uint64_t(g_.pk[1])) +
+              ";\nconst PWIN: u32 = " + u32_lit(uint64_t(g_.taps)) + ";\n"
+              "fn pool_sp(ps: u32, wp: u32) -> u32 {\n"
+              "  return ((ps / pool_w()) * PKH + wp / PKW) * conv_w() + (ps % pool_w()) * PKW + wp % PKW;\n}\n");
+  }
+  // WGSL that runs `core` (statements that sum `acc` for the Conv's output position sp of channel m of
+  // image n) and stores the result: unpooled, once (sp, m and n defined before) through put; pooled, once
+  // per tap wp of the window of pooled position ps (ps, m and n defined before; sp defined here), each
+  // value through post, combined by pool_add in tap order and stored by pool_put.
+  std::string over_window(const std::string& core) const {
+    if (!pooled()) return core + "  put(m, n, sp, acc);\n";
+    return "  var pv = 0.0;\n"
+           "  for (var wp = 0u; wp < PWIN; wp = wp + 1u) {\n"
+           "  let sp = pool_sp(ps, wp);\n" +
+           core +
+           "  let pe = post(m, n, sp, acc);\n"
+           "  pv = select(pool_add(pv, pe), pe, wp == 0u);\n"
+           "  }\n"
+           "  pool_put(m, n, ps, pv);\n";
   }
 
  private:
   GpuKernelContext& ctx_;
   FusedSteps steps_;
+  const ConvGeom& g_;
   Shape out_;
   bool has_bias_ = false;
 };
@@ -320,7 +408,10 @@ std::string gather_decl(const ConvGeom& g) {
 
 // The body: each invocation finds its 4 columns once (image, position, where their windows start), then
 // runs the K-slices as the product kernel does: its share of the next slice loaded into registers
-// while the current one is computed from workgroup memory.
+// while the current one is computed from workgroup memory. Pooled, the columns are enumerated window by
+// window (image, pooled position cps, tap), so an invocation's 4 columns are 4 / taps whole windows (the
+// caller checks that taps divides 4; columns start at multiples of 4): each window's values go through
+// post, are combined and stored once.
 std::string gemm_body(const ConvGeom& g, const ConvTile& tl, bool split) {
   auto u = [](uint64_t v) { return u32_lit(v); };
   std::string b =
@@ -333,14 +424,22 @@ std::string gemm_body(const ConvGeom& g, const ConvTile& tl, bool split) {
       "  let k_end = min(kdim(), k_begin + kchunk());\n"
       "  let gm0 = g * mg();  // the group's first output channel\n"
       "  var xoff: vec4<u32>;\n  var cok: vec4<bool>;\n  var cn: vec4<u32>;\n  var csp: vec4<u32>;\n";
+  if (g.pooled()) b += "  var cps: vec4<u32>;\n";
   for (size_t d = 0; d < g.r; ++d) b += "  var st" + std::to_string(d) + ": vec4<i32>;\n";
   for (uint32_t j = 0; j < 4; ++j) {
     std::string J = std::to_string(j);
     b += "  {\n    let col = n0 + 4u * tx + " + u(j) + ";\n"
          "    cok[" + J + "] = col < cols();\n"
-         "    let cc = select(0u, col, col < cols());\n"
-         "    cn[" + J + "] = cc / out_sz();\n"
-         "    csp[" + J + "] = cc % out_sz();\n"
+         "    let cc = select(0u, col, col < cols());\n";
+    if (g.pooled())
+      b += "    let wnd = cc / PWIN;\n"
+           "    cn[" + J + "] = wnd / pool_sz();\n"
+           "    cps[" + J + "] = wnd % pool_sz();\n"
+           "    csp[" + J + "] = pool_sp(cps[" + J + "], cc % PWIN);\n";
+    else
+      b += "    cn[" + J + "] = cc / out_sz();\n"
+           "    csp[" + J + "] = cc % out_sz();\n";
+    b +=
          "    xoff[" + J + "] = (cn[" + J + "] * x_shape(1u) + g * w_shape(1u)) * in_sz()" + (g.pointwise ? " + csp[" + J + "]" : "") + ";\n";
     if (!g.pointwise) {
       b += "    var rem = csp[" + J + "];\n";
@@ -385,12 +484,25 @@ std::string gemm_body(const ConvGeom& g, const ConvTile& tl, bool split) {
   for (uint32_t i = 0; i < tl.rm; ++i) {
     std::string I = std::to_string(i);
     b += "  if (m0 + ty * RM + " + u(i) + " < mg()) {\n    let m = gm0 + m0 + ty * RM + " + u(i) + ";\n";
-    for (uint32_t j = 0; j < 4; ++j) {
-      std::string J = std::to_string(j), v = "acc" + I + "[" + J + "]";
-      b += "    if (cok[" + J + "]) { " +
-           (split ? "part_store(((wid.z % splits()) * mtot() + m) * cols() + n0 + 4u * tx + " + u(j) + ", " + v + ");"
-                  : "put(m, cn[" + J + "], csp[" + J + "], " + v + ");") +
-           " }\n";
+    if (g.pooled() && !split) {
+      for (uint32_t j0 = 0; j0 < 4; j0 += uint32_t(g.taps)) {
+        auto value = [&](uint32_t j) {
+          std::string J = std::to_string(j);
+          return "post(m, cn[" + J + "], csp[" + J + "], acc" + I + "[" + J + "])";
+        };
+        std::string J0 = std::to_string(j0);
+        b += "    if (cok[" + J0 + "]) {\n      var r = " + value(j0) + ";\n";
+        for (uint32_t j = j0 + 1; j < j0 + g.taps; ++j) b += "      r = pool_add(r, " + value(j) + ");\n";
+        b += "      pool_put(m, cn[" + J0 + "], cps[" + J0 + "], r);\n    }\n";
+      }
+    } else {
+      for (uint32_t j = 0; j < 4; ++j) {
+        std::string J = std::to_string(j), v = "acc" + I + "[" + J + "]";
+        b += "    if (cok[" + J + "]) { " +
+             (split ? "part_store(((wid.z % splits()) * mtot() + m) * cols() + n0 + 4u * tx + " + u(j) + ", " + v + ");"
+                    : "put(m, cn[" + J + "], csp[" + J + "], " + v + ");") +
+             " }\n";
+      }
     }
     b += "  }\n";
   }
@@ -403,6 +515,7 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
   uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
   if (gx > max_dim || gy > max_dim || uint64_t(g.group) > max_dim) return false;
   if (g.K + tl.tk >= (int64_t(1) << 20)) return false;  // the gather's f32 divisions (gather_decl)
+  if (g.pooled() && 4 % g.taps != 0) return false;       // an invocation's 4 columns: whole windows
   uint32_t splits = choose_splits(gx * gy * uint64_t(g.group), g.K, tl);
   uint32_t kchunk = uint32_t(g.K);
   if (splits > 1) {
@@ -421,7 +534,7 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
   // its split parts start at multiples of TK), and lies wholly inside the row or wholly past its end.
   const bool w_vec = products::vec_loads().a && ctx.dtype(1) == DType::Float32 && g.K > 0 && g.K % 4 == 0;
   auto p = ctx.program("gemm" + std::to_string(g.r) + "d" + (g.pointwise ? "_pointwise" : "") + (w_vec ? "_vw" : "") +
-                           "_" + tl.name() + (split ? "_split" : ep.tag()),
+                           "_" + tl.name() + (split ? "_split" + ep.pool_tag() : ep.tag()),
                        tl.threads());
   p.input("x", t, ctx.shape(0));
   p.input("w", ctx.dtype(1), ctx.shape(1));
@@ -434,6 +547,7 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
     p.output("part", DType::Float32, part_shape);
     binds.push_back(part);
     p.uniform("out_sz", uint32_t(g.out_sz));
+    if (g.pooled()) ep.declare_pool(p);  // (the columns' enumeration)
   } else {
     ep.declare(p, binds);
   }
@@ -476,12 +590,24 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
   ep.declare(s, sb);
   s.uniform("cols", uint32_t(g.cols));
   s.uniform("splits", splits);
-  s.set_threads(uint64_t(g.M) * uint64_t(g.cols));
-  s.body("  let m = gi / cols();\n"
-         "  let col = gi % cols();\n"
-         "  var v = 0.0;\n"
-         "  for (var k = 0u; k < splits(); k = k + 1u) { v = v + part_load((k * y_shape(1u) + m) * cols() + col); }\n"
-         "  put(m, col / out_sz(), col % out_sz(), v);");
+  const std::string sum =
+      "  var acc = 0.0;\n"
+      "  for (var k = 0u; k < splits(); k = k + 1u) { acc = acc + part_load((k * y_shape(1u) + m) * cols() + col); }\n";
+  if (g.pooled()) {  // one invocation per pooled output: its window's columns (n, ps, wp)
+    s.set_threads(uint64_t(shape_numel(g.pool_out)));
+    s.body("  let ps = gi % pool_sz();\n"
+           "  let nm = gi / pool_sz();\n"
+           "  let m = nm % y_shape(1u);\n"
+           "  let n = nm / y_shape(1u);\n" +
+           ep.over_window("  let col = (n * pool_sz() + ps) * PWIN + wp;\n" + sum));
+  } else {
+    s.set_threads(uint64_t(g.M) * uint64_t(g.cols));
+    s.body("  let m = gi / cols();\n"
+           "  let col = gi % cols();\n"
+           "  let n = col / out_sz();\n"
+           "  let sp = col % out_sz();\n" +
+           ep.over_window(sum));
+  }
   ctx.dispatch(s, sb);
   return true;
 }
@@ -497,15 +623,9 @@ void conv_depthwise(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue
   ep.declare(p, binds);
   p.uniform("mg", uint32_t(g.Mg));
   spatial_uniforms(p, g);
-  p.set_threads(uint64_t(shape_numel(g.out)));
+  p.set_threads(uint64_t(shape_numel(g.y())));
   // Padding reads as zeros that multiply the weights (0 * inf is NaN, as ONNX defines it).
-  p.body(
-      "  let ow = gi % y_shape(3u);\n"
-      "  var t = gi / y_shape(3u);\n"
-      "  let oh = t % y_shape(2u);\n"
-      "  t = t / y_shape(2u);\n"
-      "  let m = t % y_shape(1u);\n"
-      "  let n = t / y_shape(1u);\n"
+  std::string core =
       "  let xb = (n * x_shape(1u) + m / mg()) * in_sz();\n"
       "  let wb = m * k_sz();\n"
       "  let ih0 = i32(oh) * bitcast<i32>(stride(0u)) - bitcast<i32>(pad(0u));\n"
@@ -524,8 +644,21 @@ void conv_depthwise(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue
       "      let xv = select(0.0, to_f32_$x(x_load(select(0u, row + u32(iw), ok))), ok);\n"
       "      acc = fma(xv, to_f32_$w(w_load(wb + kh * kw_n + kw)), acc);\n"
       "    }\n"
-      "  }\n"
-      "  put(m, n, oh * y_shape(3u) + ow, acc);");
+      "  }\n";
+  if (g.pooled())  // one invocation per pooled output, over its window's taps
+    p.body("  let ps = gi % pool_sz();\n"
+           "  let nm = gi / pool_sz();\n"
+           "  let m = nm % y_shape(1u);\n"
+           "  let n = nm / y_shape(1u);\n" +
+           ep.over_window("  let oh = sp / conv_w();\n  let ow = sp % conv_w();\n" + core));
+  else
+    p.body("  let ow = gi % y_shape(3u);\n"
+           "  var t = gi / y_shape(3u);\n"
+           "  let oh = t % y_shape(2u);\n"
+           "  t = t / y_shape(2u);\n"
+           "  let m = t % y_shape(1u);\n"
+           "  let n = t / y_shape(1u);\n" +
+           core + "  put(m, n, oh * y_shape(3u) + ow, acc);");
   ctx.dispatch(p, binds);
 }
 
@@ -537,8 +670,10 @@ void conv_depthwise(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue
 // Here each invocation computes one output position for a block of MB output channels: the block's
 // weights staged once in workgroup memory as Ws[k][m-quad] (every invocation reads the same vec4: a
 // broadcast), then per tap one load of X and MB / 4 vec4 multiply-adds. Neighbouring invocations take
-// neighbouring positions (coalesced loads and stores). Returns false, having emitted nothing, when the
-// shape is not one of these or the grid or the workgroup memory does not fit the device.
+// neighbouring positions (coalesced loads and stores). Pooled, each invocation computes the taps of one
+// pooled position in turn, the block's channels of each combined as they come (post, pool_add) and stored
+// once. Returns false, having emitted nothing, when the shape is not one of these or the grid or the
+// workgroup memory does not fit the device.
 constexpr int64_t kFewInMaxChannels = 4, kFewInMaxK = 256;
 
 bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep) {
@@ -549,7 +684,8 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
   uint32_t mb = std::min<uint32_t>(64, uint32_t((g.Mg + 3) / 4 * 4));
   while (mb > 8 && uint64_t(g.K) * mb * 4 > std::min<uint32_t>(mem, 16384)) mb = mb / 2 / 4 * 4;
   if (uint64_t(g.K) * mb * 4 > mem) return false;
-  const uint64_t gx = (uint64_t(g.cols) + kThreads - 1) / kThreads, gy = (uint64_t(g.Mg) + mb - 1) / mb;
+  const uint64_t positions = g.pooled() ? uint64_t(g.N * g.pool_sz) : uint64_t(g.cols);  // one per invocation
+  const uint64_t gx = (positions + kThreads - 1) / kThreads, gy = (uint64_t(g.Mg) + mb - 1) / mb;
   const uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
   if (gx > max_dim || gy > max_dim) return false;
   auto u = [](uint64_t v) { return u32_lit(v); };
@@ -560,7 +696,7 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
   p.input("w", ctx.dtype(1), ctx.shape(1));
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
   ep.declare(p, binds);
-  p.uniform("cols", uint32_t(g.cols));
+  p.uniform("cols", uint32_t(positions));
   spatial_uniforms(p, g);
   std::string decl = "const NT: u32 = " + u(kThreads) + ";\nconst MB: u32 = " + u(mb) + ";\nconst MQ: u32 = " + u(mq) +
                      ";\nconst KD: u32 = " + u(uint64_t(g.K)) + ";\n"
@@ -579,11 +715,21 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
       "  workgroupBarrier();\n"
       "  let col = wid.x * NT + lid;\n"
       "  let ok = col < cols();\n"
-      "  let cc = select(0u, col, ok);\n"
-      "  let n = cc / out_sz();\n"
-      "  let sp = cc % out_sz();\n"
-      "  let ih0 = i32(sp / y_shape(3u)) * bitcast<i32>(stride(0u)) - bitcast<i32>(pad(0u));\n"
-      "  let iw0 = i32(sp % y_shape(3u)) * bitcast<i32>(stride(1u)) - bitcast<i32>(pad(1u));\n"
+      "  let cc = select(0u, col, ok);\n";
+  const std::string ow_n = g.pooled() ? "conv_w()" : "y_shape(3u)";  // the Conv's output width
+  if (g.pooled()) {
+    body += "  let n = cc / pool_sz();\n"
+            "  let ps = cc % pool_sz();\n";
+    for (uint32_t q = 0; q < mq; ++q) body += "  var pv" + std::to_string(q) + " = vec4<f32>(0.0);\n";
+    body += "  for (var wp = 0u; wp < PWIN; wp = wp + 1u) {\n"
+            "  let sp = pool_sp(ps, wp);\n";
+  } else {
+    body += "  let n = cc / out_sz();\n"
+            "  let sp = cc % out_sz();\n";
+  }
+  body +=
+      "  let ih0 = i32(sp / " + ow_n + ") * bitcast<i32>(stride(0u)) - bitcast<i32>(pad(0u));\n"
+      "  let iw0 = i32(sp % " + ow_n + ") * bitcast<i32>(stride(1u)) - bitcast<i32>(pad(1u));\n"
       "  let ih_n = i32(x_shape(2u));\n"
       "  let iw_n = i32(x_shape(3u));\n";
   for (uint32_t q = 0; q < mq; ++q) body += "  var acc" + std::to_string(q) + " = vec4<f32>(0.0);\n";
@@ -613,10 +759,25 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
       "  if (ok) {\n";
   for (uint32_t q = 0; q < mq; ++q)
     for (uint32_t j = 0; j < 4; ++j) {
-      std::string m = "mb0 + " + u(4 * q + j);
-      body += "    if (" + m + " < y_shape(1u)) { put(" + m + ", n, sp, acc" + std::to_string(q) + "[" + std::to_string(j) + "]); }\n";
+      std::string m = "mb0 + " + u(4 * q + j), Q = std::to_string(q), J = std::to_string(j);
+      if (g.pooled())
+        body += "    if (" + m + " < y_shape(1u)) {\n"
+                "      let pe = post(" + m + ", n, sp, acc" + Q + "[" + J + "]);\n"
+                "      pv" + Q + "[" + J + "] = select(pool_add(pv" + Q + "[" + J + "], pe), pe, wp == 0u);\n"
+                "    }\n";
+      else
+        body += "    if (" + m + " < y_shape(1u)) { put(" + m + ", n, sp, acc" + Q + "[" + J + "]); }\n";
     }
   body += "  }\n";
+  if (g.pooled()) {
+    body += "  }\n  if (ok) {\n";
+    for (uint32_t q = 0; q < mq; ++q)
+      for (uint32_t j = 0; j < 4; ++j) {
+        std::string m = "mb0 + " + u(4 * q + j);
+        body += "    if (" + m + " < y_shape(1u)) { pool_put(" + m + ", n, ps, pv" + std::to_string(q) + "[" + std::to_string(j) + "]); }\n";
+      }
+    body += "  }\n";
+  }
   p.body(body);
   ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), 1);
   return true;
@@ -646,6 +807,7 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
     p.input("wz", ctx.dtype(3), ctx.shape(3));
     binds.push_back(ctx.in(3));
   }
+  const bool pooled = ep && ep->pooled();
   if (ep) {
     ep->declare(p, binds);
   } else {
@@ -659,7 +821,7 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
   convutil::int_array(p, "stride", win.strides);
   convutil::int_array(p, "dil", win.dilations);
   convutil::int_array(p, "pad", win.pad_begin);
-  p.set_threads(uint64_t(shape_numel(out)));
+  p.set_threads(uint64_t(shape_numel(pooled ? ep->y() : out)));
   std::string R = std::to_string(r);
   std::string init, term, pad_term;
   if (integer) {
@@ -677,14 +839,18 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
                "        if ((wb & 0x7f800000u) == 0x7f800000u) { acc = f32_nan(); }\n"
                "      }\n";
   }
-  std::string body =
-      "  let sp = gi % out_sz();\n"
-      "  let nm = gi / out_sz();\n"
-      "  let m = nm % y_shape(1u);\n"
-      "  let n = nm / y_shape(1u);\n"
-      "  let cg = w_shape(1u);\n"
-      "  let g = m / (y_shape(1u) / groups());\n" +
-      split_spatial(r, "base", "od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)))") +
+  // Pooled (2-D), one invocation per pooled output, over its window's taps (ep->over_window).
+  std::string head = std::string(pooled ? "  let ps = gi % pool_sz();\n  let nm = gi / pool_sz();\n"
+                                        : "  let sp = gi % out_sz();\n  let nm = gi / out_sz();\n") +
+                     "  let m = nm % y_shape(1u);\n"
+                     "  let n = nm / y_shape(1u);\n"
+                     "  let cg = w_shape(1u);\n"
+                     "  let g = m / (y_shape(1u) / groups());\n";
+  std::string core =
+      (pooled ? "  var base: array<i32, 2>;\n"
+                "  base[0] = i32(sp / conv_w()) * bitcast<i32>(stride(0u)) - bitcast<i32>(pad(0u));\n"
+                "  base[1] = i32(sp % conv_w()) * bitcast<i32>(stride(1u)) - bitcast<i32>(pad(1u));\n"
+              : split_spatial(r, "base", "od * bitcast<i32>(stride(u32(d))) - bitcast<i32>(pad(u32(d)))")) +
       "  let x0 = (n * x_shape(1u) + g * cg) * in_sz();\n"
       "  let w0 = m * cg * k_sz();\n"
       + init +
@@ -703,9 +869,8 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
       "    for (var c = 0u; c < cg; c = c + 1u) {\n"
       "      acc = acc + " + term + ";\n"
       "    }\n"
-      "  }\n" +
-      (integer ? "  y_store(gi, acc);" : "  put(m, n, sp, acc);");
-  p.body(body);
+      "  }\n";
+  p.body(head + (integer ? core + "  y_store(gi, acc);" : ep->over_window(core)));
   ctx.dispatch(p, binds);
 }
 
@@ -715,7 +880,7 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
 // no tensor) in its epilogue. False, having emitted nothing, when it does not apply.
 bool conv_as_gemv(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep) {
   bool unpadded = std::all_of(g.win.pad_begin.begin(), g.win.pad_begin.end(), [](int64_t p) { return p == 0; });
-  if (g.group != 1 || g.in_sz != 1 || g.out_sz != 1 || g.k_sz != 1 || !unpadded || g.N > products::kGemvMaxRows ||
+  if (g.pooled() || g.group != 1 || g.in_sz != 1 || g.out_sz != 1 || g.k_sz != 1 || !unpadded || g.N > products::kGemvMaxRows ||
       ep.steps().num_inputs() != 0 || ctx.dtype(1) != ctx.dtype(0) || (ctx.has_input(2) && ctx.dtype(2) != ctx.dtype(0)))
     return false;
   products::Product pr;
@@ -737,8 +902,8 @@ bool conv_as_gemv(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& 
 // Conv (float, optional bias B) and the fused Conv: the kernel the shape calls for.
 void conv_float(GpuKernelContext& ctx) {
   ConvGeom g = float_geometry(ctx);
-  ConvEpilogue ep(ctx, g.out);
-  if (shape_numel(g.out) == 0) return;
+  ConvEpilogue ep(ctx, g);
+  if (shape_numel(g.y()) == 0) return;
   auto emit = [&] {
     if (conv_few_channels(ctx, g, ep)) return;
     if (g.r == 2 && g.Cg == 1) {
@@ -752,7 +917,8 @@ void conv_float(GpuKernelContext& ctx) {
     conv_direct(ctx, g.out, g.win, g.group, false, &ep);
   };
   emit();
-  ctx.count_flops(2 * uint64_t(shape_numel(g.out)) * uint64_t(g.K));  // a multiply-add per output and tap
+  // A multiply-add per output computed (pooled: those the windows cover) and tap.
+  ctx.count_flops(2 * uint64_t(g.M) * uint64_t(g.cols) * uint64_t(g.K));
 }
 
 // ConvInteger: int8/uint8 X and W with optional zero points, int32 Y, exact integer accumulation.
