@@ -135,8 +135,9 @@ def test_gpu_values_chain_runs(dt):
 def test_decode_loop_keeps_the_kv_cache_on_the_gpu_and_replays(models_dir):
     """A greedy decode loop as ONNX Runtime users write it: presents bound to 'webgpu' and fed back as the
     next step's past. The past grows by one position a step, and one recorded plan serves every step
-    (refreshed for its sizes, from the fourth step on during the step before's wait); each step's logits
-    match a plain run of the same inputs."""
+    (refreshed for its sizes, from the fourth step on during the step before's wait), the presents kept in
+    place with the new rows written there by their kernel; each step's logits match a plain run of the same
+    inputs."""
     path = os.path.join(models_dir, "gpt2_kv_tiny", "model.onnx")
     if not os.path.exists(path):
         pytest.skip(f"{path} missing: run through ctest (models_generate makes it)")
@@ -169,8 +170,12 @@ def test_decode_loop_keeps_the_kv_cache_on_the_gpu_and_replays(models_dir):
         want = plain.run(None, {"input_ids": np.array([[token]], np.int64),
                                 "position_ids": np.array([[position]], np.int64), **past_host})
         assert_close(outs[0].numpy(), want[0], what=f"step {step} logits")
-        refreshed += sess.get_capture_plan()["refreshed"]
-        ahead += sess.get_capture_plan()["refreshed_ahead"]
+        plan = sess.get_capture_plan()
+        refreshed += plan["refreshed"]
+        ahead += plan["refreshed_ahead"]
+        if step >= 1:  # the presents kept in place, the new keys and values written there by their kernel
+            assert sorted(plan["appended_outputs"]) == sorted(present_names), plan
+            assert sorted(plan["rows_written_in_place"]) == sorted(present_names), plan
         past_gpu = outs[1:]
         past_host = {n: want[1 + present_names.index(n.replace("past", "present"))] for n in past_names}
         assert past_gpu[0].shape()[2] == position + 1
