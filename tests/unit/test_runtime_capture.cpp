@@ -1287,7 +1287,7 @@ TEST(RuntimeFamily, RepeatedLayersTakeOneCallPerDistinctFacts) {
   }
 }
 
-// A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 32, the gemv
+// A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 256, the gemv
 // kernels for M <= 4): a run past such a bound fails the plan's guard and is planned anew; the plans
 // then serve their sizes.
 TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
@@ -1305,8 +1305,8 @@ TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
     int64_t m;
     bool replayed, refreshed;
   };
-  for (Want want : {Want{6, false, false}, Want{8, true, true}, Want{100, false, false}, Want{64, true, true},
-                    Want{6, true, true}, Want{64, true, false}, Want{1, false, false}, Want{8, true, true},
+  for (Want want : {Want{6, false, false}, Want{8, true, true}, Want{300, false, false}, Want{280, true, true},
+                    Want{6, true, true}, Want{280, true, false}, Want{1, false, false}, Want{8, true, true},
                     Want{1, true, false}}) {
     SCOPED_TRACE("M = " + std::to_string(want.m));
     std::vector<float> x(size_t(want.m * 64));
@@ -1470,11 +1470,16 @@ namespace {
 // v appended to their caches along the sequence axis. k's rows are read by nothing else, so the
 // product (for S = 1, when the Transpose moves only an axis of size 1) or the Transpose (S > 1) writes
 // them straight into the cache; v's are also summed (vs), so the Concat copies them. The presents are
-// read by a product each (y, z) and q by a sum.
+// read by a product each (y, z) and q by a sum. An INT64 cache too (values beyond 32 bits): its new rows
+// ix + big, written by the Add.
 std::string rows_model() {
   ModelBuilder b;
   b.input("x", DType::Float32, {1, -1, 8});
   b.input("past_k", DType::Float32, {1, 2, -1, 4}).input("past_v", DType::Float32, {1, 2, -1, 4});
+  b.input("ix", DType::Int64, {2, -1}).input("ipast", DType::Int64, {2, -1});
+  b.initializer("big", Tensor::from_vector<int64_t>({2, 1}, {3000000000LL, -(1LL << 40)}));
+  b.node("Add", {"ix", "big"}, {"ixb"});
+  ModelBuilder::attr(b.node("Concat", {"ipast", "ixb"}, {"ipresent"}), "axis", 1);
   std::vector<float> w(8 * 24), c(24), w2(4 * 3);
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * float(int(i % 13) - 6);
   for (size_t i = 0; i < c.size(); ++i) c[i] = 0.125f * float(i) - 1.0f;
@@ -1499,13 +1504,14 @@ std::string rows_model() {
   b.node("ReduceSum", {"q"}, {"qs"});
   b.node("ReduceSum", {"vt"}, {"vs"});
   for (const char* o : {"present_k", "present_v", "y", "z", "qs", "vs"}) b.output(o, DType::Float32);
+  b.output("ipresent", DType::Int64);
   return b.bytes();
 }
 
 }  // namespace
 
 // The new rows of a KV cache appended in place written by the kernel that computes them (resident.h):
-// the Concat copies nothing for k, and still copies v (read elsewhere too). Decode steps of one row, a
+// the Concat copies nothing for k and the INT64 cache, and still copies v (read elsewhere too). Decode steps of one row, a
 // few prompts of several rows between them (the Transpose's kernel then writes k's rows), the buffers
 // regrowing: every output of every step matches the CPU, and every present handed out keeps its values.
 TEST(RuntimeAppend, NewRowsWrittenByTheirKernel) {
@@ -1513,9 +1519,10 @@ TEST(RuntimeAppend, NewRowsWrittenByTheirKernel) {
   Session g = Session::from_bytes(rows_model(), gpu());
   Session c = Session::from_bytes(rows_model(), cpu());
   std::unordered_map<std::string, Tensor> cpast{{"past_k", Tensor(DType::Float32, {1, 2, 3, 4})},
-                                               {"past_v", Tensor(DType::Float32, {1, 2, 3, 4})}};
+                                               {"past_v", Tensor(DType::Float32, {1, 2, 3, 4})},
+                                               {"ipast", Tensor::from_vector<int64_t>({2, 2}, {1LL << 35, -3, 5, -(1LL << 50)})}};
   for (auto& [n, t] : cpast)
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.01f * float(i) - (n == "past_k" ? 0.1f : 0.0f);
+    for (int64_t i = 0; n != "ipast" && i < t.numel(); ++i) t.data<float>()[i] = 0.01f * float(i) - (n == "past_k" ? 0.1f : 0.0f);
   std::unordered_map<std::string, DeviceTensor> gpast;
   std::vector<std::vector<DeviceTensor>> held;
   std::vector<std::vector<Tensor>> wanted;
@@ -1525,7 +1532,11 @@ TEST(RuntimeAppend, NewRowsWrittenByTheirKernel) {
     const int64_t rows = step == 7 || step == 19 ? 3 : 1;
     std::vector<float> x(size_t(rows * 8));
     for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(int((i * 7 + size_t(step) * 3) % 17) - 8);
-    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({1, rows, 8}, x)}}, cfeeds = feeds;
+    std::vector<int64_t> ix(size_t(2 * rows));
+    for (size_t i = 0; i < ix.size(); ++i) ix[i] = (int64_t(step) << 33) + int64_t(i) - 7;
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({1, rows, 8}, x)},
+                                                  {"ix", Tensor::from_vector<int64_t>({2, rows}, ix)}},
+                                            cfeeds = feeds;
     for (const auto& [n, t] : cpast) cfeeds[n] = t;
     if (step == 0) feeds.insert(cpast.begin(), cpast.end());
     std::vector<Tensor> want = c.run(cfeeds);
@@ -1533,12 +1544,12 @@ TEST(RuntimeAppend, NewRowsWrittenByTheirKernel) {
     for (size_t o = 0; o < want.size(); ++o) expect_same(got.at(o).to_host(), want[o]);
     const PlanReport p = g.last_plan();
     if (step >= 1) {
-      EXPECT_EQ(p.appended_outputs, (std::vector<std::string>{"present_k", "present_v"}));
-      written += p.rows_written_in_place == std::vector<std::string>{"present_k"};
+      EXPECT_EQ(p.appended_outputs, (std::vector<std::string>{"ipresent", "present_k", "present_v"}));
+      written += p.rows_written_in_place == std::vector<std::string>{"ipresent", "present_k"};
     }
     replayed += p.replayed;
-    gpast = {{"past_k", got[0]}, {"past_v", got[1]}};
-    cpast = {{"past_k", want[0]}, {"past_v", want[1]}};
+    gpast = {{"past_k", got[0]}, {"past_v", got[1]}, {"ipast", got[6]}};
+    cpast = {{"past_k", want[0]}, {"past_v", want[1]}, {"ipast", want[6]}};
     held.push_back(got);
     wanted.push_back(want);
   }
@@ -1547,7 +1558,6 @@ TEST(RuntimeAppend, NewRowsWrittenByTheirKernel) {
   EXPECT_GT(g.last_plan().capacity_growths, 0) << "36 positions outgrew the 16 first made";
   for (size_t s = 0; s < held.size(); ++s) {
     SCOPED_TRACE("presents of step " + std::to_string(s));
-    expect_same(held[s][0].to_host(), wanted[s][0]);
-    expect_same(held[s][1].to_host(), wanted[s][1]);
+    for (size_t o : {0, 1, 6}) expect_same(held[s][o].to_host(), wanted[s][o]);
   }
 }

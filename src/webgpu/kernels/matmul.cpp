@@ -244,14 +244,20 @@ std::optional<Tile> tile_from_env(const char* name) {
   return t;
 }
 
-// Picks the tile: 64 x 64 with K-slices of 16 and 4 x 4 per invocation; 32 x 64 when M is small (a
-// single row, a short sequence), which wastes less of the A tile; smaller tiles where the device's
-// limits demand it. Measured on an H200 with bench/variants.py (GPT-2 and BERT, sequence 16 and
-// 128): larger register tiles (8 x 8 per invocation, 128-wide tiles) were 10-50% slower there.
+// Products of at most this many rows take 32 x 64 tiles: a short sequence wastes less of the A tile, and
+// at 128 or 256 rows (an encoder at sequence 128, batch 1 or 2) the grid has twice the workgroups of 64 x 64
+// tiles, fewer of them split over K. Measured on an H200 (docs/performance.md item 15, `bench/env_ab.py`):
+// whole BERT, GPT-2 (M = 128) and T5, BERT at batch 2 (M = 256) runs 3-5% faster than with 64 x 64.
+constexpr uint32_t kNarrowTileRows = 256;
+
+// Picks the tile: 32 x 64 up to kNarrowTileRows rows, 64 x 64 above, with K-slices of 16 and 4 x 4 per
+// invocation; smaller tiles where the device's limits demand it. Measured on an H200 with
+// bench/variants.py and env_ab.py: larger register tiles (8 x 8 per invocation, 128-wide tiles, K-slices
+// of 32) were 10-50% slower, and 32 x 32 tiles no faster than 64 x 64 at M = 128 and 256.
 Tile choose_tile(const Limits& limits, const Product& pr) {
   std::vector<Tile> order;
   if (auto t = tile_from_env(pr.M <= 32 ? "ONNXGPU_MATMUL_TILE_SMALL" : "ONNXGPU_MATMUL_TILE")) order.push_back(*t);
-  if (pr.M <= 32) order.push_back({32, 64, 16, 4, 1});
+  if (pr.M <= kNarrowTileRows) order.push_back({32, 64, 16, 4, 1});
   order.insert(order.end(), {{64, 64, 16, 4, 1}, {32, 64, 16, 4, 1}, {32, 32, 16, 4, 1}, {16, 16, 16, 4, 1}});
   for (const Tile& t : order)
     if (t.fits(limits)) return t;
