@@ -99,8 +99,7 @@ nlohmann::json profile_summary(const Profile& p, size_t top) {
   }
   // Achieved bandwidth: the bytes of the tensors a node's dispatches declare over its GPU time; achieved
   // rate: its floating-point operations over its GPU time (products, convolutions, attention).
-  auto gb_per_s = [](uint64_t bytes, double ms) { return ms > 0 ? double(bytes) / (ms * 1e6) : 0.0; };
-  auto gflop_per_s = [](uint64_t flops, double ms) { return ms > 0 ? double(flops) / (ms * 1e6) : 0.0; };
+  auto giga_per_s = [](uint64_t count, double ms) { return ms > 0 ? double(count) / (ms * 1e6) : 0.0; };
   std::vector<std::pair<std::string, std::pair<double, int>>> ops(by_op.begin(), by_op.end());
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   nlohmann::json j;
@@ -111,16 +110,16 @@ nlohmann::json profile_summary(const Profile& p, size_t top) {
   for (const auto& [op, v] : ops)
     j["by_op"].push_back({{"op", op}, {"gpu_ms", v.first}, {"dispatches", v.second},
                           {"share", p.gpu_ms > 0 ? v.first / p.gpu_ms : 0}, {"bytes", op_bytes[op]},
-                          {"gb_per_s", gb_per_s(op_bytes[op], v.first)}, {"flops", op_flops[op]},
-                          {"gflop_per_s", gflop_per_s(op_flops[op], v.first)}});
+                          {"gb_per_s", giga_per_s(op_bytes[op], v.first)}, {"flops", op_flops[op]},
+                          {"gflop_per_s", giga_per_s(op_flops[op], v.first)}});
   std::vector<NodeTiming> nodes = p.nodes;
   std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
   j["top_nodes"] = nlohmann::json::array();
   for (size_t i = 0; i < nodes.size() && i < top; ++i)
     j["top_nodes"].push_back({{"node", nodes[i].node}, {"op", nodes[i].op}, {"gpu_ms", nodes[i].gpu_ms},
                               {"dispatches", nodes[i].dispatches}, {"bytes", nodes[i].bytes},
-                              {"gb_per_s", gb_per_s(nodes[i].bytes, nodes[i].gpu_ms)}, {"flops", nodes[i].flops},
-                              {"gflop_per_s", gflop_per_s(nodes[i].flops, nodes[i].gpu_ms)}});
+                              {"gb_per_s", giga_per_s(nodes[i].bytes, nodes[i].gpu_ms)}, {"flops", nodes[i].flops},
+                              {"gflop_per_s", giga_per_s(nodes[i].flops, nodes[i].gpu_ms)}});
   return j;
 }
 

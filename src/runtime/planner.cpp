@@ -38,12 +38,7 @@ size_t Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   plan_.status = std::make_shared<webgpu::Buffer>(dev.create_buffer(
       4 * webgpu::shader::kStatusWords * (g_.nodes.size() + 1), webgpu::kStorageUsage, "onnxgpu status"));
   for (const auto& [name, t] : g_.initializers) values_[name] = Value{t.dtype(), t.shape(), &t, -1};
-  for (const auto& n : g_.nodes) {
-    const bool shape_only = n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
-    for (const auto& in : n.inputs)
-      if (!in.empty() && !shape_only) readers_[in]++;
-    for (const auto& in : n.implicit_inputs()) readers_[in]++;
-  }
+  readers_ = value_readers(g_);
   for (const AppendPair& p : append_pairs(g_)) {
     auto d = device_feeds.find(p.input);
     if (d != device_feeds.end() && webgpu::shader::type_info(d->second.dtype(), policy_).storage_bits >= 32)

@@ -340,9 +340,8 @@ void Refresh::pitch_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
       const ir::Node& node = k.node ? *k.node : k.fused;
       throw GuardFailed("for these sizes " + node.describe() + " binds an appended buffer that its program does not pitch");
     }
-    u.at(size_t(at)) = uint32_t(l->outer ? uint64_t(shape_numel(*shape)) / l->outer : 0);
-    u.at(size_t(at) + 1) = uint32_t(l->rows * l->inner);
-    u.at(size_t(at) + 2) = uint32_t(start);
+    const std::array<uint32_t, 3> words = pitch_of(*l, uint64_t(shape_numel(*shape)), start);
+    std::copy(words.begin(), words.end(), u.begin() + at);
   }
 }
 

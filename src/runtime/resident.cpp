@@ -121,13 +121,7 @@ void copy_device_tensor(webgpu::CommandBatch& batch, const DeviceTensor& t, WGPU
   copy_rows(batch, st.buffer.get(), stored_layout(t, a), dst, to, esize);
 }
 
-std::vector<AppendPair> append_pairs(const ir::Graph& g) {
-  std::set<std::string> inputs;
-  for (const auto& i : g.inputs)
-    if (!g.initializers.count(i.name)) inputs.insert(i.name);
-  std::unordered_map<std::string, size_t> output_index;
-  for (size_t k = 0; k < g.outputs.size(); ++k) output_index.emplace(g.outputs[k].name, k);
-  // How many nodes read each value other than for its shape.
+std::unordered_map<std::string, int> value_readers(const ir::Graph& g) {
   std::unordered_map<std::string, int> readers;
   for (const auto& n : g.nodes) {
     const bool shape_only = n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
@@ -135,6 +129,16 @@ std::vector<AppendPair> append_pairs(const ir::Graph& g) {
       if (!in.empty() && !shape_only) readers[in]++;
     for (const auto& in : n.implicit_inputs()) readers[in]++;
   }
+  return readers;
+}
+
+std::vector<AppendPair> append_pairs(const ir::Graph& g) {
+  std::set<std::string> inputs;
+  for (const auto& i : g.inputs)
+    if (!g.initializers.count(i.name)) inputs.insert(i.name);
+  std::unordered_map<std::string, size_t> output_index;
+  for (size_t k = 0; k < g.outputs.size(); ++k) output_index.emplace(g.outputs[k].name, k);
+  std::unordered_map<std::string, int> readers = value_readers(g);
   std::vector<AppendPair> pairs;
   std::set<std::string> taken;
   // `past` (a graph input that only this node reads) and `present` (a graph output, once: two names of
@@ -205,15 +209,19 @@ ResidentLayouts resident_layouts(const Plan& plan) {
   };
 }
 
+std::array<uint32_t, 3> pitch_of(const RowLayout& l, uint64_t numel, uint64_t start) {
+  // A value in the buffer is [outer, n, inner] for its own n (a view of one too: same elements).
+  return {uint32_t(l.outer ? numel / l.outer : 0), uint32_t(l.rows * l.inner), uint32_t(start)};
+}
+
 void pitch_bindings(webgpu::DispatchSpec& d, const std::vector<int>& slots, const std::vector<uint64_t>& numel,
                     const ResidentLayouts& layouts, const std::vector<uint64_t>& starts) {
   bool any = false;
   for (size_t j = 0; j < slots.size(); ++j) {
     const RowLayout* l = slots[j] >= 0 ? layouts(slots[j]) : nullptr;
     if (!l) continue;
-    // A value in the buffer is [outer, n, inner] for its own n (a view of one too: same elements).
-    const uint64_t len = l->outer ? numel[j] / l->outer : 0;
-    d.program.pitch(j, uint32_t(len), uint32_t(l->rows * l->inner), j < starts.size() ? uint32_t(starts[j]) : 0);
+    const auto [len, stride, start] = pitch_of(*l, numel[j], j < starts.size() ? starts[j] : 0);
+    d.program.pitch(j, len, stride, start);
     any = true;
   }
   if (any) d.uniforms = d.program.uniform_data();  // (word 0, the status slot, is the runtime's to set)

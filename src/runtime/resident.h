@@ -32,6 +32,7 @@
 // positions beyond the newest present's, which no older present reads. Capacity grows geometrically
 // (to the next power of two): outgrowing it is one run that copies the past into a larger buffer.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +66,14 @@ std::vector<Tensor> read_device_tensors(std::span<const DeviceTensor> tensors);
 // laid out along `axis` with room for `rows` positions.
 void copy_device_tensor(webgpu::CommandBatch& batch, const DeviceTensor& t, WGPUBuffer dst, int64_t axis = -1,
                         int64_t rows = 0);
+
+// How many nodes read each value other than for its shape (Shape and Size fold from it), subgraphs'
+// reads included.
+std::unordered_map<std::string, int> value_readers(const ir::Graph& g);
+
+// The pitch words (Program::pitch's len, stride, start) of a value of `numel` elements in a buffer laid out
+// as `l`, starting `start` elements into each row.
+std::array<uint32_t, 3> pitch_of(const RowLayout& l, uint64_t numel, uint64_t start = 0);
 
 // The nodes of a graph that could append in place: a Concat whose graph output concatenates, first, a
 // graph input read by nothing else but Shape / Size; a GroupQueryAttention's present_key and present_value

@@ -287,6 +287,13 @@ class ConvEpilogue {
               "fn pool_sp(ps: u32, wp: u32) -> u32 {\n"
               "  return ((ps / pool_w()) * PKH + wp / PKW) * conv_w() + (ps % pool_w()) * PKW + wp % PKW;\n}\n");
   }
+  // WGSL that finds, from the invocation index gi, the pooled output it computes: its pooled position ps,
+  // channel m and image n (one invocation per pooled output).
+  static constexpr const char* kPooledOutput =
+      "  let ps = gi % pool_sz();\n"
+      "  let nm = gi / pool_sz();\n"
+      "  let m = nm % y_shape(1u);\n"
+      "  let n = nm / y_shape(1u);\n";
   // WGSL that runs `core` (statements that sum `acc` for the Conv's output position sp of channel m of
   // image n) and stores the result: unpooled, once (sp, m and n defined before) through put; pooled, once
   // per tap wp of the window of pooled position ps (ps, m and n defined before; sp defined here), each
@@ -595,11 +602,7 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
       "  for (var k = 0u; k < splits(); k = k + 1u) { acc = acc + part_load((k * y_shape(1u) + m) * cols() + col); }\n";
   if (g.pooled()) {  // one invocation per pooled output: its window's columns (n, ps, wp)
     s.set_threads(uint64_t(shape_numel(g.pool_out)));
-    s.body("  let ps = gi % pool_sz();\n"
-           "  let nm = gi / pool_sz();\n"
-           "  let m = nm % y_shape(1u);\n"
-           "  let n = nm / y_shape(1u);\n" +
-           ep.over_window("  let col = (n * pool_sz() + ps) * PWIN + wp;\n" + sum));
+    s.body(ConvEpilogue::kPooledOutput + ep.over_window("  let col = (n * pool_sz() + ps) * PWIN + wp;\n" + sum));
   } else {
     s.set_threads(uint64_t(g.M) * uint64_t(g.cols));
     s.body("  let m = gi / cols();\n"
@@ -646,11 +649,7 @@ void conv_depthwise(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue
       "    }\n"
       "  }\n";
   if (g.pooled())  // one invocation per pooled output, over its window's taps
-    p.body("  let ps = gi % pool_sz();\n"
-           "  let nm = gi / pool_sz();\n"
-           "  let m = nm % y_shape(1u);\n"
-           "  let n = nm / y_shape(1u);\n" +
-           ep.over_window("  let oh = sp / conv_w();\n  let ow = sp % conv_w();\n" + core));
+    p.body(ConvEpilogue::kPooledOutput + ep.over_window("  let oh = sp / conv_w();\n  let ow = sp % conv_w();\n" + core));
   else
     p.body("  let ow = gi % y_shape(3u);\n"
            "  var t = gi / y_shape(3u);\n"
@@ -840,10 +839,11 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
                "      }\n";
   }
   // Pooled (2-D), one invocation per pooled output, over its window's taps (ep->over_window).
-  std::string head = std::string(pooled ? "  let ps = gi % pool_sz();\n  let nm = gi / pool_sz();\n"
-                                        : "  let sp = gi % out_sz();\n  let nm = gi / out_sz();\n") +
-                     "  let m = nm % y_shape(1u);\n"
-                     "  let n = nm / y_shape(1u);\n"
+  std::string head = std::string(pooled ? ConvEpilogue::kPooledOutput
+                                        : "  let sp = gi % out_sz();\n"
+                                          "  let nm = gi / out_sz();\n"
+                                          "  let m = nm % y_shape(1u);\n"
+                                          "  let n = nm / y_shape(1u);\n") +
                      "  let cg = w_shape(1u);\n"
                      "  let g = m / (y_shape(1u) / groups());\n";
   std::string core =
