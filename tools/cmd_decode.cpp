@@ -176,6 +176,8 @@ struct StepRecord {
   double wait_ms = 0;    // host time blocked in wgpuInstanceWaitAny (webgpu; the GPU work and the readback)
   double submit_ms = 0;  // host time in wgpuQueueSubmit (Dawn's translation of the commands)
   double write_ms = 0;   // host time writing inputs and uniforms
+  // The step's timeline from its start (webgpu): its first submit, and the last wait's start and end.
+  double first_submit_at = 0, wait_begin_at = 0, wait_end_at = 0;
   std::vector<float> logits;  // last position's row
 };
 
@@ -185,6 +187,7 @@ struct LoopResult {
   bool time_limited = false;
   PlanReport last_plan;
   Shape present_shape;
+  std::vector<EntryTime> dawn_before_timed;  // $ONNXGPU_COUNT_DAWN=1: Dawn's entry times before step 2
 };
 
 // GenAI-style: the static KV buffer's length, --max-len or the loop's last length.
@@ -234,6 +237,7 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     rec.seq = int64_t(tokens.size());
     std::unordered_map<std::string, Tensor> feeds;
     const DawnCounters before = counted();
+    mark_step();
     auto t0 = Clock::now();
     feeds[d.ids] = ids_tensor(tokens);
     if (!d.pos.empty()) feeds[d.pos] = pos_tensor(past, int64_t(tokens.size()));
@@ -263,6 +267,12 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     rec.wait_ms = counted().wait_ms - before.wait_ms;
     rec.submit_ms = counted().submit_ms - before.submit_ms;
     rec.write_ms = counted().write_ms - before.write_ms;
+    if (const DawnCounters& c = counted(); c.submitted && c.waited) {
+      auto at = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
+      rec.first_submit_at = at(c.first_submit);
+      rec.wait_begin_at = at(c.last_wait_begin);
+      rec.wait_end_at = at(c.last_wait_end);
+    }
     first = false;
     PlanReport plan = s.last_plan();
     rec.replayed = plan.replayed;
@@ -299,6 +309,7 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
       r.time_limited = true;
       break;
     }
+    if (k == 1) r.dawn_before_timed = dawn_entry_times();
     StepRecord rec = step({next}, past + k);
     next = argmax(rec.logits);
     r.steps.push_back(std::move(rec));
@@ -396,7 +407,7 @@ void decode_command(const DecodeFlags& f) {
     shape[d.seq_axis] = 1;
     kv_bytes_per_position += uint64_t(shape_numel(shape)) * dtype_size(d.past_dtypes[k]);
   }
-  std::vector<double> timed, all_ms, wait_ms, host_ms, submit_ms, write_ms;
+  std::vector<double> timed, all_ms, wait_ms, host_ms, submit_ms, write_ms, first_submit_at, wait_begin_at, wait_end_at;
   double kv_sum = 0;
   int replayed = 0, captured = 0, refreshed = 0, in_place = 0, ahead = 0;
   double plan_ms_total = 0, ahead_ms_total = 0;
@@ -416,6 +427,9 @@ void decode_command(const DecodeFlags& f) {
       host_ms.push_back(s.ms - s.wait_ms);
       submit_ms.push_back(s.submit_ms);
       write_ms.push_back(s.write_ms);
+      first_submit_at.push_back(s.first_submit_at);
+      wait_begin_at.push_back(s.wait_begin_at);
+      wait_end_at.push_back(s.wait_end_at);
       kv_sum += double(kv_bytes_per_position) * double(s.past);
     }
   }
@@ -451,7 +465,12 @@ void decode_command(const DecodeFlags& f) {
   if (gpu) {
     loop["wait_ms_per_step"] = stats(wait_ms);  // blocked on the GPU's work and the logits' readback
     loop["host_ms_per_step"] = stats(host_ms);  // the rest: uploads, planning or refresh, encoding, submits
-    loop["submit_ms_per_step"] = stats(submit_ms);  // of which in wgpuQueueSubmit
+    loop["submit_ms_per_step"] = stats(submit_ms);
+    // The step's timeline (ms from its start): the GPU gets its first commands, the host starts and
+    // stops waiting for the results.
+    loop["first_submit_at_ms"] = stats(first_submit_at);
+    loop["wait_begin_at_ms"] = stats(wait_begin_at);
+    loop["wait_end_at_ms"] = stats(wait_end_at);  // of which in wgpuQueueSubmit
     loop["write_ms_per_step"] = stats(write_ms);    // of which writing inputs and uniforms
   }
   loop["first_step_ms"] = r.steps[0].ms;
@@ -552,6 +571,29 @@ void decode_command(const DecodeFlags& f) {
                 "captured %d); planning %.3f ms per step (mean, steps 2..N; refreshing ahead %.3f more, off the path)\n",
                 replayed, r.steps.size(), refreshed, ahead, captured, loop["plan_ms_per_step_mean"].get<double>(),
                 loop["refresh_ahead_ms_per_step_mean"].get<double>());
+    if (gpu && !timed.empty())
+      std::printf("timeline of a step (medians, ms from its start): first submit %.3f, waiting %.3f -> %.3f, end %.3f\n",
+                  loop["first_submit_at_ms"]["median"].get<double>(), loop["wait_begin_at_ms"]["median"].get<double>(),
+                  loop["wait_end_at_ms"]["median"].get<double>(), median);
+    if (const std::vector<EntryTime> now = dawn_entry_times(); !now.empty() && timed.size() > 0) {
+      // Host time inside Dawn per step (steps 2..N), by entry: the rest of the host's part is the engine's.
+      std::vector<EntryTime> per;
+      double total = 0;
+      for (const EntryTime& e : now) {
+        EntryTime d = e;
+        for (const EntryTime& b : r.dawn_before_timed)
+          if (b.name == e.name) d.calls -= b.calls, d.ms -= b.ms;
+        if (!d.calls) continue;
+        if (d.name != "InstanceWaitAny") total += d.ms;
+        per.push_back(d);
+      }
+      std::sort(per.begin(), per.end(), [](const EntryTime& a, const EntryTime& b) { return a.ms > b.ms; });
+      const double n = double(timed.size());
+      std::printf("host time inside Dawn per step (steps 2..N, but the wait): %.3f ms; by entry:\n", total / n);
+      for (size_t k = 0; k < per.size() && k < 16; ++k)
+        std::printf("  %-40s %8.4f ms  %7.1f calls  %6.2f us a call\n", per[k].name.c_str(), per[k].ms / n,
+                    double(per[k].calls) / n, 1000.0 * per[k].ms / double(per[k].calls));
+    }
     if (!r.last_plan.refresh_refused.empty())
       std::printf("last refresh refused: %s\n", r.last_plan.refresh_refused.c_str());
     if (gpu)

@@ -1,6 +1,8 @@
 #include "dawn_counters.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -24,6 +26,7 @@ webgpu::Dawn g_real;  // the original entries
 void hooked_submit(WGPUQueue q, size_t n, const WGPUCommandBuffer* cmds) {
   g_count.submits++;
   auto t0 = Clock::now();
+  if (!g_count.submitted) g_count.first_submit = t0, g_count.submitted = true;
   g_real.QueueSubmit(q, n, cmds);
   g_count.submit_ms += ms_since(t0);
 }
@@ -56,6 +59,9 @@ WGPUWaitStatus hooked_wait(WGPUInstance inst, size_t n, WGPUFutureWaitInfo* info
   auto t0 = Clock::now();
   WGPUWaitStatus s = g_real.InstanceWaitAny(inst, n, infos, timeout);
   g_count.wait_ms += ms_since(t0);
+  g_count.last_wait_begin = t0;
+  g_count.last_wait_end = Clock::now();
+  g_count.waited = true;
   return s;
 }
 WGPUBuffer hooked_create_buffer(WGPUDevice dev, const WGPUBufferDescriptor* desc) {
@@ -67,7 +73,61 @@ WGPUBuffer hooked_create_buffer(WGPUDevice dev, const WGPUBufferDescriptor* desc
   return b;
 }
 
+// $ONNXGPU_COUNT_DAWN=1: every entry of the table timed (host time inside Dawn, by entry), for finding
+// where a run's host time goes (Dawn's library has no symbols for a sampling profiler).
+enum EntryId {
+#define ONNXGPU_ENTRY_ID(name, ret, params) kEntry##name,
+  WGPU_FUNCTIONS(ONNXGPU_ENTRY_ID)
+#undef ONNXGPU_ENTRY_ID
+  kEntries
+};
+const char* const kEntryNames[] = {
+#define ONNXGPU_ENTRY_NAME(name, ret, params) #name,
+    WGPU_FUNCTIONS(ONNXGPU_ENTRY_NAME)
+#undef ONNXGPU_ENTRY_NAME
+};
+std::atomic<uint64_t> g_entry_calls[kEntries];
+std::atomic<uint64_t> g_entry_ns[kEntries];
+
+template <int Id, typename F>
+struct Timed;
+template <int Id, typename R, typename... A>
+struct Timed<Id, R (*)(A...)> {
+  static inline R (*real)(A...) = nullptr;
+  static R call(A... a) {
+    auto t0 = Clock::now();
+    struct Count {
+      Clock::time_point t0;
+      ~Count() {
+        g_entry_calls[Id].fetch_add(1, std::memory_order_relaxed);
+        g_entry_ns[Id].fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()),
+                                 std::memory_order_relaxed);
+      }
+    } count{t0};
+    return real(a...);
+  }
+};
+
+void install_entry_timers(webgpu::Dawn& table) {
+#define ONNXGPU_TIME_ENTRY(name, ret, params)                    \
+  if (table.name) {                                               \
+    using T = Timed<kEntry##name, WGPUProc##name>;                \
+    T::real = table.name;                                         \
+    table.name = &T::call;                                        \
+  }
+  WGPU_FUNCTIONS(ONNXGPU_TIME_ENTRY)
+#undef ONNXGPU_TIME_ENTRY
+}
+
 }  // namespace
+
+std::vector<EntryTime> dawn_entry_times() {
+  std::vector<EntryTime> v;
+  for (int k = 0; k < kEntries; ++k)
+    if (uint64_t c = g_entry_calls[k].load(std::memory_order_relaxed))
+      v.push_back({kEntryNames[k], c, double(g_entry_ns[k].load(std::memory_order_relaxed)) / 1e6});
+  return v;
+}
 
 // dawn() hands out a const reference to a table allocated once with `new` (not a const object), and
 // every engine call goes through that reference, so replacing entries here is seen everywhere.
@@ -83,10 +143,12 @@ void install_counting_hooks() {
   table.BufferUnmap = hooked_unmap;
   table.InstanceWaitAny = hooked_wait;
   table.DeviceCreateBuffer = hooked_create_buffer;
+  if (const char* e = std::getenv("ONNXGPU_COUNT_DAWN"); e && std::string(e) == "1") install_entry_timers(table);
   done = true;
 }
 
 const DawnCounters& counted() { return g_count; }
+void mark_step() { g_count.submitted = g_count.waited = false; }
 
 nlohmann::json profile_summary(const Profile& p, size_t top) {
   std::map<std::string, std::pair<double, int>> by_op;  // op -> (ms, dispatches)

@@ -5,7 +5,10 @@
 // wgpuInstanceWaitAny (GPU work + readback the host waited for) and buffer creation. They cost a
 // counter increment and, for timed calls, two clock reads.
 #pragma once
+#include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +26,21 @@ struct DawnCounters {
   double wait_ms = 0;    // host time blocked in wgpuInstanceWaitAny
   double submit_ms = 0;  // host time in wgpuQueueSubmit
   double write_ms = 0;   // host time in wgpuQueueWriteBuffer, or filling the mapped upload buffer
+  // Host-clock marks since mark_step(): the first submit's start, the last wait's start and end (for a
+  // run's timeline: the host's part before the GPU has work, while it runs, after it finished).
+  std::chrono::steady_clock::time_point first_submit, last_wait_begin, last_wait_end;
+  bool submitted = false, waited = false;
 };
+void mark_step();  // clears the marks
+
+// Host time inside each Dawn entry, totals since the hooks were installed: only with
+// $ONNXGPU_COUNT_DAWN=1 (else empty).
+struct EntryTime {
+  std::string name;
+  uint64_t calls = 0;
+  double ms = 0;
+};
+std::vector<EntryTime> dawn_entry_times();
 
 void install_counting_hooks();         // idempotent; before the first session
 const DawnCounters& counted();         // totals since the hooks were installed
