@@ -101,6 +101,8 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
     if (plan) {
       try {
         write_inputs(*plan, options_.int64, feeds, device_feeds);
+        Replay replay(*plan, model_, options_.int64, *encoder_);
+        replay.start();  // the GPU starts on what was encoded ahead while the host readies the rest
         plan->trend.observe(feeds, device_feeds);
         PlanReport report = plan->report;  // taken before the wait may refresh the plan for the next run
         report.replayed = true;
@@ -121,7 +123,6 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
             (std::is_same_v<Out, DeviceTensor> || plan->residents.empty()))
           ahead = start_refresh_ahead(plan, next, feeds, device_feeds);
         const WorkerJoin join{ahead ? worker_.get() : nullptr};
-        Replay replay(*plan, model_, options_.int64, *encoder_);
         replay.prepare_next([&] {
           if (trend == SizeTrend::Next::Same) return true;  // a loop of one signature: replayed as it is
           if (ahead) return finish_refresh_ahead(plan, *ahead);

@@ -146,11 +146,13 @@ struct EncodedAhead {
   size_t step = SIZE_MAX;  // the segment's index in Plan::steps
   std::vector<Key> keys;
   std::vector<webgpu::CommandBufferHandle> chunks;
+  size_t submitted = 0;  // chunks already submitted (the run's first, by Replay::start)
   bool empty() const { return chunks.empty(); }
   void clear() {
     step = SIZE_MAX;
     keys.clear();
     chunks.clear();
+    submitted = 0;
   }
 };
 

@@ -96,14 +96,30 @@ void ChunkedEncoder::encode_ahead(Plan& plan, size_t step) {
   plan.ahead.step = step;
 }
 
-bool ChunkedEncoder::submit_ahead(Plan& plan, size_t step) {
-  EncodedAhead& a = plan.ahead;
-  const Step& segment = plan.steps[step];
+namespace {
+// Whether what was encoded ahead is still what the segment records.
+bool still_recorded(const EncodedAhead& a, const Step& segment, size_t step) {
   bool same = !a.empty() && a.step == step && a.keys.size() == segment.dispatches.size();
   for (size_t k = 0; same && k < a.keys.size(); ++k) same = a.keys[k] == key_of(segment.dispatches[k]);
+  return same;
+}
+}  // namespace
+
+bool ChunkedEncoder::start_ahead(Plan& plan, size_t step) {
+  EncodedAhead& a = plan.ahead;
+  if (a.submitted || !still_recorded(a, plan.steps[step], step)) return false;
+  plan.device->submit(std::move(a.chunks[0]));
+  a.submitted = 1;
+  return true;
+}
+
+bool ChunkedEncoder::submit_ahead(Plan& plan, size_t step) {
+  EncodedAhead& a = plan.ahead;
+  // Started: the plan has not changed since (start() and finish() of one run).
+  const bool same = a.submitted ? a.step == step : still_recorded(a, plan.steps[step], step);
   // One submit a chunk, as encode() does: Dawn translates a command buffer at its submit, so the GPU
   // starts on the first chunk while the host translates the next.
-  for (size_t c = 0; same && c < a.chunks.size(); ++c) plan.device->submit(std::move(a.chunks[c]));
+  for (size_t c = a.submitted; same && c < a.chunks.size(); ++c) plan.device->submit(std::move(a.chunks[c]));
   a.clear();  // a command buffer is submitted once; stale ones are dropped
   return same;
 }
@@ -156,6 +172,14 @@ void Replay::run_cpu(const Step& s) {
     if (outs[k].dtype() != v.dtype || outs[k].shape() != v.shape) throw ReplanNeeded();
     plan_.upload(v.slot, outs[k], policy_, v.name);
   }
+}
+
+Replay::~Replay() {
+  if (plan_.ahead.submitted) plan_.ahead.clear();
+}
+
+void Replay::start() {
+  if (plan_.steps.size() == 1 && !plan_.steps[0].cpu) encoder_.start_ahead(plan_, 0);
 }
 
 void Replay::run(size_t from, size_t to) {

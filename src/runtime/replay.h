@@ -23,8 +23,10 @@ class SegmentEncoder {
   virtual webgpu::CommandBatch encode(Plan& plan, const Step& segment) = 0;
   // Encoding ahead (an encoder may do without): encode_ahead() encodes plan.steps[step] for the next
   // run while the GPU runs this one; submit_ahead() submits what was encoded when the segment still
-  // records exactly those dispatches, and tells whether it did.
+  // records exactly those dispatches, and tells whether it did. start_ahead() submits only the first
+  // part of it (the rest goes with submit_ahead()), so that the GPU starts before the host's other work.
   virtual void encode_ahead(Plan&, size_t /*step*/) {}
+  virtual bool start_ahead(Plan&, size_t /*step*/) { return false; }
   virtual bool submit_ahead(Plan&, size_t /*step*/) { return false; }
 };
 
@@ -36,6 +38,7 @@ class ChunkedEncoder final : public SegmentEncoder {
  public:
   webgpu::CommandBatch encode(Plan& plan, const Step& segment) override;
   void encode_ahead(Plan& plan, size_t step) override;
+  bool start_ahead(Plan& plan, size_t step) override;
   bool submit_ahead(Plan& plan, size_t step) override;
 };
 
@@ -56,6 +59,10 @@ class Replay {
  public:
   Replay(Plan& plan, const ir::Model& model, const Int64Policy& policy, SegmentEncoder& encoder)
       : plan_(plan), model_(model), policy_(policy), encoder_(encoder) {}
+  // A run started but not finished (an error between the two) drops the rest of what was encoded ahead.
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
 
   // For a plan that is all one GPU segment: while the GPU runs this one, `next` readies the plan for
   // the next run (refresh_ahead.h) and tells whether that run likely replays it as it then is; if so,
@@ -63,6 +70,10 @@ class Replay {
   // run's shapes whatever `next` changes in the plan.
   void prepare_next(std::function<bool()> next) { next_ = std::move(next); }
   bool submitted_ahead() const { return submitted_ahead_; }  // this run's commands were encoded ahead
+
+  // For a plan that is all one GPU segment, encoded ahead for this run: its first chunk goes to the GPU
+  // now (after write_inputs), so that the GPU works while the host readies the rest of the run.
+  void start();
 
   // Runs steps [from, to) and reads nothing back (the planner runs what it has recorded before it
   // runs a CPU node).
