@@ -465,12 +465,12 @@ void decode_command(const DecodeFlags& f) {
   if (gpu) {
     loop["wait_ms_per_step"] = stats(wait_ms);  // blocked on the GPU's work and the logits' readback
     loop["host_ms_per_step"] = stats(host_ms);  // the rest: uploads, planning or refresh, encoding, submits
-    loop["submit_ms_per_step"] = stats(submit_ms);
+    loop["submit_ms_per_step"] = stats(submit_ms);  // of which in wgpuQueueSubmit
     // The step's timeline (ms from its start): the GPU gets its first commands, the host starts and
     // stops waiting for the results.
     loop["first_submit_at_ms"] = stats(first_submit_at);
     loop["wait_begin_at_ms"] = stats(wait_begin_at);
-    loop["wait_end_at_ms"] = stats(wait_end_at);  // of which in wgpuQueueSubmit
+    loop["wait_end_at_ms"] = stats(wait_end_at);
     loop["write_ms_per_step"] = stats(write_ms);    // of which writing inputs and uniforms
   }
   loop["first_step_ms"] = r.steps[0].ms;
