@@ -16,31 +16,28 @@ namespace {
 constexpr size_t kFirstChunk = 8;  // dispatches of a segment's first submit
 constexpr uint64_t kReadWithRun = 4 << 20;  // run_on_device: output bytes read back with the run
 
+// A measuring switch: on unless $var is "0" (each caller reads it once).
+bool switched_on(const char* var) {
+  const char* e = std::getenv(var);
+  return !(e && std::string(e) == "0");
+}
+
 // $ONNXGPU_CHUNKED_SUBMITS=0 submits each segment at once (for measuring what chunking buys).
 bool chunked_submits() {
-  static const bool on = [] {
-    const char* e = std::getenv("ONNXGPU_CHUNKED_SUBMITS");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = switched_on("ONNXGPU_CHUNKED_SUBMITS");
   return on;
 }
 
 // $ONNXGPU_ENCODE_AHEAD=0: no encoding ahead (for measuring what it buys).
 bool encoding_ahead() {
-  static const bool on = [] {
-    const char* e = std::getenv("ONNXGPU_ENCODE_AHEAD");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = switched_on("ONNXGPU_ENCODE_AHEAD");
   return on;
 }
 
 // $ONNXGPU_EARLY_START=0: a run encoded ahead is submitted whole in finish() (for measuring what
 // Replay::start buys).
 bool early_start() {
-  static const bool on = [] {
-    const char* e = std::getenv("ONNXGPU_EARLY_START");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = switched_on("ONNXGPU_EARLY_START");
   return on;
 }
 
@@ -189,7 +186,7 @@ Replay::~Replay() {
 }
 
 void Replay::start() {
-  if (early_start() && plan_.steps.size() == 1 && !plan_.steps[0].cpu) encoder_.start_ahead(plan_, 0);
+  if (early_start() && one_gpu_segment()) encoder_.start_ahead(plan_, 0);
 }
 
 void Replay::run(size_t from, size_t to) {
@@ -215,7 +212,7 @@ void Replay::finish(size_t from, const std::function<void(webgpu::CommandBatch&)
   const bool gpu_last = end > from && !plan_.steps[end - 1].cpu;
   run(from, gpu_last ? end - 1 : end);
   // A whole plan that is one GPU segment may have been encoded ahead, during the last run's wait.
-  const bool one_segment = gpu_last && from == 0 && end == 1;
+  const bool one_segment = from == 0 && one_gpu_segment();
   webgpu::CommandBatch batch = dev.batch();
   submitted_ahead_ = one_segment && encoder_.submit_ahead(plan_, 0);
   if (gpu_last && !submitted_ahead_) batch = encoder_.encode(plan_, plan_.steps[end - 1]);

@@ -89,6 +89,8 @@ class Replay {
   void finish(size_t from, const std::function<void(webgpu::CommandBatch&)>& copies,
               std::vector<webgpu::ReadRequest>& reads);
   void run_cpu(const Step& s);
+  // The plan is all one GPU segment (what encoding ahead serves).
+  bool one_gpu_segment() const { return plan_.steps.size() == 1 && !plan_.steps[0].cpu; }
 
   Plan& plan_;
   const ir::Model& model_;
