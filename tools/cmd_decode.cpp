@@ -19,7 +19,8 @@
 // logits are read back, every step, for the greedy argmax that becomes the next input_ids.
 // --prompt L first runs a prefill of L tokens (T, T+1, ... mod vocab) at positions P0..P0+L-1 from the
 // zero past P0; its time is the first-token time, and the loop then starts from its presents.
-// A step's time covers run_on_device + the logits readback + the argmax (ep cpu: Session::run). Per step
+// A step's time covers run_on_device + the logits readback (ep cpu: Session::run), as ort_peer's covers its
+// run and readback; the argmax and the record's copy of the last row come after it. Per step
 // the plan report says whether it replayed a recording, and whether that recording was refreshed for the
 // step's new sizes (a plan serving a shape family) or planned anew, with the host time spent planning.
 // --check runs the same loop again, untimed, on a reference session (the CPU EP, or WebGPU without
@@ -251,19 +252,20 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
     if (on_device) {
       if (first)
         for (const auto& [n, t] : host_past) feeds[n] = t;
-      std::vector<DeviceTensor> outs = s.run_on_device(feeds, first ? std::unordered_map<std::string, DeviceTensor>{} : dev_past);
+      static const std::unordered_map<std::string, DeviceTensor> kNone;
+      std::vector<DeviceTensor> outs = s.run_on_device(feeds, first ? kNone : dev_past);
       logits = outs[d.logits].to_host();
-      rec.logits = last_logits_row(logits, s.outputs()[d.logits].name);
       for (size_t k = 0; k < d.pasts.size(); ++k) dev_past[d.pasts[k]] = outs[d.present_of[k]];
       r.present_shape = outs[d.present_of[0]].shape();
     } else {
       for (size_t k = 0; k < d.pasts.size(); ++k) feeds[d.pasts[k]] = first ? host_past[d.pasts[k]] : cpu_past[d.pasts[k]];
       std::vector<Tensor> outs = s.run(feeds);
-      rec.logits = last_logits_row(outs[d.logits], s.outputs()[d.logits].name);
+      logits = outs[d.logits];
       for (size_t k = 0; k < d.pasts.size(); ++k) cpu_past[d.pasts[k]] = outs[d.present_of[k]];
       r.present_shape = outs[d.present_of[0]].shape();
     }
     rec.ms = ms_since(t0);
+    rec.logits = last_logits_row(logits, s.outputs()[d.logits].name);
     rec.wait_ms = counted().wait_ms - before.wait_ms;
     rec.submit_ms = counted().submit_ms - before.submit_ms;
     rec.write_ms = counted().write_ms - before.write_ms;
@@ -459,8 +461,8 @@ void decode_command(const DecodeFlags& f) {
   loop["start_token"] = f.start_token;
   loop["prompt"] = f.prompt;
   loop["scope"] = gpu ? "run_on_device (input_ids/position_ids uploaded, the previous presents fed as device tensors) + "
-                        "logits readback + argmax"
-                      : "Session::run with host tensors (presents back to the host) + argmax";
+                        "logits readback (the argmax after it, as ort_peer's)"
+                      : "Session::run with host tensors (presents back to the host)";
   loop["ms_per_step"] = st;
   if (gpu) {
     loop["wait_ms_per_step"] = stats(wait_ms);  // blocked on the GPU's work and the logits' readback

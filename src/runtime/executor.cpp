@@ -125,7 +125,11 @@ std::vector<Out> GpuExecutor::run_impl(const std::unordered_map<std::string, Ten
         const WorkerJoin join{ahead ? worker_.get() : nullptr};
         replay.prepare_next([&] {
           if (trend == SizeTrend::Next::Same) return true;  // a loop of one signature: replayed as it is
-          if (ahead) return finish_refresh_ahead(plan, *ahead);
+          if (ahead) {
+            const bool applied = finish_refresh_ahead(plan, *ahead);
+            ahead.reset();  // its working state freed now, during the wait, rather than after the results
+            return applied;
+          }
           return !refreshed;
         });
         std::vector<Out> outputs = finish<Out>(replay, 0);

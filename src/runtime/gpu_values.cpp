@@ -35,14 +35,27 @@ GpuUpload to_gpu(const Tensor& t, const Int64Policy& policy, const std::string& 
 
 bool same_bytes_on_host(DType dtype, const Int64Policy& policy) { return !policy.narrows(dtype); }
 
-HostLanding::HostLanding(DType dtype, const Shape& shape, uint64_t gpu_bytes, const Int64Policy& policy)
+HostLanding::HostLanding(DType dtype, const Shape& shape, uint64_t gpu_bytes, const Int64Policy& policy,
+                         LandingMemory* memory, size_t output)
     : dtype_(dtype), shape_(shape), policy_(&policy) {
-  if (same_bytes_on_host(dtype, policy)) {
-    direct_ = Tensor::uninitialized(dtype, shape);  // every byte comes from the GPU
-    if (direct_.nbytes() == gpu_bytes) return;
-    direct_ = Tensor();
+  if (same_bytes_on_host(dtype, policy) && dtype != DType::String &&
+      uint64_t(shape_numel(shape)) * dtype_size(dtype) == gpu_bytes) {
+    // Every byte comes from the GPU: no zero-filling.
+    direct_ = memory && gpu_bytes ? Tensor::adopt(dtype, shape, memory->take(output, size_t(gpu_bytes)))
+                                  : Tensor::uninitialized(dtype, shape);
+    return;
   }
   staged_.resize(gpu_bytes);
+}
+
+std::shared_ptr<std::byte> LandingMemory::take(size_t output, size_t bytes) {
+  if (output >= blocks_.size()) blocks_.resize(output + 1);
+  Block& b = blocks_[output];
+  if (!b.bytes || b.size != bytes || b.bytes.use_count() != 1) {  // new, resized, or still the caller's
+    b.bytes = std::shared_ptr<std::byte>(new std::byte[bytes], std::default_delete<std::byte[]>());
+    b.size = bytes;
+  }
+  return b.bytes;
 }
 
 Tensor HostLanding::host() {

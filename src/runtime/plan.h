@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "onnxgpu/session.h"
+#include "runtime/gpu_values.h"
 #include "runtime/refresh_ahead.h"
 #include "runtime/resident.h"
 #include "webgpu/device.h"
@@ -162,6 +163,7 @@ struct Plan {
   std::vector<std::pair<std::string, int>> inputs;  // graph input -> slot
   std::vector<Step> steps;
   std::vector<OutputSource> outputs;
+  LandingMemory landings;                  // host memory the outputs read back each run land in
   std::shared_ptr<webgpu::Buffer> status;  // a status record per node (webgpu::shader::kStatusWords)
   std::deque<Tensor> constants;            // folded values (stable addresses)
   // Graph inputs whose values a kernel read at plan time (shape-like inputs): the plan serves only

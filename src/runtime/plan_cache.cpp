@@ -1,20 +1,44 @@
 #include "runtime/plan_cache.h"
 
-#include <map>
+#include <algorithm>
+#include <charconv>
+#include <vector>
 
 namespace onnxgpu::runtime {
 
 namespace {
-// "name:what" for every input, by name; `what` says what of a host or a GPU input the key holds.
-template <typename Host, typename Gpu>
+// "name:what" for every input, by name; `what(out, dtype, shape, on_gpu)` appends what of an input the
+// key holds. Built in one string (a decode step computes it every run, before its first submit).
+template <typename What>
 std::string inputs_key(const std::unordered_map<std::string, Tensor>& feeds,
-                       const std::unordered_map<std::string, DeviceTensor>& device_feeds, Host host, Gpu gpu) {
-  std::map<std::string, std::string> sorted;
-  for (const auto& [n, t] : feeds) sorted[n] = host(t);
-  for (const auto& [n, t] : device_feeds) sorted[n] = gpu(t);
+                       const std::unordered_map<std::string, DeviceTensor>& device_feeds, What what) {
+  struct Input {
+    const std::string* name;
+    const Tensor* host;
+    const DeviceTensor* gpu;
+  };
+  std::vector<Input> inputs;
+  inputs.reserve(feeds.size() + device_feeds.size());
+  for (const auto& [n, t] : feeds) inputs.push_back({&n, &t, nullptr});
+  for (const auto& [n, t] : device_feeds) inputs.push_back({&n, nullptr, &t});
+  std::sort(inputs.begin(), inputs.end(), [](const Input& a, const Input& b) { return *a.name < *b.name; });
   std::string s;
-  for (const auto& [n, d] : sorted) s += (s.empty() ? "" : " ") + n + ":" + d;
+  s.reserve(inputs.size() * 48);
+  for (const Input& in : inputs) {
+    if (!s.empty()) s += ' ';
+    s += *in.name;
+    s += ':';
+    if (in.host && !in.host->defined()) s += "<none>";
+    else if (in.host) what(s, in.host->dtype(), in.host->shape(), false);
+    else what(s, in.gpu->dtype(), in.gpu->shape(), true);
+  }
   return s;
+}
+
+void append_int(std::string& s, int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, end);
 }
 }  // namespace
 
@@ -23,17 +47,26 @@ std::string signature_of(const std::unordered_map<std::string, Tensor>& feeds,
   // A GPU input is its own signature: a plan made with that input on the host keeps no KV cache resident
   // for it (runtime/resident.h), so a past that moves to the GPU at the second step (same shape: a static
   // buffer) gets the plan that writes in place rather than the first step's, which copies.
-  return inputs_key(feeds, device_feeds, [](const Tensor& t) { return t.describe(); },
-                    [](const DeviceTensor& t) { return std::string(dtype_name(t.dtype())) + shape_str(t.shape()) + "@gpu"; });
+  return inputs_key(feeds, device_feeds, [](std::string& s, DType dtype, const Shape& shape, bool on_gpu) {
+    s += dtype_name(dtype);  // dtype and shape as Tensor::describe() writes them
+    s += '[';
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (i) s += ',';
+      append_int(s, shape[i]);
+    }
+    s += ']';
+    if (on_gpu) s += "@gpu";
+  });
 }
 
 std::string family_of(const std::unordered_map<std::string, Tensor>& feeds,
                       const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
-  auto rank = [](DType dtype, const Shape& shape) {
-    return std::string(dtype_name(dtype)) + " rank " + std::to_string(shape.size());
-  };
-  return inputs_key(feeds, device_feeds, [&](const Tensor& t) { return rank(t.dtype(), t.shape()); },
-                    [&](const DeviceTensor& t) { return rank(t.dtype(), t.shape()) + " on the GPU"; });
+  return inputs_key(feeds, device_feeds, [](std::string& s, DType dtype, const Shape& shape, bool on_gpu) {
+    s += dtype_name(dtype);
+    s += " rank ";
+    append_int(s, int64_t(shape.size()));
+    if (on_gpu) s += " on the GPU";
+  });
 }
 
 std::shared_ptr<Plan> PlanCache::find(const std::string& signature,

@@ -237,7 +237,7 @@ std::vector<Tensor> Replay::finish_on_host(size_t from) {
     const OutputSource& o = sources[k];
     if (o.slot < 0 || plan_.resident_at(o.slot)) continue;  // a resident buffer is read packed, after
     size_t bytes = gpu_bytes(o.dtype, o.shape, policy_);
-    landing[k].emplace(o.dtype, o.shape, bytes, policy_);
+    landing[k].emplace(o.dtype, o.shape, bytes, policy_, &plan_.landings, k);
     if (bytes) reads.push_back({plan_.slots[size_t(o.slot)].buffer->get(), 0, bytes, landing[k]->dst()});
   }
   finish(from, [](webgpu::CommandBatch&) {}, reads);
@@ -284,7 +284,8 @@ std::vector<DeviceTensor> Replay::finish_on_device(size_t from) {
         batch.copy(slot, 0, st->buffer.get(), 0, (bytes + 3) / 4 * 4);
         if (read_bytes + bytes <= kReadWithRun) {
           read_bytes += bytes;
-          auto& [k, landing] = read_with_run.emplace_back(kept.size(), HostLanding(o.dtype, o.shape, bytes, policy_));
+          auto& [k, landing] = read_with_run.emplace_back(
+              kept.size(), HostLanding(o.dtype, o.shape, bytes, policy_, &plan_.landings, kept.size()));
           reads.push_back({slot, 0, bytes, landing.dst()});
         }
       }

@@ -1,6 +1,7 @@
 #include "onnxgpu/session.h"
 
-#include <set>
+#include <unordered_map>
+#include <utility>
 
 #include "cpu/graph_runner.h"
 #include "ir/graph.h"
@@ -16,6 +17,10 @@ struct Session::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::unique_ptr<runtime::GpuExecutor> gpu;  // null for the CPU reference
   PlanReport cpu_report;
+  // Every graph input by name (the last declaration of a name), and whether a run must feed it (it
+  // has no initializer); how many must.
+  std::unordered_map<std::string, std::pair<const ir::ValueInfo*, bool>> input_decls;
+  size_t required_inputs = 0;
 };
 
 namespace {
@@ -43,57 +48,52 @@ std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options
   for (const auto& v : impl->model.graph.inputs)
     if (!impl->model.graph.is_initializer(v.name)) impl->inputs.push_back(info_of(v));
   for (const auto& v : impl->model.graph.outputs) impl->outputs.push_back(info_of(v));
+  for (const auto& v : impl->model.graph.inputs) impl->input_decls[v.name] = {&v, !impl->model.graph.is_initializer(v.name)};
+  for (const auto& [name, decl] : impl->input_decls) impl->required_inputs += decl.second;
   return impl;
 }
 
-struct FeedInfo {
-  std::string name;
-  DType dtype;
-  Shape shape;
-};
-
-void check_feeds(const ir::Graph& g, const std::vector<FeedInfo>& feeds) {
-  std::set<std::string> given;
-  for (const auto& f : feeds) {
-    const std::string& name = f.name;
-    given.insert(name);
-    const ir::ValueInfo* decl = nullptr;
+// One feed against the model's declaration of it; whether the model requires it.
+bool check_feed(const Session::Impl& impl, const std::string& name, DType dtype, const Shape& shape) {
+  const ir::Graph& g = impl.model.graph;
+  auto it = impl.input_decls.find(name);
+  if (it == impl.input_decls.end()) {
+    std::string known;
     for (const auto& v : g.inputs)
-      if (v.name == name) decl = &v;
-    if (!decl) {
-      std::string known;
-      for (const auto& v : g.inputs)
-        if (!g.is_initializer(v.name)) known += (known.empty() ? "" : ", ") + v.name;
-      throw InvalidArgument("input '" + name + "' is not an input of the model (its inputs: " + known + ")");
-    }
-    if (decl->dtype != DType::Undefined && f.dtype != decl->dtype)
-      throw InvalidArgument("input '" + name + "': expected " + std::string(dtype_onnx_name(decl->dtype)) + ", got " +
-                            std::string(dtype_onnx_name(f.dtype)));
-    if (decl->has_shape) {
-      if (f.shape.size() != decl->dims.size())
-        throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + " (rank " +
-                              std::to_string(decl->dims.size()) + "), got " + shape_str(f.shape));
-      for (size_t i = 0; i < decl->dims.size(); ++i)
-        if (decl->dims[i].concrete() && decl->dims[i].value != f.shape[i])
-          throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + ", got " +
-                                shape_str(f.shape) + " (dimension " + std::to_string(i) + ")");
-    }
+      if (!g.is_initializer(v.name)) known += (known.empty() ? "" : ", ") + v.name;
+    throw InvalidArgument("input '" + name + "' is not an input of the model (its inputs: " + known + ")");
   }
-  for (const auto& v : g.inputs)
-    if (!g.is_initializer(v.name) && !given.count(v.name))
-      throw InvalidArgument("input '" + v.name + "' (" + std::string(dtype_onnx_name(v.dtype)) + v.shape_str() +
-                            ") is required but was not given");
+  const ir::ValueInfo* decl = it->second.first;
+  if (decl->dtype != DType::Undefined && dtype != decl->dtype)
+    throw InvalidArgument("input '" + name + "': expected " + std::string(dtype_onnx_name(decl->dtype)) + ", got " +
+                          std::string(dtype_onnx_name(dtype)));
+  if (decl->has_shape) {
+    if (shape.size() != decl->dims.size())
+      throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + " (rank " +
+                            std::to_string(decl->dims.size()) + "), got " + shape_str(shape));
+    for (size_t i = 0; i < decl->dims.size(); ++i)
+      if (decl->dims[i].concrete() && decl->dims[i].value != shape[i])
+        throw InvalidArgument("input '" + name + "': expected shape " + decl->shape_str() + ", got " + shape_str(shape) +
+                              " (dimension " + std::to_string(i) + ")");
+  }
+  return it->second.second;
 }
 
-std::vector<FeedInfo> feed_infos(const std::unordered_map<std::string, Tensor>& feeds,
-                                 const std::unordered_map<std::string, DeviceTensor>& device_feeds = {}) {
-  std::vector<FeedInfo> r;
-  for (const auto& [n, t] : feeds) r.push_back({n, t.dtype(), t.shape()});
-  for (const auto& [n, t] : device_feeds) {
+// The feeds (host, then device) against the model's inputs: each one declared, of its dtype and shape;
+// none given twice; every required input given.
+void check_feeds(const Session::Impl& impl, const std::unordered_map<std::string, Tensor>& feeds,
+                 const std::unordered_map<std::string, DeviceTensor>& device_feeds = {}) {
+  for (const auto& [n, t] : device_feeds)
     if (feeds.count(n)) throw InvalidArgument("input '" + n + "' is given twice (host and device)");
-    r.push_back({n, t.dtype(), t.shape()});
-  }
-  return r;
+  size_t required = 0;
+  for (const auto& [n, t] : feeds) required += check_feed(impl, n, t.dtype(), t.shape());
+  for (const auto& [n, t] : device_feeds) required += check_feed(impl, n, t.dtype(), t.shape());
+  if (required == impl.required_inputs) return;
+  const ir::Graph& g = impl.model.graph;
+  for (const auto& v : g.inputs)
+    if (!g.is_initializer(v.name) && !feeds.count(v.name) && !device_feeds.count(v.name))
+      throw InvalidArgument("input '" + v.name + "' (" + std::string(dtype_onnx_name(v.dtype)) + v.shape_str() +
+                            ") is required but was not given");
 }
 
 // Each output's dtype against the model's declaration of it (a model that declares int64 and computes
@@ -137,7 +137,7 @@ const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs;
 const SessionOptions& Session::options() const { return impl_->options; }
 
 std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& feeds) {
-  check_feeds(impl_->model.graph, feed_infos(feeds));
+  check_feeds(*impl_, feeds);
   std::vector<Tensor> out =
       impl_->gpu ? impl_->gpu->run(feeds) : cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
   check_outputs(impl_->model.graph, out);
@@ -147,7 +147,7 @@ std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& 
 std::vector<DeviceTensor> Session::run_on_device(const std::unordered_map<std::string, Tensor>& feeds,
                                                  const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   if (!impl_->gpu) throw InvalidArgument("run_on_device (IO binding) needs the webgpu execution provider");
-  check_feeds(impl_->model.graph, feed_infos(feeds, device_feeds));
+  check_feeds(*impl_, feeds, device_feeds);
   std::vector<DeviceTensor> out = impl_->gpu->run_on_device(feeds, device_feeds);
   check_outputs(impl_->model.graph, out);
   return out;

@@ -310,6 +310,47 @@ TEST(RuntimeCapture, SignaturesAreRecordedOnceAndReplayed) {
   EXPECT_EQ(y[0].data<float>()[7], 3.0f);
 }
 
+// The plan report's signature: every input by name, "name:dtype[shape]", "@gpu" for a device feed.
+TEST(RuntimeCapture, TheSignatureNamesEveryInputsDtypeAndShape) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 4}).input("a", DType::Int64, {-1});
+  b.node("Relu", {"x"}, {"y"});
+  b.node("Identity", {"a"}, {"z"});
+  b.output("y", DType::Float32).output("z", DType::Int64);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  auto out = g.run_on_device({{"x", Tensor(DType::Float32, {2, 4})}, {"a", Tensor(DType::Int64, {3})}});
+  EXPECT_EQ(g.last_plan().signature, "a:int64[3] x:float32[2,4]");
+  g.run_on_device({{"a", Tensor(DType::Int64, {1000})}}, {{"x", out.at(0)}});
+  EXPECT_EQ(g.last_plan().signature, "a:int64[1000] x:float32[2,4]@gpu");
+}
+
+// Outputs read back every run land in host memory that the next runs use again once the caller has let
+// go of the tensor on it; a tensor the caller holds keeps its values.
+TEST(RuntimeCapture, OutputsLandInHostMemoryUsedAgainOnceReleased) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {4});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  auto feed = [](float v) { return std::unordered_map<std::string, Tensor>{{"x", Tensor::from_vector<float>({4}, {v, v, v, v})}}; };
+  Tensor first = g.run(feed(1.0f))[0];
+  Tensor second = g.run(feed(2.0f))[0];  // `first` is held: elsewhere
+  EXPECT_NE(first.data<float>(), second.data<float>());
+  const float* where = second.data<float>();
+  second = Tensor();
+  auto decoy = std::make_unique<std::byte[]>(4 * sizeof(float));  // would take memory freed just now
+  Tensor third = g.run(feed(3.0f))[0];  // `second` let go: its memory
+  EXPECT_EQ(third.data<float>(), where);
+  EXPECT_EQ(third.data<float>()[3], 3.0f);
+  EXPECT_EQ(first.data<float>()[3], 1.0f);
+  Tensor fourth = g.run_on_device(feed(4.0f)).at(0).to_host();  // read with the run, the same way
+  EXPECT_NE(fourth.data<float>(), third.data<float>());
+  EXPECT_EQ(fourth.data<float>()[0], 4.0f);
+  EXPECT_EQ(third.data<float>()[0], 3.0f);
+}
+
 TEST(RuntimeErrors, WrongDtypeShapeAndMissingInputsAreClear) {
   ModelBuilder b;
   b.input("ids", DType::Int64, {-1, 8});
