@@ -477,8 +477,6 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
                     const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   webgpu::Device& dev = *plan_.device;
   const Int64Policy& policy = options_.int64;
-  std::vector<const Recalled*> recalled(rec_.kernels.size(), nullptr);
-  for (const Recalled& r : kernels_) recalled[r.n] = &r;
   // Recorded folded value -> this refresh's, sorted for lookups.
   std::vector<std::pair<const Tensor*, const Tensor*>> fresh = replaced_;
   std::sort(fresh.begin(), fresh.end());
@@ -486,12 +484,10 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     auto f = std::lower_bound(fresh.begin(), fresh.end(), std::pair<const Tensor*, const Tensor*>{recorded, nullptr});
     return f != fresh.end() && f->first == recorded ? f->second : nullptr;
   };
-  auto now_of = [&](const Tensor* recorded) {
-    const Tensor* f = fresh_of(recorded);
-    return f ? f : recorded;
-  };
 
-  // What each buffer must hold now: the most any value it serves needs.
+  // What each buffer must hold now: the most any value it serves needs. Only the values this refresh
+  // gave other sizes can need more than a buffer holds (capacities only grow): the inputs, the kernels
+  // called again, the folded values computed anew.
   std::vector<uint64_t> need(plan_.slots.size(), 0);
   auto needs = [&](int slot, DType dtype, const Shape& shape) {
     if (slot >= 0) need[size_t(slot)] = std::max(need[size_t(slot)], gpu_bytes(dtype, shape, policy));
@@ -501,11 +497,10 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     if (h != feeds.end()) needs(slot, h->second.dtype(), h->second.shape());
     else needs(slot, device_feeds.at(name).dtype(), device_feeds.at(name).shape());
   }
-  for (size_t n = 0; n < rec_.kernels.size(); ++n) {
-    const KernelRecord& k = rec_.kernels[n];
-    if (!k.ok) continue;
-    const auto& results = recalled[n] ? recalled[n]->outputs() : k.results;
-    const auto& temps = recalled[n] ? recalled[n]->temporaries() : k.temps;
+  for (const Recalled& r : kernels_) {
+    const KernelRecord& k = rec_.kernels[r.n];
+    const auto& results = r.outputs();
+    const auto& temps = r.temporaries();
     for (size_t i = 0; i < k.out_slots.size(); ++i)
       if (results[i].alias_of < 0) needs(k.out_slots[i], results[i].dtype, results[i].shape);
     for (size_t t = 0; t < temps.size(); ++t) needs(k.temp_slots[t], temps[t].dtype, temps[t].shape);
@@ -514,7 +509,8 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
       needs(k.temp_slots[temps.size() + u], o.dtype, o.shape);
     }
   }
-  for (const auto& [slot, t] : rec_.constant_uploads) needs(slot, t->dtype(), now_of(t)->shape());
+  for (const auto& [slot, t] : rec_.constant_uploads)
+    if (const Tensor* f = fresh_of(t)) needs(slot, t->dtype(), f->shape());
   const uint64_t max_binding = dev.limits().max_storage_buffer_binding_size;
   std::map<int, webgpu::Buffer> regrown;
   for (size_t s = 0; s < need.size(); ++s) {
@@ -593,16 +589,24 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     p.outputs[k].shape = rec.values[size_t(id->second)].shape;
   }
 
-  // The report: the input dims that took other sizes, the nodes whose kernel choice is guarded.
-  std::set<std::string> dims(p.report.symbolic_dims.begin(), p.report.symbolic_dims.end());
+  // The report: the input dims that took other sizes (kept sorted; most refreshes find none new), the
+  // nodes whose kernel choice is guarded.
+  std::vector<std::string>& dims = p.report.symbolic_dims;
+  const size_t known = dims.size();
   auto note_dims = [&](const std::string& name, const Shape& shape) {
     const Shape& first = p.input_shapes.at(name);
-    for (size_t d = 0; d < shape.size() && d < first.size(); ++d)
-      if (shape[d] != first[d]) dims.insert(name + "[" + std::to_string(d) + "]");
+    for (size_t d = 0; d < shape.size() && d < first.size(); ++d) {
+      if (shape[d] == first[d]) continue;
+      std::string dim = name + "[" + std::to_string(d) + "]";
+      if (!std::binary_search(dims.begin(), dims.begin() + std::ptrdiff_t(known), dim)) dims.push_back(std::move(dim));
+    }
   };
   for (const auto& [name, t] : feeds) note_dims(name, t.shape());
   for (const auto& [name, t] : device_feeds) note_dims(name, t.shape());
-  p.report.symbolic_dims.assign(dims.begin(), dims.end());
+  if (dims.size() > known) {
+    std::sort(dims.begin(), dims.end());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  }
   rec.guarded.resize(rec.kernels.size(), 0);
   std::vector<std::string> fresh_guards;
   for (size_t n : guarded_)
