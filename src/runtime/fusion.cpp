@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 
+#include "core/switches.h"
 #include "ir/fused_expr.h"
 #include "ops/broadcast.h"
 #include "ops/reduce.h"
@@ -147,7 +148,7 @@ std::vector<size_t> Fusion::chain_nodes(size_t head) const {
 // Softmax(e(MatMul(Q, K))) read only by MatMul(., V), e an elementwise group or node (or nothing)
 // that alone reads the score product. ($ONNXGPU_ATTENTION=0: none, for measuring what it buys.)
 void Fusion::find_attention() {
-  if (const char* e = std::getenv("ONNXGPU_ATTENTION"); e && std::string(e) == "0") return;
+  if (!switched_on("ONNXGPU_ATTENTION")) return;
   auto product = [&](size_t n) {
     const ir::Node& m = g_.nodes[n];
     return plain(m, "MatMul") && m.inputs.size() == 2 && m.outputs.size() == 1 && !m.outputs[0].empty() &&
@@ -388,7 +389,7 @@ std::optional<FusedGroup> Fusion::sibling_group(size_t i) const {
 // from outside are constant scalars and the products of exactly two MatMulNBits that only it reads, over
 // one A with the same sizes. ($ONNXGPU_NBITS_PAIRS=0: none, for measuring what they buy.)
 void Fusion::find_nbits_pairs() {
-  if (const char* e = std::getenv("ONNXGPU_NBITS_PAIRS"); e && std::string(e) == "0") return;
+  if (!switched_on("ONNXGPU_NBITS_PAIRS")) return;
   auto nbits = [&](size_t n) {
     const ir::Node& m = g_.nodes[n];
     return m.op_type == "MatMulNBits" && m.domain == ir::kMsDomain && m.inputs.size() >= 3 && m.inputs.size() <= 6 &&
@@ -480,7 +481,7 @@ bool Fusion::read(const std::string& value) const {
 // and whose statistics outputs nothing reads. ($ONNXGPU_NORM_PROLOGUE=0: none, for measuring what it
 // buys.)
 void Fusion::find_norm_prologues() {
-  if (const char* e = std::getenv("ONNXGPU_NORM_PROLOGUE"); e && std::string(e) == "0") return;
+  if (!switched_on("ONNXGPU_NORM_PROLOGUE")) return;
   auto product = [&](size_t n, const std::string& a) {
     const ir::Node& m = g_.nodes[n];
     if (m.op_type != "MatMulNBits" || m.domain != ir::kMsDomain || m.inputs.size() < 3 || m.inputs.size() > 6 ||
@@ -765,7 +766,7 @@ std::optional<size_t> Fusion::only_consumer(const std::string& value) const {
 // scalars' ranks, x's dtype, the weight) is checked at plan time (rms_norm_group).
 // ($ONNXGPU_RMS_FUSION=0: none, for measuring what it buys.)
 void Fusion::find_rms_norms() {
-  if (const char* e = std::getenv("ONNXGPU_RMS_FUSION"); e && std::string(e) == "0") return;
+  if (!switched_on("ONNXGPU_RMS_FUSION")) return;
   constexpr size_t kAnyRank = 64;
   auto node = [&](size_t n, const char* op, size_t inputs) {
     const ir::Node& m = g_.nodes[n];
@@ -1105,10 +1106,7 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
     split_into_parts(f, *j, out, facts);
   }
   // ($ONNXGPU_EPILOGUE_ACTIVATION=0 keeps activations out of the epilogue, for measuring what it buys.)
-  static const bool activations = [] {
-    const char* e = std::getenv("ONNXGPU_EPILOGUE_ACTIVATION");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool activations = switched_on("ONNXGPU_EPILOGUE_ACTIVATION");
   // (float32 only: the fused elementwise kernel, which the group would otherwise be, is float32 too.)
   if (activations && dtype[0] == DType::Float32 && f.node.outputs.size() == 1 && !f.node.attrs.count("perm_y")) {
     size_t ra = shape[0].size(), rb = shape[1].size();  // the product's rank (numpy matmul)
@@ -1194,10 +1192,7 @@ bool Fusion::split_into_parts(FusedGroup& f, size_t split, const Shape& out, con
 // Conv [-> BatchNormalization] [-> an elementwise expression] [-> a pool]: see fusion.h.
 // ($ONNXGPU_CONV_FUSION=0: none, for measuring what it buys.)
 std::optional<FusedGroup> Fusion::conv_group(size_t i, const Lookup& facts) const {
-  static const bool on = [] {
-    const char* e = std::getenv("ONNXGPU_CONV_FUSION");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = switched_on("ONNXGPU_CONV_FUSION");
   const ir::Node& cv = g_.nodes[i];
   if (!on || !plain(cv, "Conv") || cv.inputs.size() < 2 || cv.inputs.size() > 3 || cv.outputs.size() != 1 ||
       cv.outputs[0].empty() || cv.inputs[0].empty() || cv.inputs[1].empty())
@@ -1290,10 +1285,7 @@ bool Fusion::fold_batch_norm(FusedGroup& f, size_t conv) const {
 // of a row per invocation, so those are whole windows; a larger one (3 x 3) stays a Pool of its own rather
 // than take the slower kernels. ($ONNXGPU_CONV_POOL=0: none, for measuring what it buys.)
 bool Fusion::absorb_pool(FusedGroup& f, const Shape& out) const {
-  static const bool on = [] {
-    const char* e = std::getenv("ONNXGPU_CONV_POOL");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = switched_on("ONNXGPU_CONV_POOL");
   if (!on || out.size() != 4) return false;
   const std::string value = f.node.outputs[0];
   auto j = only_consumer(value);

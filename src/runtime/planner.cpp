@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/switches.h"
 #include "cpu/graph_runner.h"
 #include "ops/layout.h"
 #include "runtime/gpu_values.h"
@@ -403,7 +404,7 @@ void Planner::note_value_keys(const ir::Node& node, const webgpu::GpuKernelConte
 // and no graph output, the kernel's dispatches still in the open segment (not yet recorded).
 // $ONNXGPU_ROWS_IN_PLACE=0: never (the Concat copies them; for measuring on a device).
 std::optional<Planner::RowsProducer> Planner::rows_producer(const std::string& rows) const {
-  if (const char* e = std::getenv("ONNXGPU_ROWS_IN_PLACE"); e && std::string(e) == "0") return std::nullopt;
+  if (!switched_on("ONNXGPU_ROWS_IN_PLACE")) return std::nullopt;
   std::string v = rows;
   for (;;) {
     auto r = readers_.find(v);

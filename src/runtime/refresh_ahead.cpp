@@ -1,3 +1,4 @@
+#include "core/switches.h"
 #include "runtime/refresh_ahead.h"
 
 #include <algorithm>
@@ -109,10 +110,7 @@ void HostWorker::loop() {
 }
 
 bool refreshing_ahead() {
-  static const bool on = [] {
-    const char* e = std::getenv("ONNXGPU_REFRESH_AHEAD");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = switched_on("ONNXGPU_REFRESH_AHEAD");
   return on;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "core/switches.h"
 #include "cpu/graph_runner.h"
 #include "runtime/gpu_values.h"
 #include "runtime/shared_device.h"
@@ -15,12 +16,6 @@ namespace {
 
 constexpr size_t kFirstChunk = 8;  // dispatches of a segment's first submit
 constexpr uint64_t kReadWithRun = 4 << 20;  // run_on_device: output bytes read back with the run
-
-// A measuring switch: on unless $var is "0" (each caller reads it once).
-bool switched_on(const char* var) {
-  const char* e = std::getenv(var);
-  return !(e && std::string(e) == "0");
-}
 
 // $ONNXGPU_CHUNKED_SUBMITS=0 submits each segment at once (for measuring what chunking buys).
 bool chunked_submits() {

@@ -38,6 +38,7 @@
 #include <optional>
 
 #include "ops/broadcast.h"
+#include "core/switches.h"
 #include "ops/conv.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/conv_util.h"
@@ -353,10 +354,7 @@ std::optional<ConvTile> choose_tile(const Limits& limits, const ConvGeom& g) {
   }
   ConvTile t{g.Mg <= 32 ? 32u : 64u, g.cols <= 32 ? 32u : 64u};
   uint64_t wgs = uint64_t((g.cols + t.tn - 1) / t.tn) * uint64_t((g.Mg + t.tm - 1) / t.tm) * uint64_t(g.group);
-  static const bool small_grid = [] {
-    const char* e = std::getenv("ONNXGPU_CONV_SMALL_GRID");  // "0": keep the larger tile (measuring)
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool small_grid = switched_on("ONNXGPU_CONV_SMALL_GRID");  // "0": keep the larger tile
   if (wgs < 128 && small_grid) t = {32, 32};
   order.push_back(t);
   order.push_back({32, 32});
