@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Host time of an in-line refresh (a run whose input sizes changed only in a plan family's symbolic dims,
+refreshed on the run's own path) on a device: decode loops (`onnxgpu decode`, 201 steps from past 128) with
+$ONNXGPU_REFRESH_AHEAD=0, so that every step refreshes its plan in line, beside the default (refreshed ahead,
+during the step before's wait). Prints per model and round the ms per step, the median plan_ms of steps 3..N
+(the in-line refresh) with its 10th and 90th percentiles, and the refresh ahead's mean time on the worker.
+
+  bench/compare --make-bundle --size full --models gpt2_kv,llama_kv        # bench/.carry
+  run, carry bench/.carry:  cd bench && python3 inline_refresh.py .carry gpt2_kv,llama_kv [ROUNDS]
+"""
+import json, os, shutil, statistics, subprocess, sys
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import compare, make_models
+
+bundle, models = sys.argv[1], sys.argv[2].split(",")
+rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+og, _, lib_dirs, skel = compare.unpack_bundle(bundle)
+dst = os.path.join(make_models.DEFAULT_ROOT, "skel")
+for size in os.listdir(skel):
+    shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+make_models.inflate("full", make_models.DEFAULT_ROOT, names=models)
+env0 = compare.vulkan_env(lib_dirs)
+for rnd in range(rounds):
+    for m in models:
+        for name, extra in (("ahead", {}), ("inline", {"ONNXGPU_REFRESH_AHEAD": "0"})):
+            p = subprocess.run([og, "decode", os.path.join(make_models.DEFAULT_ROOT, "full", m + ".onnx"), "--ep", "webgpu",
+                                "--capture", "--steps", "201", "--past-start", "128", "--json"],
+                               env=dict(env0, **extra), capture_output=True, text=True)
+            try:
+                dl = json.loads(p.stdout)["decode_loop"]
+            except ValueError:
+                print(m, name, "failed", p.stderr[-500:], flush=True)
+                continue
+            pm = sorted(dl["plan_ms"][2:])
+            print(f"r{rnd} {m:9s} {name:6s} ms/step {dl['ms_per_step']['median']:.3f}  plan_ms median "
+                  f"{statistics.median(pm):.3f} p10 {pm[len(pm) // 10]:.3f} p90 {pm[9 * len(pm) // 10]:.3f}  "
+                  f"refresh ahead mean {dl.get('refresh_ahead_ms_per_step_mean', 0):.3f}", flush=True)
