@@ -181,6 +181,14 @@ def unpack_bundle(bundle_dir):
     return os.path.join(dest, "onnxgpu"), os.path.join(dest, "ort_peer"), lib_dirs, skel
 
 
+def install_skeletons(skel, models_root):
+    """Device machine: the bundle's model skeletons (unpack_bundle's `skel`) into models_root/skel, every size."""
+    dst = os.path.join(models_root, "skel")
+    os.makedirs(dst, exist_ok=True)
+    for size in os.listdir(skel):
+        shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+
+
 def have_lib(name):
     try:
         out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
@@ -1024,10 +1032,7 @@ def main():
     if a.bundle:
         bundle_info = json.load(open(os.path.join(a.bundle, "info.json")))
         a.onnxgpu, a.peer, lib_dirs, skel = unpack_bundle(a.bundle)
-        dst = os.path.join(a.models_root, "skel")
-        os.makedirs(dst, exist_ok=True)
-        for size in os.listdir(skel):
-            shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+        install_skeletons(skel, a.models_root)
     elif not a.peer:
         a.peer = ensure_peer()
     if not os.path.exists(a.onnxgpu):

@@ -330,11 +330,7 @@ def main():
     if a.bundle:
         bundle_info = json.load(open(os.path.join(a.bundle, "info.json")))
         a.onnxgpu, a.peer, lib_dirs, skel = compare.unpack_bundle(a.bundle)
-        import shutil
-        dst = os.path.join(a.models_root, "skel")
-        os.makedirs(dst, exist_ok=True)
-        for size in os.listdir(skel):
-            shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+        compare.install_skeletons(skel, a.models_root)
     elif not a.peer:
         a.peer = compare.ensure_peer()
     if not os.path.exists(a.onnxgpu):

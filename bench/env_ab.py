@@ -9,7 +9,7 @@ model's variants alternating within a round, so that a knob's effect is read sid
 VARIANTS: 'NAME=VAR=value,VAR2=value;NAME2=' (the environment variables of each variant, comma-separated; none:
 the defaults). Prints one line per run: latency median, the host part and the time blocked on the GPU (ms).
 """
-import json, os, shutil, subprocess, sys
+import json, os, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare, make_models
@@ -21,9 +21,7 @@ variants = []
 for item in variants_text.split(";"):
     name, _, kv = item.partition("=")
     variants.append((name, kv))
-dst = os.path.join(make_models.DEFAULT_ROOT, "skel")
-for size in os.listdir(skel):
-    shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+compare.install_skeletons(skel, make_models.DEFAULT_ROOT)
 files = sorted({make_models.case_model(m) for m in models})  # bert_b2 is a case of bert.onnx
 make_models.inflate("full", make_models.DEFAULT_ROOT, names=files)
 make_models.make_inputs("full", "h200", make_models.DEFAULT_ROOT, names=files)

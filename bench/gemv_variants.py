@@ -14,7 +14,7 @@ VARIANTS: 'NAME=VALUE;...', VALUE the $ONNXGPU_GEMV of that variant ("" the defa
 Environment: DEADLINE (s, 250), ROUNDS (gpt2_kv decode rounds, 2), PROFILE_ROUNDS (1), LLAMA (1) and
 LLAMA_ROUNDS (1), STEPS (300), PROFILE_RUNS (10); SIZE=tiny MICRO_SCALE=16 for a try on SwiftShader.
 """
-import json, os, shutil, subprocess, sys, time
+import json, os, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -50,10 +50,7 @@ for item in variants_text.split(";"):
         variants.append((name.strip(), val.strip()))
 
 onnxgpu, _, lib_dirs, skel = compare.unpack_bundle(carry)
-dst = os.path.join(make_models.DEFAULT_ROOT, "skel")
-os.makedirs(dst, exist_ok=True)
-for size in os.listdir(skel):
-    shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+compare.install_skeletons(skel, make_models.DEFAULT_ROOT)
 make_models.inflate(SIZE, make_models.DEFAULT_ROOT, names=["gpt2_kv"])
 make_models.make_inputs(SIZE, "h200", make_models.DEFAULT_ROOT, names=["gpt2_kv"])
 env0 = compare.vulkan_env(lib_dirs)

@@ -8,7 +8,7 @@ during the step before's wait). Prints per model and round the ms per step, the 
   bench/compare --make-bundle --size full --models gpt2_kv,llama_kv        # bench/.carry
   run, carry bench/.carry:  cd bench && python3 inline_refresh.py .carry gpt2_kv,llama_kv [ROUNDS]
 """
-import json, os, shutil, statistics, subprocess, sys
+import json, os, statistics, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare, make_models
@@ -16,9 +16,7 @@ import compare, make_models
 bundle, models = sys.argv[1], sys.argv[2].split(",")
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 og, _, lib_dirs, skel = compare.unpack_bundle(bundle)
-dst = os.path.join(make_models.DEFAULT_ROOT, "skel")
-for size in os.listdir(skel):
-    shutil.copytree(os.path.join(skel, size), os.path.join(dst, size), dirs_exist_ok=True)
+compare.install_skeletons(skel, make_models.DEFAULT_ROOT)
 make_models.inflate("full", make_models.DEFAULT_ROOT, names=models)
 env0 = compare.vulkan_env(lib_dirs)
 for rnd in range(rounds):

@@ -55,12 +55,10 @@ std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options
 
 // One feed against the model's declaration of it; whether the model requires it.
 bool check_feed(const Session::Impl& impl, const std::string& name, DType dtype, const Shape& shape) {
-  const ir::Graph& g = impl.model.graph;
   auto it = impl.input_decls.find(name);
   if (it == impl.input_decls.end()) {
     std::string known;
-    for (const auto& v : g.inputs)
-      if (!g.is_initializer(v.name)) known += (known.empty() ? "" : ", ") + v.name;
+    for (const TensorInfo& t : impl.inputs) known += (known.empty() ? "" : ", ") + t.name;
     throw InvalidArgument("input '" + name + "' is not an input of the model (its inputs: " + known + ")");
   }
   const ir::ValueInfo* decl = it->second.first;
