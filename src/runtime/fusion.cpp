@@ -13,6 +13,7 @@
 #include "ops/split.h"
 #include "ops/window.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/matmul.h"
 
 namespace onnxgpu::runtime {
 
@@ -884,14 +885,18 @@ void Fusion::find_rms_norms() {
 
 // The RMS norm whose last node is i (find_rms_norms): the fused SimplifiedLayerNormalization node
 // (inputs the rows and the weight or "", attributes axis -1 and epsilon), when x is float32 rows, the
-// ReduceMean takes their last axis alone and no scalar of the chain is of higher rank than x.
-std::optional<FusedGroup> Fusion::rms_norm_group(size_t i, const Lookup& facts) const {
+// ReduceMean takes their last axis alone and no scalar of the chain is of higher rank than x. `x_rank`
+// (not 0): x is float32 rows of that rank not computed yet (a product's result, absorb_post_norm).
+std::optional<FusedGroup> Fusion::rms_norm_group(size_t i, const Lookup& facts, size_t x_rank) const {
   auto it = rms_norms_.find(i);
   if (it == rms_norms_.end()) return std::nullopt;
   const RmsNorm& c = it->second;
-  const ValueFacts* x = facts(c.x, Read::Kind);
-  if (!x || x->dtype != DType::Float32 || x->shape.empty()) return std::nullopt;
-  const size_t rank = x->shape.size();
+  size_t rank = x_rank;
+  if (!rank) {
+    const ValueFacts* x = facts(c.x, Read::Kind);
+    if (!x || x->dtype != DType::Float32 || x->shape.empty()) return std::nullopt;
+    rank = x->shape.size();
+  }
   const ir::Node& rm = g_.nodes[c.reduce];
   std::vector<bool> axes;
   try {
@@ -1113,9 +1118,90 @@ std::optional<FusedGroup> Fusion::matmul_group(size_t i, const Lookup& facts, co
     size_t rank = std::max(ra >= 2 ? ra - 2 : 0, rb >= 2 ? rb - 2 : 0) + (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0);
     absorb_activation(f, rank);
   }
+  if (a.empty() && dtype[0] == DType::Float32 && f.node.outputs.size() == 1 && !f.node.attrs.count("perm_y") &&
+      !f.node.attrs.count("split") && shape[0].size() >= 2 && shape[1].size() == 2) {
+    Shape out(shape[0].begin(), shape[0].end() - 1);
+    out.push_back(shape[1][1]);
+    absorb_post_norm(f, out, facts);
+  }
   if (f.members.empty() && a.empty()) return std::nullopt;  // a plain MatMul
   std::sort(f.members.begin(), f.members.end());
   return f;
+}
+
+// The normalization that reads the group's result h (of shape `out`) joins it as its post-normalization
+// (see fusion.h): inputs padded to six, then the scale and the shift ("" when none); attributes
+// "post_norm" (the normalization) and "post_norm.epsilon"; outputs h, when anything else reads it, and
+// the normalized rows.
+bool Fusion::absorb_post_norm(FusedGroup& f, const Shape& out, const Lookup& facts) const {
+  static const bool on = switched_on("ONNXGPU_POST_NORM");
+  const std::string h = f.node.outputs[0];
+  auto readers = consumers_.find(h);
+  if (!on || h.empty() || out.empty() || readers == consumers_.end()) return false;
+  const int64_t n = out.back(), rank = int64_t(out.size());
+  const int64_t rows = n > 0 ? shape_numel(out) / n : 0;
+  auto row_of_n = [&](const std::string& v) {
+    const ValueFacts* c = facts(v, Read::All);
+    return c && c->dtype == DType::Float32 && !c->shape.empty() && c->shape.back() == n && shape_numel(c->shape) == n;
+  };
+  std::vector<size_t> members;  // the normalization's nodes
+  std::string op, y, scale, shift;
+  float epsilon = 1e-5f;
+  for (size_t r : readers->second) {
+    const ir::Node& ln = g_.nodes[r];
+    if (plain(ln, "LayerNormalization") && ln.inputs.size() >= 2 && ln.inputs.size() <= 3 && ln.inputs[0] == h &&
+        !ln.inputs[1].empty() && !ln.outputs.empty() && !ln.outputs[0].empty() && !root_of_.count(r)) {
+      int64_t axis = ln.attr_int("axis", -1);
+      if (axis < 0) axis += rank;
+      const bool stats_read = (ln.outputs.size() > 1 && read(ln.outputs[1])) || (ln.outputs.size() > 2 && read(ln.outputs[2]));
+      const std::string b = ln.inputs.size() > 2 ? ln.inputs[2] : "";
+      // (A prologue of the product that reads Y serves few rows better: no dispatch of its own.)
+      const bool prologue = norm_prologues_.count(r) && rows <= int64_t(webgpu::products::kGemvMaxRows);
+      if (stats_read || axis != rank - 1 || ln.attr_int("stash_type", 1) != 1 || prologue || !row_of_n(ln.inputs[1]) ||
+          (!b.empty() && !row_of_n(b)))
+        continue;
+      op = "LayerNormalization";
+      y = ln.outputs[0];
+      scale = ln.inputs[1];
+      shift = b;
+      epsilon = ln.attr_float("epsilon", 1e-5f);
+      members = {r};
+      break;
+    }
+    // An RMS norm in plain ops whose rows are h: its group (rms_norm_group's checks), its nodes members.
+    auto last = root_of_.find(r);
+    if (last == root_of_.end()) continue;
+    auto c = rms_norms_.find(last->second);
+    if (c == rms_norms_.end() || c->second.x != h || (!c->second.weight.empty() && !row_of_n(c->second.weight))) continue;
+    std::optional<FusedGroup> g = rms_norm_group(last->second, facts, out.size());
+    if (!g) continue;
+    op = "SimplifiedLayerNormalization";
+    y = g->node.outputs[0];
+    scale = c->second.weight;
+    epsilon = g->node.attr_float("epsilon", 1e-5f);
+    members = g->members;
+    members.push_back(last->second);
+    break;
+  }
+  if (members.empty()) return false;
+  bool kept = graph_outputs_.count(h) != 0;  // h read elsewhere too: stored as well
+  for (size_t r : readers->second)
+    if (std::find(members.begin(), members.end(), r) == members.end()) kept = true;
+  f.node.inputs.resize(6);  // (inputs 4 and 5: a normalization prologue's, none here)
+  f.node.inputs.push_back(scale);
+  f.node.inputs.push_back(shift);
+  ir::Attribute norm;
+  norm.kind = ir::Attribute::Kind::String;
+  norm.s = op;
+  f.node.attrs["post_norm"] = norm;
+  ir::Attribute eps;
+  eps.kind = ir::Attribute::Kind::Float;
+  eps.f = epsilon;
+  f.node.attrs["post_norm.epsilon"] = eps;
+  f.node.outputs = kept ? std::vector<std::string>{h, y} : std::vector<std::string>{y};
+  f.node.name += "+" + g_.nodes[*std::max_element(members.begin(), members.end())].name;
+  f.members.insert(f.members.end(), members.begin(), members.end());
+  return true;
 }
 
 // Node `split` reads the product (of shape `out`) alone: when it splits the last axis, the product

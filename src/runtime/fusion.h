@@ -9,8 +9,17 @@
 //               last axis (attention's q, k, v from one QKV product) is done by writing each column
 //               into its part; an elementwise group or lone elementwise node that alone reads the
 //               result and otherwise only constant scalars (GELU after the bias, T5's Relu) is applied
-//               in the epilogue. Placed at the
-//               MatMul; the Adds, the output Transpose, the Split and the group are skipped.
+//               in the epilogue. Then a normalization that reads that result h over its last axis
+//               (float32; B 2-D) joins as the group's post-normalization: a LayerNormalization (ai.onnx, its
+//               Mean and InvStdDev unread, scale and B one row each) or an RMS norm in plain ops (below)
+//               whose rows are h. Split-K's summing pass normalizes the rows it sums (BERT's norms after
+//               each block take no dispatch of their own); an unsplit product is followed by a row pass of
+//               its kernel. h is stored too where anything else reads it (a pre-norm block's residual
+//               stream): outputs h and the normalized rows. Not a LayerNormalization that is the
+//               normalization prologue of the product reading it (below) when the rows are few enough
+//               for the one-row kernels ($ONNXGPU_POST_NORM=0: no post-normalizations). Placed at the
+//               MatMul; the Adds, the output Transpose, the Split, the group and the normalization are
+//               skipped.
 //   Siblings    MatMuls that read the same A with constant 2-D Bs of the same K (attention's q, k, v
 //               projections), each with its constant bias Add or none: one product with the Bs (and
 //               biases) side by side, written into the siblings' outputs as parts. Placed at the
@@ -65,8 +74,9 @@
 //               but the last read only inside the chain. One kernel: the SimplifiedLayerNormalization
 //               kernel (normalization.cpp; axis -1, epsilon eps, the weight or no scale). Placed at
 //               the last node, the others deferred to it (run one by one when the kernel cannot).
-//               Found before the elementwise groups, which then never take its nodes. Not (yet) a
-//               normalization prologue of the products that read it: where a prologue kernel refuses
+//               Found before the elementwise groups, which then never take its nodes. It joins the
+//               product whose result it normalizes (the MatMul group's post-normalization, above). Not
+//               (yet) a normalization prologue of the products that read it: where a prologue kernel refuses
 //               (a prompt's rows) the chain would run node by node, a node having one fusion decision;
 //               it would take a second decision at the node (prologue, else this group) that refresh
 //               replays, plus gemv.cpp's prologue uncentered and with an optional scale.
@@ -157,6 +167,7 @@ class Fusion {
 
   bool split_into_parts(FusedGroup& f, size_t split, const Shape& out, const Lookup& facts) const;
   bool absorb_activation(FusedGroup& f, size_t rank) const;
+  bool absorb_post_norm(FusedGroup& f, const Shape& out, const Lookup& facts) const;
   void find_siblings();
   std::optional<FusedGroup> sibling_group(size_t i) const;
   void find_nbits_pairs();
@@ -166,7 +177,7 @@ class Fusion {
   std::optional<FusedGroup> norm_group(size_t i, const Lookup& facts) const;
   void find_layer_norm_prologues();
   void find_rms_norms();
-  std::optional<FusedGroup> rms_norm_group(size_t i, const Lookup& facts) const;
+  std::optional<FusedGroup> rms_norm_group(size_t i, const Lookup& facts, size_t x_rank = 0) const;
   bool lone_elementwise(size_t n) const;
   std::optional<FusedGroup> layer_norm_group(size_t i, size_t j, const Lookup& facts) const;
   bool read(const std::string& value) const;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "model_builder.h"
 #include "one_node.h"
@@ -661,6 +662,82 @@ TEST(RuntimeFusion, ResidualAddWithoutBiasJoinsTheMatMulEpilogue) {
         EXPECT_EQ(g.last_plan().fused_nodes, 2);
         EXPECT_EQ(g.last_plan().gpu_nodes, 2);
       }
+}
+
+// A normalization that reads a product's result joins the product's group (post-normalization): BERT's
+// LayerNormalization of x + (x W + b), and a pre-norm block's (h = x + x W, read by the normalization and
+// by the residual after it: h is stored too) LayerNormalization or RMS norm in plain ops. Rows of 1 (the
+// one-row kernel), 6 and 3 with a K long enough to split (the summing pass normalizes), and widths past
+// the row kernel's registers; recorded and replayed equal to the CPU.
+TEST(RuntimeFusion, ANormalizationOfTheProductJoinsItsGroup) {
+  SKIP_WITHOUT_GPU();
+  enum class Form { PostLayerNorm, PreLayerNorm, PreRms };
+  for (Form form : {Form::PostLayerNorm, Form::PreLayerNorm, Form::PreRms})
+    for (auto [k, n, rows] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{6, 6, 1}, {6, 6, 6}, {1024, 1024, 3}, {40, 1100, 6}}) {
+      const bool residual = k == n;
+      SCOPED_TRACE("form " + std::to_string(int(form)) + " k " + std::to_string(k) + " n " + std::to_string(n) + " rows " +
+                   std::to_string(rows));
+      ModelBuilder b(18);
+      b.input("x", DType::Float32, {-1, -1, k}).output("y", DType::Float32);
+      std::vector<float> w(static_cast<size_t>(k * n)), c(static_cast<size_t>(n)), g(static_cast<size_t>(n)), sh(static_cast<size_t>(n));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * float(int(i % 13) - 6);
+      for (size_t i = 0; i < c.size(); ++i) c[i] = 0.25f * float(int(i % 5) - 2);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = 0.5f + 0.05f * float(int(i % 9) - 4);
+      for (size_t i = 0; i < sh.size(); ++i) sh[i] = 0.1f * float(int(i % 7) - 3);
+      b.initializer("w", Tensor::from_vector<float>({k, n}, w));
+      b.initializer("c", Tensor::from_vector<float>({n}, c));
+      b.initializer("g", Tensor::from_vector<float>({n}, g));
+      b.initializer("sh", Tensor::from_vector<float>({n}, sh));
+      b.node("MatMul", {"x", "w"}, {"p"});
+      b.node("Add", {"p", "c"}, {"pb"});
+      std::string h = "pb";
+      if (residual) {
+        b.node("Add", {"x", "pb"}, {"h"});
+        h = "h";
+      }
+      int fused = residual ? 4 : 3;
+      if (form == Form::PreRms) {
+        b.initializer("two", Tensor::scalar<float>(2.0f));
+        b.initializer("eps", Tensor::scalar<float>(1e-5f));
+        b.initializer("axes", Tensor::from_vector<int64_t>({1}, {-1}));
+        b.node("Pow", {h, "two"}, {"sq"});
+        b.node("ReduceMean", {"sq", "axes"}, {"ms"});
+        b.node("Add", {"ms", "eps"}, {"var"});
+        b.node("Sqrt", {"var"}, {"root"});
+        b.node("Div", {h, "root"}, {"nrm"});
+        b.node("Mul", {"nrm", "g"}, {"normed"});
+        fused += 5;
+      } else {
+        b.node("LayerNormalization", {h, "g", "sh"}, {"normed"});
+      }
+      if (form == Form::PostLayerNorm) {
+        b.node("Identity", {"normed"}, {"y"});
+      } else {
+        b.node("Add", {h, "normed"}, {"y"});  // h read after the normalization too: stored as well
+      }
+      std::vector<float> xs(size_t(2 * rows * k));
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 17) - 8) * 0.125f;
+      const int64_t batch = rows == 1 ? 1 : 2;
+      xs.resize(size_t(batch * rows * k));
+      std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({batch, rows, k}, xs)}};
+      const std::string m = b.bytes();
+      Session s = Session::from_bytes(m, gpu());
+      recorded_and_replayed_match_cpu(s, m, feeds, 1e-4, 1e-5);
+      EXPECT_EQ(s.last_plan().fused_nodes, fused);
+      EXPECT_EQ(s.last_plan().fallbacks.size(), 0u);
+      // The product and its normalization: the partial products, then their sum normalized (split), or the
+      // product, then a pass over its rows; (pre-norm) the Add after.
+      EXPECT_EQ(s.last_plan().dispatches, form == Form::PostLayerNorm ? 2 : 3);
+      // The product's kernel makes both dispatches (unfused, the normalization would be a node of its own).
+      std::string why;
+      std::optional<Session> profiled = onnxgpu::testing::profiling_session(m, gpu(), why);
+      if (!profiled) continue;  // (profiling cannot run on this adapter; the counts above still hold)
+      profiled->run(feeds);
+      const Profile p = profiled->profile();
+      ASSERT_EQ(p.nodes.size(), form == Form::PostLayerNorm ? 1u : 2u);
+      EXPECT_EQ(p.nodes[0].op, "MatMul (fused)");
+      EXPECT_EQ(p.nodes[0].dispatches, 2);
+    }
 }
 
 // Scale then mask (attention scores): Div and Where with a bool mask and a scalar fill run as one kernel.

@@ -8,7 +8,8 @@
 // $ONNXGPU_MATMUL_VEC=0 turns it off). The batch (numpy-broadcast batch dims of MatMul) is the z
 // dimension of the grid; when B has no batch, A's batch is folded into M so that [1, S, 768] @ [768, N] is one
 // [S, 768] @ [768, N] product. When the output has too few tiles to fill the GPU (short sequences, a
-// single row) the K range is split over workgroups and the partial sums added by a second pass.
+// single row) the K range is split over workgroups and the partial sums added by a second pass, which
+// also normalizes the rows when a normalization of the result joined the product (PostNorm, matmul.h).
 // Gemm uses the same kernel with the transposes as index options and an epilogue alpha * AB + beta * C.
 // Products of a few rows (M <= 4: a decode step's [1, K] @ [K, N]) are bound by reading B, which the
 // tiled kernel reads at a fraction of the memory bandwidth: they run gemv.cpp's kernels instead.
@@ -30,6 +31,7 @@
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/matmul.h"
+#include "webgpu/kernels/row_norm.h"
 #include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
@@ -165,6 +167,118 @@ void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue
   if (pr.parts.empty()) binds.push_back(ctx.out(0));
   for (size_t k = 0; k < pr.parts.size(); ++k) binds.push_back(ctx.out(k));
   ctx.dispatch(r, binds);
+}
+
+// The post-normalization's row pass (PostNorm), one workgroup per row. With `part` (split-K's partial
+// sums, [batch][splits][M][N] float32) each value is the sum of its parts with the epilogue applied, and
+// h is stored as it is summed when kept; without it the product is already stored in output 0: h, or the
+// normalized output itself, then normalized in place (row_norm::body writes each element after reading
+// the row).
+void normalize_rows(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, const PostNorm& post,
+                    const ValueRef* part, const Shape& part_shape, uint32_t splits) {
+  const uint32_t wgs = row_norm::workgroup(ctx.limits);
+  const bool summing = part != nullptr;
+  auto p = ctx.program(std::string("post_norm") + (post.centered ? "" : "_rms") + (summing ? "_sum" : "") +
+                           (summing && ep.has_c ? "_c" : "") + (summing && ep.has_r ? "_r" : "") +
+                           (post.keeps_sum ? "_keep" : "") + (post.has_scale ? "_s" : "") + (post.has_shift ? "_b" : ""),
+                       wgs);
+  std::vector<ValueRef> binds;
+  row_norm::RowSpec r;
+  r.centered = post.centered;
+  std::string value;
+  if (summing) {
+    p.input("part", DType::Float32, part_shape);
+    binds.push_back(*part);
+    if (ep.has_c) {
+      p.input("c", t, Shape{shape_numel(ctx.shape(2))});
+      binds.push_back(ctx.in(2));
+    }
+    if (ep.has_r) {
+      p.input("r", t, Shape{shape_numel(ctx.shape(3))});
+      binds.push_back(ctx.in(3));
+    }
+    if (post.keeps_sum) {
+      p.output("h", t, pr.out);
+      binds.push_back(ctx.out(0));
+      r.sum = "h_store(i, v);";
+    }
+    p.uniform("M", pr.M);
+    p.uniform("N", pr.N);
+    p.uniform("splits", splits);
+    if (ep.has_c) {
+      p.uniform("c_sm", ep.c_sm);
+      p.uniform("c_sn", ep.c_sn);
+    }
+    p.uniform_f32("alpha", ep.alpha);
+    p.uniform_f32("beta", ep.beta);
+    p.declare(epilogue_decl(ep));
+    value =
+        "fn xv(i: u32) -> f32 {\n"
+        "  let mn = M() * N();\n"
+        "  let z = i / mn;\n"
+        "  let e = i % mn;\n"
+        "  var s = 0.0;\n"
+        "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
+        "  return epilogue(s, e / N(), e % N(), i);\n"
+        "}\n";
+    // The values in the invocations' registers summed together, their parts' loads issued at once (row
+    // `row` is row m of batch element z; columns past the row read column 0 and are not used).
+    r.cached =
+        "  {\n"
+        "    let mn = M() * N();\n"
+        "    let m = row % M();\n"
+        "    let at0 = (row / M()) * splits() * mn + m * N();\n"
+        "    let c0 = select(0u, j0, j0 < n);\n"
+        "    let c1 = select(0u, j1, j1 < n);\n"
+        "    let c2 = select(0u, j2, j2 < n);\n"
+        "    let c3 = select(0u, j3, j3 < n);\n"
+        "    for (var k = 0u; k < splits(); k = k + 1u) {\n"
+        "      let at = at0 + k * mn;\n"
+        "      v0 = v0 + part_load(at + c0);\n"
+        "      v1 = v1 + part_load(at + c1);\n"
+        "      v2 = v2 + part_load(at + c2);\n"
+        "      v3 = v3 + part_load(at + c3);\n"
+        "    }\n"
+        "    v0 = epilogue(v0, m, c0, base + c0);\n"
+        "    v1 = epilogue(v1, m, c1, base + c1);\n"
+        "    v2 = epilogue(v2, m, c2, base + c2);\n"
+        "    v3 = epilogue(v3, m, c3, base + c3);\n"
+        "  }\n";
+  } else if (post.keeps_sum) {
+    p.input("h", t, pr.out);
+    binds.push_back(ctx.out(0));
+    value = "fn xv(i: u32) -> f32 { return h_load(i); }\n";
+  } else {
+    value = "fn xv(i: u32) -> f32 { return y_load(i); }\n";
+  }
+  if (post.has_scale) {
+    p.input("g", DType::Float32, Shape{int64_t(pr.N)});
+    binds.push_back(ctx.in(post.scale));
+    r.scale = "g_load(j)";
+  }
+  if (post.has_shift) {
+    p.input("b", DType::Float32, Shape{int64_t(pr.N)});
+    binds.push_back(ctx.in(post.shift));
+    r.shift = "b_load(j)";
+  }
+  p.output("y", t, pr.out);
+  binds.push_back(ctx.out(post.keeps_sum ? 1 : 0));
+  const uint64_t rows = uint64_t(shape_numel(pr.out)) / pr.N;
+  p.uniform("rows", row_norm::u32_size(ctx, int64_t(rows)));
+  p.uniform("len", pr.N);
+  p.uniform_f32("eps", post.epsilon);
+  p.declare(row_norm::sum_decl(wgs));
+  p.declare(value);
+  p.body(row_norm::body(r));
+  row_norm::dispatch(ctx, p, std::move(binds), rows);
+}
+
+// Whether split-K's summing pass can normalize too: its storage bindings (the status buffer, the parts,
+// C, R, h when kept, the scale and shift, the output) within the device's.
+bool sums_normalized(const GpuKernelContext& ctx, const Epilogue& ep, const PostNorm& post) {
+  const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+  const uint32_t used = 3 + ep.has_c + ep.has_r + post.keeps_sum + post.has_scale + post.has_shift;
+  return used <= most;
 }
 
 }  // namespace products
@@ -438,8 +552,9 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
          "  let y_base = wid.z * M() * N();\n" + mt.stores;
 }
 
-// The tiled float kernel (one dispatch, or two when K is split: the partial sums, then their sum).
-void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep) {
+// The tiled float kernel (one dispatch, or two when K is split: the partial sums, then their sum), and the
+// post-normalization's rows (`post`: in the summing pass, or a row pass of their own).
+void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, const PostNorm* post) {
   Tile tl = choose_tile(ctx.limits, pr);
   TiledGrid g = tiled_grid(ctx, pr, tl);
   bool split = g.split();
@@ -462,11 +577,17 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   if (!split) {
     ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size()), uint32_t(g.x), uint32_t(g.y),
                  uint32_t(g.batch));
+    if (post) normalize_rows(ctx, t, pr, ep, *post, nullptr, {}, 0);
     return;
   }
   ValueRef part = ctx.temp(DType::Float32, part_shape);
   ctx.dispatch(p, operand_bindings(ctx, false, false, part), uint32_t(g.x), uint32_t(g.y), uint32_t(g.batch * g.splits));
+  if (post && sums_normalized(ctx, ep, *post)) {
+    normalize_rows(ctx, t, pr, ep, *post, &part, part_shape, g.splits);
+    return;
+  }
   sum_parts(ctx, t, pr, ep, part, part_shape, g.splits);
+  if (post) normalize_rows(ctx, t, pr, ep, *post, nullptr, {}, 0);
 }
 
 // One invocation per output element, exact in the operands' integer family.
@@ -494,10 +615,13 @@ void simple_integer(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   ctx.dispatch(p, operand_bindings(ctx, ep.has_c, false, ctx.out(0)));
 }
 
-// `pro`: A's rows normalized first (a fused LayerNormalization), which only the one-row kernels take.
-void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep, const Prologue* pro = nullptr) {
+// `pro`: A's rows normalized first (a fused LayerNormalization), which only the one-row kernels take;
+// `post`: the result's rows normalized after (PostNorm).
+void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep, const Prologue* pro = nullptr,
+                 const PostNorm* post = nullptr) {
   if (!pr.ly.strided) pr.stored = pr.out;
   if (pr.parts.empty()) ctx.set_output(0, t, pr.stored);
+  if (post && post->keeps_sum) ctx.set_output(1, t, pr.out);
   for (size_t k = 0; k < pr.parts.size(); ++k) {
     Shape part = pr.out;
     part.back() = pr.parts[k];
@@ -513,8 +637,10 @@ void run_product(GpuKernelContext& ctx, DType t, Product pr, const Epilogue& ep,
   } else if (!dtype_is_float(t)) {
     simple_integer(ctx, t, pr, ep);
     return;  // (integer work: not counted as floating-point operations)
-  } else if (!gemv_float(ctx, t, pr, ep)) {
-    tiled_float(ctx, t, pr, ep);
+  } else if (gemv_float(ctx, t, pr, ep)) {
+    if (post) normalize_rows(ctx, t, pr, ep, *post, nullptr, {}, 0);
+  } else {
+    tiled_float(ctx, t, pr, ep, post);
   }
   ctx.count_flops(flops);
 }
@@ -556,6 +682,36 @@ Prologue layer_norm_prologue(GpuKernelContext& ctx, const Product& pr) {
         ctx.shape(i).back() != int64_t(pr.K))
       ctx.unsupported("a normalization prologue whose " + std::string(i == r.scale ? "scale " : "B ") +
                       shape_str(ctx.shape(i)) + " is not one float32 row of " + std::to_string(pr.K));
+  }
+  return r;
+}
+
+// The post-normalization of a fused MatMul (runtime/fusion.h's MatMul group; attribute "post_norm": the
+// normalization, LayerNormalization or SimplifiedLayerNormalization, "post_norm.epsilon"; inputs 6 and 7,
+// the scale and the shift, each absent or ""): float32 rows of the product's N values, neither transposed
+// nor in parts, the scale and shift one float32 row of N each. Two outputs: h, then the normalized rows.
+PostNorm post_norm(GpuKernelContext& ctx, const Product& pr) {
+  const std::string op = ctx.node.attr_string("post_norm", "");
+  if (op != "LayerNormalization" && op != "SimplifiedLayerNormalization")
+    ctx.fail("unknown post-normalization '" + op + "'");
+  PostNorm r;
+  r.centered = op == "LayerNormalization";
+  r.epsilon = ctx.node.attr_float("post_norm.epsilon", 1e-5f);
+  r.keeps_sum = ctx.num_outputs() == 2;
+  if (ctx.num_outputs() > 2) ctx.fail("a post-normalization has at most two outputs");
+  if (ctx.dtype(0) != DType::Float32) ctx.unsupported("a post-normalization of non-float32 rows");
+  if (ctx.node.has_attr("split") || ctx.node.has_attr("perm_y") || ctx.node.has_attr("norm") || pr.out.empty() ||
+      pr.out.back() != int64_t(pr.N))
+    ctx.unsupported("a post-normalization of a product written in parts, transposed or normalized before");
+  r.has_scale = ctx.has_input(r.scale);
+  r.has_shift = ctx.has_input(r.shift);
+  if (r.centered && !r.has_scale) ctx.fail("the post-normalization needs its scale");
+  for (size_t i : {r.scale, r.shift}) {
+    if (!ctx.has_input(i)) continue;
+    if (ctx.dtype(i) != DType::Float32 || shape_numel(ctx.shape(i)) != int64_t(pr.N) || ctx.shape(i).empty() ||
+        ctx.shape(i).back() != int64_t(pr.N))
+      ctx.unsupported("a post-normalization whose " + std::string(i == r.scale ? "scale " : "shift ") +
+                      shape_str(ctx.shape(i)) + " is not one float32 row of " + std::to_string(pr.N));
   }
   return r;
 }
@@ -621,7 +777,10 @@ void fused_matmul(GpuKernelContext& ctx) {
       ctx.unsupported("more parts than the device has storage bindings for");
     for (int64_t x : w) pr.parts.push_back(uint32_t(x));
   }
-  run_product(ctx, t, pr, ep, pro ? &*pro : nullptr);
+  // A normalization of the result's rows folded in (attribute "post_norm", PostNorm).
+  std::optional<PostNorm> post;
+  if (ctx.node.has_attr("post_norm")) post = post_norm(ctx, pr);
+  run_product(ctx, t, pr, ep, pro ? &*pro : nullptr, post ? &*post : nullptr);
 }
 
 void gemm(GpuKernelContext& ctx) {

@@ -45,6 +45,21 @@ struct Prologue {
   float epsilon = 1e-5f;
 };
 
+// A normalization of the product's rows after the epilogue (runtime/fusion.h's post-normalization: a
+// LayerNormalization or an RMS norm that reads the product's result h): each row of N values normalized,
+// centered or not, scaled by input `scale` and shifted by input `shift` (one float32 row of N each, when
+// present). Split-K's summing pass normalizes the rows it sums (one workgroup per row: the sum, the
+// epilogue, the row's statistics, the normalized row), so the normalization takes no dispatch of its own;
+// an unsplit product is followed by a row pass (row_norm.h). `keeps_sum`: h is stored too, as output 0
+// (something else reads it: a pre-norm residual stream), the normalized rows as output 1.
+struct PostNorm {
+  bool centered = true;
+  bool keeps_sum = false;
+  float epsilon = 1e-5f;
+  size_t scale = 6, shift = 7;
+  bool has_scale = false, has_shift = false;
+};
+
 // Declares the operands a, b (and c, r), the output y (the product, or the split-K partial sums) or
 // the parts y0, y1 ... (in_parts), and the uniforms M, N, K, a_mat / b_mat (the matrix of batch element
 // z in A and B), the strided layouts' a_sr ... (strided_util.h), c_sm, c_sn, alpha, beta.

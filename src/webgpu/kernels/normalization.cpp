@@ -16,6 +16,7 @@
 #include "ops/normalization.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/row_norm.h"
 
 namespace onnxgpu::webgpu {
 
@@ -29,112 +30,8 @@ void check_float(GpuKernelContext& ctx, size_t i, const char* what, DTypeSet typ
              shape_str(ctx.shape(i)));
 }
 
-// Workgroup size of the row kernels: a power of two within the device's limits.
-uint32_t row_workgroup(const Limits& l) {
-  uint32_t cap = std::min(l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256u,
-                          l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256u);
-  uint32_t w = 256;
-  while (w > cap) w /= 2;
-  return w;
-}
-
-// Values of a row each invocation keeps in registers (rows up to kCache * workgroup size are read once).
-constexpr uint32_t kCache = 4;
-
-// The WGSL shared by the row kernels: `row_sum(lid, v)` sums v over the workgroup in two barriers (every
-// invocation must call it, in uniform control flow, once per dispatch).
-std::string row_sum_decl(uint32_t wgs) {
-  return "const WG: u32 = " + std::to_string(wgs) + "u;\n"
-         "const WG32: u32 = " + std::to_string(std::min(wgs, 32u)) + "u;\n"
-         "var<workgroup> red: array<vec2<f32>, WG>;\n"
-         "var<workgroup> red2: array<vec2<f32>, WG32>;\n"
-         "fn row_sum(lid: u32, v: vec2<f32>) -> vec2<f32> {\n"
-         "  red[lid] = v;\n"
-         "  workgroupBarrier();\n"
-         "  if (lid < WG32) {\n"
-         "    var s = red[lid];\n"
-         "    for (var k = lid + WG32; k < WG; k = k + WG32) { s = s + red[k]; }\n"
-         "    red2[lid] = s;\n"
-         "  }\n"
-         "  workgroupBarrier();\n"
-         "  var t = vec2<f32>(0.0);\n"
-         "  for (var k = 0u; k < WG32; k = k + 1u) { t = t + red2[k]; }\n"
-         "  return t;\n"
-         "}\n";
-}
-
-// A row kernel: rows() rows of len() contiguous elements; `xv(i)`, a WGSL function the kernel
-// declares, gives element i's value (x_load(i), or input + skip + bias for the Skip ops).
-struct RowSpec {
-  std::string scale, shift;  // WGSL expressions of the element index `i`, its place in the row `j`
-                             // and the row `row` (empty: none)
-  std::string sum;           // a statement storing `v` as element `i` of an output (empty: none)
-  std::string stats;         // statements after the row's `mean` and `inv` are known
-  bool centered = true;      // false: RMS normalization (the mean is 0, the variance the mean square)
-};
-
-// The body of a row kernel (one workgroup per row, y the output).
-// One pass over the row: the sums of (v - s) and (v - s)^2, shifted by the row's first element s so that
-// the variance does not cancel (s is close to the mean next to the spread of most rows); without
-// centering s is 0 and the second sum is the mean square.
-std::string row_body(const RowSpec& r) {
-  std::string s =
-      "  let row = wg;\n"
-      "  if (row >= rows()) { return; }\n"
-      "  let n = len();\n"
-      "  let base = row * n;\n";
-  s += r.centered ? "  let first = xv(base);\n"
-                    "  let shift = select(0.0, first, abs(first) < f32_inf());\n"  // an infinite shift would make every d NaN
-                  : "  let shift = 0.0;\n";
-  s += "  var acc = vec2<f32>(0.0);\n";
-  auto accumulate = [&](const std::string& j, const std::string& v) {
-    std::string a = r.sum.empty() ? "" : "let i = base + " + j + "; let v = " + v + "; " + r.sum + " ";
-    return a + "let d = " + v + " - shift; acc = acc + vec2<f32>(d, d * d);";
-  };
-  for (uint32_t c = 0; c < kCache; ++c) {
-    std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
-    s += "  let " + j + " = lid + " + std::to_string(c) + "u * WG;\n"
-         "  let " + v + " = xv(select(base, base + " + j + ", " + j + " < n));\n"
-         "  if (" + j + " < n) { " + accumulate(j, v) + " }\n";
-  }
-  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n"
-       "    let xj = xv(base + j);\n"
-       "    " + accumulate("j", "xj") + "\n"
-       "  }\n"
-       "  let t = row_sum(lid, acc) / f32(n);\n";
-  s += r.centered ? "  let mean = shift + t.x;\n"
-                    "  let inv = 1.0 / sqrt_f32(max_f32(t.y - t.x * t.x, 0.0) + eps());\n"  // NaN stays NaN
-                  : "  let mean = 0.0;\n"
-                    "  let inv = 1.0 / sqrt_f32(t.y + eps());\n";
-  auto write = [&](const std::string& j, const std::string& v) {
-    std::string w = "    let i = base + " + j + ";\n    var r = (" + v + " - mean) * inv;\n";
-    if (!r.scale.empty()) w += "    r = r * " + r.scale + ";\n";
-    if (!r.shift.empty()) w += "    r = r + " + r.shift + ";\n";
-    return w + "    y_store(i, r);\n";
-  };
-  for (uint32_t c = 0; c < kCache; ++c) {
-    std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
-    s += "  if (" + j + " < n) {\n    let j = " + j + ";\n" + write(j, v) + "  }\n";
-  }
-  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n" + write("j", "xv(base + j)") + "  }\n";
-  s += r.stats;
-  return s;
-}
-
 // The value function of the kernels that normalize x as it is.
 const char* kPlainValue = "fn xv(i: u32) -> f32 { return x_load(i); }\n";
-
-void dispatch_rows(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> binds, uint64_t rows) {
-  if (rows == 0) return;
-  uint32_t x, y;
-  grid_for(rows * p.workgroup_size(), p.workgroup_size(), ctx.limits, x, y);
-  ctx.dispatch(p, std::move(binds), x, y);
-}
-
-uint32_t u32_size(GpuKernelContext& ctx, int64_t v) {
-  if (v < 0 || v > int64_t(0xffffffffu)) ctx.unsupported("tensor too large for 32-bit GPU indexing");
-  return uint32_t(v);
-}
 
 // ---------------------------------------------------------------------------------- LayerNormalization
 
@@ -146,7 +43,7 @@ void layer_norm(GpuKernelContext& ctx) {
   const auto [axis, stash] = ops::layer_norm_params(ctx.node, rank, [&](const std::string& m) { ctx.fail(m); });
   float eps = ctx.node.attr_float("epsilon", 1e-5f);
   Shape outer_shape(xs.begin(), xs.begin() + axis), inner_shape(xs.begin() + axis, xs.end());
-  uint32_t rows = u32_size(ctx, shape_numel(outer_shape)), len = u32_size(ctx, shape_numel(inner_shape));
+  uint32_t rows = row_norm::u32_size(ctx, shape_numel(outer_shape)), len = row_norm::u32_size(ctx, shape_numel(inner_shape));
   Shape ms = outer_shape;
   ms.resize(size_t(rank), 1);
   ctx.set_output(0, t, xs);
@@ -154,7 +51,7 @@ void layer_norm(GpuKernelContext& ctx) {
   if (want_mean) ctx.set_output(1, stash, ms);
   if (want_inv) ctx.set_output(2, stash, ms);
 
-  uint32_t wgs = row_workgroup(ctx.limits);
+  uint32_t wgs = row_norm::workgroup(ctx.limits);
   auto p = ctx.program("rows", wgs);
   p.input("x", t, xs);
   std::vector<ValueRef> binds{ctx.in(0)};
@@ -179,7 +76,7 @@ void layer_norm(GpuKernelContext& ctx) {
     bool trailing = int64_t(stripped.size()) <= rank - axis &&
                     std::equal(stripped.begin(), stripped.end(), xs.end() - int64_t(stripped.size()));
     if (trailing) {
-      p.uniform(var + "_n", u32_size(ctx, std::max<int64_t>(shape_numel(s), 1)));
+      p.uniform(var + "_n", row_norm::u32_size(ctx, std::max<int64_t>(shape_numel(s), 1)));
       return var + "_load(j % " + var + "_n())";
     }
     p.broadcast_index(var + "_at", s, xs);
@@ -202,10 +99,14 @@ void layer_norm(GpuKernelContext& ctx) {
   p.uniform("rows", rows);
   p.uniform("len", len);
   p.uniform_f32("eps", eps);
-  p.declare(row_sum_decl(wgs));
+  p.declare(row_norm::sum_decl(wgs));
   p.declare(kPlainValue);
-  p.body(row_body({scale, bias, "", stats}));
-  dispatch_rows(ctx, p, std::move(binds), rows);
+  row_norm::RowSpec r;
+  r.scale = scale;
+  r.shift = bias;
+  r.stats = stats;
+  p.body(row_norm::body(r));
+  row_norm::dispatch(ctx, p, std::move(binds), rows);
 }
 
 // ------------------------------------------------------------------------ Transformer normalizations
@@ -216,20 +117,22 @@ void skip_norm(GpuKernelContext& ctx) {
   const ops::SkipNormParams sp = ops::skip_norm_params(ctx.node, ctx.operands(), ctx.fail_fn());
   const Shape& xs = ctx.shape(0);
   const DType t = ctx.dtype(0);
-  const uint32_t len = u32_size(ctx, sp.hidden), rows = u32_size(ctx, shape_numel(xs) / sp.hidden);
+  const uint32_t len = row_norm::u32_size(ctx, sp.hidden), rows = row_norm::u32_size(ctx, shape_numel(xs) / sp.hidden);
   ctx.set_output(0, t, xs);
   const bool want_mean = ctx.output_wanted(1), want_inv = ctx.output_wanted(2), want_sum = ctx.output_wanted(3);
   if (want_mean) ctx.set_output(1, DType::Float32, sp.stats);
   if (want_inv) ctx.set_output(2, DType::Float32, sp.stats);
   if (want_sum) ctx.set_output(3, t, xs);
 
-  const uint32_t wgs = row_workgroup(ctx.limits);
+  const uint32_t wgs = row_norm::workgroup(ctx.limits);
   auto p = ctx.program(sp.simplified ? "skip_simplified" : "skip", wgs);
   p.input("x", t, xs);
   p.input("sk", t, ctx.shape(1));
   p.input("g", t, ctx.shape(2));
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1), ctx.in(2)};
-  RowSpec r{"g_load(j)", "", "", "", !sp.simplified};
+  row_norm::RowSpec r;
+  r.scale = "g_load(j)";
+  r.centered = !sp.simplified;
   if (sp.beta >= 0) {
     p.input("b", t, ctx.shape(size_t(sp.beta)));
     binds.push_back(ctx.in(size_t(sp.beta)));
@@ -260,12 +163,12 @@ void skip_norm(GpuKernelContext& ctx) {
   }
   p.uniform("rows", rows);
   p.uniform("len", len);
-  p.uniform("skip_n", u32_size(ctx, sp.skip_numel));
+  p.uniform("skip_n", row_norm::u32_size(ctx, sp.skip_numel));
   p.uniform_f32("eps", sp.epsilon);
-  p.declare(row_sum_decl(wgs));
+  p.declare(row_norm::sum_decl(wgs));
   p.declare(value + "; }\n");
-  p.body(row_body(r));
-  dispatch_rows(ctx, p, std::move(binds), rows);
+  p.body(row_norm::body(r));
+  row_norm::dispatch(ctx, p, std::move(binds), rows);
 }
 
 // SimplifiedLayerNormalization (ONNX Runtime's, ai.onnx domain) and RMSNormalization (opset 23): the
@@ -279,21 +182,22 @@ void rms_norm(GpuKernelContext& ctx) {
   const bool scaled = ctx.has_input(1);
   const Shape& xs = ctx.shape(0);
   const DType t = ctx.dtype(0);
-  const uint32_t rows = u32_size(ctx, shape_numel(rp.stats)), len = u32_size(ctx, shape_numel(rp.normalized));
+  const uint32_t rows = row_norm::u32_size(ctx, shape_numel(rp.stats)), len = row_norm::u32_size(ctx, shape_numel(rp.normalized));
   ctx.set_output(0, t, xs);
   const bool want_inv = ctx.output_wanted(1);
   if (want_inv) ctx.set_output(1, rp.stash, rp.stats);
 
-  const uint32_t wgs = row_workgroup(ctx.limits);
+  const uint32_t wgs = row_norm::workgroup(ctx.limits);
   auto p = ctx.program("rms", wgs);
   p.input("x", t, xs);
   std::vector<ValueRef> binds{ctx.in(0)};
-  RowSpec r{"", "", "", "", false};
+  row_norm::RowSpec r;
+  r.centered = false;
   if (scaled) {
     p.input("s", t, ctx.shape(1));
     binds.push_back(ctx.in(1));
     if (rp.flat_scale) {
-      p.uniform("s_n", u32_size(ctx, std::max<int64_t>(shape_numel(ctx.shape(1)), 1)));
+      p.uniform("s_n", row_norm::u32_size(ctx, std::max<int64_t>(shape_numel(ctx.shape(1)), 1)));
       r.scale = "s_load(j % s_n())";
     } else {
       p.broadcast_index("s_at", ctx.shape(1), rp.normalized);
@@ -310,10 +214,10 @@ void rms_norm(GpuKernelContext& ctx) {
   p.uniform("rows", rows);
   p.uniform("len", len);
   p.uniform_f32("eps", rp.epsilon);
-  p.declare(row_sum_decl(wgs));
+  p.declare(row_norm::sum_decl(wgs));
   p.declare(kPlainValue);
-  p.body(row_body(r));
-  dispatch_rows(ctx, p, std::move(binds), rows);
+  p.body(row_norm::body(r));
+  row_norm::dispatch(ctx, p, std::move(binds), rows);
 }
 
 // ------------------------------------------------------------------------------- InstanceNormalization
@@ -325,10 +229,10 @@ void instance_norm(GpuKernelContext& ctx) {
   ops::check_instance_norm(t, xs, ctx.dtype(1), ctx.shape(1), ctx.dtype(2), ctx.shape(2), ctx.fail_fn());
   float eps = ctx.node.attr_float("epsilon", 1e-5f);
   int64_t C = xs[1];
-  uint32_t rows = u32_size(ctx, xs[0] * C);
-  uint32_t len = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
+  uint32_t rows = row_norm::u32_size(ctx, xs[0] * C);
+  uint32_t len = row_norm::u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
   ctx.set_output(0, t, xs);
-  uint32_t wgs = row_workgroup(ctx.limits);
+  uint32_t wgs = row_norm::workgroup(ctx.limits);
   auto p = ctx.program("rows", wgs);
   p.input("x", t, xs);
   p.input("s", t, ctx.shape(1));
@@ -338,10 +242,13 @@ void instance_norm(GpuKernelContext& ctx) {
   p.uniform("len", len);
   p.uniform("channels", uint32_t(C));
   p.uniform_f32("eps", eps);
-  p.declare(row_sum_decl(wgs));
+  p.declare(row_norm::sum_decl(wgs));
   p.declare(kPlainValue);
-  p.body(row_body({"s_load(row % channels())", "b_load(row % channels())"}));
-  dispatch_rows(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
+  row_norm::RowSpec r;
+  r.scale = "s_load(row % channels())";
+  r.shift = "b_load(row % channels())";
+  p.body(row_norm::body(r));
+  row_norm::dispatch(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
 }
 
 // --------------------------------------------------------------------------------- GroupNormalization
@@ -354,12 +261,12 @@ void group_norm(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   const ops::GroupNormParams gp = ops::group_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
   const int64_t C = xs[1];
-  uint32_t rows = u32_size(ctx, xs[0] * gp.groups);
-  uint32_t spatial = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
-  uint32_t len = u32_size(ctx, (C / gp.groups) * int64_t(spatial));
+  uint32_t rows = row_norm::u32_size(ctx, xs[0] * gp.groups);
+  uint32_t spatial = row_norm::u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
+  uint32_t len = row_norm::u32_size(ctx, (C / gp.groups) * int64_t(spatial));
   ctx.set_output(0, t, xs);
   if (shape_numel(xs) == 0) return;
-  uint32_t wgs = row_workgroup(ctx.limits);
+  uint32_t wgs = row_norm::workgroup(ctx.limits);
   auto p = ctx.program(gp.per_channel ? "rows_per_channel" : "rows_per_group", wgs);
   p.input("x", t, xs);
   p.input("s", t, ctx.shape(1));
@@ -371,11 +278,14 @@ void group_norm(GpuKernelContext& ctx) {
   p.uniform("cpg", uint32_t(C / gp.groups));
   p.uniform("spatial", std::max(spatial, 1u));
   p.uniform_f32("eps", float(gp.epsilon));
-  p.declare(row_sum_decl(wgs));
+  p.declare(row_norm::sum_decl(wgs));
   p.declare(kPlainValue);
   std::string k = gp.per_channel ? "((row % groups()) * cpg() + j / spatial())" : "(row % groups())";
-  p.body(row_body({"s_load(" + k + ")", "b_load(" + k + ")"}));
-  dispatch_rows(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
+  row_norm::RowSpec r;
+  r.scale = "s_load(" + k + ")";
+  r.shift = "b_load(" + k + ")";
+  p.body(row_norm::body(r));
+  row_norm::dispatch(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
 }
 
 // ------------------------------------------------------------------------------------ LpNormalization
@@ -389,11 +299,11 @@ void lp_norm(GpuKernelContext& ctx) {
   ctx.set_output(0, t, xs);
   const int64_t n = xs[size_t(lp.axis)];
   if (shape_numel(xs) == 0) return;
-  const uint32_t inner = u32_size(ctx, shape_numel(Shape(xs.begin() + lp.axis + 1, xs.end())));
+  const uint32_t inner = row_norm::u32_size(ctx, shape_numel(Shape(xs.begin() + lp.axis + 1, xs.end())));
   auto p = ctx.program(lp.p == 1 ? "l1" : "l2");
   p.input("x", t, xs);
   p.output("y", t, xs);
-  p.uniform("n", u32_size(ctx, n));
+  p.uniform("n", row_norm::u32_size(ctx, n));
   p.uniform("inner", inner);
   p.set_threads(uint64_t(shape_numel(xs) / n));
   p.body("  let base = (gi / inner()) * n() * inner() + gi % inner();\n"
@@ -442,8 +352,8 @@ void batch_norm(GpuKernelContext& ctx) {
   p.input("m", ctx.dtype(3), ctx.shape(3));
   p.input("v", ctx.dtype(4), ctx.shape(4));
   p.output("y", t, xs);
-  p.uniform("inner", u32_size(ctx, std::max<int64_t>(inner, 1)));
-  p.uniform("np", u32_size(ctx, std::max<int64_t>(shape_numel(pshape), 1)));
+  p.uniform("inner", row_norm::u32_size(ctx, std::max<int64_t>(inner, 1)));
+  p.uniform("np", row_norm::u32_size(ctx, std::max<int64_t>(shape_numel(pshape), 1)));
   p.uniform_f32("eps", eps);
   p.set_threads(uint64_t(shape_numel(xs)));
   p.body(

@@ -1,0 +1,49 @@
+// The row kernels of the normalizations: one workgroup per row of len() contiguous elements, whose sums
+// are reduced in workgroup memory, then the row normalized and scaled. normalization.cpp's kernels
+// (LayerNormalization, the transformer normalizations, Instance/GroupNormalization) and the product's
+// post-normalization (matmul.cpp: a normalization that reads a product's result, computed in the
+// product's summing pass) share them, so that a row is normalized by one rule.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "webgpu/kernels/kernel.h"
+
+namespace onnxgpu::webgpu::row_norm {
+
+// Workgroup size of the row kernels: a power of two within the device's limits.
+uint32_t workgroup(const Limits& l);
+
+// The WGSL shared by the row kernels: `row_sum(lid, v)` sums v over the workgroup in two barriers (every
+// invocation must call it, in uniform control flow, once per dispatch).
+std::string sum_decl(uint32_t wgs);
+
+// What a row kernel does besides normalizing: its program declares `fn xv(i: u32) -> f32` (element i's
+// value before it is normalized) and the uniforms rows(), len() and eps(); y is the output.
+struct RowSpec {
+  std::string scale, shift;  // WGSL expressions of the element index `i`, its place in the row `j`
+                             // and the row `row` (empty: none)
+  std::string sum;           // a statement storing `v` as element `i` of an output (empty: none)
+  std::string stats;         // statements after the row's `mean` and `inv` are known
+  bool centered = true;      // false: RMS normalization (the mean is 0, the variance the mean square)
+  // Statements that set v0 ... v3 (declared `var`, 0.0), the values of the row's elements j0 ... j3 =
+  // lid + c * WG (those below n; the others are not read), all at once: a kernel whose values each take
+  // many loads (a product's partial sums) issues them together rather than one element's after another's.
+  // Empty: each is xv's.
+  std::string cached;
+};
+
+// The body of a row kernel (one workgroup per row, y the output). xv is called once per element before
+// the row's statistics are known (but for those RowSpec::cached sets), and again after them for elements
+// past the invocations' registers (rows longer than 4 x the workgroup); y is written only after the statistics, each element by the
+// invocation that read it, so y may hold the values xv reads.
+std::string body(const RowSpec& r);
+
+// One workgroup per row.
+void dispatch(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> binds, uint64_t rows);
+
+// v as a u32 size, or the node refused (tensor too large for 32-bit indexing).
+uint32_t u32_size(GpuKernelContext& ctx, int64_t v);
+
+}  // namespace onnxgpu::webgpu::row_norm
