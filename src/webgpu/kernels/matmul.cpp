@@ -129,29 +129,52 @@ VecLoads vec_loads() {
   return r;
 }
 
+namespace {
+
+// What split-K's summing passes read, declared in p with their bindings appended to `binds`: the partial
+// sums `part`, C and R (the epilogue's), and the uniforms M, N, splits, c_sm, c_sn, alpha, beta.
+void declare_summed(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
+                    ValueRef part, const Shape& part_shape, uint32_t splits, std::vector<ValueRef>& binds) {
+  p.input("part", DType::Float32, part_shape);
+  binds.push_back(part);
+  if (ep.has_c) {
+    p.input("c", t, Shape{shape_numel(ctx.shape(2))});
+    binds.push_back(ctx.in(2));
+  }
+  if (ep.has_r) {
+    p.input("r", t, Shape{shape_numel(ctx.shape(3))});
+    binds.push_back(ctx.in(3));
+  }
+  p.uniform("M", pr.M);
+  p.uniform("N", pr.N);
+  p.uniform("splits", splits);
+  if (ep.has_c) {
+    p.uniform("c_sm", ep.c_sm);
+    p.uniform("c_sn", ep.c_sn);
+  }
+  p.uniform_f32("alpha", ep.alpha);
+  p.uniform_f32("beta", ep.beta);
+}
+
+}  // namespace
+
 // One invocation per output element.
 void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
                const Shape& part_shape, uint32_t splits) {
   auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : "") +
                        (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())));
-  r.input("part", DType::Float32, part_shape);
-  if (ep.has_c) r.input("c", t, Shape{shape_numel(ctx.shape(2))});
-  if (ep.has_r) r.input("r", t, Shape{shape_numel(ctx.shape(3))});
-  if (pr.parts.empty()) r.output("y", t, Shape{shape_numel(pr.out)});
+  std::vector<ValueRef> binds;
+  declare_summed(ctx, r, t, pr, ep, part, part_shape, splits, binds);
+  if (pr.parts.empty()) {
+    r.output("y", t, Shape{shape_numel(pr.out)});
+    binds.push_back(ctx.out(0));
+  }
   for (size_t k = 0; k < pr.parts.size(); ++k) {
     r.output("y" + std::to_string(k), t, Shape{shape_numel(ctx.outputs.at(k).shape)});
     r.uniform("w" + std::to_string(k), pr.parts[k]);
+    binds.push_back(ctx.out(k));
   }
   strided::declare(r, pr.batch, {{"y", &pr.ly}});
-  r.uniform("M", pr.M);
-  r.uniform("N", pr.N);
-  r.uniform("splits", splits);
-  if (ep.has_c) {
-    r.uniform("c_sm", ep.c_sm);
-    r.uniform("c_sn", ep.c_sn);
-  }
-  r.uniform_f32("alpha", ep.alpha);
-  r.uniform_f32("beta", ep.beta);
   r.declare(epilogue_decl(ep) + put_decl(pr));
   r.set_threads(uint64_t(pr.M) * pr.N * uint64_t(shape_numel(pr.batch)));
   r.body(
@@ -161,13 +184,10 @@ void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue
       "  var s = 0.0;\n"
       "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
       "  put(z, e / N(), e % N(), s);\n");
-  std::vector<ValueRef> binds{part};
-  if (ep.has_c) binds.push_back(ctx.in(2));
-  if (ep.has_r) binds.push_back(ctx.in(3));
-  if (pr.parts.empty()) binds.push_back(ctx.out(0));
-  for (size_t k = 0; k < pr.parts.size(); ++k) binds.push_back(ctx.out(k));
   ctx.dispatch(r, binds);
 }
+
+namespace {
 
 // The post-normalization's row pass (PostNorm), one workgroup per row. With `part` (split-K's partial
 // sums, [batch][splits][M][N] float32) each value is the sum of its parts with the epilogue applied, and
@@ -187,30 +207,12 @@ void normalize_rows(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   r.centered = post.centered;
   std::string value;
   if (summing) {
-    p.input("part", DType::Float32, part_shape);
-    binds.push_back(*part);
-    if (ep.has_c) {
-      p.input("c", t, Shape{shape_numel(ctx.shape(2))});
-      binds.push_back(ctx.in(2));
-    }
-    if (ep.has_r) {
-      p.input("r", t, Shape{shape_numel(ctx.shape(3))});
-      binds.push_back(ctx.in(3));
-    }
+    declare_summed(ctx, p, t, pr, ep, *part, part_shape, splits, binds);
     if (post.keeps_sum) {
       p.output("h", t, pr.out);
       binds.push_back(ctx.out(0));
       r.sum = "h_store(i, v);";
     }
-    p.uniform("M", pr.M);
-    p.uniform("N", pr.N);
-    p.uniform("splits", splits);
-    if (ep.has_c) {
-      p.uniform("c_sm", ep.c_sm);
-      p.uniform("c_sn", ep.c_sn);
-    }
-    p.uniform_f32("alpha", ep.alpha);
-    p.uniform_f32("beta", ep.beta);
     p.declare(epilogue_decl(ep));
     value =
         "fn xv(i: u32) -> f32 {\n"
@@ -280,6 +282,8 @@ bool sums_normalized(const GpuKernelContext& ctx, const Epilogue& ep, const Post
   const uint32_t used = 3 + ep.has_c + ep.has_r + post.keeps_sum + post.has_scale + post.has_shift;
   return used <= most;
 }
+
+}  // namespace
 
 }  // namespace products
 
