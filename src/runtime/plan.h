@@ -121,6 +121,12 @@ struct Recording {
   // that a refresh finds another layer's call among those of one class; and a scratch of which
   // values changed, kept to spare an allocation per run.
   std::vector<int> kernel_class, fold_class;
+  // Also made once: per value id, the events that read it (a fold's inputs, a decision's queried values,
+  // a kernel's inputs and rows_of), ascending, in one array (value v's: readers[reader_start[v]] up to
+  // readers[reader_start[v + 1]]), so that a refresh visits only the events that read a value it changed;
+  // and a scratch of which events those are (a bit per event).
+  std::vector<uint32_t> reader_start, readers;
+  std::vector<uint64_t> pending;
   std::vector<char> changed;
   std::vector<PlanValue> changed_values;  // a refresh's scratch too: the values it changed, by id
   std::vector<char> guarded;  // by kernel record: its node is in the report's guarded_nodes

@@ -1,6 +1,7 @@
 #include "runtime/refresh.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -86,13 +87,39 @@ bool same_constant(const Tensor* a, const Tensor* b) {
 
 Refresh::Refresh(const ir::Model& model, const SessionOptions& options, Plan& plan, const Fusion& fusion)
     : model_(model), options_(options), plan_(plan), fusion_(fusion), rec_(plan.recording), changed_(plan.recording.changed),
+      pending_(plan.recording.pending),
       values_(plan.recording.changed_values) {}
 
-// Records of the same function share a class: its first record's index (computed once per plan; the
-// recorded nodes never change).
+// Records of the same function share a class: its first record's index; and each value's readers
+// (Recording::readers). Both computed once per plan: the recording never changes.
 void Refresh::classify() {
   Recording& rec = plan_.recording;
-  if (rec.kernel_class.size() == rec.kernels.size() && rec.fold_class.size() == rec.folds.size()) return;
+  if (rec.kernel_class.size() == rec.kernels.size() && rec.fold_class.size() == rec.folds.size() &&
+      rec.reader_start.size() == rec.values.size() + 1)
+    return;
+  // Each event's reads, counted per value, then placed (in event order: each value's readers ascend).
+  auto reads = [&](const Recording::Event& e, auto&& each) {
+    auto all = [&](const std::vector<int>& ids) {
+      for (int id : ids)
+        if (id >= 0 && size_t(id) < rec.values.size()) each(id);
+    };
+    switch (e.kind) {
+      case Recording::Event::Kind::Fold: all(rec.folds[e.record].inputs); break;
+      case Recording::Event::Kind::Decision: all(rec.decisions[e.record].queried); break;
+      case Recording::Event::Kind::Kernel:
+        all(rec.kernels[e.record].inputs);
+        all(rec.kernels[e.record].rows_of);
+        break;
+    }
+  };
+  rec.reader_start.assign(rec.values.size() + 1, 0);
+  for (const Recording::Event& e : rec.events) reads(e, [&](int id) { rec.reader_start[size_t(id) + 1]++; });
+  for (size_t v = 0; v < rec.values.size(); ++v) rec.reader_start[v + 1] += rec.reader_start[v];
+  rec.readers.assign(rec.reader_start.back(), 0);
+  std::vector<uint32_t> next(rec.reader_start.begin(), rec.reader_start.end() - 1);
+  for (size_t n = 0; n < rec.events.size(); ++n)
+    reads(rec.events[n], [&](int id) { rec.readers[next[size_t(id)]++] = uint32_t(n); });  // (twice if read twice)
+  rec.pending.assign((rec.events.size() + 63) / 64, 0);
   auto classes = [](size_t n, auto node_of) {
     std::vector<int> out(n, -1);
     std::unordered_map<std::string, std::vector<int>> by_op;  // class representatives, by op
@@ -122,8 +149,13 @@ const PlanValue& Refresh::value(int id) const {
   return changed_[size_t(id)] ? values_[size_t(id)] : rec_.values[size_t(id)];
 }
 
+// A value that changed: its readers are visited (Recording::readers).
 void Refresh::change(int id, PlanValue v) {
-  if (!changed_[size_t(id)]) changed_ids_.push_back(id);
+  if (!changed_[size_t(id)]) {
+    changed_ids_.push_back(id);
+    for (uint32_t r = rec_.reader_start[size_t(id)]; r < rec_.reader_start[size_t(id) + 1]; ++r)
+      pending_[rec_.readers[r] / 64] |= uint64_t(1) << (rec_.readers[r] % 64);
+  }
   changed_[size_t(id)] = 1;
   values_[size_t(id)] = std::move(v);
 }
@@ -149,6 +181,7 @@ bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
   }
   classify();
   changed_.assign(rec_.values.size(), 0);
+  std::fill(pending_.begin(), pending_.end(), 0);
   if (values_.size() < rec_.values.size()) values_.resize(rec_.values.size());
   for (const auto& [name, slot] : plan_.inputs) {
     auto id = rec_.ids.find(name);
@@ -160,26 +193,35 @@ bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
     if (shape != was.shape) change(id->second, PlanValue{was.dtype, shape, nullptr, was.slot});
   }
   try {
-    for (const Recording::Event& e : rec_.events) {
-      switch (e.kind) {
-        case Recording::Event::Kind::Fold:
-          if (any_changed(rec_.folds[e.record].inputs)) refold(rec_.folds[e.record]);
-          break;
-        case Recording::Event::Kind::Decision:
-          if (decision_changed(rec_.decisions[e.record])) redecide(rec_.decisions[e.record]);
-          break;
-        case Recording::Event::Kind::Kernel:
-          // (A kernel writing a KV cache's new rows in place: also when the past's length moved them.)
-          if (any_changed(rec_.kernels[e.record].inputs)) recall(e.record, rec_.kernels[e.record]);
-          else if (any_changed(rec_.kernels[e.record].rows_of)) repitch(e.record, rec_.kernels[e.record]);
-          break;
+    // The events that read a changed value, in order (each visit may add later ones).
+    for (size_t w = 0; w < pending_.size(); ++w)
+      while (pending_[w]) {
+        const int bit = std::countr_zero(pending_[w]);
+        visit(rec_.events[w * 64 + size_t(bit)]);
+        pending_[w] &= bit == 63 ? 0 : ~((uint64_t(2) << bit) - 1);  // (none before it is visited again)
       }
-    }
   } catch (const GuardFailed& e) {
     why = e.what();
     return false;
   }
   return true;
+}
+
+// A recorded event one of whose values changed: the decision redone where what it read changed.
+void Refresh::visit(const Recording::Event& e) {
+  switch (e.kind) {
+    case Recording::Event::Kind::Fold:
+      if (any_changed(rec_.folds[e.record].inputs)) refold(rec_.folds[e.record]);
+      break;
+    case Recording::Event::Kind::Decision:
+      if (decision_changed(rec_.decisions[e.record])) redecide(rec_.decisions[e.record]);
+      break;
+    case Recording::Event::Kind::Kernel:
+      // (A kernel writing a KV cache's new rows in place: also when the past's length moved them.)
+      if (any_changed(rec_.kernels[e.record].inputs)) recall(e.record, rec_.kernels[e.record]);
+      else if (any_changed(rec_.kernels[e.record].rows_of)) repitch(e.record, rec_.kernels[e.record]);
+      break;
+  }
 }
 
 // A fold that read a changed value, computed again; outputs that come out different change too.

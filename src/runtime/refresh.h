@@ -61,6 +61,7 @@ class Refresh {
   };
   const std::vector<Tensor>* folded_before(const ir::Node& node, const FoldRecord& f,
                                            const std::vector<const Tensor*>& ins) const;
+  void visit(const Recording::Event& e);
   bool decision_changed(const DecisionRecord& d) const;
   void redecide(const DecisionRecord& d);
   void recall(size_t n, const KernelRecord& k);
@@ -104,6 +105,7 @@ class Refresh {
   const Fusion& fusion_;
   const Recording& rec_;
   std::vector<char>& changed_;                  // by value id (the recording's scratch)
+  std::vector<uint64_t>& pending_;              // by event: to visit (the recording's scratch)
   std::vector<PlanValue>& values_;              // by value id: the changed ones (the recording's scratch)
   std::vector<int> changed_ids_;                // which, in the order they changed
   std::vector<const Tensor*> fold_ins_;         // a fold's inputs
