@@ -668,12 +668,12 @@ TEST(RuntimeFusion, ResidualAddWithoutBiasJoinsTheMatMulEpilogue) {
 // LayerNormalization of x + (x W + b), and a pre-norm block's (h = x + x W, read by the normalization and
 // by the residual after it: h is stored too) LayerNormalization or RMS norm in plain ops. Rows of 1 (the
 // one-row kernel), 6 and 3 with a K long enough to split (the summing pass normalizes), and widths past
-// the row kernel's registers; recorded and replayed equal to the CPU.
+// the row kernel's registers, unsplit and split; recorded and replayed equal to the CPU.
 TEST(RuntimeFusion, ANormalizationOfTheProductJoinsItsGroup) {
   SKIP_WITHOUT_GPU();
   enum class Form { PostLayerNorm, PreLayerNorm, PreRms };
   for (Form form : {Form::PostLayerNorm, Form::PreLayerNorm, Form::PreRms})
-    for (auto [k, n, rows] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{6, 6, 1}, {6, 6, 6}, {1024, 1024, 3}, {40, 1100, 6}}) {
+    for (auto [k, n, rows] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{6, 6, 1}, {6, 6, 6}, {1024, 1024, 3}, {40, 1100, 6}, {1024, 1100, 6}}) {
       const bool residual = k == n;
       SCOPED_TRACE("form " + std::to_string(int(form)) + " k " + std::to_string(k) + " n " + std::to_string(n) + " rows " +
                    std::to_string(rows));
