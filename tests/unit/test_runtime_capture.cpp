@@ -2,6 +2,7 @@
 // fail-loud, whole-graph fallback, INT64 strategies, status errors, signatures and replays.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -738,6 +739,52 @@ TEST(RuntimeFusion, ANormalizationOfTheProductJoinsItsGroup) {
       EXPECT_EQ(p.nodes[0].op, "MatMul (fused)");
       EXPECT_EQ(p.nodes[0].dispatches, 2);
     }
+}
+
+// A LayerNormalization between two products (a pre-norm block: h = x + x W1 + c1, then LN(h) W2) joins the
+// product after it as its prologue on rows few enough for the one-row kernels (a decode step: no dispatch
+// of its own), and the product before it as its post-normalization on more rows; equal to the CPU either way.
+TEST(RuntimeFusion, ANormalizationBetweenProductsGoesWhereItCostsLeast) {
+  SKIP_WITHOUT_GPU();
+  const int64_t k = 64, n = 48;
+  ModelBuilder b(18);
+  b.input("x", DType::Float32, {1, -1, k}).output("out", DType::Float32).output("h", DType::Float32);
+  std::vector<float> w1(static_cast<size_t>(k * k)), w2(static_cast<size_t>(k * n)), c(static_cast<size_t>(k)),
+      g(static_cast<size_t>(k));
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.02f * float(int(i % 11) - 5);
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.03f * float(int(i % 7) - 3);
+  for (size_t i = 0; i < c.size(); ++i) c[i] = 0.25f * float(int(i % 5) - 2);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = 0.5f + 0.05f * float(int(i % 9) - 4);
+  b.initializer("w1", Tensor::from_vector<float>({k, k}, w1));
+  b.initializer("w2", Tensor::from_vector<float>({k, n}, w2));
+  b.initializer("c", Tensor::from_vector<float>({k}, c));
+  b.initializer("g", Tensor::from_vector<float>({k}, g));
+  b.node("MatMul", {"x", "w1"}, {"p"}, "mm1");
+  b.node("Add", {"p", "c"}, {"pb"}, "bias");
+  b.node("Add", {"x", "pb"}, {"h"}, "residual");
+  b.node("LayerNormalization", {"h", "g"}, {"y"}, "ln");
+  b.node("MatMul", {"y", "w2"}, {"out"}, "mm2");
+  const std::string m = b.bytes();
+  for (int64_t rows : {1, 6}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    std::vector<float> xs(static_cast<size_t>(rows * k));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 17) - 8) * 0.125f;
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({1, rows, k}, xs)}};
+    Session s = Session::from_bytes(m, gpu());
+    recorded_and_replayed_match_cpu(s, m, feeds, 1e-4, 1e-5);
+    EXPECT_EQ(s.last_plan().fallbacks.size(), 0u);
+    std::string why;
+    std::optional<Session> profiled = onnxgpu::testing::profiling_session(m, gpu(), why);
+    if (!profiled) GTEST_SKIP() << "profiling cannot run on this adapter: " << why;
+    profiled->run(feeds);
+    // Where the normalization runs: its own place (the prologue group is placed at it), or inside mm1's group.
+    const Profile p = profiled->profile();
+    const bool at_ln = std::any_of(p.nodes.begin(), p.nodes.end(), [](const NodeTiming& t) { return t.node == "ln"; });
+    EXPECT_EQ(at_ln, rows <= 4);
+    ASSERT_FALSE(p.nodes.empty());
+    EXPECT_EQ(p.nodes[0].node, "mm1");
+    EXPECT_EQ(p.nodes[0].op, "MatMul (fused)");
+  }
 }
 
 // Scale then mask (attention scores): Div and Where with a bool mask and a scalar fill run as one kernel.
