@@ -225,6 +225,7 @@ void normalize_rows(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
         "}\n";
     // The values in the invocations' registers summed together, their parts' loads issued at once (row
     // `row` is row m of batch element z; columns past the row read column 0 and are not used).
+    static_assert(row_norm::kCached == 4, "the statements below set v0 ... v3");
     r.cached =
         "  {\n"
         "    let mn = M() * N();\n"

@@ -6,11 +6,6 @@
 
 namespace onnxgpu::webgpu::row_norm {
 
-namespace {
-// Values of a row each invocation keeps in registers (rows up to kCache * workgroup size are read once).
-constexpr uint32_t kCache = 4;
-}  // namespace
-
 uint32_t workgroup(const Limits& l) {
   uint32_t cap = std::min(l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256u,
                           l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256u);
@@ -57,17 +52,17 @@ std::string body(const RowSpec& r) {
     std::string a = r.sum.empty() ? "" : "let i = base + " + j + "; let v = " + v + "; " + r.sum + " ";
     return a + "let d = " + v + " - shift; acc = acc + vec2<f32>(d, d * d);";
   };
-  for (uint32_t c = 0; c < kCache; ++c) {
+  for (uint32_t c = 0; c < kCached; ++c) {
     const std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
     s += "  let " + j + " = lid + " + std::to_string(c) + "u * WG;\n";
     s += r.cached.empty() ? "  let " + v + " = xv(select(base, base + " + j + ", " + j + " < n));\n" : "  var " + v + " = 0.0;\n";
   }
   s += r.cached;
-  for (uint32_t c = 0; c < kCache; ++c) {
+  for (uint32_t c = 0; c < kCached; ++c) {
     const std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
     s += "  if (" + j + " < n) { " + accumulate(j, v) + " }\n";
   }
-  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n"
+  s += "  for (var j = lid + " + std::to_string(kCached) + "u * WG; j < n; j = j + WG) {\n"
        "    let xj = xv(base + j);\n"
        "    " + accumulate("j", "xj") + "\n"
        "  }\n"
@@ -82,11 +77,11 @@ std::string body(const RowSpec& r) {
     if (!r.shift.empty()) w += "    r = r + " + r.shift + ";\n";
     return w + "    y_store(i, r);\n";
   };
-  for (uint32_t c = 0; c < kCache; ++c) {
+  for (uint32_t c = 0; c < kCached; ++c) {
     std::string v = "v" + std::to_string(c), j = "j" + std::to_string(c);
     s += "  if (" + j + " < n) {\n    let j = " + j + ";\n" + write(j, v) + "  }\n";
   }
-  s += "  for (var j = lid + " + std::to_string(kCache) + "u * WG; j < n; j = j + WG) {\n" + write("j", "xv(base + j)") + "  }\n";
+  s += "  for (var j = lid + " + std::to_string(kCached) + "u * WG; j < n; j = j + WG) {\n" + write("j", "xv(base + j)") + "  }\n";
   s += r.stats;
   return s;
 }

@@ -12,6 +12,10 @@
 
 namespace onnxgpu::webgpu::row_norm {
 
+// Values of a row each invocation keeps in registers, v0 ... v3: rows up to kCached x the workgroup are read
+// once.
+inline constexpr uint32_t kCached = 4;
+
 // Workgroup size of the row kernels: a power of two within the device's limits.
 uint32_t workgroup(const Limits& l);
 
@@ -36,8 +40,8 @@ struct RowSpec {
 
 // The body of a row kernel (one workgroup per row, y the output). xv is called once per element before
 // the row's statistics are known (but for those RowSpec::cached sets), and again after them for elements
-// past the invocations' registers (rows longer than 4 x the workgroup); y is written only after the statistics, each element by the
-// invocation that read it, so y may hold the values xv reads.
+// past the invocations' registers (rows longer than kCached x the workgroup); y is written only after the
+// statistics, each element by the invocation that read it, so y may hold the values xv reads.
 std::string body(const RowSpec& r);
 
 // One workgroup per row.
