@@ -1,9 +1,10 @@
-#include "core/switches.h"
 #include "runtime/refresh_ahead.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <utility>
+
+#include "core/switches.h"
 
 namespace onnxgpu::runtime {
 

@@ -37,8 +37,8 @@
 #include <cstdlib>
 #include <optional>
 
-#include "ops/broadcast.h"
 #include "core/switches.h"
+#include "ops/broadcast.h"
 #include "ops/conv.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/conv_util.h"

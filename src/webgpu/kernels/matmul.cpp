@@ -132,7 +132,8 @@ VecLoads vec_loads() {
 namespace {
 
 // What split-K's summing passes read, declared in p with their bindings appended to `binds`: the partial
-// sums `part`, C and R (the epilogue's), and the uniforms M, N, splits, c_sm, c_sn, alpha, beta.
+// sums `part`, C and R (the epilogue's), the uniforms M, N, splits, c_sm, c_sn, alpha, beta, and
+// `fn summed(i: u32) -> f32`, the sum of output element i's parts.
 void declare_summed(GpuKernelContext& ctx, shader::Program& p, DType t, const Product& pr, const Epilogue& ep,
                     ValueRef part, const Shape& part_shape, uint32_t splits, std::vector<ValueRef>& binds) {
   p.input("part", DType::Float32, part_shape);
@@ -154,6 +155,14 @@ void declare_summed(GpuKernelContext& ctx, shader::Program& p, DType t, const Pr
   }
   p.uniform_f32("alpha", ep.alpha);
   p.uniform_f32("beta", ep.beta);
+  p.declare(
+      "fn summed(i: u32) -> f32 {\n"
+      "  let mn = M() * N();\n"
+      "  let at = (i / mn) * splits() * mn + i % mn;\n"
+      "  var s = 0.0;\n"
+      "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load(at + k * mn); }\n"
+      "  return s;\n"
+      "}\n");
 }
 
 }  // namespace
@@ -179,11 +188,8 @@ void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue
   r.set_threads(uint64_t(pr.M) * pr.N * uint64_t(shape_numel(pr.batch)));
   r.body(
       "  let mn = M() * N();\n"
-      "  let z = gi / mn;\n"
       "  let e = gi % mn;\n"
-      "  var s = 0.0;\n"
-      "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
-      "  put(z, e / N(), e % N(), s);\n");
+      "  put(gi / mn, e / N(), e % N(), summed(gi));\n");
   ctx.dispatch(r, binds);
 }
 
@@ -216,12 +222,8 @@ void normalize_rows(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
     p.declare(epilogue_decl(ep));
     value =
         "fn xv(i: u32) -> f32 {\n"
-        "  let mn = M() * N();\n"
-        "  let z = i / mn;\n"
-        "  let e = i % mn;\n"
-        "  var s = 0.0;\n"
-        "  for (var k = 0u; k < splits(); k = k + 1u) { s = s + part_load((z * splits() + k) * mn + e); }\n"
-        "  return epilogue(s, e / N(), e % N(), i);\n"
+        "  let e = i % (M() * N());\n"
+        "  return epilogue(summed(i), e / N(), e % N(), i);\n"
         "}\n";
     // The values in the invocations' registers summed together, their parts' loads issued at once (row
     // `row` is row m of batch element z; columns past the row read column 0 and are not used).
@@ -267,7 +269,7 @@ void normalize_rows(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   p.output("y", t, pr.out);
   binds.push_back(ctx.out(post.keeps_sum ? 1 : 0));
   const uint64_t rows = uint64_t(shape_numel(pr.out)) / pr.N;
-  p.uniform("rows", row_norm::u32_size(ctx, int64_t(rows)));
+  p.uniform("rows", strided::u32_dim(ctx, int64_t(rows), "the rows"));
   p.uniform("len", pr.N);
   p.uniform_f32("eps", post.epsilon);
   p.declare(row_norm::sum_decl(wgs));

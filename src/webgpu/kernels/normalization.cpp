@@ -33,6 +33,11 @@ void check_float(GpuKernelContext& ctx, size_t i, const char* what, DTypeSet typ
 // The value function of the kernels that normalize x as it is.
 const char* kPlainValue = "fn xv(i: u32) -> f32 { return x_load(i); }\n";
 
+uint32_t u32_size(GpuKernelContext& ctx, int64_t v) {
+  if (v < 0 || v > int64_t(0xffffffffu)) ctx.unsupported("tensor too large for 32-bit GPU indexing");
+  return uint32_t(v);
+}
+
 // ---------------------------------------------------------------------------------- LayerNormalization
 
 void layer_norm(GpuKernelContext& ctx) {
@@ -43,7 +48,7 @@ void layer_norm(GpuKernelContext& ctx) {
   const auto [axis, stash] = ops::layer_norm_params(ctx.node, rank, [&](const std::string& m) { ctx.fail(m); });
   float eps = ctx.node.attr_float("epsilon", 1e-5f);
   Shape outer_shape(xs.begin(), xs.begin() + axis), inner_shape(xs.begin() + axis, xs.end());
-  uint32_t rows = row_norm::u32_size(ctx, shape_numel(outer_shape)), len = row_norm::u32_size(ctx, shape_numel(inner_shape));
+  uint32_t rows = u32_size(ctx, shape_numel(outer_shape)), len = u32_size(ctx, shape_numel(inner_shape));
   Shape ms = outer_shape;
   ms.resize(size_t(rank), 1);
   ctx.set_output(0, t, xs);
@@ -76,7 +81,7 @@ void layer_norm(GpuKernelContext& ctx) {
     bool trailing = int64_t(stripped.size()) <= rank - axis &&
                     std::equal(stripped.begin(), stripped.end(), xs.end() - int64_t(stripped.size()));
     if (trailing) {
-      p.uniform(var + "_n", row_norm::u32_size(ctx, std::max<int64_t>(shape_numel(s), 1)));
+      p.uniform(var + "_n", u32_size(ctx, std::max<int64_t>(shape_numel(s), 1)));
       return var + "_load(j % " + var + "_n())";
     }
     p.broadcast_index(var + "_at", s, xs);
@@ -117,7 +122,7 @@ void skip_norm(GpuKernelContext& ctx) {
   const ops::SkipNormParams sp = ops::skip_norm_params(ctx.node, ctx.operands(), ctx.fail_fn());
   const Shape& xs = ctx.shape(0);
   const DType t = ctx.dtype(0);
-  const uint32_t len = row_norm::u32_size(ctx, sp.hidden), rows = row_norm::u32_size(ctx, shape_numel(xs) / sp.hidden);
+  const uint32_t len = u32_size(ctx, sp.hidden), rows = u32_size(ctx, shape_numel(xs) / sp.hidden);
   ctx.set_output(0, t, xs);
   const bool want_mean = ctx.output_wanted(1), want_inv = ctx.output_wanted(2), want_sum = ctx.output_wanted(3);
   if (want_mean) ctx.set_output(1, DType::Float32, sp.stats);
@@ -163,7 +168,7 @@ void skip_norm(GpuKernelContext& ctx) {
   }
   p.uniform("rows", rows);
   p.uniform("len", len);
-  p.uniform("skip_n", row_norm::u32_size(ctx, sp.skip_numel));
+  p.uniform("skip_n", u32_size(ctx, sp.skip_numel));
   p.uniform_f32("eps", sp.epsilon);
   p.declare(row_norm::sum_decl(wgs));
   p.declare(value + "; }\n");
@@ -182,7 +187,7 @@ void rms_norm(GpuKernelContext& ctx) {
   const bool scaled = ctx.has_input(1);
   const Shape& xs = ctx.shape(0);
   const DType t = ctx.dtype(0);
-  const uint32_t rows = row_norm::u32_size(ctx, shape_numel(rp.stats)), len = row_norm::u32_size(ctx, shape_numel(rp.normalized));
+  const uint32_t rows = u32_size(ctx, shape_numel(rp.stats)), len = u32_size(ctx, shape_numel(rp.normalized));
   ctx.set_output(0, t, xs);
   const bool want_inv = ctx.output_wanted(1);
   if (want_inv) ctx.set_output(1, rp.stash, rp.stats);
@@ -197,7 +202,7 @@ void rms_norm(GpuKernelContext& ctx) {
     p.input("s", t, ctx.shape(1));
     binds.push_back(ctx.in(1));
     if (rp.flat_scale) {
-      p.uniform("s_n", row_norm::u32_size(ctx, std::max<int64_t>(shape_numel(ctx.shape(1)), 1)));
+      p.uniform("s_n", u32_size(ctx, std::max<int64_t>(shape_numel(ctx.shape(1)), 1)));
       r.scale = "s_load(j % s_n())";
     } else {
       p.broadcast_index("s_at", ctx.shape(1), rp.normalized);
@@ -229,8 +234,8 @@ void instance_norm(GpuKernelContext& ctx) {
   ops::check_instance_norm(t, xs, ctx.dtype(1), ctx.shape(1), ctx.dtype(2), ctx.shape(2), ctx.fail_fn());
   float eps = ctx.node.attr_float("epsilon", 1e-5f);
   int64_t C = xs[1];
-  uint32_t rows = row_norm::u32_size(ctx, xs[0] * C);
-  uint32_t len = row_norm::u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
+  uint32_t rows = u32_size(ctx, xs[0] * C);
+  uint32_t len = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
   ctx.set_output(0, t, xs);
   uint32_t wgs = row_norm::workgroup(ctx.limits);
   auto p = ctx.program("rows", wgs);
@@ -261,9 +266,9 @@ void group_norm(GpuKernelContext& ctx) {
   DType t = ctx.dtype(0);
   const ops::GroupNormParams gp = ops::group_norm_params(ctx.node, ctx.opset, ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.fail_fn());
   const int64_t C = xs[1];
-  uint32_t rows = row_norm::u32_size(ctx, xs[0] * gp.groups);
-  uint32_t spatial = row_norm::u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
-  uint32_t len = row_norm::u32_size(ctx, (C / gp.groups) * int64_t(spatial));
+  uint32_t rows = u32_size(ctx, xs[0] * gp.groups);
+  uint32_t spatial = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
+  uint32_t len = u32_size(ctx, (C / gp.groups) * int64_t(spatial));
   ctx.set_output(0, t, xs);
   if (shape_numel(xs) == 0) return;
   uint32_t wgs = row_norm::workgroup(ctx.limits);
@@ -299,11 +304,11 @@ void lp_norm(GpuKernelContext& ctx) {
   ctx.set_output(0, t, xs);
   const int64_t n = xs[size_t(lp.axis)];
   if (shape_numel(xs) == 0) return;
-  const uint32_t inner = row_norm::u32_size(ctx, shape_numel(Shape(xs.begin() + lp.axis + 1, xs.end())));
+  const uint32_t inner = u32_size(ctx, shape_numel(Shape(xs.begin() + lp.axis + 1, xs.end())));
   auto p = ctx.program(lp.p == 1 ? "l1" : "l2");
   p.input("x", t, xs);
   p.output("y", t, xs);
-  p.uniform("n", row_norm::u32_size(ctx, n));
+  p.uniform("n", u32_size(ctx, n));
   p.uniform("inner", inner);
   p.set_threads(uint64_t(shape_numel(xs) / n));
   p.body("  let base = (gi / inner()) * n() * inner() + gi % inner();\n"
@@ -352,8 +357,8 @@ void batch_norm(GpuKernelContext& ctx) {
   p.input("m", ctx.dtype(3), ctx.shape(3));
   p.input("v", ctx.dtype(4), ctx.shape(4));
   p.output("y", t, xs);
-  p.uniform("inner", row_norm::u32_size(ctx, std::max<int64_t>(inner, 1)));
-  p.uniform("np", row_norm::u32_size(ctx, std::max<int64_t>(shape_numel(pshape), 1)));
+  p.uniform("inner", u32_size(ctx, std::max<int64_t>(inner, 1)));
+  p.uniform("np", u32_size(ctx, std::max<int64_t>(shape_numel(pshape), 1)));
   p.uniform_f32("eps", eps);
   p.set_threads(uint64_t(shape_numel(xs)));
   p.body(

@@ -93,9 +93,4 @@ void dispatch(GpuKernelContext& ctx, const shader::Program& p, std::vector<Value
   ctx.dispatch(p, std::move(binds), x, y);
 }
 
-uint32_t u32_size(GpuKernelContext& ctx, int64_t v) {
-  if (v < 0 || v > int64_t(0xffffffffu)) ctx.unsupported("tensor too large for 32-bit GPU indexing");
-  return uint32_t(v);
-}
-
 }  // namespace onnxgpu::webgpu::row_norm

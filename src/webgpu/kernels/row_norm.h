@@ -47,7 +47,4 @@ std::string body(const RowSpec& r);
 // One workgroup per row.
 void dispatch(GpuKernelContext& ctx, const shader::Program& p, std::vector<ValueRef> binds, uint64_t rows);
 
-// v as a u32 size, or the node refused (tensor too large for 32-bit indexing).
-uint32_t u32_size(GpuKernelContext& ctx, int64_t v);
-
 }  // namespace onnxgpu::webgpu::row_norm
