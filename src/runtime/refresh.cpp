@@ -473,6 +473,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   } else {
     const webgpu::GpuKernel* kernel = webgpu::gpu_registry().find(node.op_type, node.domain);
     ctx.emplace(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), std::move(infos));
+    for (const webgpu::DispatchSpec& d : k.dispatches) ctx->recorded.push_back(&d.program);  // their texts reused
     if (resident) {
       ctx->in_place_input = resident->pair.gqa ? 3 : 0;
       ctx->rows_in_place = resident->rows_in_place;

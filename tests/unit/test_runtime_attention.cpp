@@ -513,3 +513,88 @@ TEST(RuntimeAttention, DecodeKernelChoice) {
   ASSERT_EQ(prompt.size(), 1u);
   EXPECT_FALSE(has(std::get<0>(prompt[0]), "_decode") || has(std::get<0>(prompt[0]), "_split")) << std::get<0>(prompt[0]);
 }
+
+// A kernel called again for other sizes (a refresh) with the programs it recorded: a program of the
+// same name and key takes the recorded one's WGSL instead of building it (shader::Program::keyed), and
+// that WGSL is the one it would build; other choices (more rows: another program) build their own.
+TEST(RuntimeAttention, ACallForOtherSizesTakesTheRecordedText) {
+  ir::Node node;
+  node.name = "mha";
+  node.op_type = "MultiHeadAttention";
+  node.domain = ir::kMsDomain;
+  node.inputs = {"q", "k", "v"};
+  node.outputs = {"y"};
+  ir::Attribute n;
+  n.kind = ir::Attribute::Kind::Int;
+  n.i = 4;
+  node.attrs["num_heads"] = n;
+  Int64Policy policy;
+  const webgpu::Limits limits = usual_limits();
+  auto call = [&](int64_t rows, int64_t keys, const std::vector<webgpu::DispatchSpec>* recorded) {
+    auto ctx = std::make_unique<webgpu::GpuKernelContext>(
+        node, 17, policy, limits,
+        std::vector<webgpu::GpuValueInfo>{
+            {DType::Float32, {1, rows, 64}}, {DType::Float32, {1, keys, 64}}, {DType::Float32, {1, keys, 64}}});
+    if (recorded)
+      for (const webgpu::DispatchSpec& d : *recorded) ctx->recorded.push_back(&d.program);
+    (*webgpu::gpu_registry().find("MultiHeadAttention", ir::kMsDomain))(*ctx);
+    return ctx;
+  };
+  const auto first = call(1, 100, nullptr);
+  const auto again = call(1, 101, &first->dispatches), fresh = call(1, 101, nullptr);
+  ASSERT_EQ(again->dispatches.size(), 2u);
+  ASSERT_EQ(fresh->dispatches.size(), 2u);
+  for (size_t j = 0; j < 2; ++j) {
+    const webgpu::shader::Program& p = again->dispatches[j].program;
+    SCOPED_TRACE(p.name());
+    EXPECT_FALSE(p.key().empty());
+    EXPECT_TRUE(p.same_source(first->dispatches[j].program));
+    EXPECT_EQ(p.source(), fresh->dispatches[j].program.source());
+    EXPECT_EQ(again->dispatches[j].uniforms, fresh->dispatches[j].uniforms) << "this call's sizes";
+  }
+  const auto prompt = call(12, 101, &first->dispatches), prompt_fresh = call(12, 101, nullptr);
+  ASSERT_EQ(prompt->dispatches.size(), 1u);
+  EXPECT_TRUE(prompt->dispatches[0].program.builds_text());
+  EXPECT_EQ(prompt->dispatches[0].program.source(), prompt_fresh->dispatches[0].program.source());
+}
+
+// The program level: a key that matches a recorded program gives its text and declare() / body() are
+// ignored; with the check (the tests' $ONNXGPU_CHECK_WGSL_KEYS=1) the text is built and a key that
+// misses a choice (here the body) fails loudly at dispatch, naming the program and the key.
+TEST(RuntimeAttention, AKeyThatMissesAChoiceFailsTheCheck) {
+  Int64Policy policy;
+  const webgpu::Limits limits = usual_limits();
+  ir::Node node;
+  node.name = "n";
+  node.op_type = "Identity";
+  node.inputs = {"x"};
+  node.outputs = {"y"};
+  auto build = [&](const std::vector<const webgpu::shader::Program*>& recorded, bool check, const std::string& body) {
+    webgpu::shader::Program p("Identity.copy", policy);
+    p.keyed("copy", recorded, check);
+    p.input("x", DType::Float32, {8});
+    p.output("y", DType::Float32, {8});
+    p.set_threads(8);
+    p.body(body);
+    return p;
+  };
+  const webgpu::shader::Program recorded = build({}, false, "  y_store(gi, x_load(gi));");
+  EXPECT_TRUE(recorded.builds_text());
+  const webgpu::shader::Program taken = build({&recorded}, false, "  y_store(gi, 2.0 * x_load(gi));");
+  EXPECT_FALSE(taken.builds_text());
+  EXPECT_EQ(taken.source(), recorded.source()) << "the body given was ignored: the key said it was the same";
+  webgpu::GpuKernelContext ctx(node, 13, policy, limits, {{DType::Float32, {8}}});
+  const webgpu::shader::Program same = build({&recorded}, true, "  y_store(gi, x_load(gi));");
+  EXPECT_TRUE(same.builds_text());
+  ctx.dispatch(same, {ctx.in(0), ctx.out(0)});
+  const webgpu::shader::Program other = build({&recorded}, true, "  y_store(gi, 2.0 * x_load(gi));");
+  try {
+    ctx.dispatch(other, {ctx.in(0), ctx.out(0)});
+    FAIL() << "a checked key that misses a choice must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Identity.copy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("key 'copy'"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(ctx.dispatches.size(), 1u);
+  EXPECT_EQ(ctx.dispatches[0].program.checked_against(), nullptr) << "a recorded program keeps no pointer";
+}

@@ -330,6 +330,16 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          store_wgsl(s, split);
 }
 
+// What a layout's WGSL depends on: whether it is strided and which of its matrix axes is contiguous.
+std::string layout_key(const Layout& l) {
+  return std::string(l.strided ? "s" : "-") + (l.s_row == 1 ? "r" : "-") + (l.s_col == 1 ? "c" : "-");
+}
+
+// The combine's: the rows without keys, Y's layout, the batch's rank.
+std::string combine_key(const Spec& s) {
+  return std::string(s.empty_rows_zero ? "zero " : "") + layout_key(s.y.layout) + " batch" + std::to_string(s.batch.size());
+}
+
 // A combine's operands: the chunks' partial outputs (po) and shifts and sums (pml), Y, and their sizes.
 void declare_combine(shader::Program& p, const Spec& s, const Split& sp, uint64_t z_count) {
   const uint64_t parts = z_count * sp.chunks * uint64_t(s.Lq);
@@ -344,11 +354,7 @@ void declare_combine(shader::Program& p, const Spec& s, const Split& sp, uint64_
 
 // The combine of a split: per output element, the chunks' partial outputs weighed by their shifts
 // (chunks that summed nothing left out; NaN sums kept).
-void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count) {
-  auto p = ctx.program(s.name + "_combine");
-  declare_combine(p, s, sp, z_count);
-  const uint64_t threads = z_count * uint64_t(s.Lq) * uint64_t(s.Dv);
-  p.set_threads(threads);
+void combine_wgsl(shader::Program& p, const Spec& s) {
   std::string value = s.empty_rows_zero ? "select(o / lsum, 0.0, lsum == 0.0)" : "o / lsum";
   p.body("  let c = gi % Dv();\n"
          "  let i = (gi / Dv()) % Lq();\n"
@@ -370,6 +376,14 @@ void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRe
          "    }\n"
          "  }\n"
          "  y_store(y_boff(z) + i * y_sr() + c * y_sc(), " + value + ");\n");
+}
+
+void emit_combine(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count) {
+  auto p = ctx.program(s.name + "_combine");
+  const bool wgsl = ctx.needs_wgsl(p, combine_key(s));
+  declare_combine(p, s, sp, z_count);
+  p.set_threads(z_count * uint64_t(s.Lq) * uint64_t(s.Dv));
+  if (wgsl) combine_wgsl(p, s);
   ctx.dispatch(p, {po, pml, s.y.t.ref});
 }
 
@@ -570,10 +584,7 @@ std::string decode_body(const DecodeTile& d, const Spec& s) {
 // shifts and sums are read once into workgroup memory and weighed there (the general combine's rules:
 // chunks that summed nothing left out, NaN sums kept); then each invocation sums its key slice of
 // chunks' partial outputs (their loads issued together) and the slices are added.
-void emit_combine_rows(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count,
-                       uint32_t threads) {
-  auto p = ctx.program(s.name + "_merge", threads);
-  declare_combine(p, s, sp, z_count);
+void merge_wgsl(shader::Program& p, const Spec& s, uint32_t threads) {
   const uint32_t cs = threads / 64;
   p.declare("const NT: u32 = " + u32_lit(threads) + ";\nconst CC: u32 = 64u;  // columns per workgroup\n"
             "const CS: u32 = " + u32_lit(cs) + ";  // chunk slices\nconst CU: u32 = " + u32_lit(kMaxChunks / cs) +
@@ -613,8 +624,16 @@ void emit_combine_rows(GpuKernelContext& ctx, const Spec& s, const Split& sp, Va
          "    for (var t = 0u; t < CS; t = t + 1u) { o = o + red[t * CC + cc]; }\n"
          "    y_store(y_boff(z) + i * y_sr() + c * y_sc(), " + value + ");\n"
          "  }\n");
+}
+
+void emit_combine_rows(GpuKernelContext& ctx, const Spec& s, const Split& sp, ValueRef po, ValueRef pml, uint64_t z_count,
+                       uint32_t threads) {
+  auto p = ctx.program(s.name + "_merge", threads);
+  const bool wgsl = ctx.needs_wgsl(p, combine_key(s));
+  declare_combine(p, s, sp, z_count);
   const uint64_t gx = (uint64_t(s.Dv) + 63) / 64;
   if (gx > max_grid(ctx) || z_count > max_grid(ctx)) ctx.unsupported("attention too large for the device's grid");
+  if (wgsl) merge_wgsl(p, s, threads);
   ctx.dispatch(p, {po, pml, s.y.t.ref}, uint32_t(gx), uint32_t(s.Lq), uint32_t(z_count));
 }
 
@@ -627,6 +646,23 @@ uint32_t combine_threads(const GpuKernelContext& ctx) {
   for (uint32_t nt : {256u, 128u})
     if (nt <= std::min(inv, wx) && 4 * (3 * kMaxChunks + nt) <= mem) return nt;
   return 0;
+}
+
+// The choices the main program's WGSL depends on beyond its tensors and uniforms (Program::keyed):
+// the tile or decode tile, the split, the operands' layouts, the score and its inputs.
+std::string main_key(const Spec& s, const std::optional<DecodeTile>& dt, const Tile& t, bool split) {
+  std::string k = dt ? "decode " + std::to_string(dt->threads) + "," + std::to_string(dt->rows) + "," +
+                           std::to_string(dt->lanes) + "," + std::to_string(dt->depth) + "," + std::to_string(dt->cols) +
+                           "," + std::to_string(dt->groups)
+                     : "tile " + std::to_string(t.rows) + "," + std::to_string(t.keys) + "," + std::to_string(t.depth);
+  k += std::string(split ? " split" : "") + (s.key_range ? " ranged" : "") + (s.sink ? " sink" : "") +
+       (s.empty_rows_zero ? " zero" : "") + " batch" + std::to_string(s.batch.size());
+  for (const Matrix* m : {&s.q, &s.k, &s.v, &s.y}) k += " " + layout_key(m->layout);
+  for (const ScoreInput& x : s.inputs) k += " in:" + x.name + ":" + x.type + ":" + x.keys + ":" + layout_key(x.layout);
+  for (const Spec::Extra& x : s.extras) k += " x:" + x.name;
+  for (const auto& [n, v] : s.uniforms) k += " u:" + n;
+  for (const auto& [n, v] : s.uniforms_f32) k += " f:" + n;
+  return k + "\n" + s.decls + "\n" + s.score;
 }
 
 }  // namespace
@@ -658,6 +694,7 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   for (const auto& [tag, m] : {std::pair<const char*, const Matrix*>{"q", &s.q}, {"k", &s.k}, {"v", &s.v}})
     name += std::string("_") + tag + (m->layout.s_col == 1 ? "r" : "c");
   auto p = ctx.program(name + (dt ? "_decode" : split ? "_split" : ""), dt ? dt->threads : t.threads());
+  const bool wgsl = ctx.needs_wgsl(p, main_key(s, dt, t, split));
   p.input("q", s.q.t.dtype, Shape{int64_t(s.q.t.numel)});
   p.input("k", s.k.t.dtype, Shape{int64_t(s.k.t.numel)});
   p.input("v", s.v.t.dtype, Shape{int64_t(s.v.t.numel)});
@@ -695,13 +732,15 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   if (!split) layouts.emplace_back("y", &s.y.layout);
   for (const ScoreInput& x : s.inputs) layouts.emplace_back(x.name, &x.layout);
   strided::declare(p, s.batch, layouts);
-  ScoreWgsl score = score_wgsl(s);
-  if (dt) {
-    p.declare(decode_decls(*dt) + reduce_util::kExpLog + score.fn);
-    p.body(decode_body(*dt, s));
-  } else {
-    p.declare(tile_decls(t, s) + reduce_util::kExpLog + score.fn);
-    p.body(body_wgsl(t, s, score, split));
+  if (wgsl) {
+    ScoreWgsl score = score_wgsl(s);
+    if (dt) {
+      p.declare(decode_decls(*dt) + reduce_util::kExpLog + score.fn);
+      p.body(decode_body(*dt, s));
+    } else {
+      p.declare(tile_decls(t, s) + reduce_util::kExpLog + score.fn);
+      p.body(body_wgsl(t, s, score, split));
+    }
   }
   ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(gz));
   // The two products, every row against every key (a causal or ranged row skips some: an upper bound).

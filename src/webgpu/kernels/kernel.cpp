@@ -1,7 +1,9 @@
 #include "webgpu/kernels/kernel.h"
 
+#include <cstdlib>
 #include <cstring>
 
+#include "core/switches.h"
 #include "ops/axis.h"
 #include "webgpu/device.h"
 
@@ -53,6 +55,25 @@ void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, u
   if (y > max_dim) throw NotImplemented("dispatch of " + std::to_string(threads) + " invocations exceeds the device's grid");
 }
 
+namespace {
+// $ONNXGPU_CHECK_WGSL_KEYS=1 (the tests set it): a program matched by key builds its WGSL all the same,
+// and dispatch() fails loudly where it differs from the recorded one's (a key that misses a choice).
+bool checking_keys() {
+  static const bool on = [] {
+    const char* e = std::getenv("ONNXGPU_CHECK_WGSL_KEYS");
+    return e && std::string(e) == "1";
+  }();
+  return on;
+}
+}  // namespace
+
+bool GpuKernelContext::needs_wgsl(shader::Program& p, std::string key) const {
+  static const bool reuse = switched_on("ONNXGPU_REUSE_WGSL");  // =0: every call builds its WGSL (measuring)
+  static const std::vector<const shader::Program*> none;
+  p.keyed(std::move(key), reuse ? recorded : none, checking_keys());
+  return p.builds_text();
+}
+
 void GpuKernelContext::dispatch(const shader::Program& p, std::vector<ValueRef> bindings, uint32_t x, uint32_t y,
                                 uint32_t z) {
   if (bindings.size() != p.tensors().size())
@@ -61,7 +82,11 @@ void GpuKernelContext::dispatch(const shader::Program& p, std::vector<ValueRef> 
   if (const shader::TensorDecl* t = p.inexact_value_use())
     unsupported("computes on " + std::string(dtype_name(t->dtype)) + " values (tensor '" + t->name +
                 "'), which the GPU would round to float32");
+  if (const shader::Program* r = p.checked_against(); r && !p.same_text(*r))
+    throw Error(node.describe() + ": program " + p.name() + " of key '" + p.key() +
+                "' builds another WGSL than the recorded one of that key (the key misses a choice)");
   DispatchSpec d{p};
+  d.program.forget_check();
   d.uniforms = p.uniform_data();
   d.bindings = std::move(bindings);
   if (x == 0) {

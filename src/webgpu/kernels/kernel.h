@@ -107,6 +107,10 @@ class GpuKernelContext {
   shader::Program program(const std::string& name, uint32_t workgroup_size = 256) const {
     return shader::Program(node.op_type + "." + name, policy, workgroup_size);
   }
+  // Whether the kernel must build `p`'s WGSL: a kernel that builds much calls this right after
+  // program(), with the key of its choices (shader::Program::keyed). False when a recorded program
+  // (`recorded`) of the same name and key gives p its text.
+  bool needs_wgsl(shader::Program& p, std::string key) const;
   // Records a dispatch of `p` with `bindings` (one per tensor declared in p, in order). The workgroup
   // count comes from p.threads() (set_threads) unless given.
   void dispatch(const shader::Program& p, std::vector<ValueRef> bindings, uint32_t x = 0, uint32_t y = 1, uint32_t z = 1);
@@ -129,6 +133,8 @@ class GpuKernelContext {
   // kernel that computes them, runtime/resident.h), so a Concat that honours in_place_input copies nothing.
   bool rows_in_place = false;
   bool in_place_done = false;
+  // Set by a refresh calling the kernel again: the programs it recorded (needs_wgsl).
+  std::vector<const shader::Program*> recorded;
 
   // Filled by the kernel, read by the runtime.
   struct OutputSpec {

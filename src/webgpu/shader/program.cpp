@@ -103,10 +103,12 @@ const std::string& Program::add_tensor(const std::string& name, DType dtype, con
     uniforms_[off + r + d] = uint32_t(strides[d]);
   }
   uniforms_[off + 2 * r] = uint32_t(n);
-  uniform_fns_.append("const " + name + "_rank: u32 = " + u(r) + ";\n");
-  uniform_fns_.append("fn " + name + "_shape(d: u32) -> u32 { return P(" + u(off) + " + d); }\n");
-  uniform_fns_.append("fn " + name + "_stride(d: u32) -> u32 { return P(" + u(off + r) + " + d); }\n");
-  uniform_fns_.append("fn " + name + "_numel() -> u32 { return P(" + u(off + 2 * r) + "); }\n");
+  if (builds_text_) {
+    uniform_fns_.append("const " + name + "_rank: u32 = " + u(r) + ";\n");
+    uniform_fns_.append("fn " + name + "_shape(d: u32) -> u32 { return P(" + u(off) + " + d); }\n");
+    uniform_fns_.append("fn " + name + "_stride(d: u32) -> u32 { return P(" + u(off + r) + " + d); }\n");
+    uniform_fns_.append("fn " + name + "_numel() -> u32 { return P(" + u(off + 2 * r) + "); }\n");
+  }
   tensors_.push_back(std::move(t));
   return tensors_.back().type.family;
 }
@@ -114,26 +116,26 @@ const std::string& Program::add_tensor(const std::string& name, DType dtype, con
 void Program::uniform(const std::string& name, uint32_t value) {
   uint32_t off = alloc(1);
   uniforms_[off] = value;
-  uniform_fns_.append("fn " + name + "() -> u32 { return P(" + u(off) + "); }\n");
+  if (builds_text_) uniform_fns_.append("fn " + name + "() -> u32 { return P(" + u(off) + "); }\n");
 }
 
 void Program::uniform_i32(const std::string& name, int32_t value) {
   uint32_t off = alloc(1);
   std::memcpy(&uniforms_[off], &value, 4);
-  uniform_fns_.append("fn " + name + "() -> i32 { return bitcast<i32>(P(" + u(off) + ")); }\n");
+  if (builds_text_) uniform_fns_.append("fn " + name + "() -> i32 { return bitcast<i32>(P(" + u(off) + ")); }\n");
 }
 
 void Program::uniform_f32(const std::string& name, float value) {
   uint32_t off = alloc(1);
   std::memcpy(&uniforms_[off], &value, 4);
-  uniform_fns_.append("fn " + name + "() -> f32 { return bitcast<f32>(P(" + u(off) + ")); }\n");
+  if (builds_text_) uniform_fns_.append("fn " + name + "() -> f32 { return bitcast<f32>(P(" + u(off) + ")); }\n");
 }
 
 void Program::uniform_i64(const std::string& name, int64_t value) {
   uint32_t off = alloc(2);
   uniforms_[off] = uint32_t(uint64_t(value));
   uniforms_[off + 1] = uint32_t(uint64_t(value) >> 32);
-  uniform_fns_.append("fn " + name + "() -> w64 { return w64(P(" + u(off) + "), P(" + u(off + 1) + ")); }\n");
+  if (builds_text_) uniform_fns_.append("fn " + name + "() -> w64 { return w64(P(" + u(off) + "), P(" + u(off + 1) + ")); }\n");
 }
 
 void Program::uniform_raw(const std::string& name, const std::string& like, const Tensor& value) {
@@ -145,13 +147,13 @@ void Program::uniform_raw(const std::string& name, const std::string& like, cons
   uint32_t off = alloc(wide ? 2 : 1);
   if (value.nbytes()) std::memcpy(&uniforms_[off], value.raw(), std::min<size_t>(value.nbytes(), size_t(t->type.storage_bits / 8)));
   std::string bits = wide ? "vec2<u32>(P(" + u(off) + "), P(" + u(off + 1) + "))" : "P(" + u(off) + ")";
-  uniform_fns_.append("fn " + name + "() -> " + like + "_raw_t { return " + bits + "; }\n");
+  if (builds_text_) uniform_fns_.append("fn " + name + "() -> " + like + "_raw_t { return " + bits + "; }\n");
 }
 
 void Program::uniform_array(const std::string& name, const std::vector<uint32_t>& values) {
   uint32_t off = alloc(uint32_t(std::max<size_t>(values.size(), 1)));
   std::copy(values.begin(), values.end(), uniforms_.begin() + off);
-  uniform_fns_.append("fn " + name + "(i: u32) -> u32 { return P(" + u(off) + " + i); }\n");
+  if (builds_text_) uniform_fns_.append("fn " + name + "(i: u32) -> u32 { return P(" + u(off) + " + i); }\n");
 }
 
 void Program::pitch(size_t index, uint32_t len, uint32_t stride, uint32_t start) {
@@ -181,6 +183,7 @@ void Program::broadcast_index(const std::string& fn_name, const Shape& from, con
   }
   uniform_array(fn_name + "_dims", dims);
   uniform_array(fn_name + "_strides", strides);
+  if (!builds_text_) return;
   std::string f = "fn " + fn_name + "(i: u32) -> u32 {\n  var rem = i;\n  var off = 0u;\n";
   if (r > 0)
     f += "  for (var d = " + std::to_string(r - 1) + "i; d >= 0i; d = d - 1i) {\n"
@@ -199,6 +202,24 @@ void Program::set_threads(uint64_t n) {
   } else {
     throw Error("program " + name_ + ": set_threads called twice");
   }
+}
+
+void Program::keyed(std::string key, const std::vector<const Program*>& recorded, bool check) {
+  if (!tensors_.empty() || uniforms_.size() != 1 || !key_.empty())
+    throw Error("program " + name_ + ": keyed() comes first, once");
+  key_ = std::move(key);
+  for (const Program* r : recorded)
+    if (r->name_ == name_ && r->wg_ == wg_ && r->key_ == key_) {
+      if (check) {
+        check_ = r;
+        return;
+      }
+      uniform_fns_ = r->uniform_fns_;
+      decls_ = r->decls_;
+      body_ = r->body_;
+      builds_text_ = false;
+      return;
+    }
 }
 
 std::string Program::accessors(const TensorDecl& t) const {

@@ -91,10 +91,33 @@ class Program {
   void broadcast_index(const std::string& fn_name, const Shape& from, const Shape& to);
 
   // Module-scope WGSL (helper functions, workgroup variables, constants).
-  void declare(const std::string& wgsl) { decls_.append(wgsl + "\n"); }
+  void declare(const std::string& wgsl) {
+    if (builds_text_) decls_.append(wgsl + "\n");
+  }
   // The body of main(). Available there: `gi` (linear invocation index), `lid` (local index),
   // `wg` (linear workgroup index) and `threads()` (the thread count given to set_threads).
-  void body(const std::string& wgsl) { body_.append(wgsl + "\n"); }
+  void body(const std::string& wgsl) {
+    if (builds_text_) body_.append(wgsl + "\n");
+  }
+
+  // A program whose WGSL is a function of `key` (every choice it depends on beyond the names, dtypes
+  // and ranks of its tensors and uniforms, in declaration order) and of its name. Called before
+  // anything is declared. A kernel called again for other sizes (a refresh of a recorded plan,
+  // runtime/refresh.h) passes the recorded programs (GpuKernelContext::needs_wgsl): one of the same
+  // name and key gives this one its text, and builds_text() turns false: the kernel declares its
+  // tensors and uniforms as always (their values are this call's) and need not build its WGSL, which
+  // declare() and body() then ignore. (The caller still compares the whole programs: same_source.)
+  // With `check`, the text is built all the same and the match kept (checked_against), for the caller
+  // to compare the texts: a key that misses a choice fails loudly in the tests.
+  void keyed(std::string key, const std::vector<const Program*>& recorded, bool check);
+  const std::string& key() const { return key_; }
+  bool builds_text() const { return builds_text_; }
+  const Program* checked_against() const { return check_; }
+  void forget_check() { check_ = nullptr; }
+  // The same WGSL text of its own (uniform functions, declarations, body) as `o`.
+  bool same_text(const Program& o) const {
+    return name_ == o.name_ && wg_ == o.wg_ && uniform_fns_ == o.uniform_fns_ && decls_ == o.decls_ && body_ == o.body_;
+  }
   // One invocation per element of [0, n): main() returns early for gi >= n.
   void set_threads(uint64_t n);
 
@@ -152,6 +175,9 @@ class Program {
   };
   Text uniform_fns_;
   Text decls_, body_;
+  std::string key_;                 // keyed()
+  bool builds_text_ = true;
+  const Program* check_ = nullptr;  // keyed() with check: the recorded program of the same key
 };
 
 // The WGSL statement that copies element `si` of tensor `src` to element `di` of output `dst`, bit for
