@@ -149,15 +149,20 @@ const PlanValue& Refresh::value(int id) const {
   return changed_[size_t(id)] ? values_[size_t(id)] : rec_.values[size_t(id)];
 }
 
-// A value that changed: its readers are visited (Recording::readers).
-void Refresh::change(int id, PlanValue v) {
+// A value that changed: its readers are visited (Recording::readers). (Assigned in place: the scratch
+// keeps its shapes' storage from one refresh to the next.)
+void Refresh::change(int id, DType dtype, const Shape& shape, const Tensor* constant, int slot) {
   if (!changed_[size_t(id)]) {
     changed_ids_.push_back(id);
     for (uint32_t r = rec_.reader_start[size_t(id)]; r < rec_.reader_start[size_t(id) + 1]; ++r)
       pending_[rec_.readers[r] / 64] |= uint64_t(1) << (rec_.readers[r] % 64);
   }
   changed_[size_t(id)] = 1;
-  values_[size_t(id)] = std::move(v);
+  PlanValue& v = values_[size_t(id)];
+  v.dtype = dtype;
+  v.shape = shape;
+  v.constant = constant;
+  v.slot = slot;
 }
 
 bool Refresh::any_changed(const std::vector<int>& ids) const {
@@ -190,7 +195,7 @@ bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
     if (h != feeds.end()) feed_[id->second] = &h->second;
     const Shape& shape = h != feeds.end() ? h->second.shape() : device_feeds.at(name).shape();
     const PlanValue& was = value(id->second);
-    if (shape != was.shape) change(id->second, PlanValue{was.dtype, shape, nullptr, was.slot});
+    if (shape != was.shape) change(id->second, was.dtype, shape, nullptr, was.slot);
   }
   try {
     // The events that read a changed value, in order (each visit may add later ones).
@@ -238,17 +243,17 @@ void Refresh::refold(const FoldRecord& f) {
     done.outputs = f.shape_only ? fold_shape_op(node, done.shape) : cpu::run_node(node, model_.opsets, ins);
     outs = &done.outputs;
   }
-  // Outputs that came out different replace the recorded values (sharing the memo's storage: folded
-  // values are never written in place).
+  // Outputs that came out different replace the recorded values (the memo's tensors: a value repeated
+  // by every layer is held once until apply() copies it, sharing its storage; folded values are never
+  // written in place).
   for (size_t k = 0; k < f.outputs.size() && k < outs->size(); ++k) {
     const int id = f.outputs[k];
     if (id < 0) continue;
     const PlanValue& was = value(id);
-    if (same_value((*outs)[k], *was.constant)) continue;
-    fresh_.push_back((*outs)[k]);
-    const Tensor& t = fresh_.back();
+    const Tensor& t = (*outs)[k];
+    if (same_value(t, *was.constant)) continue;
     replaced_.emplace_back(was.constant, &t);
-    change(id, PlanValue{t.dtype(), t.shape(), &t, was.slot});
+    change(id, t.dtype(), t.shape(), &t, was.slot);
   }
 }
 
@@ -507,7 +512,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     if (id < 0) continue;
     const PlanValue& was = value(id);
     if (outputs[i].dtype != was.dtype || outputs[i].shape != was.shape)
-      change(id, PlanValue{outputs[i].dtype, outputs[i].shape, nullptr, was.slot});
+      change(id, outputs[i].dtype, outputs[i].shape, nullptr, was.slot);
   }
   guarded_.push_back(n);
 }
@@ -581,9 +586,9 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     PlanValue& v = values_[size_t(id)];
     // A folded value that came out different: the recorded tensor (this id's) takes the fresh value below.
     if (v.constant) v.constant = rec.values[size_t(id)].constant;
-    rec.values[size_t(id)] = std::move(v);
+    std::swap(rec.values[size_t(id)], v);  // (the scratch keeps the storage)
   }
-  for (auto& [was, now] : replaced_) const_cast<Tensor&>(*was) = std::move(const_cast<Tensor&>(*now));
+  for (auto& [was, now] : replaced_) const_cast<Tensor&>(*was) = *now;
   for (const auto& [slot, t] : rec.constant_uploads)
     if (regrown.count(slot) || fresh_of(t)) p.upload(slot, *t, policy, "a folded value");
   // The records take the new sizes, uniforms and workgroup counts; their programs stay (the guards

@@ -49,7 +49,7 @@ class Refresh {
   };
 
   const PlanValue& value(int id) const;
-  void change(int id, PlanValue v);
+  void change(int id, DType dtype, const Shape& shape, const Tensor* constant, int slot);
   bool any_changed(const std::vector<int>& ids) const;
   void refold(const FoldRecord& f);
   struct Fold {  // a fold this refresh computed: its node, inputs (or Shape's input shape), outputs
@@ -110,8 +110,7 @@ class Refresh {
   std::vector<int> changed_ids_;                // which, in the order they changed
   std::vector<const Tensor*> fold_ins_;         // a fold's inputs
   std::unordered_map<int, const Tensor*> feed_; // graph inputs' host values in this run, by id
-  std::deque<Tensor> fresh_;                    // folded values that came out different
-  std::vector<std::pair<const Tensor*, const Tensor*>> replaced_;  // recorded -> fresh
+  std::vector<std::pair<const Tensor*, const Tensor*>> replaced_;  // recorded folded value -> fresh (in folds_)
   std::deque<Recalled> kernels_;                // kernels called again or taken, in plan order
   std::vector<const Recalled*> own_calls_;      // those called again (the ones others may take)
   std::vector<size_t> guarded_;                 // their records
