@@ -6,7 +6,10 @@ during the step before's wait). Prints per model and round the ms per step, the 
 (the in-line refresh) with its 10th and 90th percentiles, and the refresh ahead's mean time on the worker.
 
   bench/compare --make-bundle --size full --models gpt2_kv,llama_kv        # bench/.carry
-  run, carry bench/.carry:  cd bench && python3 inline_refresh.py .carry gpt2_kv,llama_kv [ROUNDS]
+  run, carry bench/.carry:  cd bench && python3 inline_refresh.py .carry gpt2_kv,llama_kv [ROUNDS] [VARIANTS]
+
+VARIANTS ('NAME=VAR=value,VAR2=value;NAME2=', as env_ab.py's): in-line loops of each variant's settings
+alternating within each round (e.g. 'keyed=;built=ONNXGPU_REUSE_WGSL=0'), instead of ahead and in-line.
 """
 import json, os, statistics, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -15,13 +18,20 @@ import compare, make_models
 
 bundle, models = sys.argv[1], sys.argv[2].split(",")
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+variants = [("ahead", {}), ("inline", {"ONNXGPU_REFRESH_AHEAD": "0"})]
+if len(sys.argv) > 4:
+    variants = []
+    for item in sys.argv[4].split(";"):
+        name, _, kv = item.partition("=")
+        settings = dict(s.partition("=")[::2] for s in filter(None, kv.split(",")))
+        variants.append((name, dict(settings, ONNXGPU_REFRESH_AHEAD="0")))
 og, _, lib_dirs, skel = compare.unpack_bundle(bundle)
 compare.install_skeletons(skel, make_models.DEFAULT_ROOT)
 make_models.inflate("full", make_models.DEFAULT_ROOT, names=models)
 env0 = compare.vulkan_env(lib_dirs)
 for rnd in range(rounds):
     for m in models:
-        for name, extra in (("ahead", {}), ("inline", {"ONNXGPU_REFRESH_AHEAD": "0"})):
+        for name, extra in variants:
             p = subprocess.run([og, "decode", os.path.join(make_models.DEFAULT_ROOT, "full", m + ".onnx"), "--ep", "webgpu",
                                 "--capture", "--steps", "201", "--past-start", "128", "--json"],
                                env=dict(env0, **extra), capture_output=True, text=True)

@@ -411,17 +411,6 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   // recorded after it, run alone as recorded, which is correct.
   if (!k.ok) return;
   const ir::Node& node = k.node ? *k.node : k.fused;
-  std::vector<webgpu::GpuValueInfo> infos;
-  infos.reserve(k.inputs.size());
-  for (int id : k.inputs) {
-    if (id < 0) {
-      infos.push_back({});
-      continue;
-    }
-    const PlanValue& v = value(id);
-    auto f = feed_.find(id);
-    infos.push_back({v.dtype, v.shape, v.constant, f == feed_.end() ? nullptr : f->second});
-  }
   const Resident* resident = nullptr;  // the Concat appending in place (a GroupQueryAttention writing), resident.h
   std::vector<const Resident*> exact;  // a GroupQueryAttention's two static buffers
   if (k.node && (k.node->op_type == "Concat" || k.node->op_type == "GroupQueryAttention"))
@@ -448,17 +437,19 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
   const Recalled* same = nullptr;
   for (const Recalled* c : own_calls_) {
     const KernelRecord& r = rec_.kernels[c->n];
-    if (rec_.kernel_class[c->n] != cls || r.inputs.size() != infos.size() || r.dispatched != k.dispatched ||
+    if (rec_.kernel_class[c->n] != cls || r.inputs.size() != k.inputs.size() || r.dispatched != k.dispatched ||
         r.out_slots.size() != k.out_slots.size())
       continue;
     bool alike = rows_in_place(r) == rows_in_place(k);
     for (size_t i = 0; alike && i < k.out_slots.size(); ++i) alike = resident_slot(r.out_slots[i]) == resident_slot(k.out_slots[i]);
-    for (size_t i = 0; alike && i < infos.size(); ++i) {
-      const PlanValue* v = r.inputs[i] < 0 ? nullptr : &value(r.inputs[i]);
-      alike = v ? infos[i].dtype == v->dtype && infos[i].shape == v->shape && same_constant(infos[i].constant, v->constant) &&
-                      !feed_.count(r.inputs[i]) && !feed_.count(k.inputs[i]) &&
-                      resident_slot(v->slot) == resident_slot(value(k.inputs[i]).slot)
-                : infos[i].dtype == DType::Undefined;
+    for (size_t i = 0; alike && i < k.inputs.size(); ++i) {
+      if (r.inputs[i] < 0 || k.inputs[i] < 0) {
+        alike = r.inputs[i] < 0 && k.inputs[i] < 0;
+        continue;
+      }
+      const PlanValue &v = value(r.inputs[i]), &mine = value(k.inputs[i]);
+      alike = mine.dtype == v.dtype && mine.shape == v.shape && same_constant(mine.constant, v.constant) &&
+              !feed_.count(r.inputs[i]) && !feed_.count(k.inputs[i]) && resident_slot(v.slot) == resident_slot(mine.slot);
     }
     if (alike) {
       same = c;
@@ -477,6 +468,17 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     out.like = same;
   } else {
     const webgpu::GpuKernel* kernel = webgpu::gpu_registry().find(node.op_type, node.domain);
+    std::vector<webgpu::GpuValueInfo> infos;
+    infos.reserve(k.inputs.size());
+    for (int id : k.inputs) {
+      if (id < 0) {
+        infos.push_back({});
+        continue;
+      }
+      const PlanValue& v = value(id);
+      auto f = feed_.find(id);
+      infos.push_back({v.dtype, v.shape, v.constant, f == feed_.end() ? nullptr : f->second});
+    }
     ctx.emplace(node, model_.opset(node.domain), options_.int64, plan_.device->limits(), std::move(infos));
     for (const webgpu::DispatchSpec& d : k.dispatches) ctx->recorded.push_back(&d.program);  // their texts reused
     if (resident) {
