@@ -185,6 +185,7 @@ bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
     return false;
   }
   classify();
+  fold_last_.assign(rec_.folds.size(), -1);
   changed_.assign(rec_.values.size(), 0);
   std::fill(pending_.begin(), pending_.end(), 0);
   if (values_.size() < rec_.values.size()) values_.resize(rec_.values.size());
@@ -237,9 +238,10 @@ void Refresh::refold(const FoldRecord& f) {
   for (int id : f.inputs) ins.push_back(id < 0 ? nullptr : value(id).constant);
   const std::vector<Tensor>* outs = folded_before(node, f, ins);
   if (!outs) {
-    Fold& done = folds_.emplace_back(Fold{&node, rec_.fold_class[size_t(&f - rec_.folds.data())],
-                                          f.shape_only ? std::vector<const Tensor*>{} : ins,
+    const int cls = rec_.fold_class[size_t(&f - rec_.folds.data())];
+    Fold& done = folds_.emplace_back(Fold{&node, fold_last_[size_t(cls)], f.shape_only ? std::vector<const Tensor*>{} : ins,
                                           f.shape_only ? value(f.inputs.at(0)).shape : Shape{}, {}});
+    fold_last_[size_t(cls)] = int(folds_.size() - 1);
     done.outputs = f.shape_only ? fold_shape_op(node, done.shape) : cpu::run_node(node, model_.opsets, ins);
     outs = &done.outputs;
   }
@@ -262,8 +264,8 @@ void Refresh::refold(const FoldRecord& f) {
 const std::vector<Tensor>* Refresh::folded_before(const ir::Node& node, const FoldRecord& f,
                                                   const std::vector<const Tensor*>& ins) const {
   const int cls = rec_.fold_class[size_t(&f - rec_.folds.data())];
-  for (const Fold& d : folds_) {
-    if (d.cls != cls) continue;
+  for (int at = fold_last_[size_t(cls)]; at >= 0; at = folds_[size_t(at)].prev) {
+    const Fold& d = folds_[size_t(at)];
     if (f.shape_only) {
       if (d.shape == value(f.inputs.at(0)).shape) return &d.outputs;
       continue;

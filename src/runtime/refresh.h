@@ -54,7 +54,7 @@ class Refresh {
   void refold(const FoldRecord& f);
   struct Fold {  // a fold this refresh computed: its node, inputs (or Shape's input shape), outputs
     const ir::Node* node;
-    int cls;  // its record's class (Recording::fold_class)
+    int prev;  // the one before of its record's class (Recording::fold_class), in folds_ (-1: none)
     std::vector<const Tensor*> inputs;
     Shape shape;
     std::vector<Tensor> outputs;
@@ -115,6 +115,7 @@ class Refresh {
   std::vector<const Recalled*> own_calls_;      // those called again (the ones others may take)
   std::vector<size_t> guarded_;                 // their records
   std::deque<Fold> folds_;                      // folds computed again
+  std::vector<int> fold_last_;                  // by fold class: the last of folds_ (-1: none)
   std::map<int, RowLayout> relayout_;           // appended buffers that need another layout, by slot
 };
 
