@@ -19,6 +19,9 @@
 // logits are read back, every step, for the greedy argmax that becomes the next input_ids.
 // --prompt L first runs a prefill of L tokens (T, T+1, ... mod vocab) at positions P0..P0+L-1 from the
 // zero past P0; its time is the first-token time, and the loop then starts from its presents.
+// --prefills L1,L2,... runs before that prefills of these lengths, each a new conversation from the zero
+// past P0 (the first plans, the later ones refresh that plan for their length: a prompt of a new length),
+// reporting each one's time and host time planning or refreshing.
 // A step's time covers run_on_device + the logits readback (ep cpu: Session::run), as ort_peer's covers its
 // run and readback; the argmax and the record's copy of the last row come after it. Per step
 // the plan report says whether it replayed a recording, and whether that recording was refreshed for the
@@ -55,6 +58,7 @@ struct DecodeFlags {
   int64_t past_start = 1;
   int64_t start_token = 0;
   int64_t prompt = 0;
+  std::vector<int64_t> prefills;  // --prefills: lengths of prefills run first, each from the zero past
   double time_limit_s = 0;  // 0: none
   bool check = false;
   std::string check_ref = "cpu";
@@ -183,6 +187,7 @@ struct StepRecord {
 };
 
 struct LoopResult {
+  std::vector<StepRecord> prefills;  // --prefills
   std::optional<StepRecord> prefill;
   std::vector<StepRecord> steps;
   bool time_limited = false;
@@ -193,7 +198,8 @@ struct LoopResult {
 
 // GenAI-style: the static KV buffer's length, --max-len or the loop's last length.
 int64_t static_max_len(const DecodeFlags& f) {
-  const int64_t need = f.past_start + f.prompt + f.steps;
+  int64_t need = f.past_start + f.prompt + f.steps;
+  for (int64_t n : f.prefills) need = std::max(need, f.past_start + n);
   if (f.max_len > 0 && f.max_len < need)
     throw InvalidArgument("decode: --max-len " + std::to_string(f.max_len) + " is shorter than the loop's " +
                           std::to_string(need) + " positions (past start + prompt + steps)");
@@ -291,14 +297,23 @@ LoopResult run_loop(Session& s, const DecodeIo& d, const DecodeFlags& f, const L
 
   int64_t past = f.past_start;
   int64_t next = f.start_token;
+  // A prompt of n tokens: start token, +1, ... modulo the vocabulary (the logits' last dim, when the model
+  // declares it).
+  const TensorInfo& lg = s.outputs()[d.logits];
+  const int64_t vocab = lg.has_shape && !lg.shape.empty() && lg.shape.back() > 0 ? lg.shape.back()
+                                                                                  : std::numeric_limits<int64_t>::max();
+  auto prompt_of = [&](int64_t n) {
+    std::vector<int64_t> prompt(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) prompt[size_t(i)] = (f.start_token + i) % vocab;
+    return prompt;
+  };
+  for (int64_t n : f.prefills) {
+    first = true;  // a new conversation: the zero past from the host
+    r.prefills.push_back(step(prompt_of(n), past));
+  }
+  first = true;
   if (f.prompt > 0) {
-    // The prompt: start token, +1, ... modulo the vocabulary (the logits' last dim, when the model declares it).
-    const TensorInfo& lg = s.outputs()[d.logits];
-    const int64_t vocab = lg.has_shape && !lg.shape.empty() && lg.shape.back() > 0 ? lg.shape.back()
-                                                                                    : std::numeric_limits<int64_t>::max();
-    std::vector<int64_t> prompt(static_cast<size_t>(f.prompt));
-    for (int64_t i = 0; i < f.prompt; ++i) prompt[size_t(i)] = (f.start_token + i) % vocab;
-    r.prefill = step(prompt, past);
+    r.prefill = step(prompt_of(f.prompt), past);
     past += f.prompt;
     next = forced && !forced->steps.empty() ? forced->steps[0].token : argmax(r.prefill->logits);
   }
@@ -386,6 +401,8 @@ void decode_command(const DecodeFlags& f) {
   if (f.steps < 1) throw CLI::ValidationError("--steps", "must be >= 1");
   if (f.past_start < 0) throw CLI::ValidationError("--past-start", "must be >= 0");
   if (f.prompt < 0) throw CLI::ValidationError("--prompt", "must be >= 0");
+  for (int64_t n : f.prefills)
+    if (n < 1) throw CLI::ValidationError("--prefills", "lengths must be >= 1");
   SessionOptions options = f.engine.options();
   const bool gpu = options.ep == "webgpu";
   if (gpu) install_counting_hooks();
@@ -480,6 +497,11 @@ void decode_command(const DecodeFlags& f) {
                                                {"past", r.prefill->past}}
                               : nlohmann::json(nullptr);
   loop["first_token_ms"] = r.prefill ? r.prefill->ms : r.steps[0].ms;
+  nlohmann::json prefills = nlohmann::json::array();
+  for (const StepRecord& p : r.prefills)
+    prefills.push_back({{"tokens", p.seq}, {"ms", p.ms}, {"replayed", p.replayed}, {"refreshed", p.refreshed},
+                        {"plan_ms", p.plan_ms}});
+  loop["prefills"] = prefills;
   loop["tokens_per_s"] = median > 0 ? 1000.0 / median : 0.0;
   loop["replayed_steps"] = replayed;
   loop["captured_steps"] = captured;
@@ -562,6 +584,10 @@ void decode_command(const DecodeFlags& f) {
     std::printf("%s  ep=%s capture=%s  %zu steps, past %lld -> %lld%s\n", f.model.c_str(), options.ep.c_str(),
                 j["capture"].get<bool>() ? "on" : "off", r.steps.size(), (long long)(f.past_start + f.prompt),
                 (long long)(f.past_start + f.prompt + int64_t(r.steps.size()) - 1), r.time_limited ? " (time limit)" : "");
+    for (const StepRecord& p : r.prefills)
+      std::printf("prefill of %lld tokens (a new conversation): %.3f ms, %s, %.3f ms of it planning%s\n", (long long)p.seq,
+                  p.ms, p.refreshed ? "refreshed" : p.replayed ? "replayed" : "planned", p.plan_ms,
+                  p.refreshed ? " (the in-line refresh)" : "");
     if (r.prefill) std::printf("prefill of %lld tokens: %.3f ms\n", (long long)f.prompt, r.prefill->ms);
     std::printf("first step %.3f ms; ms per step (steps 2..N): median %.3f  min %.3f  max %.3f  -> %.1f tokens/s\n",
                 r.steps[0].ms, median, timed.empty() ? median : st["min"].get<double>(),
@@ -633,6 +659,10 @@ void add_decode_command(CLI::App& app) {
   cmd->add_option("--start-token", f->start_token, "input_ids of the first step (default 0)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--prompt", f->prompt, "first a prefill of this many tokens (start token, +1, ...): the first-token time")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefills", f->prefills,
+                  "first prefills of these lengths (L1,L2,...), each a new conversation from the zero past: a "
+                  "plan, then refreshes of it for other prompt lengths")
+      ->delimiter(',');
   cmd->add_option("--time-limit", f->time_limit_s, "stop the loop after this many seconds (>= 1 step)");
   cmd->add_flag("--check", f->check, "run the loop again on a reference session, fed the same tokens; compare every step");
   cmd->add_option("--check-ref", f->check_ref, "the reference of --check: cpu (default) or no-capture (webgpu)")
