@@ -4,6 +4,9 @@ refreshed on the run's own path) on a device: decode loops (`onnxgpu decode`, 20
 $ONNXGPU_REFRESH_AHEAD=0, so that every step refreshes its plan in line, beside the default (refreshed ahead,
 during the step before's wait). Prints per model and round the ms per step, the median plan_ms of steps 3..N
 (the in-line refresh) with its 10th and 90th percentiles, and the refresh ahead's mean time on the worker.
+Then per model and round prompts of a new length (`decode --prefills 16,24,...,128`, each a new
+conversation, $ONNXGPU_REFRESH_AHEAD=0): the first plans, the 14 others refresh its plan in line (or plan
+anew where a guard fails); the refreshed ones' plan_ms median, min and max.
 
   bench/compare --make-bundle --size full --models gpt2_kv,llama_kv        # bench/.carry
   run, carry bench/.carry:  cd bench && python3 inline_refresh.py .carry gpt2_kv,llama_kv [ROUNDS] [VARIANTS]
@@ -44,3 +47,20 @@ for rnd in range(rounds):
             print(f"r{rnd} {m:9s} {name:6s} ms/step {dl['ms_per_step']['median']:.3f}  plan_ms median "
                   f"{statistics.median(pm):.3f} p10 {pm[len(pm) // 10]:.3f} p90 {pm[9 * len(pm) // 10]:.3f}  "
                   f"refresh ahead mean {dl.get('refresh_ahead_ms_per_step_mean', 0):.3f}", flush=True)
+    for m in models:
+        lengths = ",".join(str(n) for n in range(16, 129, 8))
+        p = subprocess.run([og, "decode", os.path.join(make_models.DEFAULT_ROOT, "full", m + ".onnx"), "--ep", "webgpu",
+                            "--capture", "--prefills", lengths, "--steps", "2", "--past-start", "0", "--json"],
+                           env=dict(env0, ONNXGPU_REFRESH_AHEAD="0"), capture_output=True, text=True)
+        try:
+            pre = json.loads(p.stdout)["decode_loop"]["prefills"]
+        except ValueError:
+            print(m, "prefills failed", p.stderr[-500:], flush=True)
+            continue
+        pm = sorted(x["plan_ms"] for x in pre if x["refreshed"])
+        if not pm:
+            print(f"r{rnd} {m:9s} prefills: none refreshed", flush=True)
+            continue
+        print(f"r{rnd} {m:9s} prefill  {len(pm)} of {len(pre) - 1} new lengths refreshed in line: plan_ms median "
+              f"{statistics.median(pm):.3f} min {pm[0]:.3f} max {pm[-1]:.3f} (first prompt: planned in "
+              f"{pre[0]['plan_ms']:.1f} ms)", flush=True)

@@ -119,6 +119,12 @@ std::string b_matrix(const Product& pr) { return pr.lb.strided ? "b_boff(bz)" : 
 bool a_read_along_m(const Product& pr) { return pr.la.strided ? pr.la.s_col != 1 : pr.trans_a; }
 bool b_read_along_k(const Product& pr) { return pr.lb.strided ? pr.lb.s_col != 1 : pr.trans_b; }
 
+std::string text_key(const Product& pr, const Epilogue& ep) {
+  return "batch " + std::to_string(pr.batch.size()) + "," + std::to_string(pr.a_batch.size()) + "," +
+         std::to_string(pr.b_batch.size()) + (ep.has_c ? " c" : "") + (ep.has_r ? " r" : "") + "\n" + ep.act_decls +
+         "\n" + ep.act;
+}
+
 VecLoads vec_loads() {
   const char* e = std::getenv("ONNXGPU_MATMUL_VEC");
   const std::string v = e ? e : "";
@@ -172,6 +178,7 @@ void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue
                const Shape& part_shape, uint32_t splits) {
   auto r = ctx.program(std::string("split_sum") + (ep.has_c ? "_c" : "") + (ep.has_r ? "_r" : "") +
                        (pr.ly.strided ? "_sy" : "") + (pr.parts.empty() ? "" : "_parts" + std::to_string(pr.parts.size())));
+  const bool wgsl = ctx.needs_wgsl(r, text_key(pr, ep));
   std::vector<ValueRef> binds;
   declare_summed(ctx, r, t, pr, ep, part, part_shape, splits, binds);
   if (pr.parts.empty()) {
@@ -184,7 +191,7 @@ void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue
     binds.push_back(ctx.out(k));
   }
   strided::declare(r, pr.batch, {{"y", &pr.ly}});
-  r.declare(epilogue_decl(ep) + put_decl(pr));
+  if (wgsl) r.declare(epilogue_decl(ep) + put_decl(pr));
   r.set_threads(uint64_t(pr.M) * pr.N * uint64_t(shape_numel(pr.batch)));
   r.body(
       "  let mn = M() * N();\n"
@@ -208,6 +215,7 @@ void normalize_rows(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
                            (summing && ep.has_c ? "_c" : "") + (summing && ep.has_r ? "_r" : "") +
                            (post.keeps_sum ? "_keep" : "") + (post.has_scale ? "_s" : "") + (post.has_shift ? "_b" : ""),
                        wgs);
+  const bool wgsl = ctx.needs_wgsl(p, text_key(pr, ep));
   std::vector<ValueRef> binds;
   row_norm::RowSpec r;
   r.centered = post.centered;
@@ -272,9 +280,11 @@ void normalize_rows(GpuKernelContext& ctx, DType t, const Product& pr, const Epi
   p.uniform("rows", strided::u32_dim(ctx, int64_t(rows), "the rows"));
   p.uniform("len", pr.N);
   p.uniform_f32("eps", post.epsilon);
-  p.declare(row_norm::sum_decl(wgs));
-  p.declare(value);
-  p.body(row_norm::body(r));
+  if (wgsl) {
+    p.declare(row_norm::sum_decl(wgs));
+    p.declare(value);
+    p.body(row_norm::body(r));
+  }
   row_norm::dispatch(ctx, p, std::move(binds), rows);
 }
 
@@ -572,6 +582,7 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
                      (a_read_along_m(pr) ? "_ta" : "") + (b_read_along_k(pr) ? "_tb" : "") + (vec.a ? "_va" : "") +
                      (vec.b ? "_vb" : "") + (with_c ? "_c" : "") + (with_r ? "_r" : "") + (split ? "_split" : "") + "_" + tl.name();
   auto p = ctx.program(name, tl.threads());
+  const bool wgsl = ctx.needs_wgsl(p, text_key(pr, ep));
   Shape part_shape{int64_t(uint64_t(pr.M) * pr.N * g.batch * g.splits)};
   declare_operands(ctx, p, t, pr, ep, with_c, with_r, pr.ly.strided && !split, split ? DType::Float32 : t,
                    split ? part_shape : pr.stored, !split && !pr.parts.empty());
@@ -579,8 +590,10 @@ void tiled_float(GpuKernelContext& ctx, DType t, const Product& pr, const Epilog
   if (vec.b) p.vec4(1);  // b
   p.uniform("splits", g.splits);
   p.uniform("kchunk", g.kchunk);
-  p.declare(tiled_decls(pr, tl, ep, split, vec));
-  p.body(tiled_body(pr, tl, split));
+  if (wgsl) {
+    p.declare(tiled_decls(pr, tl, ep, split, vec));
+    p.body(tiled_body(pr, tl, split));
+  }
   if (!split) {
     ctx.dispatch(p, operand_bindings(ctx, with_c, with_r, ctx.out(0), pr.parts.size()), uint32_t(g.x), uint32_t(g.y),
                  uint32_t(g.batch));

@@ -92,6 +92,11 @@ bool b_read_along_k(const Product& pr);
 void sum_parts(GpuKernelContext& ctx, DType t, const Product& pr, const Epilogue& ep, ValueRef part,
                const Shape& part_shape, uint32_t splits);
 
+// What a product program's WGSL depends on beyond its name (which tells the tile, the layouts, the
+// parts, the operands' reading order, vec4 loads, C and R, the split) and its tensors and uniforms: the
+// batch's ranks, the epilogue's C and R and its activation (GpuKernelContext::needs_wgsl).
+std::string text_key(const Product& pr, const Epilogue& ep);
+
 // Whether the tiled kernels (the float product's, conv.cpp's implicit GEMM) may read the A and B tiles
 // with one 16-byte load per vec4 (shader::Program::vec4) where the operand's layout allows: four scalar
 // loads, each bounds-checked on its own, are not merged into one wide load. Both by default;
