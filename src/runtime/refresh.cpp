@@ -76,11 +76,22 @@ bool same_function(const ir::Node& a, const ir::Node& b) {
   return true;
 }
 
+// Constants above this size are weights: compared by identity, never by contents.
+constexpr size_t kSmallConstant = 65536;
+
 // The same constant: the same tensor, or small ones of equal contents (the shape arithmetic a model
 // repeats per layer); large ones only by identity, so no refresh compares weights.
 bool same_constant(const Tensor* a, const Tensor* b) {
   if (a == b) return true;
-  return a && b && a->nbytes() <= 65536 && same_value(*a, *b);
+  return a && b && a->nbytes() <= kSmallConstant && same_value(*a, *b);
+}
+
+// Constants a kernel call is the same function of: the same constant, or two large ones (a layer's
+// weights) of one dtype and shape whose values the call did not read (a kernel reads a large input's
+// values only through GpuKernelContext::constant, which lists them: constants_read).
+bool alike_constants(const Tensor* a, const Tensor* b, bool values_read) {
+  return same_constant(a, b) || (a && b && !values_read && a->nbytes() > kSmallConstant && b->nbytes() > kSmallConstant &&
+                                 a->dtype() == b->dtype() && a->shape() == b->shape());
 }
 
 }  // namespace
@@ -450,7 +461,8 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
         continue;
       }
       const PlanValue &v = value(r.inputs[i]), &mine = value(k.inputs[i]);
-      alike = mine.dtype == v.dtype && mine.shape == v.shape && same_constant(mine.constant, v.constant) &&
+      const bool read = std::find(c->constants_read.begin(), c->constants_read.end(), i) != c->constants_read.end();
+      alike = mine.dtype == v.dtype && mine.shape == v.shape && alike_constants(mine.constant, v.constant, read) &&
               !feed_.count(r.inputs[i]) && !feed_.count(k.inputs[i]) && resident_slot(v.slot) == resident_slot(mine.slot);
     }
     if (alike) {
@@ -502,6 +514,7 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     out.results = std::move(ctx->outputs);
     out.temps = std::move(ctx->temps);
     out.dispatches = std::move(ctx->dispatches);
+    out.constants_read = std::move(ctx->constants_read);
     own_calls_.push_back(&out);
   } else {
     out.uniforms.reserve(same->dispatches.size());

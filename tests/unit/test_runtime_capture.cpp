@@ -1452,6 +1452,52 @@ TEST(RuntimeFamily, RepeatedLayersTakeOneCallPerDistinctFacts) {
   }
 }
 
+// Layers of other weights: three products of one shape whose weights (80 KiB each) differ take one
+// kernel call in a refresh, since the kernel reads no weight's values; two Compress nodes whose large
+// conditions differ each get their own (the kernel reads its condition: GpuKernelContext::constant),
+// their outputs of other widths. Every refresh's outputs equal the CPU reference's.
+TEST(RuntimeFamily, LayersOfOtherWeightsShareACallUnlessItReadsThem) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 128});
+  constexpr int64_t kWide = 65600;  // a condition of more than 64 KiB
+  b.input("v", DType::Float32, {-1, kWide});
+  b.node("Relu", {"v"}, {"v_relu"});  // (a graph input fed from the host is never taken as alike)
+  for (int k = 0; k < 3; ++k) {
+    std::vector<float> w(128 * 160);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = float(int((i * (3 + 2 * k)) % 17) - 8) * 0.03125f;
+    const std::string n = std::to_string(k);
+    b.initializer("w" + n, Tensor::from_vector<float>({128, 160}, w));
+    b.node("MatMul", {"x", "w" + n}, {"y" + n});
+    b.output("y" + n, DType::Float32);
+  }
+  for (int k = 0; k < 2; ++k) {
+    std::vector<uint8_t> c(static_cast<size_t>(kWide));
+    for (size_t i = 0; i < c.size(); ++i) c[i] = (i % size_t(17 + 2 * k)) == 0;  // (at most 4096 kept: uniforms)
+    const std::string n = std::to_string(k);
+    b.initializer("c" + n, Tensor::from_vector<uint8_t>({kWide}, c).cast(DType::Bool));
+    auto& node = b.node("Compress", {"v_relu", "c" + n}, {"z" + n});
+    ModelBuilder::attr(node, "axis", int64_t(1));
+    b.output("z" + n, DType::Float32);
+  }
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  int k = 0;
+  for (int64_t m : {6, 8, 7, 8}) {
+    SCOPED_TRACE("M = " + std::to_string(m));
+    std::vector<float> x(size_t(m * 128)), v(size_t(m * kWide));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 11) - 5) * 0.25f;
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i % 13) - 6);
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({m, 128}, x)},
+                                                  {"v", Tensor::from_vector<float>({m, kWide}, v)}};
+    auto got = g.run(feeds), want = c.run(feeds);
+    ASSERT_EQ(got.size(), 5u);
+    for (size_t o = 0; o < 5; ++o) expect_same(got[o], want[o]);
+    EXPECT_NE(got[3].shape(), got[4].shape()) << "the two conditions keep other columns";
+    if (k++ > 0) EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+  }
+}
+
 // A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 256, the gemv
 // kernels for M <= 4): a run past such a bound fails the plan's guard and is planned anew; the plans
 // then serve their sizes.

@@ -22,7 +22,10 @@ const GpuValueInfo& GpuKernelContext::input(size_t i) const {
 
 const Tensor& GpuKernelContext::constant(size_t i, const char* what) {
   const GpuValueInfo& v = input(i);
-  if (v.constant) return *v.constant;
+  if (v.constant) {
+    constants_read.push_back(i);
+    return *v.constant;
+  }
   if (v.runtime_value) {
     value_keyed_inputs.push_back(i);
     return *v.runtime_value;

@@ -90,7 +90,9 @@ class GpuKernelContext {
   // The value of input i when it is known at plan time, else unsupported("input ... is not a constant").
   // A graph input fed from the host counts as known: the plan is then keyed on its value too (a
   // run with another value plans again), so shape-like inputs (Reshape's shape, Slice's starts...)
-  // that arrive as graph inputs still run on the GPU.
+  // that arrive as graph inputs still run on the GPU. A kernel reads a large input's values (a
+  // weight's) only through here (constants_read): a refresh takes one layer's call for another whose
+  // weights differ only where the call read none of them (runtime/refresh.cpp, alike_constants).
   const Tensor& constant(size_t i, const char* what);
   bool known(size_t i) const { return has_input(i) && (inputs_[i].constant || inputs_[i].runtime_value); }
   size_t num_outputs() const { return node.outputs.size(); }
@@ -147,6 +149,7 @@ class GpuKernelContext {
   std::vector<TempSpec> temps;
   std::vector<DispatchSpec> dispatches;
   std::vector<size_t> value_keyed_inputs;  // inputs whose run-time value the kernel read
+  std::vector<size_t> constants_read;      // inputs whose constant value the kernel read (constant())
   // Counts `flops` (DispatchSpec::flops) on the last dispatch made: a kernel calls it once its work's
   // dispatches are made (a split-K product's sum pass then carries them, the node's sum is the same).
   void count_flops(uint64_t flops) {
