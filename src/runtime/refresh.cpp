@@ -86,12 +86,13 @@ bool same_constant(const Tensor* a, const Tensor* b) {
   return a && b && a->nbytes() <= kSmallConstant && same_value(*a, *b);
 }
 
-// Constants a kernel call is the same function of: the same constant, or two large ones (a layer's
-// weights) of one dtype and shape whose values the call did not read (a kernel reads a large input's
-// values only through GpuKernelContext::constant, which lists them: constants_read).
+// Constants a kernel call is the same function of: the same constant, or two of one dtype and shape, of
+// more than one element (a layer's weights and biases), whose values the call did not read (a kernel
+// reads such an input's values only through GpuKernelContext::constant, which lists them:
+// constants_read; a scalar it may read directly, so scalars are compared by value).
 bool alike_constants(const Tensor* a, const Tensor* b, bool values_read) {
-  return same_constant(a, b) || (a && b && !values_read && a->nbytes() > kSmallConstant && b->nbytes() > kSmallConstant &&
-                                 a->dtype() == b->dtype() && a->shape() == b->shape());
+  return same_constant(a, b) ||
+         (a && b && !values_read && a->numel() > 1 && a->dtype() == b->dtype() && a->shape() == b->shape());
 }
 
 }  // namespace

@@ -1452,8 +1452,8 @@ TEST(RuntimeFamily, RepeatedLayersTakeOneCallPerDistinctFacts) {
   }
 }
 
-// Layers of other weights: three products of one shape whose weights (80 KiB each) differ take one
-// kernel call in a refresh, since the kernel reads no weight's values; two Compress nodes whose large
+// Layers of other weights: three products of one shape whose weights and biases differ take one
+// kernel call in a refresh, since the kernel reads none of their values; two Compress nodes whose
 // conditions differ each get their own (the kernel reads its condition: GpuKernelContext::constant),
 // their outputs of other widths. Every refresh's outputs equal the CPU reference's.
 TEST(RuntimeFamily, LayersOfOtherWeightsShareACallUnlessItReadsThem) {
@@ -1468,7 +1468,11 @@ TEST(RuntimeFamily, LayersOfOtherWeightsShareACallUnlessItReadsThem) {
     for (size_t i = 0; i < w.size(); ++i) w[i] = float(int((i * (3 + 2 * k)) % 17) - 8) * 0.03125f;
     const std::string n = std::to_string(k);
     b.initializer("w" + n, Tensor::from_vector<float>({128, 160}, w));
-    b.node("MatMul", {"x", "w" + n}, {"y" + n});
+    std::vector<float> bias(160);
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(int(i % 7) - 3 + k) * 0.5f;
+    b.initializer("bias" + n, Tensor::from_vector<float>({160}, bias));
+    b.node("MatMul", {"x", "w" + n}, {"p" + n});
+    b.node("Add", {"p" + n, "bias" + n}, {"y" + n});
     b.output("y" + n, DType::Float32);
   }
   for (int k = 0; k < 2; ++k) {

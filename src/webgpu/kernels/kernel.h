@@ -90,9 +90,10 @@ class GpuKernelContext {
   // The value of input i when it is known at plan time, else unsupported("input ... is not a constant").
   // A graph input fed from the host counts as known: the plan is then keyed on its value too (a
   // run with another value plans again), so shape-like inputs (Reshape's shape, Slice's starts...)
-  // that arrive as graph inputs still run on the GPU. A kernel reads a large input's values (a
-  // weight's) only through here (constants_read): a refresh takes one layer's call for another whose
-  // weights differ only where the call read none of them (runtime/refresh.cpp, alike_constants).
+  // that arrive as graph inputs still run on the GPU. A kernel reads the values of an input of more
+  // than one element only through here (constants_read; a scalar it may read from `constant`): a
+  // refresh takes one layer's call for another whose weights and biases differ only where the call
+  // read none of them (runtime/refresh.cpp, alike_constants).
   const Tensor& constant(size_t i, const char* what);
   bool known(size_t i) const { return has_input(i) && (inputs_[i].constant || inputs_[i].runtime_value); }
   size_t num_outputs() const { return node.outputs.size(); }
