@@ -462,9 +462,11 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
         continue;
       }
       const PlanValue &v = value(r.inputs[i]), &mine = value(k.inputs[i]);
-      const bool read = std::find(c->constants_read.begin(), c->constants_read.end(), i) != c->constants_read.end();
+      // (Host feeds alike too where the call read neither's value: GpuKernelContext::value_keyed_inputs.)
+      const bool read = std::find(c->values_read.begin(), c->values_read.end(), i) != c->values_read.end();
+      const bool fed = feed_.count(r.inputs[i]) != 0;
       alike = mine.dtype == v.dtype && mine.shape == v.shape && alike_constants(mine.constant, v.constant, read) &&
-              !feed_.count(r.inputs[i]) && !feed_.count(k.inputs[i]) && resident_slot(v.slot) == resident_slot(mine.slot);
+              fed == (feed_.count(k.inputs[i]) != 0) && !(fed && read) && resident_slot(v.slot) == resident_slot(mine.slot);
     }
     if (alike) {
       same = c;
@@ -515,7 +517,8 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     out.results = std::move(ctx->outputs);
     out.temps = std::move(ctx->temps);
     out.dispatches = std::move(ctx->dispatches);
-    out.constants_read = std::move(ctx->constants_read);
+    out.values_read = std::move(ctx->constants_read);
+    out.values_read.insert(out.values_read.end(), ctx->value_keyed_inputs.begin(), ctx->value_keyed_inputs.end());
     own_calls_.push_back(&out);
   } else {
     out.uniforms.reserve(same->dispatches.size());

@@ -79,7 +79,7 @@ class Refresh {
     std::vector<webgpu::GpuKernelContext::OutputSpec> results;  // own call only (`like` has them otherwise)
     std::vector<webgpu::TempSpec> temps;
     std::vector<webgpu::DispatchSpec> dispatches;  // own call: the programs, uniforms and workgroup counts
-    std::vector<size_t> constants_read;            // own call: the inputs whose constant values it read
+    std::vector<size_t> values_read;               // own call: the inputs whose values it read (constant or fed)
     const Recalled* like = nullptr;                // taken from this call
     const KernelRecord* self = nullptr;            // or its own record's choices kept, only re-pitched
     std::vector<std::vector<uint32_t>> uniforms;   // taken or re-pitched: per dispatch, pitched for its own buffers

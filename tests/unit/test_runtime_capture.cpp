@@ -1502,6 +1502,39 @@ TEST(RuntimeFamily, LayersOfOtherWeightsShareACallUnlessItReadsThem) {
   }
 }
 
+// Inputs fed from the host whose values a kernel reads (Reshape's shape: value-keyed) are never alike:
+// two Reshapes of equal inputs but other fed shapes each get their own call in a refresh.
+TEST(RuntimeFamily, FedValuesAKernelReadsAreNotShared) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 4});
+  b.input("s1", DType::Int64, {2});
+  b.input("s2", DType::Int64, {2});
+  b.node("Relu", {"x"}, {"r1"});
+  b.node("Neg", {"x"}, {"r2"});
+  b.node("Reshape", {"r1", "s1"}, {"a"});
+  b.node("Reshape", {"r2", "s2"}, {"b"});
+  b.node("Relu", {"a"}, {"ya"});
+  b.node("Relu", {"b"}, {"yb"});
+  b.output("ya", DType::Float32);
+  b.output("yb", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  int k = 0;
+  for (int64_t rows : {2, 4, 6}) {
+    SCOPED_TRACE("rows = " + std::to_string(rows));
+    std::vector<float> x(size_t(rows * 4));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2);
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({rows, 4}, x)},
+                                                  {"s1", Tensor::from_vector<int64_t>({2}, {-1, 2})},
+                                                  {"s2", Tensor::from_vector<int64_t>({2}, {-1, 8})}};
+    auto got = g.run(feeds), want = c.run(feeds);
+    expect_same(got[0], want[0]);
+    expect_same(got[1], want[1]);
+    if (k++ > 0) EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+  }
+}
+
 // A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 256, the gemv
 // kernels for M <= 4): a run past such a bound fails the plan's guard and is planned anew; the plans
 // then serve their sizes.
