@@ -452,6 +452,23 @@ TEST(RuntimeAttention, DecodeStepsMultiHeadAttention) {
   check_steps("mha", onnxgpu::testing::in_domain_import(b.bytes(), "com.microsoft"), steps, 1e-4, 1e-4);
 }
 
+namespace {
+// A MultiHeadAttention node of `heads` heads over inputs q, k, v (no device needed to call its kernel).
+ir::Node mha_node(int64_t heads) {
+  ir::Node node;
+  node.name = "mha";
+  node.op_type = "MultiHeadAttention";
+  node.domain = ir::kMsDomain;
+  node.inputs = {"q", "k", "v"};
+  node.outputs = {"y"};
+  ir::Attribute n;
+  n.kind = ir::Attribute::Kind::Int;
+  n.i = heads;
+  node.attrs["num_heads"] = n;
+  return node;
+}
+}  // namespace
+
 // Which kernels a split gets, from the device's limits and the shapes (no device needed): the decode
 // kernel and its combine (256 invocations, or 128 where the device allows no more or its workgroup
 // memory is short), the general tile with the decode kernel's combine where the decode kernel does not
@@ -461,16 +478,7 @@ TEST(RuntimeAttention, DecodeKernelChoice) {
   webgpu::Limits limits = usual_limits();
   // MultiHeadAttention of `heads` heads of D (and Dv): `rows` query rows over `keys` keys.
   auto programs = [&](int64_t rows, int64_t keys, int64_t heads, int64_t d, int64_t dv, const webgpu::Limits& l) {
-    ir::Node node;
-    node.name = "mha";
-    node.op_type = "MultiHeadAttention";
-    node.domain = ir::kMsDomain;
-    node.inputs = {"q", "k", "v"};
-    node.outputs = {"y"};
-    ir::Attribute n;
-    n.kind = ir::Attribute::Kind::Int;
-    n.i = heads;
-    node.attrs["num_heads"] = n;
+    const ir::Node node = mha_node(heads);
     Int64Policy policy;
     webgpu::GpuKernelContext ctx(node, 17, policy, l,
                                  {{DType::Float32, {1, rows, heads * d}},
@@ -518,16 +526,7 @@ TEST(RuntimeAttention, DecodeKernelChoice) {
 // same name and key takes the recorded one's WGSL instead of building it (shader::Program::keyed), and
 // that WGSL is the one it would build; other choices (more rows: another program) build their own.
 TEST(RuntimeAttention, ACallForOtherSizesTakesTheRecordedText) {
-  ir::Node node;
-  node.name = "mha";
-  node.op_type = "MultiHeadAttention";
-  node.domain = ir::kMsDomain;
-  node.inputs = {"q", "k", "v"};
-  node.outputs = {"y"};
-  ir::Attribute n;
-  n.kind = ir::Attribute::Kind::Int;
-  n.i = 4;
-  node.attrs["num_heads"] = n;
+  const ir::Node node = mha_node(4);
   Int64Policy policy;
   const webgpu::Limits limits = usual_limits();
   auto call = [&](int64_t rows, int64_t keys, const std::vector<webgpu::DispatchSpec>* recorded) {
