@@ -1502,6 +1502,33 @@ TEST(RuntimeFamily, LayersOfOtherWeightsShareACallUnlessItReadsThem) {
   }
 }
 
+// A scalar folded from the sizes (x's row count, cast to float) is a literal in the fused elementwise
+// kernel's WGSL: a refresh for another row count must not take the recorded program's text (its key
+// holds the literals: FusedSteps::key). Every run equals the CPU reference.
+TEST(RuntimeFamily, AFoldedScalarInTheWgslIsNotTakenFromTheRecord) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, 4});
+  b.initializer("zero", Tensor::scalar<int64_t>(0));
+  b.initializer("one", Tensor::scalar<float>(1.0f));
+  b.node("Shape", {"x"}, {"shape"});
+  b.node("Gather", {"shape", "zero"}, {"n"});
+  auto& cast = b.node("Cast", {"n"}, {"nf"});
+  ModelBuilder::attr(cast, "to", int64_t(DType::Float32));
+  b.node("Mul", {"x", "nf"}, {"scaled"});
+  b.node("Add", {"scaled", "one"}, {"y"});
+  b.output("y", DType::Float32);
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  Session c = Session::from_bytes(b.bytes(), cpu());
+  for (int64_t rows : {2, 3, 5, 3}) {
+    SCOPED_TRACE("rows = " + std::to_string(rows));
+    std::vector<float> x(size_t(rows * 4));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3);
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({rows, 4}, x)}};
+    expect_same(g.run(feeds).at(0), c.run(feeds).at(0));
+  }
+}
+
 // Inputs fed from the host whose values a kernel reads (Reshape's shape: value-keyed) are never alike:
 // two Reshapes of equal inputs but other fed shapes each get their own call in a refresh.
 TEST(RuntimeFamily, FedValuesAKernelReadsAreNotShared) {

@@ -365,29 +365,33 @@ void fused_elementwise(GpuKernelContext& ctx) {
   }
   ctx.set_output(0, DType::Float32, out);
   auto p = ctx.program("fused");
+  // The WGSL's choices: the output's rank (the broadcast indices'), the steps and their literals.
+  const bool wgsl = ctx.needs_wgsl(p, "rank " + std::to_string(out.size()) + " " + steps.key());
   std::vector<ValueRef> binds;
   std::string body;
   for (size_t k = 0; k < n; ++k) {
     std::string x = FusedSteps::input_name(k);
     if (!steps.literal(k).empty()) {
-      body += "  let " + x + " = " + steps.literal(k) + ";\n";
+      if (wgsl) body += "  let " + x + " = " + steps.literal(k) + ";\n";
       continue;
     }
     p.input(x + "_in", steps.input(k).dtype, shapes[k]);
     p.broadcast_index(x + "_at", shapes[k], out);
     binds.push_back(ctx.in(steps.node_input(k)));
-    body += "  let " + x + " = " + x + "_in_load(" + x + "_at(gi));\n";
+    if (wgsl) body += "  let " + x + " = " + x + "_in_load(" + x + "_at(gi));\n";
   }
   p.output("y", DType::Float32, out);
   binds.push_back(ctx.out(0));
   if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
     ctx.unsupported("more tensors than the device binds per dispatch");
-  std::string decls;
-  body += steps.wgsl(decls);
-  body += "  y_store(gi, " + steps.result() + ");";
-  if (!decls.empty()) p.declare(decls);
   p.set_threads(uint64_t(shape_numel(out)));
-  p.body(body);
+  if (wgsl) {
+    std::string decls;
+    body += steps.wgsl(decls);
+    body += "  y_store(gi, " + steps.result() + ");";
+    if (!decls.empty()) p.declare(decls);
+    p.body(body);
+  }
   ctx.dispatch(p, binds);
 }
 

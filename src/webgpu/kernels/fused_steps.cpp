@@ -86,6 +86,13 @@ std::optional<double> FusedSteps::scalar(const ir::FusedOperand& o) const {
   return input(o.index).constant->double_at(0);
 }
 
+std::string FusedSteps::key() const {
+  std::string k;
+  for (const std::string& l : literal_) k += (l.empty() ? std::string("in") : l) + " ";
+  for (const ir::FusedStep& st : steps()) k += "\n" + describe(st);
+  return k;
+}
+
 std::string FusedSteps::wgsl(std::string& decls) const {
   std::map<std::string, float> constants;  // by name: each defined once
   for (const ir::FusedStep& st : steps())

@@ -38,6 +38,9 @@ class FusedSteps {
   // Input k's value as a WGSL literal when it is a constant scalar (written into the shader, bound
   // to nothing; "1u" / "0u" for a bool), else empty.
   const std::string& literal(size_t k) const { return literal_[k]; }
+  // What wgsl() depends on, as a key (GpuKernelContext::needs_wgsl): the steps (ops, operands,
+  // constants) and which inputs are literals, with their values.
+  std::string key() const;
   static std::string input_name(size_t k) { return "x" + std::to_string(k); }
 
   // WGSL statements defining the constants the steps read, then t0, t1, ... (the last one is
