@@ -67,10 +67,6 @@ void declare(shader::Program& p, const Shape& batch, const std::vector<std::pair
     if (!l || !l->strided) continue;
     p.uniform(x + "_sr", l->s_row);
     p.uniform(x + "_sc", l->s_col);
-    if (!p.builds_text()) {  // (the text a recorded program's: shader::Program::keyed)
-      for (size_t j = batch.size(); j-- > 0;) p.uniform(x + "_bs" + std::to_string(j), l->s_batch[j]);
-      continue;
-    }
     std::string f = "fn " + x + "_boff(z: u32) -> u32 {\n  var t = z;\n  var r = 0u;\n";
     for (size_t j = batch.size(); j-- > 0;) {
       p.uniform(x + "_bs" + std::to_string(j), l->s_batch[j]);
