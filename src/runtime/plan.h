@@ -128,7 +128,10 @@ struct Recording {
   std::vector<uint32_t> reader_start, readers;
   std::vector<uint64_t> pending;
   std::vector<char> changed;
+  std::vector<int> changed_ids;           // the ids it set in `changed` (the next refresh clears just those)
   std::vector<PlanValue> changed_values;  // a refresh's scratch too: the values it changed, by id
+  std::vector<int> fold_last;             // and by fold class, the last fold it computed (-1: none)
+  std::vector<uint32_t> words;            // and the uniforms of the kernel calls it took or re-pitched
   std::vector<char> guarded;  // by kernel record: its node is in the report's guarded_nodes
 };
 

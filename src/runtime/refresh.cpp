@@ -100,7 +100,8 @@ bool alike_constants(const Tensor* a, const Tensor* b, bool values_read) {
 Refresh::Refresh(const ir::Model& model, const SessionOptions& options, Plan& plan, const Fusion& fusion)
     : model_(model), options_(options), plan_(plan), fusion_(fusion), rec_(plan.recording), changed_(plan.recording.changed),
       pending_(plan.recording.pending),
-      values_(plan.recording.changed_values) {}
+      values_(plan.recording.changed_values), changed_ids_(plan.recording.changed_ids),
+      fold_last_(plan.recording.fold_last), words_(plan.recording.words) {}
 
 // Records of the same function share a class: its first record's index; and each value's readers
 // (Recording::readers). Both computed once per plan: the recording never changes.
@@ -197,8 +198,18 @@ bool Refresh::decide(const std::unordered_map<std::string, Tensor>& feeds,
     return false;
   }
   classify();
-  fold_last_.assign(rec_.folds.size(), -1);
-  changed_.assign(rec_.values.size(), 0);
+  // The scratch as the last refresh left it, cleared where it wrote (most of it it never touches).
+  if (changed_.size() != rec_.values.size()) changed_.assign(rec_.values.size(), 0);
+  for (int id : changed_ids_) changed_[size_t(id)] = 0;
+  changed_ids_.clear();
+  if (fold_last_.size() != rec_.folds.size()) fold_last_.assign(rec_.folds.size(), -1);
+  words_.clear();
+  struct ClearFolds {  // (on every way out: a fold's entry points into this refresh's folds_)
+    Refresh& r;
+    ~ClearFolds() {
+      for (const Fold& f : r.folds_) r.fold_last_[size_t(f.cls)] = -1;
+    }
+  } clear_folds{*this};
   std::fill(pending_.begin(), pending_.end(), 0);
   if (values_.size() < rec_.values.size()) values_.resize(rec_.values.size());
   for (const auto& [name, slot] : plan_.inputs) {
@@ -251,7 +262,7 @@ void Refresh::refold(const FoldRecord& f) {
   const std::vector<Tensor>* outs = folded_before(node, f, ins);
   if (!outs) {
     const int cls = rec_.fold_class[size_t(&f - rec_.folds.data())];
-    Fold& done = folds_.emplace_back(Fold{&node, fold_last_[size_t(cls)], f.shape_only ? std::vector<const Tensor*>{} : ins,
+    Fold& done = folds_.emplace_back(Fold{&node, cls, fold_last_[size_t(cls)], f.shape_only ? std::vector<const Tensor*>{} : ins,
                                           f.shape_only ? value(f.inputs.at(0)).shape : Shape{}, {}});
     fold_last_[size_t(cls)] = int(folds_.size() - 1);
     done.outputs = f.shape_only ? fold_shape_op(node, done.shape) : cpu::run_node(node, model_.opsets, ins);
@@ -389,8 +400,11 @@ void Refresh::fit(const Resident& r, const Shape& present) {
 
 // Bindings in an appended buffer: pitched for record k's own buffers, where d's program keeps the
 // pitches (pitch_bindings' words).
-void Refresh::pitch_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
-                          const std::vector<webgpu::GpuKernelContext::OutputSpec>& results, std::vector<uint32_t>& u) {
+void Refresh::pitched_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
+                            const std::vector<webgpu::GpuKernelContext::OutputSpec>& results) {
+  const size_t u = words_.size();
+  words_.insert(words_.end(), d.uniforms.begin(), d.uniforms.end());
+  if (!k.dispatched) return;
   for (size_t b = 0; b < d.bindings.size(); ++b) {
     const auto [slot, shape] = bound_at(k, d.bindings[b], results);
     const uint64_t start = shape ? rows_start(k, d.bindings[b], slot, *shape) : 0;  // (settles the layout)
@@ -402,7 +416,7 @@ void Refresh::pitch_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
       throw GuardFailed("for these sizes " + node.describe() + " binds an appended buffer that its program does not pitch");
     }
     const std::array<uint32_t, 3> words = pitch_of(*l, uint64_t(shape_numel(*shape)), start);
-    std::copy(words.begin(), words.end(), u.begin() + at);
+    std::copy(words.begin(), words.end(), words_.begin() + std::ptrdiff_t(u) + at);
   }
 }
 
@@ -411,11 +425,8 @@ void Refresh::repitch(size_t n, const KernelRecord& k) {
   Recalled& out = kernels_.emplace_back();
   out.n = n;
   out.self = &k;
-  out.uniforms.reserve(k.dispatches.size());
-  for (const webgpu::DispatchSpec& d : k.dispatches) {
-    std::vector<uint32_t>& u = out.uniforms.emplace_back(d.uniforms);
-    if (k.dispatched) pitch_words(k, d, k.results, u);
-  }
+  out.words = words_.size();
+  for (const webgpu::DispatchSpec& d : k.dispatches) pitched_words(k, d, k.results);
 }
 
 // A kernel that read a changed value, called again: it must choose as recorded (the guard); its
@@ -521,11 +532,8 @@ void Refresh::recall(size_t n, const KernelRecord& k) {
     out.values_read.insert(out.values_read.end(), ctx->value_keyed_inputs.begin(), ctx->value_keyed_inputs.end());
     own_calls_.push_back(&out);
   } else {
-    out.uniforms.reserve(same->dispatches.size());
-    for (size_t j = 0; j < same->dispatches.size(); ++j) {
-      std::vector<uint32_t>& u = out.uniforms.emplace_back(same->dispatches[j].uniforms);
-      if (k.dispatched) pitch_words(k, same->dispatches[j], same->results, u);
-    }
+    out.words = words_.size();
+    for (const webgpu::DispatchSpec& d : same->dispatches) pitched_words(k, d, same->results);
   }
   const auto& outputs = out.outputs();
   for (size_t i = 0; i < k.outputs.size() && i < outputs.size(); ++i) {
@@ -620,18 +628,21 @@ void Refresh::apply(const std::unordered_map<std::string, Tensor>& feeds,
     Step& step = p.steps.at(0);
     for (Recalled& r : kernels_) {
       KernelRecord& k = rec.kernels[r.n];
+      size_t at = r.words;  // (taken or re-pitched: the next dispatch's words)
       for (size_t j = 0; j < k.dispatches.size(); ++j) {
         webgpu::DispatchSpec& spec = k.dispatches[j];
         const webgpu::DispatchSpec& now = r.dispatch(j);
-        const std::vector<uint32_t>& u = r.uniforms_of(j);
+        const size_t size = now.uniforms.size();
+        const uint32_t* u = r.like || r.self ? words_.data() + at : now.uniforms.data();
+        at += size;
         if (k.dispatched) {
           RecordedDispatch& d = step.dispatches.at(k.first_dispatch + j);
-          std::memcpy(step.uniform_data.data() + d.uniform_offset / 4 + 1, u.data() + 1, (u.size() - 1) * 4);
+          std::memcpy(step.uniform_data.data() + d.uniform_offset / 4 + 1, u + 1, (size - 1) * 4);
           d.x = now.x;
           d.y = now.y;
           d.z = now.z;
         }
-        spec.uniforms = u;
+        spec.uniforms.assign(u, u + size);
         spec.x = now.x;
         spec.y = now.y;
         spec.z = now.z;

@@ -54,7 +54,8 @@ class Refresh {
   void refold(const FoldRecord& f);
   struct Fold {  // a fold this refresh computed: its node, inputs (or Shape's input shape), outputs
     const ir::Node* node;
-    int prev;  // the one before of its record's class (Recording::fold_class), in folds_ (-1: none)
+    int cls;   // its record's class (Recording::fold_class)
+    int prev;  // the one before of that class, in folds_ (-1: none)
     std::vector<const Tensor*> inputs;
     Shape shape;
     std::vector<Tensor> outputs;
@@ -82,7 +83,8 @@ class Refresh {
     std::vector<size_t> values_read;               // own call: the inputs whose values it read (constant or fed)
     const Recalled* like = nullptr;                // taken from this call
     const KernelRecord* self = nullptr;            // or its own record's choices kept, only re-pitched
-    std::vector<std::vector<uint32_t>> uniforms;   // taken or re-pitched: per dispatch, pitched for its own buffers
+    size_t words = 0;  // taken or re-pitched: where its dispatches' uniforms, pitched for its own buffers,
+                       // start in words_ (back to back)
     const std::vector<webgpu::GpuKernelContext::OutputSpec>& outputs() const {
       return like ? like->results : self ? self->results : results;
     }
@@ -90,15 +92,14 @@ class Refresh {
     const webgpu::DispatchSpec& dispatch(size_t j) const {
       return like ? like->dispatches[j] : self ? self->dispatches[j] : dispatches[j];
     }
-    const std::vector<uint32_t>& uniforms_of(size_t j) const { return like || self ? uniforms[j] : dispatches[j].uniforms; }
   };
   // A kernel whose inputs did not change but whose output's new rows moved (KernelRecord::rows_of): its
   // record's choices with the pitches of this run.
   void repitch(size_t n, const KernelRecord& k);
-  // Sets the pitch words in `u` (uniforms of dispatch d of record k, its outputs `results`) for the
-  // buffers and layouts of this run.
-  void pitch_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
-                   const std::vector<webgpu::GpuKernelContext::OutputSpec>& results, std::vector<uint32_t>& u);
+  // Appends dispatch d's uniforms (of record k, its outputs `results`) to words_, their pitch words set
+  // for the buffers and layouts of this run.
+  void pitched_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
+                     const std::vector<webgpu::GpuKernelContext::OutputSpec>& results);
 
   const ir::Model& model_;
   const SessionOptions& options_;
@@ -108,15 +109,16 @@ class Refresh {
   std::vector<char>& changed_;                  // by value id (the recording's scratch)
   std::vector<uint64_t>& pending_;              // by event: to visit (the recording's scratch)
   std::vector<PlanValue>& values_;              // by value id: the changed ones (the recording's scratch)
-  std::vector<int> changed_ids_;                // which, in the order they changed
+  std::vector<int>& changed_ids_;               // which, in the order they changed (the recording's scratch)
   std::vector<const Tensor*> fold_ins_;         // a fold's inputs
   std::unordered_map<int, const Tensor*> feed_; // graph inputs' host values in this run, by id
   std::vector<std::pair<const Tensor*, const Tensor*>> replaced_;  // recorded folded value -> fresh (in folds_)
   std::deque<Recalled> kernels_;                // kernels called again or taken, in plan order
+  std::vector<uint32_t>& words_;                // uniforms of the taken and re-pitched (the recording's scratch)
   std::vector<const Recalled*> own_calls_;      // those called again (the ones others may take)
   std::vector<size_t> guarded_;                 // their records
   std::deque<Fold> folds_;                      // folds computed again
-  std::vector<int> fold_last_;                  // by fold class: the last of folds_ (-1: none)
+  std::vector<int>& fold_last_;                 // by fold class: the last of folds_ (-1: none; the recording's scratch)
   std::map<int, RowLayout> relayout_;           // appended buffers that need another layout, by slot
 };
 
