@@ -1565,24 +1565,27 @@ TEST(RuntimeFamily, FedValuesAKernelReadsAreNotShared) {
 // A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 256, the gemv
 // kernels for M <= 4): a run past such a bound fails the plan's guard and is planned anew; the plans
 // then serve their sizes.
-TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
-  SKIP_WITHOUT_GPU();
-  ModelBuilder b;
+namespace {
+
+// x [-1, 64] and the product p = x @ w ([64, 48]), whose tile choice changes with x's rows.
+void product_of_rows(ModelBuilder& b) {
   b.input("x", DType::Float32, {-1, 64});
   std::vector<float> w(64 * 48);
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 13) - 6) * 0.0625f;
   b.initializer("w", Tensor::from_vector<float>({64, 48}, w));
-  b.node("MatMul", {"x", "w"}, {"y"}, "product");
-  b.output("y", DType::Float32);
-  Session g = Session::from_bytes(b.bytes(), gpu());
-  Session c = Session::from_bytes(b.bytes(), cpu());
-  struct Want {
-    int64_t m;
-    bool replayed, refreshed;
-  };
-  for (Want want : {Want{6, false, false}, Want{8, true, true}, Want{300, false, false}, Want{280, true, true},
-                    Want{6, true, true}, Want{280, true, false}, Want{1, false, false}, Want{8, true, true},
-                    Want{1, true, false}}) {
+  b.node("MatMul", {"x", "w"}, {"p"}, "product");
+}
+
+// Runs of the model on x of m rows each, on the GPU and the CPU reference: each output equal to the
+// reference's, and whether the run replayed a plan and refreshed it as expected.
+struct RowsRun {
+  int64_t m;
+  bool replayed, refreshed;
+};
+void expect_runs_of_rows(const std::string& model, std::initializer_list<RowsRun> runs) {
+  Session g = Session::from_bytes(model, gpu());
+  Session c = Session::from_bytes(model, cpu());
+  for (RowsRun want : runs) {
     SCOPED_TRACE("M = " + std::to_string(want.m));
     std::vector<float> x(size_t(want.m * 64));
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.5f;
@@ -1593,6 +1596,18 @@ TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
   }
 }
 
+}  // namespace
+
+TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  product_of_rows(b);
+  b.output("p", DType::Float32);
+  expect_runs_of_rows(b.bytes(), {{6, false, false}, {8, true, true}, {300, false, false}, {280, true, true},
+                                  {6, true, true}, {280, true, false}, {1, false, false}, {8, true, true},
+                                  {1, true, false}});
+}
+
 // A refresh refused part-way (the product's tile changes at 300 rows, after the shape chain's folds
 // were computed again) leaves the plan's scratch (runtime/plan.h, Recording: the changed values, the
 // fold classes) to the next refresh of that plan, which clears what it wrote: the later refreshes of
@@ -1600,10 +1615,6 @@ TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
 TEST(RuntimeFamily, ARefusedRefreshLeavesNothingToTheNext) {
   SKIP_WITHOUT_GPU();
   ModelBuilder b;
-  b.input("x", DType::Float32, {-1, 64});
-  std::vector<float> w(64 * 48);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 13) - 6) * 0.0625f;
-  b.initializer("w", Tensor::from_vector<float>({64, 48}, w));
   b.initializer("zero", Tensor::scalar<int64_t>(0));
   b.initializer("one", Tensor::scalar<int64_t>(1));
   b.initializer("axis1", Tensor::from_vector<int64_t>({1}, {1}));
@@ -1612,25 +1623,11 @@ TEST(RuntimeFamily, ARefusedRefreshLeavesNothingToTheNext) {
   b.node("Range", {"zero", "n", "one"}, {"rows"});
   ModelBuilder::attr(b.node("Cast", {"rows"}, {"rows_f"}), "to", int64_t(DType::Float32));
   b.node("Unsqueeze", {"rows_f", "axis1"}, {"r"});
-  b.node("MatMul", {"x", "w"}, {"p"}, "product");
+  product_of_rows(b);
   b.node("Add", {"p", "r"}, {"y"});
   b.output("y", DType::Float32);
-  Session g = Session::from_bytes(b.bytes(), gpu());
-  Session c = Session::from_bytes(b.bytes(), cpu());
-  struct Want {
-    int64_t m;
-    bool replayed, refreshed;
-  };
-  for (Want want : {Want{6, false, false}, Want{8, true, true}, Want{300, false, false}, Want{7, true, true},
-                    Want{280, true, true}, Want{9, true, true}}) {
-    SCOPED_TRACE("M = " + std::to_string(want.m));
-    std::vector<float> x(size_t(want.m * 64));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.5f;
-    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({want.m, 64}, x)}};
-    expect_same(g.run(feeds).at(0), c.run(feeds).at(0));
-    EXPECT_EQ(g.last_plan().replayed, want.replayed);
-    EXPECT_EQ(g.last_plan().refreshed, want.refreshed);
-  }
+  expect_runs_of_rows(b.bytes(), {{6, false, false}, {8, true, true}, {300, false, false}, {7, true, true},
+                                  {280, true, true}, {9, true, true}});
 }
 
 // A model that reads an input's values at plan time (Reshape's shape fed as an input) is keyed on
