@@ -100,8 +100,8 @@ bool alike_constants(const Tensor* a, const Tensor* b, bool values_read) {
 Refresh::Refresh(const ir::Model& model, const SessionOptions& options, Plan& plan, const Fusion& fusion)
     : model_(model), options_(options), plan_(plan), fusion_(fusion), rec_(plan.recording), changed_(plan.recording.changed),
       pending_(plan.recording.pending),
-      values_(plan.recording.changed_values), changed_ids_(plan.recording.changed_ids),
-      fold_last_(plan.recording.fold_last), words_(plan.recording.words) {}
+      values_(plan.recording.changed_values), changed_ids_(plan.recording.changed_ids), words_(plan.recording.words),
+      fold_last_(plan.recording.fold_last) {}
 
 // Records of the same function share a class: its first record's index; and each value's readers
 // (Recording::readers). Both computed once per plan: the recording never changes.
