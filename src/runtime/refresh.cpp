@@ -402,7 +402,7 @@ void Refresh::fit(const Resident& r, const Shape& present) {
 // pitches (pitch_bindings' words).
 void Refresh::pitched_words(const KernelRecord& k, const webgpu::DispatchSpec& d,
                             const std::vector<webgpu::GpuKernelContext::OutputSpec>& results) {
-  const size_t u = words_.size();
+  const size_t first = words_.size();  // (this dispatch's words)
   words_.insert(words_.end(), d.uniforms.begin(), d.uniforms.end());
   if (!k.dispatched) return;
   for (size_t b = 0; b < d.bindings.size(); ++b) {
@@ -416,7 +416,7 @@ void Refresh::pitched_words(const KernelRecord& k, const webgpu::DispatchSpec& d
       throw GuardFailed("for these sizes " + node.describe() + " binds an appended buffer that its program does not pitch");
     }
     const std::array<uint32_t, 3> words = pitch_of(*l, uint64_t(shape_numel(*shape)), start);
-    std::copy(words.begin(), words.end(), words_.begin() + std::ptrdiff_t(u) + at);
+    std::copy(words.begin(), words.end(), words_.begin() + std::ptrdiff_t(first) + at);
   }
 }
 

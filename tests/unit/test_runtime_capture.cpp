@@ -1350,6 +1350,23 @@ std::string int64_shape_chain_model() {
   return b.bytes();
 }
 
+// The constants row_column reads.
+void row_column_constants(ModelBuilder& b) {
+  b.initializer("zero", Tensor::scalar<int64_t>(0));
+  b.initializer("one", Tensor::scalar<int64_t>(1));
+  b.initializer("axis1", Tensor::from_vector<int64_t>({1}, {1}));
+}
+
+// `col` = x's row indices as a float32 column [n, 1], n = Shape(x)[0]: a shape chain (Shape -> Gather
+// -> Range -> Cast -> Unsqueeze) that a refresh folds again for other row counts.
+void row_column(ModelBuilder& b, const std::string& x, const std::string& col) {
+  b.node("Shape", {x}, {col + "_shape"});
+  b.node("Gather", {col + "_shape", "zero"}, {col + "_n"});
+  b.node("Range", {"zero", col + "_n", "one"}, {col + "_r"});
+  ModelBuilder::attr(b.node("Cast", {col + "_r"}, {col + "_rf"}), "to", int64_t(DType::Float32));
+  b.node("Unsqueeze", {col + "_rf", "axis1"}, {col});
+}
+
 Tensor int64_values(int64_t n) {
   std::vector<int64_t> v;
   for (int64_t i = 0; i < n; ++i) v.push_back(kBig[size_t(i) % 4] + i);
@@ -1418,18 +1435,11 @@ TEST(RuntimeFamily, GrowingSizesAreRefreshedAhead) {
 TEST(RuntimeFamily, RepeatedLayersTakeOneCallPerDistinctFacts) {
   SKIP_WITHOUT_GPU();
   ModelBuilder b;
-  b.initializer("zero", Tensor::scalar<int64_t>(0));
-  b.initializer("one", Tensor::scalar<int64_t>(1));
-  b.initializer("axis1", Tensor::from_vector<int64_t>({1}, {1}));
+  row_column_constants(b);
   for (const char* v : {"a", "b", "c"}) {
     const std::string n(v);
     b.input(n, DType::Float32, {-1, n == "c" ? 6 : 4});
-    b.node("Shape", {n}, {n + "_shape"});
-    b.node("Gather", {n + "_shape", "zero"}, {n + "_n"});
-    b.node("Range", {"zero", n + "_n", "one"}, {n + "_r"});
-    auto& cast = b.node("Cast", {n + "_r"}, {n + "_rf"});
-    ModelBuilder::attr(cast, "to", int64_t(DType::Float32));
-    b.node("Unsqueeze", {n + "_rf", "axis1"}, {n + "_col"});
+    row_column(b, n, n + "_col");
     b.node("Add", {n, n + "_col"}, {n + "_sum"});
     b.node("Softmax", {n + "_sum"}, {n + "_y"});
     b.output(n + "_y", DType::Float32);
@@ -1448,7 +1458,9 @@ TEST(RuntimeFamily, RepeatedLayersTakeOneCallPerDistinctFacts) {
     }
     auto got = g.run(feeds), want = c.run(feeds);
     for (size_t o = 0; o < 3; ++o) expect_same(got[o], want[o]);
-    if (k++ > 0) EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+    if (k++ > 0) {
+      EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+    }
   }
 }
 
@@ -1498,7 +1510,9 @@ TEST(RuntimeFamily, LayersOfOtherWeightsShareACallUnlessItReadsThem) {
     ASSERT_EQ(got.size(), 5u);
     for (size_t o = 0; o < 5; ++o) expect_same(got[o], want[o]);
     EXPECT_NE(got[3].shape(), got[4].shape()) << "the two conditions keep other columns";
-    if (k++ > 0) EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+    if (k++ > 0) {
+      EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+    }
   }
 }
 
@@ -1558,7 +1572,9 @@ TEST(RuntimeFamily, FedValuesAKernelReadsAreNotShared) {
     auto got = g.run(feeds), want = c.run(feeds);
     expect_same(got[0], want[0]);
     expect_same(got[1], want[1]);
-    if (k++ > 0) EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+    if (k++ > 0) {
+      EXPECT_TRUE(g.last_plan().replayed && g.last_plan().refreshed) << g.last_plan().refresh_refused;
+    }
   }
 }
 
@@ -1615,14 +1631,8 @@ TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
 TEST(RuntimeFamily, ARefusedRefreshLeavesNothingToTheNext) {
   SKIP_WITHOUT_GPU();
   ModelBuilder b;
-  b.initializer("zero", Tensor::scalar<int64_t>(0));
-  b.initializer("one", Tensor::scalar<int64_t>(1));
-  b.initializer("axis1", Tensor::from_vector<int64_t>({1}, {1}));
-  b.node("Shape", {"x"}, {"shape"});
-  b.node("Gather", {"shape", "zero"}, {"n"});
-  b.node("Range", {"zero", "n", "one"}, {"rows"});
-  ModelBuilder::attr(b.node("Cast", {"rows"}, {"rows_f"}), "to", int64_t(DType::Float32));
-  b.node("Unsqueeze", {"rows_f", "axis1"}, {"r"});
+  row_column_constants(b);
+  row_column(b, "x", "r");
   product_of_rows(b);
   b.node("Add", {"p", "r"}, {"y"});
   b.output("y", DType::Float32);
@@ -1739,7 +1749,9 @@ TEST(RuntimeAppend, PresentsFedBackAppendInPlace) {
     EXPECT_EQ(p.rows_written_in_place, (std::vector<std::string>{"present"}));
     const bool grew = p.capacity_growths > growths;
     growths = p.capacity_growths;
-    if (k >= 2 && p.replayed && !grew) EXPECT_EQ(p.appended_in_place, 2) << "the presents fed back were not found in place";
+    if (k >= 2 && p.replayed && !grew) {
+      EXPECT_EQ(p.appended_in_place, 2) << "the presents fed back were not found in place";
+    }
     in_place += p.appended_in_place == 2;
   }
   EXPECT_GE(in_place, 18);
