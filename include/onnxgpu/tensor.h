@@ -16,6 +16,13 @@ namespace onnxgpu {
 using Shape = std::vector<int64_t>;
 
 namespace detail {
+// A tensor's storage. Large blocks (8 MiB and more: weights made at plan time, outputs read back) are
+// aligned to 2 MiB and advised for transparent huge pages, where the system offers them on request:
+// each fresh 4 KiB page costs a page fault at its first write, which made most of the time of planning a
+// model whose weights the planner puts side by side (2 GB of them for a 0.85B Llama).
+void* allocate_bytes(size_t n);
+void free_bytes(void* p, size_t n) noexcept;
+
 // Leaves the bytes of a resized vector uninitialized (Tensor::uninitialized); zeros are asked for explicitly.
 template <class T>
 struct NoInitAllocator : std::allocator<T> {
@@ -26,6 +33,8 @@ struct NoInitAllocator : std::allocator<T> {
   NoInitAllocator() = default;
   template <class U>
   NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(allocate_bytes(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { free_bytes(p, n * sizeof(T)); }
   template <class U>
   void construct(U* p) noexcept {
     ::new (static_cast<void*>(p)) U;

@@ -1,8 +1,38 @@
 #include "onnxgpu/tensor.h"
 
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <sstream>
 
+#include "core/switches.h"
+
 namespace onnxgpu {
+
+namespace detail {
+
+namespace {
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kHugeFrom = size_t(8) << 20;  // smaller blocks come from operator new
+}  // namespace
+
+// ($ONNXGPU_HUGE_PAGES=0 leaves the advice out, for measuring what it buys.)
+void* allocate_bytes(size_t n) {
+  if (n < kHugeFrom) return ::operator new(n);
+  const size_t size = (n + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, size);
+  if (!p) throw std::bad_alloc();
+  static const bool advise = switched_on("ONNXGPU_HUGE_PAGES");
+  if (advise) ::madvise(p, size, MADV_HUGEPAGE);  // (advice: no effect where huge pages are off)
+  return p;
+}
+
+void free_bytes(void* p, size_t n) noexcept {
+  if (n < kHugeFrom) ::operator delete(p);
+  else std::free(p);
+}
+
+}  // namespace detail
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;

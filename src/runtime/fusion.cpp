@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 
+#include "core/parallel.h"
 #include "core/switches.h"
 #include "ir/fused_expr.h"
 #include "ops/broadcast.h"
@@ -355,19 +356,24 @@ std::optional<FusedGroup> Fusion::sibling_group(size_t i) const {
   int64_t K = ws[0]->dim(0), N = 0;
   for (const Tensor* w : ws) N += w->dim(1);
   if (!derived_->count(wname)) {
-    Tensor cat(ws[0]->dtype(), {K, N});
-    size_t es = dtype_size(cat.dtype());
-    auto* dst = static_cast<std::byte*>(cat.raw());
-    for (int64_t r = 0; r < K; ++r) {
-      for (const Tensor* w : ws) {
-        size_t row = size_t(w->dim(1)) * es;
-        std::memcpy(dst, static_cast<const std::byte*>(w->raw()) + size_t(r) * row, row);
-        dst += row;
+    // (Rows in parts over a few threads: a 0.85B Llama puts 1.9 GB side by side.)
+    Tensor cat = Tensor::uninitialized(ws[0]->dtype(), {K, N});  // (every byte written below)
+    const size_t es = dtype_size(cat.dtype()), parts = copy_parts(cat.nbytes());
+    const size_t rows = (size_t(K) + parts - 1) / parts;
+    auto* out = static_cast<std::byte*>(cat.raw());
+    run_parts(parts, [&](size_t p) {
+      std::byte* dst = out + p * rows * size_t(N) * es;
+      for (size_t r = p * rows; r < std::min(size_t(K), (p + 1) * rows); ++r) {
+        for (const Tensor* w : ws) {
+          const size_t row = size_t(w->dim(1)) * es;
+          std::memcpy(dst, static_cast<const std::byte*>(w->raw()) + r * row, row);
+          dst += row;
+        }
       }
-    }
+    });
     (*derived_)[wname] = std::move(cat);
     if (!bs.empty()) {
-      Tensor bcat(bs[0]->dtype(), {N});
+      Tensor bcat = Tensor::uninitialized(bs[0]->dtype(), {N});
       auto* bd = static_cast<std::byte*>(bcat.raw());
       for (const Tensor* b : bs) {
         std::memcpy(bd, b->raw(), b->nbytes());

@@ -12,9 +12,8 @@
 #include <filesystem>
 #include <mutex>
 #include <sstream>
-#include <system_error>
-#include <thread>
 
+#include "core/parallel.h"
 #include "webgpu/dawn.h"
 
 namespace onnxgpu::webgpu {
@@ -89,28 +88,16 @@ void wait_future(WGPUInstance instance, WGPUFuture future, std::chrono::millisec
 // memcpy out of a mapped readback buffer. Reading mapped GPU memory runs at a fraction of memory
 // bandwidth per thread, so a large copy (GPT-2's 25 MB of logits) is split over a few threads.
 void copy_out(void* dst, const void* src, size_t n) {
-  constexpr size_t kPerThread = size_t(4) << 20;
-  size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  size_t parts = std::min<size_t>({n / kPerThread, hw, 8});
+  const size_t parts = copy_parts(n);
   if (parts < 2) {
     std::memcpy(dst, src, n);
     return;
   }
-  size_t chunk = ((n + parts - 1) / parts + 63) / 64 * 64;  // parts * chunk >= n
-  auto part = [=](size_t p) {
-    size_t at = p * chunk;
+  const size_t chunk = ((n + parts - 1) / parts + 63) / 64 * 64;  // parts * chunk >= n
+  run_parts(parts, [=](size_t p) {
+    const size_t at = p * chunk;
     if (at < n) std::memcpy(static_cast<std::byte*>(dst) + at, static_cast<const std::byte*>(src) + at, std::min(chunk, n - at));
-  };
-  std::vector<std::thread> helpers;
-  for (size_t p = 1; p < parts; ++p) {
-    try {
-      helpers.emplace_back(part, p);
-    } catch (const std::system_error&) {
-      part(p);  // no thread to be had: this one copies that part too
-    }
-  }
-  part(0);
-  for (auto& t : helpers) t.join();
+  });
 }
 
 // Dawn's message without its trailing blank lines.

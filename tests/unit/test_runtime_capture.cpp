@@ -8,6 +8,7 @@
 #include <optional>
 #include <tuple>
 
+#include "core/parallel.h"
 #include "model_builder.h"
 #include "one_node.h"
 #include "onnxgpu/session.h"
@@ -1045,6 +1046,33 @@ TEST(RuntimeFusion, SiblingProductsRunAsOne) {
     auto out = g.run(feeds);
     EXPECT_EQ(out[2].shape(), c.wide_bias ? (Shape{1, 3, 7}) : (Shape{3, 7}));
   }
+}
+
+// Sibling weights large enough to be put side by side in parts, a few threads each taking a range of
+// K's rows (an odd K: parts of unequal rows), equal the CPU reference in every sibling's columns.
+TEST(RuntimeFusion, LargeSiblingWeightsPutSideBySideInParts) {
+  SKIP_WITHOUT_GPU();
+  const int64_t k = 1023, n[3] = {1040, 520, 1564};
+  ASSERT_GE(copy_parts(size_t(k) * size_t(n[0] + n[1] + n[2]) * 4), 2u) << "one part: nothing here is put in parts";
+  ModelBuilder b;
+  b.input("x", DType::Float32, {-1, k});
+  for (const char* o : {"q", "k", "v"}) b.output(o, DType::Float32);
+  for (int s = 0; s < 3; ++s) {
+    std::vector<float> w(size_t(k * n[s])), bias(size_t(n[s]));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * float(int((i * (s + 3) + i / 97) % 13) - 6);
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * float(i % 5) - float(s);
+    const std::string id = std::to_string(s);
+    b.initializer("w" + id, Tensor::from_vector<float>({k, n[s]}, w));
+    b.initializer("b" + id, Tensor::from_vector<float>({n[s]}, bias));
+    b.node("MatMul", {"x", "w" + id}, {"p" + id});
+    b.node("Add", {"p" + id, "b" + id}, {s == 0 ? "q" : s == 1 ? "k" : "v"});
+  }
+  std::vector<float> xs(size_t(2 * k));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * float(int(i % 7) - 3);
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, k}, xs)}};
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 1e-4);
+  EXPECT_EQ(g.last_plan().dispatches, 1);
 }
 
 // An elementwise group that alone reads a product's result and otherwise only constant scalars (GPT-2's
