@@ -2,17 +2,13 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <set>
 
+#include "loader/mapped_file.h"
 #include "loader/tensor_proto.h"
 #include "loader/validate.h"
 #include "loader/wire.h"
@@ -254,46 +250,17 @@ ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir&
   return load(bytes.data(), bytes.size(), ext, nullptr);
 }
 
-namespace {
-
-// The file mapped into memory, privately: the weights' tensors use its pages as their storage (a
-// tensor written in place gets a private copy of the page; the file never changes).
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw InvalidArgument("cannot open model '" + path + "'");
-    struct stat st{};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) throw InvalidArgument("model '" + path + "' is not a regular file");
-    size_ = size_t(st.st_size);
-    if (size_ == 0) return;
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
-    if (p == MAP_FAILED) throw InvalidArgument("cannot map model '" + path + "' into memory");
-    data_ = p;
-    ::madvise(data_, size_, MADV_SEQUENTIAL | MADV_WILLNEED);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(data_, size_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const void* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  int fd_ = -1;
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
-}  // namespace
 
 ir::Model load_model(const std::string& path, const std::string& external_data_root) {
-  auto file = std::make_shared<MappedFile>(path);
+  std::shared_ptr<MappedFile> file;
+  try {
+    file = std::make_shared<MappedFile>(path);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("model: ") + e.what());
+  }
   std::string dir = std::filesystem::path(path).parent_path().string();
   try {
-    ir::Model m = load(file->data(), file->size(), {dir, external_data_root}, file);
+    ir::Model m = load(file->data(), file->size(), {dir, external_data_root, std::make_shared<MappedFiles>()}, file);
     m.path = path;
     return m;
   } catch (const NotImplemented& e) {

@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstring>
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "loader/mapped_file.h"
 
 namespace onnxgpu::loader {
 
@@ -106,6 +109,13 @@ Tensor read_external(const onnx::TensorProto& p, const ExternalDataDir& ext, DTy
     throw InvalidArgument(what + ": external data file '" + file.string() + "' has " + std::to_string(ec ? 0 : size) +
                           " bytes, its offset " + std::to_string(offset) + " and type and shape " + std::string(dtype_name(dt)) +
                           shape_str(shape) + " need " + std::to_string(uint64_t(offset) + nbytes));
+  if (ext.files && nbytes > 0) {  // the file's pages themselves, where the element size aligns them
+    std::shared_ptr<MappedFile> mapped = ext.files->get(file.string());
+    std::byte* at = static_cast<std::byte*>(const_cast<void*>(mapped->data())) + offset;
+    if (mapped->size() - std::min<uint64_t>(mapped->size(), uint64_t(offset)) >= nbytes &&
+        reinterpret_cast<uintptr_t>(at) % dtype_size(dt) == 0)
+      return Tensor::adopt(dt, shape, std::shared_ptr<std::byte>(std::move(mapped), at));
+  }
   std::ifstream f(file, std::ios::binary);
   if (!f) throw InvalidArgument(what + ": cannot open external data file '" + file.string() + "'");
   Tensor t = Tensor::uninitialized(dt, shape);  // every byte is read below
@@ -224,7 +234,7 @@ std::pair<std::string, Tensor> read_tensor_pb(const std::string& path) {
   onnx::TensorProto p;
   if (!p.ParseFromString(bytes)) throw InvalidArgument("'" + path + "' is not a valid ONNX TensorProto file");
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return {p.name(), tensor_from_proto(p, {dir, ""}, "tensor file '" + path + "'")};
+  return {p.name(), tensor_from_proto(p, {dir, "", nullptr}, "tensor file '" + path + "'")};
 }
 
 void write_tensor_pb(const std::string& path, const std::string& name, const Tensor& t) {

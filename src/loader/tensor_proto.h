@@ -17,9 +17,12 @@ namespace onnxgpu::loader {
 // model's or the tensor file's; "" = the current directory); the file must resolve, after symlinks,
 // inside `root` ("" = `dir`), as ONNX requires: an absolute location, "..", or a link out of the folder
 // is an error, so a model can never make the engine read a file it does not ship.
+// `files`: where the files are mapped, once for the whole load, and the tensors' storage is their pages
+// (null: each tensor's bytes are read into memory of its own).
 struct ExternalDataDir {
   std::string dir;
   std::string root;
+  std::shared_ptr<class MappedFiles> files = nullptr;
 };
 
 // `what` names the tensor in error messages.

@@ -165,6 +165,24 @@ TEST(Reliability, ExternalDataInsideTheFolderLoads) {
   EXPECT_EQ(values<float>(widened.run({})[0]), (std::vector<float>{1, 2, 3, 4}));
 }
 
+// External data is the mapped file's pages where its offset aligns the elements, else a copy: both load
+// the same values, from one file read by two tensors at two offsets, and the runs change nothing in it.
+TEST(Reliability, ExternalDataMappedOrCopiedByItsAlignment) {
+  TempDir dir;
+  const std::string bytes = "xy" + floats_bytes({1, 2, 3, 4}) + "zw" + floats_bytes({5, 6, 7, 8});
+  write_file(dir.path / "w.bin", bytes);
+  for (int64_t offset : {2, 20}) {  // (a copy, then the mapped pages: the file is mapped from a page's start)
+    write_file(dir.path / "model.onnx", external_model("w.bin", 4, offset));
+    Session s((dir.path / "model.onnx").string(), ep_options("cpu"));
+    auto out = s.run({});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(values<float>(out[0]), offset == 2 ? (std::vector<float>{1, 2, 3, 4}) : (std::vector<float>{5, 6, 7, 8}))
+        << "offset " << offset;
+  }
+  std::ifstream f(dir.path / "w.bin", std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), bytes);
+}
+
 // ---- F2: the file and its length are checked before anything is allocated ------------------------------
 
 // Peak resident memory (KiB) of a child process that loads `path`; -1 when the child failed to report.
