@@ -250,7 +250,6 @@ ir::Model load_model_from_bytes(const std::string& bytes, const ExternalDataDir&
   return load(bytes.data(), bytes.size(), ext, nullptr);
 }
 
-
 ir::Model load_model(const std::string& path, const std::string& external_data_root) {
   std::shared_ptr<MappedFile> file;
   try {

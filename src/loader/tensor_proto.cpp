@@ -109,8 +109,14 @@ Tensor read_external(const onnx::TensorProto& p, const ExternalDataDir& ext, DTy
     throw InvalidArgument(what + ": external data file '" + file.string() + "' has " + std::to_string(ec ? 0 : size) +
                           " bytes, its offset " + std::to_string(offset) + " and type and shape " + std::string(dtype_name(dt)) +
                           shape_str(shape) + " need " + std::to_string(uint64_t(offset) + nbytes));
+  std::shared_ptr<MappedFile> mapped;
   if (ext.files && nbytes > 0) {  // the file's pages themselves, where the element size aligns them
-    std::shared_ptr<MappedFile> mapped = ext.files->get(file.string());
+    try {
+      mapped = ext.files->get(file.string());
+    } catch (const InvalidArgument&) {  // (not mapped: read below, whose errors name the tensor)
+    }
+  }
+  if (mapped) {
     std::byte* at = static_cast<std::byte*>(const_cast<void*>(mapped->data())) + offset;
     if (mapped->size() - std::min<uint64_t>(mapped->size(), uint64_t(offset)) >= nbytes &&
         reinterpret_cast<uintptr_t>(at) % dtype_size(dt) == 0)
