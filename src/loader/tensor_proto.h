@@ -19,10 +19,11 @@ namespace onnxgpu::loader {
 // is an error, so a model can never make the engine read a file it does not ship.
 // `files`: where the files are mapped, once for the whole load, and the tensors' storage is their pages
 // (null: each tensor's bytes are read into memory of its own).
+class MappedFiles;  // mapped_file.h
 struct ExternalDataDir {
   std::string dir;
   std::string root;
-  std::shared_ptr<class MappedFiles> files = nullptr;
+  std::shared_ptr<MappedFiles> files = nullptr;
 };
 
 // `what` names the tensor in error messages.
