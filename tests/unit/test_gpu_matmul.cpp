@@ -186,6 +186,26 @@ TEST(GpuGemm, IntegersExact) {
   check_gemm(DType::UInt64, 7, 13, 9, true, false, 1.0f, 1.0f, &c_row, 73);
 }
 
+// $ONNXGPU_MATMUL_BUFFERS=2: the tiles staged in two buffers, one barrier a K-slice. K of one slice,
+// of an odd number of slices and not a multiple of the slice, K = 0, the K split, batches, Gemm's transposes.
+TEST(GpuMatMul, TwoBuffersOfTiles) {
+  ScopedEnv env("ONNXGPU_MATMUL_BUFFERS", "2");
+  ir::Node node;
+  node.op_type = "MatMul";
+  node.inputs = {"A", "B"};
+  node.outputs = {"Y"};
+  auto programs = kernel_programs(node, {{DType::Float32, {130, 77}}, {DType::Float32, {77, 129}}}, usual_limits());
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_NE(programs[0].first.find("_db"), std::string::npos) << programs[0].first;
+  check_matmul(DType::Float32, {1, 7, 16}, {16, 5}, 50);
+  check_matmul(DType::Float32, {130, 77}, {77, 129}, 51, true);
+  check_matmul(DType::Float32, {40, 48}, {48, 70}, 52);
+  check_matmul(DType::Float32, {5, 0}, {0, 3}, 53);
+  check_matmul(DType::Float32, {3, 5, 1000}, {1000, 7}, 54);
+  check_matmul(DType::Float32, {16, 200, 40}, {16, 40, 260}, 55);
+  check_gemm(DType::Float32, 37, 45, 66, true, true, 0.5f, 2.0f, nullptr, 56);
+}
+
 // ------------------------------------------------------------------- Products of a few rows (gemv.cpp)
 
 // Runs `body` with the default settings (a small B in one pass) and again with every product of the
@@ -808,7 +828,9 @@ TEST(GpuGemv, LayerNormPrologueFollowsThePromptAndTheSteps) {
       EXPECT_TRUE(cmp.passed) << "ONNXGPU_NORM_PROLOGUE=0: output " << k << ": " << cmp.message;
     }
     EXPECT_EQ(on.last_plan().cpu_nodes, 0);
-    if (r > 0 && rows[r] == rows[r - 1]) EXPECT_TRUE(on.last_plan().replayed);
+    if (r > 0 && rows[r] == rows[r - 1]) {
+      EXPECT_TRUE(on.last_plan().replayed);
+    }
     EXPECT_EQ(on.last_plan().dispatches + (rows[r] <= 4 ? 1 : 0), off.last_plan().dispatches);
   }
 }

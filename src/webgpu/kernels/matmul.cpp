@@ -340,10 +340,13 @@ Product plan_matmul(GpuKernelContext& ctx, const Shape& a, const Shape& b, bool 
 // neighbouring invocations read neighbouring vec4s of the B tile).
 struct Tile {
   uint32_t tm, tn, tk, rm, cn = 1;
+  bool two_buffers = false;  // the tiles staged twice: one barrier a K-slice (tiled_body)
   uint32_t tx() const { return tn / (4 * cn); }
   uint32_t threads() const { return tx() * (tm / rm); }
-  // Workgroup memory: the A tile [TM][TK/4 + 1] and the B tile [TK][TN/4 + 1] of vec4<f32> (padded rows).
-  uint32_t shared_bytes() const { return 16 * (tm * (tk / 4 + 1) + tk * (tn / 4 + 1)); }
+  // The vec4s of one A tile [TM][TK/4 + 1] and one B tile [TK][TN/4 + 1] (padded rows).
+  uint32_t a_words() const { return tm * (tk / 4 + 1); }
+  uint32_t b_words() const { return tk * (tn / 4 + 1); }
+  uint32_t shared_bytes() const { return 16 * (a_words() + b_words()) * (two_buffers ? 2 : 1); }
   bool fits(const Limits& l) const {
     uint32_t inv = l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256;
     uint32_t mem = l.max_compute_workgroup_storage_size ? l.max_compute_workgroup_storage_size : 16384;
@@ -354,7 +357,7 @@ struct Tile {
   }
   std::string name() const {
     return std::to_string(tm) + "x" + std::to_string(tn) + "x" + std::to_string(tk) + "_" + std::to_string(rm) + "x" +
-           std::to_string(cn);
+           std::to_string(cn) + (two_buffers ? "_db" : "");
   }
 };
 
@@ -382,7 +385,8 @@ std::optional<Tile> tile_from_env(const char* name) {
 constexpr uint32_t kNarrowTileRows = 256;
 
 // Picks the tile: 32 x 64 up to kNarrowTileRows rows, 64 x 64 above, with K-slices of 16 and 4 x 4 per
-// invocation; smaller tiles where the device's limits demand it. Measured on an H200 with
+// invocation; smaller tiles where the device's limits demand it. $ONNXGPU_MATMUL_BUFFERS=2 stages the
+// tiles twice where workgroup memory allows (one barrier a K-slice instead of two), for measuring. Measured on an H200 with
 // bench/variants.py and env_ab.py: larger register tiles (8 x 8 per invocation, 128-wide tiles, K-slices
 // of 32) were 10-50% slower, and 32 x 32 tiles no faster than 64 x 64 at M = 128 and 256.
 Tile choose_tile(const Limits& limits, const Product& pr) {
@@ -390,8 +394,14 @@ Tile choose_tile(const Limits& limits, const Product& pr) {
   if (auto t = tile_from_env(pr.M <= 32 ? "ONNXGPU_MATMUL_TILE_SMALL" : "ONNXGPU_MATMUL_TILE")) order.push_back(*t);
   if (pr.M <= kNarrowTileRows) order.push_back({32, 64, 16, 4, 1});
   order.insert(order.end(), {{64, 64, 16, 4, 1}, {32, 64, 16, 4, 1}, {32, 32, 16, 4, 1}, {16, 16, 16, 4, 1}});
-  for (const Tile& t : order)
+  const char* bufs = std::getenv("ONNXGPU_MATMUL_BUFFERS");
+  const bool two = bufs && std::string(bufs) == "2";
+  for (Tile t : order) {
+    t.two_buffers = two;
     if (t.fits(limits)) return t;
+    t.two_buffers = false;
+    if (t.fits(limits)) return t;
+  }
   return {8, 8, 8, 4, 1};  // 2 x 2 invocations: fits any device
 }
 
@@ -463,8 +473,10 @@ std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, b
       ";\nconst RM: u32 = " + u32_lit(tl.rm) + ";\nconst NT: u32 = " + u32_lit(tl.threads()) + ";\nconst TX: u32 = " + u32_lit(tl.tx()) + ";\n"
       "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
       "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
-      "var<workgroup> As: array<vec4<f32>, " + u32_lit(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
-      "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][n]\n";
+      "const AW: u32 = " + u32_lit(tl.a_words()) + ";  // vec4s of one A tile\n"
+      "const BW: u32 = " + u32_lit(tl.b_words()) + ";  // of one B tile\n"
+      "var<workgroup> As: array<vec4<f32>, " + u32_lit(tl.a_words() * (tl.two_buffers ? 2 : 1)) + ">;  // As[buffer][m][k]\n"
+      "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(tl.b_words() * (tl.two_buffers ? 2 : 1)) + ">;  // Bs[buffer][k][n]\n";
   // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
   // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
   // k-quad g / TM (consecutive invocations read consecutive m); likewise for B with (k, n-quad).
@@ -511,10 +523,10 @@ MicroTile micro_tile(const Tile& tl, bool split) {
     for (uint32_t j = 0; j < tl.cn; ++j) mt.accs += "  var acc" + n_(i) + "_" + n_(j) + " = vec4<f32>(0.0);\n";
   for (uint32_t j = 0; j < tl.cn; ++j)
     for (uint32_t q = 0; q < 4; ++q)
-      mt.bvals += "      let b" + n_(j) + n_(q) + " = Bs[(kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
+      mt.bvals += "      let b" + n_(j) + n_(q) + " = Bs[bo + (kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
   for (uint32_t i = 0; i < tl.rm; ++i) {
     std::string a = "a" + n_(i);
-    mt.fmas += "      let " + a + " = As[(ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
+    mt.fmas += "      let " + a + " = As[ao + (ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
     for (uint32_t j = 0; j < tl.cn; ++j) {
       std::string acc = "acc" + n_(i) + "_" + n_(j), b = "b" + n_(j);
       mt.fmas += "      " + acc + " = fma(vec4<f32>(" + a + ".x), " + b + "0, fma(vec4<f32>(" + a + ".y), " + b +
@@ -540,33 +552,49 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
   std::string load_next =
       "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); ra[q] = load_a4(a_base, m0 + s.x, k1 + 4u * s.y); }\n"
       "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); rb[q] = load_b4(b_base, k1 + s.x, n0 + 4u * s.y); }\n";
+  // The registers to the tiles (of buffer `so`, `sb`: their first vec4s).
   std::string store_tiles =
-      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[s.x * AS + s.y] = ra[q]; }\n"
-      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[s.x * BS + s.y] = rb[q]; }\n";
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[so + s.x * AS + s.y] = ra[q]; }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[sb + s.x * BS + s.y] = rb[q]; }\n";
   MicroTile mt = micro_tile(tl, split);
   std::string regs = "  var ra: array<vec4<f32>, " + u32_lit(a_share(tl)) + ">;\n  var rb: array<vec4<f32>, " +
                      u32_lit(b_share(tl)) + ">;\n" + mt.accs;
-  return "  let tx = lid % TX;\n"
-         "  let ty = lid / TX;\n"
-         "  let n0 = wid.x * TN;\n"
-         "  let m0 = wid.y * TM;\n"
-         "  let bz = wid.z / splits();\n"
-         "  let k_begin = (wid.z % splits()) * kchunk();\n"
-         "  let k_end = min(K(), k_begin + kchunk());\n"
-         "  let a_base = " + a_matrix(pr) + ";\n"
-         "  let b_base = " + b_matrix(pr) + ";\n" + regs +
-         "  var k1 = k_begin;\n"
-         "  if (k1 < k_end) {\n" + load_next + "  }\n"
-         "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
-         "    workgroupBarrier();\n"
+  std::string head = "  let tx = lid % TX;\n"
+                     "  let ty = lid / TX;\n"
+                     "  let n0 = wid.x * TN;\n"
+                     "  let m0 = wid.y * TM;\n"
+                     "  let bz = wid.z / splits();\n"
+                     "  let k_begin = (wid.z % splits()) * kchunk();\n"
+                     "  let k_end = min(K(), k_begin + kchunk());\n"
+                     "  let a_base = " + a_matrix(pr) + ";\n"
+                     "  let b_base = " + b_matrix(pr) + ";\n" + regs +
+                     "  var k1 = k_begin;\n"
+                     "  if (k1 < k_end) {\n" + load_next + "  }\n";
+  std::string compute = "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n" + mt.bvals + mt.fmas + "    }\n";
+  std::string tail = "  let y_base = wid.z * M() * N();\n" + mt.stores;
+  if (!tl.two_buffers)
+    return head + "  let so = 0u;\n  let sb = 0u;\n  let ao = 0u;\n  let bo = 0u;\n"
+           "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
+           "    workgroupBarrier();\n"
+           "    k1 = k0 + TK;\n"
+           "    if (k1 < k_end) {\n" + load_next + "    }\n" + compute +
+           "    workgroupBarrier();\n"
+           "  }\n" + tail;
+  // Two buffers: slice k is computed from one while slice k + 1 goes from the registers into the other,
+  // then one barrier. A buffer is written again only after the barrier that follows its last reading.
+  return head + "  var ao = 0u;\n  var bo = 0u;\n"
+         "  {\n    let so = 0u;\n    let sb = 0u;\n" + store_tiles + "  }\n"
+         "  workgroupBarrier();\n"
+         "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n"
          "    k1 = k0 + TK;\n"
-         "    if (k1 < k_end) {\n" + load_next + "    }\n"
-         "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
-         + mt.bvals + mt.fmas +
-         "    }\n"
+         "    let more = k1 < k_end;\n"
+         "    if (more) {\n" + load_next + "    }\n" + compute +
+         "    if (more) {\n"
+         "      let so = AW - ao;\n      let sb = BW - bo;\n" + store_tiles + "    }\n"
          "    workgroupBarrier();\n"
-         "  }\n"
-         "  let y_base = wid.z * M() * N();\n" + mt.stores;
+         "    ao = AW - ao;\n"
+         "    bo = BW - bo;\n"
+         "  }\n" + tail;
 }
 
 // The tiled float kernel (one dispatch, or two when K is split: the partial sums, then their sum), and the
