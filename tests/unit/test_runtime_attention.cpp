@@ -90,8 +90,9 @@ ModelBuilder bert_attention(int64_t B, int64_t H, int64_t D, int64_t Dv, int64_t
   return b;
 }
 
-TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
-  SKIP_WITHOUT_GPU();
+namespace {
+// BERT's attention over more rows than a split takes (13 x 100, 9 x 7): one dispatch.
+void check_bert_rows() {
   const int64_t B = 2, H = 3, D = 80, Dv = 72;
   ModelBuilder b = bert_attention(B, H, D, Dv, -1);
   for (auto [lq, lk] : {std::pair<int64_t, int64_t>{13, 100}, {9, 7}}) {  // over 4 rows: no split
@@ -103,6 +104,14 @@ TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
     EXPECT_EQ(p.dispatches, 1);
     EXPECT_EQ(p.fused_nodes, 9);
   }
+}
+}  // namespace
+
+TEST(RuntimeAttention, BertStyleAttentionRunsAsOneKernel) {
+  SKIP_WITHOUT_GPU();
+  check_bert_rows();
+  const int64_t B = 2, H = 3, D = 80, Dv = 72;
+  ModelBuilder b = bert_attention(B, H, D, Dv, -1);
   // A decode step's shape: one query row over many keys splits the keys over workgroups (the
   // attention, then the combine of the chunks): 2 dispatches, the same results; so does one over a
   // single chunk's keys.
@@ -149,8 +158,8 @@ TEST(RuntimeAttention, TheProfileCountsItsFlops) {
 // lowest float, scores), K without a batch (broadcast to every head). A row whose every key is masked
 // with -inf is NaN, as on the CPU. Scores that grow along the keys make the running maximum move every
 // block (the online softmax's rescaling).
-TEST(RuntimeAttention, CausalAttentionWithWhereRunsAsOneKernel) {
-  SKIP_WITHOUT_GPU();
+namespace {
+void check_causal_rows() {
   const int64_t B = 1, H = 2, L = 70, D = 16, Dv = 20;
   for (float neg : {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::lowest()}) {
     for (bool masked_row : {false, true}) {
@@ -180,6 +189,13 @@ TEST(RuntimeAttention, CausalAttentionWithWhereRunsAsOneKernel) {
     }
   }
 }
+}  // namespace
+
+TEST(RuntimeAttention, CausalAttentionWithWhereRunsAsOneKernel) {
+  SKIP_WITHOUT_GPU();
+  check_causal_rows();
+}
+
 
 // MatMul -> Softmax -> MatMul with nothing between (opset 11's Softmax, whose default axis 1 is the
 // last axis of a 2-D input): one kernel.
@@ -468,6 +484,24 @@ ir::Node mha_node(int64_t heads) {
   return node;
 }
 }  // namespace
+
+// $ONNXGPU_ATTENTION_QUADS=1: each invocation of the general tile takes neighbouring keys and output
+// columns, read from workgroup memory as vectors. The program says so; BERT's and GPT-2's attentions
+// (D of two stages, Dv of two column blocks and short of them, masks, masked rows) match the CPU.
+TEST(RuntimeAttention, NeighbouringKeysAndColumnsPerInvocation) {
+  onnxgpu::testing::ScopedEnv env("ONNXGPU_ATTENTION_QUADS", "1");
+  const ir::Node node = mha_node(2);
+  Int64Policy policy;
+  webgpu::GpuKernelContext ctx(node, 17, policy, usual_limits(),
+                               {{DType::Float32, {1, 40, 2 * 64}}, {DType::Float32, {1, 40, 2 * 64}},
+                                {DType::Float32, {1, 40, 2 * 64}}});
+  (*webgpu::gpu_registry().find("MultiHeadAttention", ir::kMsDomain))(ctx);
+  ASSERT_EQ(ctx.dispatches.size(), 1u);
+  EXPECT_NE(ctx.dispatches[0].program.name().find("_quads"), std::string::npos) << ctx.dispatches[0].program.name();
+  SKIP_WITHOUT_GPU();
+  check_bert_rows();
+  check_causal_rows();
+}
 
 // Which kernels a split gets, from the device's limits and the shapes (no device needed): the decode
 // kernel and its combine (256 invocations, or 128 where the device allows no more or its workgroup

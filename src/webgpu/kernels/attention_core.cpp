@@ -17,7 +17,8 @@ constexpr uint32_t kCols = 64;  // DV: output columns per workgroup (4 per lane)
 // $ONNXGPU_ATTENTION_ROWS=8, $ONNXGPU_ATTENTION_KEYS=64 and $ONNXGPU_ATTENTION_CHUNK=<keys>, read once:
 // tile shapes and a split's smallest chunk, for measuring. $ONNXGPU_ATTENTION_DECODE: a split's kernels
 // ("0": the general tile and its combine, as before the decode kernel; "combine": the general tile with
-// the decode kernel's combine; default: the decode kernel and its combine).
+// the decode kernel's combine; default: the decode kernel and its combine). $ONNXGPU_ATTENTION_QUADS=1,
+// read at each call: the general tile's invocations take neighbouring keys and columns (Tile::quads).
 enum class DecodeKnob { Tile, TileNewCombine, Decode };
 struct TileKnobs {
   bool rows8 = false, keys64 = false;
@@ -56,8 +57,14 @@ constexpr const char* kOnlineMax =
 // invocation), DC of D staged at a time.
 struct Tile {
   uint32_t rows, keys, depth;
+  // An invocation's keys and output columns: neighbours (keys SC lane ... SC lane + SC - 1 of a block,
+  // columns 4 lane ... 4 lane + 3), read from workgroup memory as vectors; else 16 apart (lane + 16 q).
+  bool quads = false;
   uint32_t threads() const { return 16 * rows; }  // NT
   uint32_t scores() const { return keys / 16; }   // SC: scores per invocation and block
+  // Key q of this invocation's in its block, and output column t of its four (WGSL).
+  std::string key(const std::string& q) const { return quads ? "SC * lane + " + q : "lane + 16u * " + q; }
+  std::string col(const std::string& t) const { return quads ? "4u * lane + " + t : "lane + 16u * " + t; }
 };
 
 // RQ: 16 where the device allows 256 invocations (K and V staged once for more rows: faster on the
@@ -72,8 +79,11 @@ Tile choose_tile(const GpuKernelContext& ctx, bool few_rows) {
   Tile t{std::min(inv, wx) >= 256 && !few_rows ? 16u : 8u, 32, 0};
   if (tile_knobs().rows8) t.rows = 8;
   if (tile_knobs().keys64) t.keys = 64;
+  const char* quads = std::getenv("ONNXGPU_ATTENTION_QUADS");
+  t.quads = quads && std::string(quads) == "1";
   auto shared = [&](uint32_t dc) {
-    return 4 * (t.rows * dc + dc * (t.keys + 1) + t.keys * kCols + t.rows * t.keys + 16 * t.rows) + 8;
+    const uint32_t k_row = t.quads ? t.keys + t.scores() : t.keys + 1;  // Ks's padded row
+    return 4 * (t.rows * dc + dc * k_row + t.keys * kCols + t.rows * t.keys + 16 * t.rows) + 8;
   };
   if (shared(32) > mem) t.rows = 8;
   t.depth = shared(64) <= mem ? 64 : 32;
@@ -116,7 +126,7 @@ struct ScoreWgsl {
   std::string next;   // the next block's values becoming this block's
   std::string args;   // score_of()'s arguments after j
 };
-ScoreWgsl score_wgsl(const Spec& s) {
+ScoreWgsl score_wgsl(const Spec& s, const std::string& key_of_q = "lane + 16u * q") {
   ScoreWgsl w;
   std::string params;
   std::string names;
@@ -127,7 +137,7 @@ ScoreWgsl score_wgsl(const Spec& s) {
     w.bases += "  let " + n + "_row = " + n + "_boff(z) + min(i, Lq() - 1u) * " + n + "_sr();\n";
     w.regs += "  var " + n + "_a: array<" + x.type + ", SC>;\n  var " + n + "_n: array<" + x.type + ", SC>;\n";
     w.load += "        for (var q = 0u; q < SC; q = q + 1u) {\n"
-              "          let key = nj0 + lane + 16u * q;\n"
+              "          let key = nj0 + " + key_of_q + ";\n"
               "          " + n + "_n[q] = " + n + "_in_load(select(0u, " + n + "_row + key * " + n + "_sc(), key < " + x.keys + "));\n"
               "        }\n";
     w.next += "      " + n + "_a = " + n + "_n;\n";
@@ -148,13 +158,22 @@ std::string tile_decls(const Tile& t, const Spec& s) {
     return along_cols ? "vec2<u32>(g / " + u32_lit(cols) + ", g % " + u32_lit(cols) + ")"
                       : "vec2<u32>(g % " + u32_lit(rows) + ", g / " + u32_lit(rows) + ")";
   };
+  std::string arrays;
+  if (t.quads) {
+    const std::string kv = "vec" + std::to_string(t.scores()) + "<f32>";
+    arrays = "var<workgroup> Qs: array<vec4<f32>, " + u32_lit(t.rows * t.depth / 4) + ">;  // [row][d / 4]\n"
+             "const KS: u32 = BK / SC + 1u;  // Ks's row stride in vectors (padded)\n"
+             "var<workgroup> Ks: array<" + kv + ", " + u32_lit(t.depth * (t.keys / t.scores() + 1)) + ">;  // [d][key / SC]\n"
+             "var<workgroup> Vs: array<vec4<f32>, " + u32_lit(t.keys * kCols / 4) + ">;  // [key][col / 4]\n";
+  } else {
+    arrays = "var<workgroup> Qs: array<f32, " + u32_lit(t.rows * t.depth) + ">;  // [row][d]\n"
+             "const KS: u32 = BK + 1u;  // Ks's row stride (padded: a column of Ks is written at once)\n"
+             "var<workgroup> Ks: array<f32, " + u32_lit(t.depth * (t.keys + 1)) + ">;  // [d][key]\n"
+             "var<workgroup> Vs: array<f32, " + u32_lit(t.keys * kCols) + ">;  // [key][col]\n";
+  }
   return "const RQ: u32 = " + u32_lit(t.rows) + ";\nconst BK: u32 = " + u32_lit(t.keys) + ";\nconst DC: u32 = " +
          u32_lit(t.depth) + ";\nconst DV: u32 = " + u32_lit(kCols) + ";\nconst NT: u32 = " + u32_lit(t.threads()) +
-         ";\nconst SC: u32 = " + u32_lit(t.scores()) + ";\n"
-         "var<workgroup> Qs: array<f32, " + u32_lit(t.rows * t.depth) + ">;  // [row][d]\n"
-         "const KS: u32 = BK + 1u;  // Ks's row stride (padded: a column of Ks is written at once)\n"
-         "var<workgroup> Ks: array<f32, " + u32_lit(t.depth * (t.keys + 1)) + ">;  // [d][key]\n"
-         "var<workgroup> Vs: array<f32, " + u32_lit(t.keys * kCols) + ">;  // [key][col]\n"
+         ";\nconst SC: u32 = " + u32_lit(t.scores()) + ";\n" + arrays +
          "var<workgroup> Ps: array<f32, " + u32_lit(t.rows * t.keys) + ">;  // [row][key]\n"
          "var<workgroup> red: array<f32, " + u32_lit(t.threads()) + ">;\n"
          "var<workgroup> wg_keys: vec2<u32>;  // the workgroup's keys [lo, hi)\n"
@@ -206,7 +225,7 @@ std::string block_softmax_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& sc
   if (s.key_range) ok += " && key >= kr.x && key < kr.y";
   return "      var bmax = -f32_inf();\n"
          "      for (var q = 0u; q < SC; q = q + 1u) {\n"
-         "        let key = j0 + lane + 16u * q;\n"
+         "        let key = j0 + " + t.key("q") + ";\n"
          "        e[q] = score_of(sa[q], " + ok + ", z, i, key" + score.args + ");\n"
          "        bmax = fmax_nan(bmax, e[q]);\n"
          "      }\n"
@@ -216,14 +235,15 @@ std::string block_softmax_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& sc
          "      for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r * 16u + t]); }\n"
          + std::string(kOnlineMax) +
          "      var psum = 0.0;\n" +
-         looped(t.scores(), "{ let p = exp_shifted(e[$], shift); Ps[r * BK + lane + 16u * $] = p; psum = psum + p; }") +
+         looped(t.scores(), "{ let p = exp_shifted(e[$], shift); Ps[r * BK + " + t.key("$") + "] = p; psum = psum + p; }") +
          "      l = l * corr + psum;\n"
          "      acc = acc * corr;\n"
          "      workgroupBarrier();\n"
          "      for (var j = 0u; j < BK; j = j + 1u) {\n"
-         "        let pj = Ps[r * BK + j];\n"
-         "        let at = j * DV + lane;\n"
-         "        acc = fma(vec4<f32>(pj), vec4<f32>(Vs[at], Vs[at + 16u], Vs[at + 32u], Vs[at + 48u]), acc);\n"
+         "        let pj = Ps[r * BK + j];\n" +
+         (t.quads ? "        acc = fma(vec4<f32>(pj), Vs[j * (DV / 4u) + lane], acc);\n"
+                  : "        let at = j * DV + lane;\n"
+                    "        acc = fma(vec4<f32>(pj), vec4<f32>(Vs[at], Vs[at + 16u], Vs[at + 32u], Vs[at + 48u]), acc);\n") +
          "      }\n";
 }
 
@@ -245,12 +265,12 @@ std::string key_bounds_wgsl(const Spec& s, bool split, const std::string& first_
 
 // The row's result: acc / sum (0 for a row without keys when asked), or with a split the chunk's
 // partial output, shift and sum.
-std::string store_wgsl(const Spec& s, bool split) {
+std::string store_wgsl(const Spec& s, bool split, const Tile& tile) {
+  const std::string col = "      let c = c0 + " + tile.col("t") + ";\n";
   if (split)
     return "  if (i < Lq()) {\n"
            "    let pr = zc * Lq() + i;\n"
-           "    for (var t = 0u; t < 4u; t = t + 1u) {\n"
-           "      let c = c0 + lane + 16u * t;\n"
+           "    for (var t = 0u; t < 4u; t = t + 1u) {\n" + col +
            "      if (c < Dv()) { po_store(pr * Dv() + c, acc[t]); }\n"
            "    }\n"
            "    if (wid.x == 0u && lane == 0u) { pml_store(2u * pr, sh); pml_store(2u * pr + 1u, sum); }\n"
@@ -258,8 +278,7 @@ std::string store_wgsl(const Spec& s, bool split) {
   std::string value = s.empty_rows_zero ? "select(acc[t] / sum, 0.0, sum == 0.0)" : "acc[t] / sum";
   return "  if (i < Lq()) {\n"
          "    let yb = y_boff(z) + i * y_sr();\n"
-         "    for (var t = 0u; t < 4u; t = t + 1u) {\n"
-         "      let c = c0 + lane + 16u * t;\n"
+         "    for (var t = 0u; t < 4u; t = t + 1u) {\n" + col +
          "      if (c < Dv()) { y_store(yb + c * y_sc(), " + value + "); }\n"
          "    }\n"
          "  }\n";
@@ -281,6 +300,29 @@ std::string init_wgsl(const Spec& s, bool split, const std::string& first_lane) 
 std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool split) {
   StageShare n{t.rows * t.depth / t.threads(), t.depth * t.keys / t.threads(), t.keys * kCols / t.threads()};
   std::string load_stage = load_stage_wgsl(n, score);
+  // The stage's registers into workgroup memory, and its share of the block's scores.
+  std::string stage_stores, v_stores, scores;
+  if (t.quads) {
+    stage_stores = looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[(s.x * DC + s.y) / 4u][s.y % 4u] = rq[$]; }") +
+                   looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y / SC][s.y % SC] = rk[$]; }");
+    v_stores = looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x * (DV / 4u) + s.y / 4u][s.y % 4u] = rv[$]; }");
+    const std::string kv = "vec" + std::to_string(t.scores()) + "<f32>";
+    scores = "    for (var c = 0u; c < DC; c = c + 4u) {\n"
+             "      let a = Qs[(r * DC + c) / 4u];\n"
+             "      sa = fma(" + kv + "(a.x), Ks[c * KS + lane], sa);\n"
+             "      sa = fma(" + kv + "(a.y), Ks[(c + 1u) * KS + lane], sa);\n"
+             "      sa = fma(" + kv + "(a.z), Ks[(c + 2u) * KS + lane], sa);\n"
+             "      sa = fma(" + kv + "(a.w), Ks[(c + 3u) * KS + lane], sa);\n"
+             "    }\n";
+  } else {
+    stage_stores = looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[s.x * DC + s.y] = rq[$]; }") +
+                   looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y] = rk[$]; }");
+    v_stores = looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x * DV + s.y] = rv[$]; }");
+    scores = "    for (var c = 0u; c < DC; c = c + 1u) {\n"
+             "      let a = Qs[r * DC + c];\n" +
+             looped(t.scores(), "{ sa[$] = fma(a, Ks[c * KS + lane + 16u * $], sa[$]); }") +
+             "    }\n";
+  }
   return "  let r = lid / 16u;\n"
          "  let lane = lid % 16u;\n" +
          std::string(split ? "  let zc = wid.z;\n  let z = zc / NC();\n  let chunk = zc % NC();\n" : "  let z = wid.z;\n") +
@@ -297,16 +339,15 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          "  var rq: array<f32, " + u32_lit(n.q) + ">;\n  var rk: array<f32, " + u32_lit(n.k) + ">;\n  var rv: array<f32, " +
          u32_lit(n.v) + ">;\n" + score.regs +
          init_wgsl(s, split, "lane == 0u") +
-         "  var acc = vec4<f32>(0.0);\n"
-         "  var sa: array<f32, SC>;\n  var e: array<f32, SC>;\n" +
+         "  var acc = vec4<f32>(0.0);\n" +
+         (t.quads ? "  var sa: vec" + std::to_string(t.scores()) + "<f32>;\n" : "  var sa: array<f32, SC>;\n") +
+         "  var e: array<f32, SC>;\n" +
          "  var nst = 0u;\n" + load_stage +
          "  for (var st = 0u; st < ns; st = st + 1u) {\n"
          "    let j0 = (b0 + st / nd) * BK;\n"
          "    let last = st % nd == nd - 1u;\n" +
-         looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[s.x * DC + s.y] = rq[$]; }") +
-         looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y] = rk[$]; }") +
-         "    if (last) {\n" +
-         looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x * DV + s.y] = rv[$]; }") + score.next +
+         stage_stores +
+         "    if (last) {\n" + v_stores + score.next +
          "    }\n"
          "    workgroupBarrier();\n"
          "    nst = st + 1u;\n"
@@ -314,11 +355,8 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          "    }\n"
          "    if (st % nd == 0u) {\n" +
          looped(t.scores(), "{ sa[$] = 0.0; }") +
-         "    }\n"
-         "    for (var c = 0u; c < DC; c = c + 1u) {\n"
-         "      let a = Qs[r * DC + c];\n" +
-         looped(t.scores(), "{ sa[$] = fma(a, Ks[c * KS + lane + 16u * $], sa[$]); }") +
-         "    }\n"
+         "    }\n" +
+         scores +
          "    if (last) {\n" + block_softmax_wgsl(t, s, score) +
          "    }\n"
          "    workgroupBarrier();\n"
@@ -327,7 +365,7 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          "  workgroupBarrier();\n"
          "  var sum = 0.0;\n"
          "  for (var t = 0u; t < 16u; t = t + 1u) { sum = sum + red[r * 16u + t]; }\n" +
-         store_wgsl(s, split);
+         store_wgsl(s, split, t);
 }
 
 // What a layout's WGSL depends on: whether it is strided and which of its matrix axes is contiguous.
@@ -654,7 +692,8 @@ std::string main_key(const Spec& s, const std::optional<DecodeTile>& dt, const T
   std::string k = dt ? "decode " + std::to_string(dt->threads) + "," + std::to_string(dt->rows) + "," +
                            std::to_string(dt->lanes) + "," + std::to_string(dt->depth) + "," + std::to_string(dt->cols) +
                            "," + std::to_string(dt->groups)
-                     : "tile " + std::to_string(t.rows) + "," + std::to_string(t.keys) + "," + std::to_string(t.depth);
+                     : "tile " + std::to_string(t.rows) + "," + std::to_string(t.keys) + "," + std::to_string(t.depth) +
+                           (t.quads ? " quads" : "");
   k += std::string(split ? " split" : "") + (s.key_range ? " ranged" : "") + (s.sink ? " sink" : "") +
        (s.empty_rows_zero ? " zero" : "") + " batch" + std::to_string(s.batch.size());
   for (const Matrix* m : {&s.q, &s.k, &s.v, &s.y}) k += " " + layout_key(m->layout);
@@ -693,7 +732,8 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   std::string name = s.name;
   for (const auto& [tag, m] : {std::pair<const char*, const Matrix*>{"q", &s.q}, {"k", &s.k}, {"v", &s.v}})
     name += std::string("_") + tag + (m->layout.s_col == 1 ? "r" : "c");
-  auto p = ctx.program(name + (dt ? "_decode" : split ? "_split" : ""), dt ? dt->threads : t.threads());
+  auto p = ctx.program(name + (dt ? "_decode" : split ? "_split" : "") + (!dt && t.quads ? "_quads" : ""),
+                       dt ? dt->threads : t.threads());
   const bool wgsl = ctx.needs_wgsl(p, main_key(s, dt, t, split));
   p.input("q", s.q.t.dtype, Shape{int64_t(s.q.t.numel)});
   p.input("k", s.k.t.dtype, Shape{int64_t(s.k.t.numel)});
@@ -733,7 +773,7 @@ void emit(GpuKernelContext& ctx, const Spec& s) {
   for (const ScoreInput& x : s.inputs) layouts.emplace_back(x.name, &x.layout);
   strided::declare(p, s.batch, layouts);
   if (wgsl) {
-    ScoreWgsl score = score_wgsl(s);
+    ScoreWgsl score = dt ? score_wgsl(s) : score_wgsl(s, t.key("q"));
     if (dt) {
       p.declare(decode_decls(*dt) + reduce_util::kExpLog + score.fn);
       p.body(decode_body(*dt, s));
