@@ -57,9 +57,9 @@ std::vector<Tensor> size_op(KernelContext& ctx) { return {Tensor::scalar<int64_t
 
 std::vector<Tensor> identity(KernelContext& ctx) { return {ctx.input(0)}; }
 
-// A mask of ones: bool from opset 10, the input's type before.
+// A mask of ones (ops::dropout_mask_dtype: bool from opset 10, the input's type before).
 Tensor dropout_mask(const KernelContext& ctx, const Tensor& x) {
-  if (ctx.opset >= 10) {
+  if (ops::dropout_mask_dtype(ctx.opset, x.dtype()) == DType::Bool) {
     Tensor m(DType::Bool, x.shape());
     std::fill_n(m.data<bool>(), m.numel(), true);
     return m;
@@ -94,32 +94,13 @@ std::vector<Tensor> dropout_training(const KernelContext& ctx, const Tensor& x, 
 std::vector<Tensor> dropout(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!kFloatTypes.has(x.dtype())) ctx.fail("input 'data' must be a float tensor, got " + x.describe());
-  bool training = false;
-  double ratio = 0.5;
-  if (ctx.opset < 7) {
-    training = ctx.node.attr_int("is_test", 0) == 0;
-    ratio = ctx.node.attr_float("ratio", 0.5f);
-  } else if (ctx.opset < 12) {
-    ratio = ctx.node.attr_float("ratio", 0.5f);
-  } else {
-    if (ctx.has_input(1)) {
-      const Tensor& r = ctx.input(1);
-      if (r.numel() != 1 || !dtype_is_float(r.dtype()))
-        ctx.fail("input 'ratio' must be a float scalar, got " + r.describe());
-      ratio = r.double_at(0);
-    }
-    if (ctx.has_input(2)) {
-      const Tensor& t = ctx.input(2);
-      if (t.numel() != 1 || t.dtype() != DType::Bool)
-        ctx.fail("input 'training_mode' must be a bool scalar, got " + t.describe());
-      training = t.data<bool>()[0];
-    }
-  }
-  if (training && ratio != 0) {
-    if (ratio < 0 || ratio >= 1) ctx.fail("ratio must be in [0, 1), got " + std::to_string(ratio));
+  const ops::DropoutMode mode = ops::dropout_mode(
+      ctx.node, ctx.opset, ctx.has_input(1), ctx.has_input(2),
+      [&](size_t i, const char*) -> const Tensor& { return ctx.input(i); }, ctx.fail_fn());
+  if (!mode.identity()) {
     if (!ctx.node.has_attr("seed"))
-      ctx.unsupported("Dropout in training mode with ratio " + std::to_string(ratio) + " and no seed is random");
-    return dropout_training(ctx, x, ratio, ctx.node.attr_int("seed", 0));
+      ctx.unsupported("Dropout in training mode with ratio " + std::to_string(mode.ratio) + " and no seed is random");
+    return dropout_training(ctx, x, mode.ratio, ctx.node.attr_int("seed", 0));
   }
   std::vector<Tensor> out{x};
   if (ctx.output_wanted(1)) out.push_back(dropout_mask(ctx, x));

@@ -112,4 +112,29 @@ Shape unsqueeze_output(const ir::Node& node, int64_t opset, const Shape& in, con
   return out;
 }
 
+DropoutMode dropout_mode(const ir::Node& node, int64_t opset, bool has_ratio, bool has_training,
+                         const ScalarInput& scalar_input, const Fail& fail) {
+  DropoutMode m;
+  if (opset < 7) {
+    m.training = node.attr_int("is_test", 0) == 0;
+    m.ratio = node.attr_float("ratio", 0.5f);
+  } else if (opset < 12) {
+    m.ratio = node.attr_float("ratio", 0.5f);
+  } else {
+    if (has_training) {
+      const Tensor& t = scalar_input(2, "training_mode");
+      if (t.numel() != 1 || t.dtype() != DType::Bool)
+        raise(fail, "input 'training_mode' must be a bool scalar, got " + t.describe());
+      m.training = t.data<bool>()[0];
+    }
+    if (has_ratio && m.training) {
+      const Tensor& r = scalar_input(1, "ratio");
+      if (r.numel() != 1 || !dtype_is_float(r.dtype())) raise(fail, "input 'ratio' must be a float scalar, got " + r.describe());
+      m.ratio = r.double_at(0);
+    }
+  }
+  if (m.training && (m.ratio < 0 || m.ratio >= 1)) raise(fail, "ratio must be in [0, 1), got " + std::to_string(m.ratio));
+  return m;
+}
+
 }  // namespace onnxgpu::ops

@@ -150,7 +150,6 @@ onnx::AttributeProto* attr(onnx::NodeProto& n, const std::string& name, onnx::At
   return a;
 }
 
-Tensor i64s(Shape s, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(std::move(s), v); }
 Tensor i64v(std::vector<int64_t> v) { Shape s{int64_t(v.size())}; return Tensor::from_vector<int64_t>(s, v); }
 
 // Uniform integers in [lo, hi] in the input's dtype (integral values for float dtypes).
@@ -207,23 +206,23 @@ struct B {
   B& ms() { return domain("com.microsoft"); }  // ONNX Runtime's contrib domain
   B& opset(int v) { c.opset = v; return *this; }
   // A graph input of the varied dtype.
-  B& x(std::string name, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, false}); return *this; }
-  B& xg(std::string name, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, Dom::Wide, std::move(g), false}); return *this; }
+  B& x(std::string name, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, false, {}}); return *this; }
+  B& xg(std::string name, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, Dom::Wide, std::move(g), false, {}}); return *this; }
   // A graph input of a fixed dtype.
-  B& f(std::string name, DType t, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), t, d, {}, false}); return *this; }
-  B& fg(std::string name, DType t, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), t, Dom::Wide, std::move(g), false}); return *this; }
+  B& f(std::string name, DType t, Shape s, Dom d = Dom::Wide) { c.inputs.push_back({std::move(name), std::move(s), t, d, {}, false, {}}); return *this; }
+  B& fg(std::string name, DType t, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), t, Dom::Wide, std::move(g), false, {}}); return *this; }
   // An initializer of a fixed dtype.
   B& k(std::string name, Tensor t) {
     Shape s = t.shape();
     DType dt = t.dtype();
-    c.inputs.push_back({std::move(name), s, dt, Dom::Wide, [t](DType, const Shape&, Rng&) { return t; }, true});
+    c.inputs.push_back({std::move(name), s, dt, Dom::Wide, [t](DType, const Shape&, Rng&) { return t; }, true, {}});
     return *this;
   }
   // An initializer of the varied dtype.
-  B& kx(std::string name, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, Dom::Wide, std::move(g), true}); return *this; }
-  B& kxd(std::string name, Shape s, Dom d) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, true}); return *this; }
+  B& kx(std::string name, Shape s, Gen g) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, Dom::Wide, std::move(g), true, {}}); return *this; }
+  B& kxd(std::string name, Shape s, Dom d) { c.inputs.push_back({std::move(name), std::move(s), std::nullopt, d, {}, true, {}}); return *this; }
   // An omitted optional input.
-  B& none() { c.inputs.push_back({"", {}, DType::Float32, Dom::Wide, {}, false}); return *this; }
+  B& none() { c.inputs.push_back({"", {}, DType::Float32, Dom::Wide, {}, false, {}}); return *this; }
 
   B& a(std::function<void(onnx::NodeProto&, DType)> fn) { attr_fns.push_back(std::move(fn)); return *this; }
   B& i(const std::string& name, int64_t v) {
@@ -589,6 +588,10 @@ std::vector<Case> build() {
   add(B("Dropout").x("data", S3).outs(2));
   add(B("Dropout", "ratio, training_mode=false").x("data", S3).k("ratio", Tensor::scalar<float>(0.25f))
           .k("training_mode", Tensor::scalar<bool>(false)));
+  // Training with ratio 0 (torchvision's attention dropout, exported in training mode): the identity.
+  add(B("Dropout", "training_mode=true, ratio 0").x("data", S3).k("ratio", Tensor::scalar<float>(0.0f))
+          .k("training_mode", Tensor::scalar<bool>(true)).outs(2));
+  add(B("Dropout", "opset 7: a mask of the data's type").opset(7).x("data", S3).outs(2));
 
   // -- Layout ----------------------------------------------------------------------------------------------
   family = "layout";

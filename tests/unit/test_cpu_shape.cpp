@@ -241,4 +241,9 @@ TEST(CpuShape, DropoutInferenceAndSeededTraining) {
   EXPECT_EQ(values<float>(y[0]), (std::vector<float>{2, 4, 6, 8, 0}));
   EXPECT_EQ(values<bool>(y[1]), (std::vector<bool>{true, true, true, true, false}));
   EXPECT_THROW(run("Dropout", {x, Tensor::scalar<float>(0.5f), Tensor::scalar<bool>(true)}), NotImplemented);
+  // Training with ratio 0 is the identity, seed or not; a training ratio of 1 is an error.
+  y = run("Dropout", {x, Tensor::scalar<float>(0.0f), Tensor::scalar<bool>(true)}, {}, 13, 2);
+  EXPECT_EQ(values<float>(y[0]), (std::vector<float>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(values<bool>(y[1]), (std::vector<bool>{true, true, true, true, true}));
+  EXPECT_THROW(run("Dropout", {x, Tensor::scalar<float>(1.0f), Tensor::scalar<bool>(true)}, {{"seed", int_attr(0)}}), Error);
 }

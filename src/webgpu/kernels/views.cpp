@@ -28,19 +28,20 @@ void unsqueeze(GpuKernelContext& ctx) {
 
 void identity(GpuKernelContext& ctx) { ctx.alias_output(0, 0, ctx.shape(0)); }
 
+// The identity (ops::dropout_mode) on the data's buffer; its mask, where wanted, all ones.
 void dropout(GpuKernelContext& ctx) {
-  if (ctx.opset >= 12 && ctx.has_input(2)) {
-    const Tensor& training = ctx.constant(2, "training_mode");
-    if (training.numel() != 1) ctx.fail("training_mode must be a scalar");
-    if (training.double_at(0) != 0) ctx.unsupported("training mode (random dropout)");
-  }
+  const ops::DropoutMode mode = ops::dropout_mode(
+      ctx.node, ctx.opset, ctx.has_input(1), ctx.has_input(2),
+      [&](size_t i, const char* what) -> const Tensor& { return ctx.constant(i, what); }, ctx.fail_fn());
+  if (!mode.identity()) ctx.unsupported("training mode with ratio " + std::to_string(mode.ratio) + " (random dropout)");
   ctx.alias_output(0, 0, ctx.shape(0));
-  if (ctx.output_wanted(1)) {  // the mask: all true in inference
-    ctx.set_output(1, DType::Bool, ctx.shape(0));
-    auto p = ctx.program("mask");
-    p.output("m", DType::Bool, ctx.shape(0));
+  if (ctx.output_wanted(1)) {
+    const DType mask = ops::dropout_mask_dtype(ctx.opset, ctx.dtype(0));
+    ctx.set_output(1, mask, ctx.shape(0));
+    auto p = ctx.program(mask == DType::Bool ? "mask" : "mask_ones");
+    p.output("m", mask, ctx.shape(0));
     p.set_threads(uint64_t(shape_numel(ctx.shape(0))));
-    p.body("  m_store(gi, 1u);");
+    p.body(mask == DType::Bool ? "  m_store(gi, 1u);" : "  m_store(gi, 1.0);");
     ctx.dispatch(p, {ctx.out(1)});
   }
 }
