@@ -142,6 +142,12 @@ void Planner::place_nodes() {
       for (size_t m : parts) run_group_or_nodes(m, i);  // the attention kernel could not run
     }
     run_group_or_nodes(i, i);
+    // The nodes placed one by one at i (a group whose kernel could not run: its members, deferred to
+    // i, all read at i) release what they read only now, after the last of them: a value two of them
+    // read (GELU's x, read by its Div and its Mul) keeps its buffer until both have run, so that no
+    // output in between is given it.
+    for (size_t m : placed_alone_) finish_values_of(i, g_.nodes[m]);
+    placed_alone_.clear();
   }
 }
 
@@ -557,14 +563,12 @@ void Planner::close_segment() {
   pending_nodes_.clear();
 }
 
-// Runs node i alone: folded, on the GPU, or on the CPU. `at` is where the plan is (i, or the root of
-// the fused group that deferred i): values i read are released once the plan has passed their last use.
-void Planner::place(size_t i, size_t at) {
+// Runs node i alone: folded, on the GPU, or on the CPU. The values i reads are released by place_nodes
+// once every node placed where the plan is (i, or the root of the fused group that deferred i) has run.
+void Planner::place(size_t i) {
   const ir::Node& node = g_.nodes[i];
-  if (fold(node)) {
-    finish_values_of(at, node);
-    return;
-  }
+  placed_alone_.push_back(i);
+  if (fold(node)) return;
   std::string reason;
   if (!try_gpu(i, node, reason)) {
     PlanFallback f{node.name, node.op_type, reason, {}};
@@ -578,7 +582,6 @@ void Planner::place(size_t i, size_t at) {
     plan_.report.fallbacks.push_back(f);
     run_on_cpu(node);
   }
-  finish_values_of(at, node);
 }
 
 // The fused group placed at node `index` (a MatMul group starting there, or the elementwise group
@@ -637,8 +640,8 @@ bool Planner::try_fused(size_t index, size_t at, bool attention) {
 // nodes deferred to it one by one and then itself. Reads finish at `at`.
 void Planner::run_group_or_nodes(size_t index, size_t at) {
   if (fused_away_.count(index) || try_fused(index, at)) return;
-  for (size_t m : fusion_.deferred_to(index)) place(m, at);
-  place(index, at);
+  for (size_t m : fusion_.deferred_to(index)) place(m);
+  place(index);
 }
 
 // A node no GPU kernel takes: the steps recorded so far run, then the node on the CPU, which tells

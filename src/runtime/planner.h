@@ -86,7 +86,7 @@ class Planner {
   std::optional<RowsProducer> rows_producer(const std::string& rows) const;
   void write_rows_in_place(const RowsProducer& p, const Resident& r);
   void run_group_or_nodes(size_t index, size_t at);
-  void place(size_t i, size_t at);
+  void place(size_t i);
   void run_on_cpu(const ir::Node& node);
   void close_segment();
   void finish_values_of(size_t index, const ir::Node& node);
@@ -101,6 +101,7 @@ class Planner {
   const Fusion& fusion_;
   std::set<size_t> fused_away_;  // nodes computed by an earlier node's fused kernel
   std::set<std::string> released_;  // values whose buffer went back to free_
+  std::vector<size_t> placed_alone_;  // nodes placed one by one at the current place (place_nodes)
   std::deque<ir::Node> fused_nodes_;
   std::unordered_map<std::string, Value> values_;
   std::vector<int> refs_;

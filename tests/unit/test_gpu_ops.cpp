@@ -12,8 +12,7 @@
 // cannot do exactly, runs on the CPU: kFloat64Arithmetic).
 // Every registered GPU kernel must have a case (GpuOps.EveryGpuKernelHasACase).
 //
-// Run: XDG_RUNTIME_DIR=/tmp \
-//        build/tests/unit_tests --gtest_filter='GpuOps*'
+// Run: XDG_RUNTIME_DIR=/tmp build/tests/unit_tests --gtest_filter='GpuOps*'
 // One gtest per group of cases (GpuOps/GpuOpsTypes.AdmittedDtypes/<family>, e.g. .../indexing), so
 // ctest runs the groups in parallel. Environment:
 //   ONNXGPU_GPU_OPS=Pow,Gather   only the cases whose name contains one of the strings

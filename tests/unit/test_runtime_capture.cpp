@@ -613,6 +613,32 @@ TEST(RuntimeFusion, GroupsThatCannotFuseRunNodeByNode) {
   EXPECT_EQ(g.last_plan().dispatches, 2);
 }
 
+// Node by node, a value two members read keeps its buffer until both have run: GELU's x (here n, made
+// by the group's first member), read by its Div and its last Mul. Released after the Div, its buffer
+// went to the Erf's output (the same size) or the Mul's own, which then read garbage or bound one
+// buffer twice (a WebGPU validation error). Float16, as a Swin-T converted to float16 runs it.
+TEST(RuntimeFusion, AGroupRunNodeByNodeKeepsWhatItsMembersRead) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b;
+  b.input("x", DType::Float16, {-1, 96}).output("y", DType::Float16);
+  b.initializer("two", Tensor::scalar<float>(1.414f).cast(DType::Float16));
+  b.initializer("one", Tensor::scalar<float>(1.0f).cast(DType::Float16));
+  b.initializer("half", Tensor::scalar<float>(0.5f).cast(DType::Float16));
+  b.node("Neg", {"x"}, {"n"});
+  b.node("Div", {"n", "two"}, {"d"});
+  b.node("Erf", {"d"}, {"e"});
+  b.node("Add", {"e", "one"}, {"e1"});
+  b.node("Mul", {"n", "e1"}, {"m"});
+  b.node("Mul", {"m", "half"}, {"y"});
+  std::vector<float> xs(size_t(40 * 96));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.05f * float(int(i % 61) - 30);
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({40, 96}, xs).cast(DType::Float16)}};
+  Session g = Session::from_bytes(b.bytes(), gpu());
+  recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 2e-3, 2e-3);
+  EXPECT_EQ(g.last_plan().cpu_nodes, 0);
+  EXPECT_EQ(g.last_plan().dispatches, 6);
+}
+
 // x + (MatMul(x, W) + b), the residual of a transformer block, runs as one kernel with the bias and
 // the residual in the epilogue, with and without split-K (long K, few rows).
 TEST(RuntimeFusion, ResidualAddJoinsTheMatMulEpilogue) {
