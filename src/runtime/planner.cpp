@@ -137,18 +137,24 @@ void Planner::make_resident(const AppendPair& pair, const ir::Node& node, const 
 void Planner::place_nodes() {
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     if (fused_away_.count(i) || fusion_.deferred(i)) continue;  // computed by another node's kernel
-    if (std::vector<size_t> parts = fusion_.attention_parts(i); !parts.empty()) {
-      if (try_fused(i, i, true)) continue;
-      for (size_t m : parts) run_group_or_nodes(m, i);  // the attention kernel could not run
-    }
-    run_group_or_nodes(i, i);
-    // The nodes placed one by one at i (a group whose kernel could not run: its members, deferred to
-    // i, all read at i) release what they read only now, after the last of them: a value two of them
-    // read (GELU's x, read by its Div and its Mul) keeps its buffer until both have run, so that no
-    // output in between is given it.
-    for (size_t m : placed_alone_) finish_values_of(i, g_.nodes[m]);
-    placed_alone_.clear();
+    place_at(i);
+    // What the nodes placed at i read is released only now, after the last of them: where a group's
+    // kernel could not run, its members (deferred to i: they all read at i) run one by one, and a value
+    // two of them read (GELU's x, read by its Div and its Mul; self-attention's x, its scores' and its
+    // values' operand) keeps its buffer until both have run, so that no output in between is given it.
+    for (size_t m : placed_here_) finish_values_of(i, g_.nodes[m]);
+    placed_here_.clear();
   }
+}
+
+// Node i with what is deferred to it: the attention kernel placed there, or, when it cannot run, its
+// parts; then i's own group, or its deferred nodes and itself one by one.
+void Planner::place_at(size_t i) {
+  if (std::vector<size_t> parts = fusion_.attention_parts(i); !parts.empty()) {
+    if (try_fused(i, true)) return;
+    for (size_t m : parts) run_group_or_nodes(m);  // the attention kernel could not run
+  }
+  run_group_or_nodes(i);
 }
 
 void Planner::finish_report() {
@@ -567,7 +573,7 @@ void Planner::close_segment() {
 // once every node placed where the plan is (i, or the root of the fused group that deferred i) has run.
 void Planner::place(size_t i) {
   const ir::Node& node = g_.nodes[i];
-  placed_alone_.push_back(i);
+  placed_here_.push_back(i);
   if (fold(node)) return;
   std::string reason;
   if (!try_gpu(i, node, reason)) {
@@ -585,10 +591,9 @@ void Planner::place(size_t i) {
 }
 
 // The fused group placed at node `index` (a MatMul group starting there, or the elementwise group
-// whose root it is; with `attention`, the attention group placed there), as one GPU kernel, its reads
-// finished at `at` (where the plan is). False (and nothing recorded) when no group is placed here or
-// its kernel cannot run: the nodes then run alone.
-bool Planner::try_fused(size_t index, size_t at, bool attention) {
+// whose root it is; with `attention`, the attention group placed there), as one GPU kernel. False (and
+// nothing recorded) when no group is placed here or its kernel cannot run: the nodes then run alone.
+bool Planner::try_fused(size_t index, bool attention) {
   std::unordered_map<std::string, ValueFacts> known, kinds;  // as read whole, and as read for their kind
   DecisionRecord decision{index, attention, {}, {}, false, {}};
   auto facts = [&](const std::string& name, Fusion::Read read) -> const ValueFacts* {
@@ -628,18 +633,18 @@ bool Planner::try_fused(size_t index, size_t at, bool attention) {
   plan_.fused_kernels[index] = fused_nodes_.back().op_type + " (fused)";
   for (size_t j : group->members) {
     if (j > index) fused_away_.insert(j);
-    finish_values_of(at, g_.nodes[j]);
+    placed_here_.push_back(j);
   }
-  finish_values_of(at, g_.nodes[index]);
+  placed_here_.push_back(index);
   plan_.report.gpu_nodes += int(group->members.size());
   plan_.report.fused_nodes += int(group->members.size()) + 1;
   return true;
 }
 
 // Node `index` with the group placed there, or, when there is none or its kernel cannot run, the
-// nodes deferred to it one by one and then itself. Reads finish at `at`.
-void Planner::run_group_or_nodes(size_t index, size_t at) {
-  if (fused_away_.count(index) || try_fused(index, at)) return;
+// nodes deferred to it one by one and then itself.
+void Planner::run_group_or_nodes(size_t index) {
+  if (fused_away_.count(index) || try_fused(index)) return;
   for (size_t m : fusion_.deferred_to(index)) place(m);
   place(index);
 }

@@ -77,7 +77,7 @@ class Planner {
   void record_dispatches(const ir::Node& node, KernelRecord& rec);
   int id_of(const std::string& name);
   std::vector<int> ids_of(const std::vector<std::string>& names);
-  bool try_fused(size_t index, size_t at, bool attention = false);
+  bool try_fused(size_t index, bool attention = false);
   int materialize(const std::string& name);
   void make_resident(const AppendPair& pair, const ir::Node& node, const webgpu::GpuKernelContext& ctx);
   struct RowsProducer {
@@ -85,7 +85,8 @@ class Planner {
   };
   std::optional<RowsProducer> rows_producer(const std::string& rows) const;
   void write_rows_in_place(const RowsProducer& p, const Resident& r);
-  void run_group_or_nodes(size_t index, size_t at);
+  void run_group_or_nodes(size_t index);
+  void place_at(size_t i);
   void place(size_t i);
   void run_on_cpu(const ir::Node& node);
   void close_segment();
@@ -101,7 +102,7 @@ class Planner {
   const Fusion& fusion_;
   std::set<size_t> fused_away_;  // nodes computed by an earlier node's fused kernel
   std::set<std::string> released_;  // values whose buffer went back to free_
-  std::vector<size_t> placed_alone_;  // nodes placed one by one at the current place (place_nodes)
+  std::vector<size_t> placed_here_;  // the nodes placed at place_nodes' current node, their reads not yet released
   std::deque<ir::Node> fused_nodes_;
   std::unordered_map<std::string, Value> values_;
   std::vector<int> refs_;

@@ -637,6 +637,26 @@ TEST(RuntimeFusion, AGroupRunNodeByNodeKeepsWhatItsMembersRead) {
   recorded_and_replayed_match_cpu(g, b.bytes(), feeds, 2e-3, 2e-3);
   EXPECT_EQ(g.last_plan().cpu_nodes, 0);
   EXPECT_EQ(g.last_plan().dispatches, 6);
+  // Self-attention over a computed h (its queries, keys and values) in float16, which the attention
+  // kernel does not take: its parts run, the score product as a group of its own, and h keeps its
+  // buffer for the product with the probabilities (whose size, L = D, is h's).
+  ModelBuilder a;
+  a.input("x", DType::Float16, {2, 32, 32}).output("y", DType::Float16);
+  a.node("Neg", {"x"}, {"h"});
+  auto& t = a.node("Transpose", {"h"}, {"ht"});
+  auto* perm = t.add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto_AttributeType_INTS);
+  for (int64_t v : {0, 2, 1}) perm->add_ints(v);
+  a.node("MatMul", {"h", "ht"}, {"s"});
+  a.node("Softmax", {"s"}, {"p"});
+  a.node("MatMul", {"p", "h"}, {"y"});
+  std::vector<float> vs(size_t(2 * 32 * 32));
+  for (size_t i = 0; i < vs.size(); ++i) vs[i] = 0.03f * float(int(i % 37) - 18);
+  std::unordered_map<std::string, Tensor> attention_feeds{{"x", Tensor::from_vector<float>({2, 32, 32}, vs).cast(DType::Float16)}};
+  Session ga = Session::from_bytes(a.bytes(), gpu());
+  recorded_and_replayed_match_cpu(ga, a.bytes(), attention_feeds, 2e-3, 2e-3);
+  EXPECT_EQ(ga.last_plan().cpu_nodes, 0);
 }
 
 // x + (MatMul(x, W) + b), the residual of a transformer block, runs as one kernel with the bias and
