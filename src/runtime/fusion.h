@@ -82,8 +82,10 @@
 //               replays, plus gemv.cpp's prologue uncentered and with an optional scale.
 //   Elementwise a connected set of float elementwise nodes (Add, Mul, Pow, Tanh, Erf, ...) whose
 //               values, but the last one, are read only inside the set (GELU's eight nodes, say):
-//               one kernel evaluates the whole expression per output element. The group is placed
-//               at its last node (the root); the other members are deferred until then.
+//               one kernel evaluates the whole expression per output element (float32, or float16 or
+//               bfloat16 computed in f32 with each step's value rounded to the type, as the node would
+//               store it). The group is placed at its last node (the root); the other members are
+//               deferred until then.
 // Groups are found from the graph's structure; the fused kernels check dtypes and shapes at plan
 // time, and when one cannot run, the planner runs the members one by one as usual.
 #pragma once

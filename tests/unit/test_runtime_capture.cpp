@@ -598,19 +598,37 @@ TEST(RuntimeFusion, ElementwiseChainsRunAsOneKernel) {
   }
 }
 
-// A fused group whose kernel cannot run (here: float16 values; the fused kernel computes float32)
-// runs node by node, correctly.
-TEST(RuntimeFusion, GroupsThatCannotFuseRunNodeByNode) {
+// Float16 and bfloat16 groups run as one kernel that computes in f32 and rounds each step's value to the
+// type, as the nodes alone store it: bit for bit the nodes' results, the unfused plan's (an x * x past
+// float16's range is inf there, and stays inf through the Div that would bring it back in f32), and
+// the CPU reference's within the type's precision.
+TEST(RuntimeFusion, Float16GroupsRoundEachStepAsTheNodesWould) {
   SKIP_WITHOUT_GPU();
-  ModelBuilder b;
-  b.input("x", DType::Float16, {3}).output("y", DType::Float16);
-  b.node("Neg", {"x"}, {"n"});
-  b.node("Mul", {"n", "x"}, {"y"});
-  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({3}, {1.5f, -2.0f, 0.25f}).cast(DType::Float16)}};
-  Session g = Session::from_bytes(b.bytes(), gpu());
-  expect_same(g.run(feeds)[0], Session::from_bytes(b.bytes(), cpu()).run(feeds)[0]);
-  EXPECT_EQ(g.last_plan().fused_nodes, 0);
-  EXPECT_EQ(g.last_plan().dispatches, 2);
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    ModelBuilder b;
+    b.input("x", t, {-1}).output("y", t);
+    b.initializer("k", Tensor::scalar<float>(1000.0f).cast(t));
+    b.node("Mul", {"x", "x"}, {"a"});
+    b.node("Div", {"a", "k"}, {"d"});
+    b.node("Sub", {"d", "x"}, {"c"});
+    b.node("Tanh", {"c"}, {"h"});
+    b.node("Mul", {"h", "d"}, {"y"});
+    std::vector<float> xs{300.0f, -300.0f, 1.5f, -2.0f, 0.25f, 0.001f, 3.14159f, 255.9f, -0.7f, 60.0f};
+    std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({10}, xs).cast(t)}};
+    SessionOptions off = gpu();
+    off.add_config_entry("onnxgpu.fusion", "0");
+    Session unfused = Session::from_bytes(b.bytes(), off);
+    Session fused = Session::from_bytes(b.bytes(), gpu());
+    recorded_and_replayed_match_cpu(fused, b.bytes(), feeds, 1e-2, 1e-2);
+    const Tensor want = unfused.run(feeds)[0];
+    expect_same(fused.run(feeds)[0], want, 0, 0);
+    EXPECT_EQ(fused.last_plan().dispatches, 1);
+    EXPECT_EQ(unfused.last_plan().dispatches, 5);
+    if (t == DType::Float16) {
+      EXPECT_TRUE(std::isinf(want.cast(DType::Float32).data<float>()[0]));
+    }
+  }
 }
 
 // Node by node, a value two members read keeps its buffer until both have run. An elementwise group

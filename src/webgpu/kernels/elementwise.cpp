@@ -348,8 +348,9 @@ std::string fused_step_expression(const std::string& op, std::set<const char*>& 
 namespace {
 
 // Several elementwise nodes in one kernel (runtime/fusion.h): the node's expression (read through
-// FusedSteps) over its inputs, which are the node's, the last step's value the output. Every value
-// is float32 but Where's conditions (bool inputs); a constant scalar input is written into the WGSL.
+// FusedSteps) over its inputs, which are the node's, the last step's value the output. Every value is
+// of one float type (FusedSteps::values: float32, or float16 or bfloat16 computed in f32 and rounded
+// after each step) but Where's conditions (bool inputs); a constant scalar input is written into the WGSL.
 void fused_elementwise(GpuKernelContext& ctx) {
   FusedSteps steps(ctx);
   if (steps.empty()) ctx.fail("a fused elementwise node needs its steps");
@@ -363,7 +364,8 @@ void fused_elementwise(GpuKernelContext& ctx) {
   } catch (const Error& e) {
     ctx.fail(e.what());
   }
-  ctx.set_output(0, DType::Float32, out);
+  const DType t = steps.values();
+  ctx.set_output(0, t, out);
   auto p = ctx.program("fused");
   // The WGSL's choices: the output's rank (the broadcast indices'), the steps and their literals.
   const bool wgsl = ctx.needs_wgsl(p, "rank " + std::to_string(out.size()) + " " + steps.key());
@@ -380,7 +382,7 @@ void fused_elementwise(GpuKernelContext& ctx) {
     binds.push_back(ctx.in(steps.node_input(k)));
     if (wgsl) body += "  let " + x + " = " + x + "_in_load(" + x + "_at(gi));\n";
   }
-  p.output("y", DType::Float32, out);
+  p.output("y", t, out);
   binds.push_back(ctx.out(0));
   if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
     ctx.unsupported("more tensors than the device binds per dispatch");

@@ -49,14 +49,24 @@ const std::vector<ir::FusedStep>& FusedSteps::steps() const {
   return expr_ ? expr_->steps : none;
 }
 
+DType FusedSteps::values() const {
+  for (size_t k = 0; k < num_inputs(); ++k)
+    if (dtype_is_float(input(k).dtype) && !condition_only_[k] && !exponent_only_[k]) return input(k).dtype;
+  return DType::Float32;
+}
+
 void FusedSteps::check_input_types(bool any_type_exponents) const {
+  const DType t = values();
+  if (t != DType::Float32 && t != DType::Float16 && t != DType::BFloat16)
+    ctx_.unsupported("its values are " + std::string(dtype_name(t)) + ", not float32, float16 or bfloat16");
   for (size_t k = 0; k < num_inputs(); ++k) {
     const GpuValueInfo& in = input(k);
     bool condition = in.dtype == DType::Bool && condition_only_[k];
     bool exponent = any_type_exponents && exponent_only_[k] && in.dtype != DType::Bool && in.constant &&
                     shape_numel(in.shape) == 1;
-    if (in.dtype != DType::Float32 && !condition && !exponent)
-      ctx_.unsupported("step input " + std::to_string(k) + " is " + std::string(dtype_name(in.dtype)) + ", not float32");
+    if (in.dtype != t && !condition && !exponent)
+      ctx_.unsupported("step input " + std::to_string(k) + " is " + std::string(dtype_name(in.dtype)) + ", not " +
+                       std::string(dtype_name(t)));
   }
 }
 
@@ -101,6 +111,13 @@ std::string FusedSteps::wgsl(std::string& decls) const {
   std::string body;
   for (const auto& [n, v] : constants) body += "  let " + n + " = " + f32_lit(v) + ";\n";
   std::set<const char*> helpers;
+  // Each step's value as a node alone would store it (the prelude's converters, which stores use).
+  const DType t_values = values();
+  auto rounded = [&](const std::string& e) {
+    if (t_values == DType::Float16) return "unpack2x16float(f16_bits(" + e + ")).x";
+    if (t_values == DType::BFloat16) return "bitcast<f32>(bf16_from_f32(" + e + ") << 16u)";
+    return e;
+  };
   for (size_t m = 0; m < size(); ++m) {
     const ir::FusedStep& st = steps()[m];
     std::string e = fused_step_expression(st.op, helpers);
@@ -127,7 +144,7 @@ std::string FusedSteps::wgsl(std::string& decls) const {
       body += "    let a = " + name(st.args[0]) + ";\n    let b = " + name(st.args[1]) + ";\n";
     else
       body += "    let a = " + name(st.args[0]) + ";\n    let v = a;\n";
-    body += "    " + t + " = " + e + ";\n  }\n";
+    body += "    " + t + " = " + rounded(e) + ";\n  }\n";
   }
   for (const char* h : helpers) decls += h;
   return body;

@@ -31,9 +31,13 @@ class FusedSteps {
   // The node input that expression input k is (ir::FusedExpr::node_input), and what is known of it.
   size_t node_input(size_t k) const { return expr_->node_input(k); }
   const GpuValueInfo& input(size_t k) const { return ctx_.input(node_input(k)); }
-  // Every input is float32, or bool and read only as a Where condition, or (with
-  // `any_type_exponents`) a constant scalar of any number type read only as a Pow exponent; else
-  // unsupported.
+  // The float type of the expression's values: its inputs' (but Where's conditions and Pow's
+  // exponents); float32 when it has none. float16 and bfloat16 are computed in f32 and each step's
+  // value rounded to the type (wgsl), as the nodes alone would store it.
+  DType values() const;
+  // Every input is of values(), one of float32, float16 and bfloat16, or bool and read only as a Where
+  // condition, or (with `any_type_exponents`) a constant scalar of any number type read only as a Pow
+  // exponent; else unsupported.
   void check_input_types(bool any_type_exponents) const;
   // Input k's value as a WGSL literal when it is a constant scalar (written into the shader, bound
   // to nothing; "1u" / "0u" for a bool), else empty.
@@ -44,7 +48,8 @@ class FusedSteps {
   static std::string input_name(size_t k) { return "x" + std::to_string(k); }
 
   // WGSL statements defining the constants the steps read, then t0, t1, ... (the last one is
-  // result()). A Pow by the constant 1, 2 or 3 becomes a product (exact for negative bases too).
+  // result()), each rounded to values() where that is narrower than f32. A Pow by the constant 1, 2
+  // or 3 becomes a product (exact for negative bases too).
   // The helper functions the steps need are appended to `decls`. Unsupported when a step's op is
   // not one the fused kernels evaluate, has another number of operands, or is a Where whose
   // condition is not an input read only as a condition.
