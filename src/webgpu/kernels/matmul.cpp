@@ -385,10 +385,11 @@ std::optional<Tile> tile_from_env(const char* name) {
 constexpr uint32_t kNarrowTileRows = 256;
 
 // Picks the tile: 32 x 64 up to kNarrowTileRows rows, 64 x 64 above, with K-slices of 16 and 4 x 4 per
-// invocation; smaller tiles where the device's limits demand it. $ONNXGPU_MATMUL_BUFFERS=2 stages the
-// tiles twice where workgroup memory allows (one barrier a K-slice instead of two), for measuring. Measured on an H200 with
+// invocation; smaller tiles where the device's limits demand it. Measured on an H200 with
 // bench/variants.py and env_ab.py: larger register tiles (8 x 8 per invocation, 128-wide tiles, K-slices
 // of 32) were 10-50% slower, and 32 x 32 tiles no faster than 64 x 64 at M = 128 and 256.
+// $ONNXGPU_MATMUL_BUFFERS=2 stages the tiles twice where workgroup memory allows (one barrier a K-slice
+// instead of two), for measuring.
 Tile choose_tile(const Limits& limits, const Product& pr) {
   std::vector<Tile> order;
   if (auto t = tile_from_env(pr.M <= 32 ? "ONNXGPU_MATMUL_TILE_SMALL" : "ONNXGPU_MATMUL_TILE")) order.push_back(*t);
@@ -472,11 +473,13 @@ std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, b
       "const TM: u32 = " + u32_lit(tl.tm) + ";\nconst TN: u32 = " + u32_lit(tl.tn) + ";\nconst TK: u32 = " + u32_lit(tl.tk) +
       ";\nconst RM: u32 = " + u32_lit(tl.rm) + ";\nconst NT: u32 = " + u32_lit(tl.threads()) + ";\nconst TX: u32 = " + u32_lit(tl.tx()) + ";\n"
       "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
-      "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n"
-      "const AW: u32 = " + u32_lit(tl.a_words()) + ";  // vec4s of one A tile\n"
-      "const BW: u32 = " + u32_lit(tl.b_words()) + ";  // of one B tile\n"
-      "var<workgroup> As: array<vec4<f32>, " + u32_lit(tl.a_words() * (tl.two_buffers ? 2 : 1)) + ">;  // As[buffer][m][k]\n"
-      "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(tl.b_words() * (tl.two_buffers ? 2 : 1)) + ">;  // Bs[buffer][k][n]\n";
+      "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n" +
+      (tl.two_buffers ? "const AW: u32 = " + u32_lit(tl.a_words()) + ";  // vec4s of one A tile\n"
+                        "const BW: u32 = " + u32_lit(tl.b_words()) + ";  // of one B tile\n"
+                        "var<workgroup> As: array<vec4<f32>, " + u32_lit(2 * tl.a_words()) + ">;  // As[buffer][m][k]\n"
+                        "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(2 * tl.b_words()) + ">;  // Bs[buffer][k][n]\n"
+                      : "var<workgroup> As: array<vec4<f32>, " + u32_lit(tl.a_words()) + ">;  // As[m][k]\n"
+                        "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(tl.b_words()) + ">;  // Bs[k][n]\n");
   // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
   // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
   // k-quad g / TM (consecutive invocations read consecutive m); likewise for B with (k, n-quad).
@@ -518,15 +521,16 @@ struct MicroTile {
 };
 MicroTile micro_tile(const Tile& tl, bool split) {
   auto n_ = [](uint32_t v) { return std::to_string(v); };
+  const std::string ao = tl.two_buffers ? "ao + " : "", bo = tl.two_buffers ? "bo + " : "";  // the buffer read
   MicroTile mt;
   for (uint32_t i = 0; i < tl.rm; ++i)
     for (uint32_t j = 0; j < tl.cn; ++j) mt.accs += "  var acc" + n_(i) + "_" + n_(j) + " = vec4<f32>(0.0);\n";
   for (uint32_t j = 0; j < tl.cn; ++j)
     for (uint32_t q = 0; q < 4; ++q)
-      mt.bvals += "      let b" + n_(j) + n_(q) + " = Bs[bo + (kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
+      mt.bvals += "      let b" + n_(j) + n_(q) + " = Bs[" + bo + "(kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
   for (uint32_t i = 0; i < tl.rm; ++i) {
     std::string a = "a" + n_(i);
-    mt.fmas += "      let " + a + " = As[ao + (ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
+    mt.fmas += "      let " + a + " = As[" + ao + "(ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
     for (uint32_t j = 0; j < tl.cn; ++j) {
       std::string acc = "acc" + n_(i) + "_" + n_(j), b = "b" + n_(j);
       mt.fmas += "      " + acc + " = fma(vec4<f32>(" + a + ".x), " + b + "0, fma(vec4<f32>(" + a + ".y), " + b +
@@ -552,10 +556,11 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
   std::string load_next =
       "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); ra[q] = load_a4(a_base, m0 + s.x, k1 + 4u * s.y); }\n"
       "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); rb[q] = load_b4(b_base, k1 + s.x, n0 + 4u * s.y); }\n";
-  // The registers to the tiles (of buffer `so`, `sb`: their first vec4s).
+  // The registers to the tiles (with two buffers, to the one that starts at vec4 `so` of As, `sb` of Bs).
+  const std::string so = tl.two_buffers ? "so + " : "", sb = tl.two_buffers ? "sb + " : "";
   std::string store_tiles =
-      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[so + s.x * AS + s.y] = ra[q]; }\n"
-      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[sb + s.x * BS + s.y] = rb[q]; }\n";
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[" + so + "s.x * AS + s.y] = ra[q]; }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[" + sb + "s.x * BS + s.y] = rb[q]; }\n";
   MicroTile mt = micro_tile(tl, split);
   std::string regs = "  var ra: array<vec4<f32>, " + u32_lit(a_share(tl)) + ">;\n  var rb: array<vec4<f32>, " +
                      u32_lit(b_share(tl)) + ">;\n" + mt.accs;
@@ -573,7 +578,7 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
   std::string compute = "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n" + mt.bvals + mt.fmas + "    }\n";
   std::string tail = "  let y_base = wid.z * M() * N();\n" + mt.stores;
   if (!tl.two_buffers)
-    return head + "  let so = 0u;\n  let sb = 0u;\n  let ao = 0u;\n  let bo = 0u;\n"
+    return head +
            "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n" + store_tiles +
            "    workgroupBarrier();\n"
            "    k1 = k0 + TK;\n"
