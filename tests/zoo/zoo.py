@@ -63,6 +63,11 @@ def cases():
         pad[1, 40:] = True
         return torch.randint(0, 1000, (2, 50)), pad
 
+    def vit_b_32():  # torchvision initialises the head to zeros: every output would be 0
+        m = M.vit_b_32()
+        nn.init.normal_(m.heads.head.weight, std=0.02)
+        return m
+
     i224 = image(1, 3, 224, 224)
     return {
         "squeezenet1_1": (lambda: M.squeezenet1_1(), i224),
@@ -83,7 +88,7 @@ def cases():
         "mnasnet0_5": (lambda: M.mnasnet0_5(), i224),
         "alexnet": (lambda: M.alexnet(), i224),
         "maxvit_t": (lambda: M.maxvit_t(), i224),
-        "vit_b_32": (lambda: M.vit_b_32(), i224),
+        "vit_b_32": (vit_b_32, i224),
         "deeplabv3_mnv3": (lambda: S.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=False),
                            image(1, 3, 256, 256)),
         "r3d_18": (lambda: V.r3d_18(), image(1, 3, 8, 112, 112)),  # Conv3d
