@@ -195,8 +195,8 @@ def main(argv):
         print(" ".join(cases() if "--all" in argv else NAMES))
     elif len(args) >= 2 and args[0] == "make":
         make(args[1], args[2:] or NAMES, "--float16" in argv)
-    elif len(args) >= 4 and args[0] == "check":
-        check(args[1], args[2], args[3], argv[argv.index(args[3]) + 1:])
+    elif len(argv) >= 5 and argv[1] == "check":
+        check(argv[2], argv[3], argv[4], argv[5:])
     else:
         sys.exit(__doc__)
 

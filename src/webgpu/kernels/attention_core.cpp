@@ -65,6 +65,7 @@ struct Tile {
   // Key q of this invocation's in its block, and output column t of its four (WGSL).
   std::string key(const std::string& q) const { return quads ? "SC * lane + " + q : "lane + 16u * " + q; }
   std::string col(const std::string& t) const { return quads ? "4u * lane + " + t : "lane + 16u * " + t; }
+  std::string key_vec() const { return "vec" + std::to_string(scores()) + "<f32>"; }  // quads: a lane's keys
 };
 
 // RQ: 16 where the device allows 256 invocations (K and V staged once for more rows: faster on the
@@ -160,10 +161,9 @@ std::string tile_decls(const Tile& t, const Spec& s) {
   };
   std::string arrays;
   if (t.quads) {
-    const std::string kv = "vec" + std::to_string(t.scores()) + "<f32>";
     arrays = "var<workgroup> Qs: array<vec4<f32>, " + u32_lit(t.rows * t.depth / 4) + ">;  // [row][d / 4]\n"
              "const KS: u32 = BK / SC + 1u;  // Ks's row stride in vectors (padded)\n"
-             "var<workgroup> Ks: array<" + kv + ", " + u32_lit(t.depth * (t.keys / t.scores() + 1)) + ">;  // [d][key / SC]\n"
+             "var<workgroup> Ks: array<" + t.key_vec() + ", " + u32_lit(t.depth * (t.keys / t.scores() + 1)) + ">;  // [d][key / SC]\n"
              "var<workgroup> Vs: array<vec4<f32>, " + u32_lit(t.keys * kCols / 4) + ">;  // [key][col / 4]\n";
   } else {
     arrays = "var<workgroup> Qs: array<f32, " + u32_lit(t.rows * t.depth) + ">;  // [row][d]\n"
@@ -306,7 +306,7 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
     stage_stores = looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[(s.x * DC + s.y) / 4u][s.y % 4u] = rq[$]; }") +
                    looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y / SC][s.y % SC] = rk[$]; }");
     v_stores = looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x * (DV / 4u) + s.y / 4u][s.y % 4u] = rv[$]; }");
-    const std::string kv = "vec" + std::to_string(t.scores()) + "<f32>";
+    const std::string kv = t.key_vec();
     scores = "    for (var c = 0u; c < DC; c = c + 4u) {\n"
              "      let a = Qs[(r * DC + c) / 4u];\n"
              "      sa = fma(" + kv + "(a.x), Ks[c * KS + lane], sa);\n"
@@ -340,7 +340,7 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          u32_lit(n.v) + ">;\n" + score.regs +
          init_wgsl(s, split, "lane == 0u") +
          "  var acc = vec4<f32>(0.0);\n" +
-         (t.quads ? "  var sa: vec" + std::to_string(t.scores()) + "<f32>;\n" : "  var sa: array<f32, SC>;\n") +
+         (t.quads ? "  var sa: " + t.key_vec() + ";\n" : "  var sa: array<f32, SC>;\n") +
          "  var e: array<f32, SC>;\n" +
          "  var nst = 0u;\n" + load_stage +
          "  for (var st = 0u; st < ns; st = st + 1u) {\n"

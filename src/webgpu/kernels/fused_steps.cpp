@@ -111,13 +111,7 @@ std::string FusedSteps::wgsl(std::string& decls) const {
   std::string body;
   for (const auto& [n, v] : constants) body += "  let " + n + " = " + f32_lit(v) + ";\n";
   std::set<const char*> helpers;
-  // Each step's value as a node alone would store it (the prelude's converters, which stores use).
-  const DType t_values = values();
-  auto rounded = [&](const std::string& e) {
-    if (t_values == DType::Float16) return "unpack2x16float(f16_bits(" + e + ")).x";
-    if (t_values == DType::BFloat16) return "bitcast<f32>(bf16_from_f32(" + e + ") << 16u)";
-    return e;
-  };
+  const DType t_values = values();  // each step's value as a node alone would store it
   for (size_t m = 0; m < size(); ++m) {
     const ir::FusedStep& st = steps()[m];
     std::string e = fused_step_expression(st.op, helpers);
@@ -144,7 +138,7 @@ std::string FusedSteps::wgsl(std::string& decls) const {
       body += "    let a = " + name(st.args[0]) + ";\n    let b = " + name(st.args[1]) + ";\n";
     else
       body += "    let a = " + name(st.args[0]) + ";\n    let v = a;\n";
-    body += "    " + t + " = " + rounded(e) + ";\n  }\n";
+    body += "    " + t + " = " + shader::as_stored(t_values, e) + ";\n  }\n";
   }
   for (const char* h : helpers) decls += h;
   return body;

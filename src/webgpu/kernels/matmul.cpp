@@ -399,8 +399,7 @@ Tile choose_tile(const Limits& limits, const Product& pr) {
   const bool two = bufs && std::string(bufs) == "2";
   for (Tile t : order) {
     t.two_buffers = two;
-    if (t.fits(limits)) return t;
-    t.two_buffers = false;
+    if (!t.fits(limits)) t.two_buffers = false;  // one buffer where two do not fit
     if (t.fits(limits)) return t;
   }
   return {8, 8, 8, 4, 1};  // 2 x 2 invocations: fits any device

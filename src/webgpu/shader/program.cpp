@@ -70,7 +70,21 @@ fn bf16_from_f32(f: f32) -> u32 {
 
 std::string u(uint64_t v) { return std::to_string(v) + "u"; }
 
+// A float16 or bfloat16 element's f32 value from its bits, and its bits from an f32 value (the loads'
+// and stores' conversions; as_stored composes them).
+std::string half_from_bits(DType dtype, const std::string& bits) {
+  return dtype == DType::Float16 ? "unpack2x16float(" + bits + ").x" : "bitcast<f32>(" + bits + " << 16u)";
+}
+std::string half_bits(DType dtype, const std::string& v) {
+  return dtype == DType::Float16 ? "f16_bits(" + v + ")" : "bf16_from_f32(" + v + ")";
+}
+
 }  // namespace
+
+std::string as_stored(DType dtype, const std::string& v) {
+  if (dtype != DType::Float16 && dtype != DType::BFloat16) return v;
+  return half_from_bits(dtype, half_bits(dtype, v));
+}
 
 Program::Program(std::string name, const Int64Policy& policy, uint32_t workgroup_size)
     : name_(std::move(name)), policy_(policy), wg_(workgroup_size) {}
@@ -271,8 +285,7 @@ std::string Program::accessors(const TensorDecl& t) const {
   }
   std::string load;
   switch (t.dtype) {
-    case DType::Float16: load = "unpack2x16float(" + n + "_bits(i)).x"; break;
-    case DType::BFloat16: load = "bitcast<f32>(" + n + "_bits(i) << 16u)"; break;
+    case DType::Float16: case DType::BFloat16: load = half_from_bits(t.dtype, n + "_bits(i)"); break;
     case DType::Float64: load = "f64_to_f32(" + n + "_buf[" + at + "])"; break;
     case DType::Int8: load = "bitcast<i32>(" + n + "_bits(i) << 24u) >> 24u"; break;
     case DType::Int16: load = "bitcast<i32>(" + n + "_bits(i) << 16u) >> 16u"; break;
@@ -303,8 +316,7 @@ std::string Program::accessors(const TensorDecl& t) const {
       s += "fn " + n + "_store_word(w: u32, word: u32) { atomicStore(&" + n + "_buf[w], word); }\n";
       std::string bits;
       switch (t.dtype) {
-        case DType::Float16: bits = "f16_bits(v)"; break;
-        case DType::BFloat16: bits = "bf16_from_f32(v)"; break;
+        case DType::Float16: case DType::BFloat16: bits = half_bits(t.dtype, "v"); break;
         case DType::Int8: case DType::Int16: bits = "bitcast<u32>(v)"; break;
         case DType::Bool: bits = "select(0u, 1u, v != 0u)"; break;
         default: bits = "v"; break;

@@ -190,4 +190,8 @@ inline std::string move_element(const std::string& dst, const std::string& di, c
 // Replaces every `$name` in text with the given value (longest names first).
 std::string substitute(std::string text, const std::map<std::string, std::string>& values);
 
+// WGSL of the f32 value `v` as a tensor of `dtype` stores it and loads it back: float16 and bfloat16
+// rounded by the stores' and loads' own conversions; `v` itself for the other types.
+std::string as_stored(DType dtype, const std::string& v);
+
 }  // namespace onnxgpu::webgpu::shader
