@@ -1,4 +1,4 @@
-// Conv, ConvInteger, ConvTranspose (1-D, 2-D, 3-D and beyond), Col2Im. float32 Conv goes through the
+// Conv, ConvInteger, QLinearConv, ConvTranspose (1-D, 2-D, 3-D and beyond), Col2Im. float32 Conv goes through the
 // library (src/cpu/blas.h: im2col + sgemm) while it is enabled; the reference kernels below compute
 // in double and are the other types' path and the check.
 #include <algorithm>
@@ -140,25 +140,54 @@ std::vector<Tensor> conv(KernelContext& ctx) {
   return {nn::tensor_from_doubles(X.dtype(), out, y)};
 }
 
-std::vector<Tensor> conv_integer(KernelContext& ctx) {
-  const Tensor& X = ctx.input(0);
-  const Tensor& W = ctx.input(1);
-  ops::check_conv_integer_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3), ctx.fail_fn());
-  std::vector<double> x = nn::to_doubles(X), w = nn::to_doubles(W);
-  if (ctx.has_input(2)) {
-    const Tensor& z = ctx.input(2);
-    double zp = z.double_at(0);
+// The integer convolution's operands as doubles, less their zero points: x (input ix) less the scalar at
+// ixz, w (input iw) less the scalar or per-output-channel value at iwz; an omitted zero point is 0.
+std::pair<std::vector<double>, std::vector<double>> integer_operands(const KernelContext& ctx, size_t ix, size_t ixz,
+                                                                     size_t iw, size_t iwz) {
+  const Tensor& W = ctx.input(iw);
+  std::vector<double> x = nn::to_doubles(ctx.input(ix)), w = nn::to_doubles(W);
+  if (ctx.has_input(ixz)) {
+    double zp = ctx.input(ixz).double_at(0);
     for (double& v : x) v -= zp;
   }
-  if (ctx.has_input(3) && W.rank() >= 1) {
-    const Tensor& z = ctx.input(3);
+  if (ctx.has_input(iwz) && W.rank() >= 1) {
+    const Tensor& z = ctx.input(iwz);
     int64_t M = W.dim(0);
     int64_t per = M == 0 ? 0 : W.numel() / M;
     for (int64_t i = 0; i < W.numel(); ++i) w[size_t(i)] -= z.double_at(z.numel() == 1 ? 0 : i / per);
   }
+  return {std::move(x), std::move(w)};
+}
+
+std::vector<Tensor> conv_integer(KernelContext& ctx) {
+  ops::check_conv_integer_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3), ctx.fail_fn());
+  auto [x, w] = integer_operands(ctx, 0, 2, 1, 3);
   Shape out;
-  std::vector<double> y = conv_core(ctx, x, X.shape(), w, W.shape(), {}, out);
+  std::vector<double> y = conv_core(ctx, x, ctx.input(0).shape(), w, ctx.input(1).shape(), {}, out);
   return {nn::tensor_from_doubles(DType::Int32, out, y)};
+}
+
+// QLinearConv (ops::check_qlinear_conv_inputs): the exact integer sums plus B, times each output channel's
+// factor in float32 (as ONNX Runtime and the GPU kernel), rounded half to even, saturated to y's type.
+std::vector<Tensor> qlinear_conv(KernelContext& ctx) {
+  using namespace ops;
+  const DType yt = check_qlinear_conv_inputs(ctx.operands(), ctx.fail_fn());
+  auto [x, w] = integer_operands(ctx, kQx, kQxZero, kQw, kQwZero);
+  std::vector<double> bias;
+  if (ctx.has_input(kQBias)) bias = nn::to_doubles(ctx.input(kQBias));
+  Shape out;
+  std::vector<double> y = conv_core(ctx, x, ctx.input(kQx).shape(), w, ctx.input(kQw).shape(), bias, out);
+  const Tensor& ws = ctx.input(kQwScale);
+  const float xs = float(ctx.input(kQxScale).double_at(0)), ys = float(ctx.input(kQyScale).double_at(0));
+  const double y0 = ctx.input(kQyZero).double_at(0);
+  const double lo = yt == DType::Int8 ? -128 : 0, hi = yt == DType::Int8 ? 127 : 255;
+  const int64_t M = out[1], per = shape_numel(Shape(out.begin() + 2, out.end()));
+  for (size_t i = 0; i < y.size(); ++i) {
+    const int64_t m = (int64_t(i) / std::max<int64_t>(per, 1)) % M;
+    const float f = xs * float(ws.double_at(ws.numel() == 1 ? 0 : m)) / ys;
+    y[i] = std::clamp(double(std::nearbyint(float(y[i]) * f)) + y0, lo, hi);
+  }
+  return {nn::tensor_from_doubles(yt, out, y)};
 }
 
 std::vector<Tensor> conv_transpose(KernelContext& ctx) {
@@ -261,6 +290,7 @@ void register_conv(KernelRegistry& r) {
   r.add("Conv", conv);
   r.add("ConvInteger", conv_integer);
   r.add("ConvTranspose", conv_transpose);
+  r.add("QLinearConv", qlinear_conv);
 }
 
 }  // namespace onnxgpu::cpu

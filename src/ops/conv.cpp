@@ -31,6 +31,31 @@ void check_conv_integer_inputs(const Operand& x, const Operand& w, const Operand
   }
 }
 
+DType check_qlinear_conv_inputs(const std::vector<Operand>& in, const Fail& fail) {
+  auto at = [&](size_t i) { return i < in.size() ? in[i] : Operand{}; };
+  check_conv_integer_inputs(at(kQx), at(kQw), at(kQxZero), at(kQwZero), fail);
+  const int64_t M = at(kQw).shape.empty() ? 1 : at(kQw).shape[0];
+  auto scale = [&](size_t i, const char* what, bool per_channel) {
+    const Operand& s = at(i);
+    const int64_t n = shape_numel(s.shape);
+    if (!s.given() || !dtype_is_float(s.dtype) || (n != 1 && !(per_channel && n == M)))
+      raise(fail, std::string(what) + " must be a float scalar" +
+                      (per_channel ? " or have one value per output channel (" + std::to_string(M) + ")" : std::string()) +
+                      ", got " + (s.given() ? describe(s) : std::string("nothing")));
+  };
+  scale(kQxScale, "x_scale", false);
+  scale(kQwScale, "w_scale", true);
+  scale(kQyScale, "y_scale", false);
+  const Operand& yz = at(kQyZero);
+  if (!yz.given() || (yz.dtype != DType::Int8 && yz.dtype != DType::UInt8) || shape_numel(yz.shape) != 1)
+    raise(fail, "y_zero_point must be an int8 or uint8 scalar (it gives y its type), got " +
+                    (yz.given() ? describe(yz) : std::string("nothing")));
+  const Operand& b = at(kQBias);
+  if (b.given() && (b.dtype != DType::Int32 || b.shape.size() != 1 || b.shape[0] != M))
+    raise(fail, "B must be int32 with one value per output channel (" + std::to_string(M) + "), got " + describe(b));
+  return yz.dtype;
+}
+
 int64_t conv_group(const ir::Node& node, const Fail& fail) {
   int64_t g = node.attr_int("group", 1);
   if (g <= 0) raise(fail, "group must be positive, got " + std::to_string(g));

@@ -20,6 +20,16 @@ void check_conv_inputs(const Operand& x, const Operand& w, const Operand& b, con
 void check_conv_integer_inputs(const Operand& x, const Operand& w, const Operand& x_zero, const Operand& w_zero,
                                const Fail& fail);
 
+// QLinearConv's inputs, in the node's order: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+// y_zero_point, B (optional).
+enum QLinearConvInput : size_t { kQx, kQxScale, kQxZero, kQw, kQwScale, kQwZero, kQyScale, kQyZero, kQBias };
+// QLinearConv: x and w int8 or uint8 with zero points as ConvInteger's (omitted: 0); x_scale and y_scale
+// float scalars, w_scale a float scalar or one per output channel; y_zero_point an int8 or uint8 scalar,
+// which gives y its type (returned); B (optional) int32, one per output channel.
+//   y = saturate(round_half_to_even((sum (x - x_zero_point)(w - w_zero_point) + B) * f) + y_zero_point)
+// where f = x_scale * w_scale / y_scale is computed in float32, as ONNX's reference and ONNX Runtime do.
+DType check_qlinear_conv_inputs(const std::vector<Operand>& in, const Fail& fail);
+
 // Attribute 'group' (> 0).
 int64_t conv_group(const ir::Node& node, const Fail& fail);
 // Attribute 'kernel_shape', when given, must be the weights' spatial dims.

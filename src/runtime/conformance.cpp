@@ -35,7 +35,7 @@ const std::set<std::string>& in_scope_ops() {
       // control flow
       "If", "Loop", "Scan",
       // implemented beyond the list
-      "ConvInteger", "MatMulInteger", "MaxUnpool", "LpPool", "GlobalLpPool",
+      "ConvInteger", "QLinearConv", "MatMulInteger", "MaxUnpool", "LpPool", "GlobalLpPool",
       // ONNX Runtime's transformer ops (tests/data/contrib) and the opset-23 ops that share their kernels
       "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",

@@ -1019,6 +1019,17 @@ std::vector<Case> build() {
   add(B("ConvInteger").tp("T1").x("x", {1, 2, 5, 5}).f("w", DType::UInt8, {3, 2, 3, 3}).kx("x_zero_point", {}, fixed({3}))
           .k("w_zero_point", Tensor::scalar<uint8_t>(200)).ints("pads", {1, 1, 1, 1}));
   add(B("ConvInteger", "T2, no zero points").tp("T2").f("x", DType::UInt8, {1, 2, 5, 5}).x("w", {3, 2, 2, 2}).ints("strides", {2, 2}));
+  // QLinearConv: y_scale large enough that the requantized sums spread over the output type's range.
+  auto qconv_y_scale = [](DType, const Shape& s, Rng& r) { return Tensor::scalar<float>(float(uniform_real(r, 300, 1000))).reshaped(s); };
+  add(B("QLinearConv").tp("T1").x("x", {1, 2, 5, 5}).f("x_scale", DType::Float32, {}, Dom::Positive).kx("x_zero_point", {}, fixed({3}))
+          .f("w", DType::UInt8, {3, 2, 3, 3}).f("w_scale", DType::Float32, {3}, Dom::Positive)
+          .fg("w_zero_point", DType::UInt8, {3}, fixed({0, 128, 255})).fg("y_scale", DType::Float32, {}, qconv_y_scale)
+          .k("y_zero_point", Tensor::scalar<uint8_t>(5)).fg("B", DType::Int32, {3}, fixed({-1000, 0, 70000}))
+          .ints("pads", {1, 1, 1, 1}).note("per-channel w scales and zero points, a bias"));
+  add(B("QLinearConv", "T3, int8 weights, group 2, strides").tp("T3").f("x", DType::UInt8, {2, 4, 5, 6})
+          .f("x_scale", DType::Float32, {}, Dom::Positive).k("x_zero_point", Tensor::scalar<uint8_t>(128))
+          .f("w", DType::Int8, {4, 2, 2, 3}).f("w_scale", DType::Float32, {}, Dom::Positive).k("w_zero_point", Tensor::scalar<int8_t>(0))
+          .fg("y_scale", DType::Float32, {}, qconv_y_scale).kx("y_zero_point", {}, fixed({2})).i("group", 2).ints("strides", {2, 1}));
   family = "pool";
   add(B("AveragePool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).tol(10));
   add(B("AveragePool", "pads, count_include_pad, ceil").x("X", {1, 2, 5, 5}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})

@@ -858,6 +858,97 @@ TEST(GpuConvInteger, ZeroPoints) {
   }
 }
 
+// ---------------------------------------------------------------------------------------- QLinearConv
+
+// QLinearConv's inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B].
+std::vector<Operand> qlinear_conv_inputs(Tensor x, Tensor xz, Tensor w, Tensor ws, Tensor wz, Tensor yz, Tensor b, float xs,
+                                         float ys) {
+  std::vector<Operand> ins{{"x", std::move(x)},
+                           {"x_scale", Tensor::scalar<float>(xs), true},
+                           {"x_zero_point", std::move(xz), true},
+                           {"w", std::move(w), true},
+                           {"w_scale", std::move(ws), true},
+                           {"w_zero_point", std::move(wz), true},
+                           {"y_scale", Tensor::scalar<float>(ys), true},
+                           {"y_zero_point", std::move(yz), true}};
+  if (b.defined()) ins.push_back({"B", std::move(b), true});
+  return ins;
+}
+
+// Computed by hand: per-channel scales and zero points, a bias, and two sums that land on .5 (rounded to
+// the even neighbour).
+TEST(GpuQLinearConv, RequantizesHalfToEven) {
+  // Channel 0: acc = 2x + 6 = 24, 40; f = 0.5 * 0.25 / 2 = 1/16: 1.5 -> 2, 2.5 -> 2; + 100.
+  // Channel 1: acc = -4x - 7 = -43, -75; f = 0.5 * 1 / 2 = 1/4: -10.75 -> -11, -18.75 -> -19; + 100.
+  auto ins = qlinear_conv_inputs(Tensor::from_vector<uint8_t>({1, 1, 1, 2}, {9, 17}), Tensor::scalar<uint8_t>(0),
+                                 Tensor::from_vector<int8_t>({2, 1, 1, 1}, {3, -4}), Tensor::from_vector<float>({2}, {0.25f, 1.0f}),
+                                 Tensor::from_vector<int8_t>({2}, {1, 0}), Tensor::scalar<uint8_t>(100),
+                                 Tensor::from_vector<int32_t>({2}, {6, -7}), 0.5f, 2.0f);
+  std::string model = one_node_model("QLinearConv", ins, {"y"}, 10);
+  std::vector<Tensor> got = Session::from_bytes(model, options("cpu")).run(feeds_of(ins));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].dtype(), DType::UInt8);
+  EXPECT_EQ(got[0].shape(), (Shape{1, 2, 1, 2}));
+  EXPECT_EQ(got[0].to_int64_vector(), (std::vector<int64_t>{102, 102, 89, 81}));
+  check_gpu_vs_cpu(model, ins, 0);
+}
+
+// Every spatial rank the direct kernel takes, with dilations, auto_pad, groups and int8 outputs that saturate.
+TEST(GpuQLinearConv, RanksGroupsAndSaturation) {
+  struct Case {
+    Shape x, w;
+    Attrs attrs;
+  };
+  std::vector<Case> cases{
+      {{2, 4, 9}, {6, 2, 3}, [](onnx::NodeProto& n) {
+         set_int(n, "group", 2);
+         set_ints(n, "dilations", {2});
+         set_string(n, "auto_pad", "SAME_UPPER");
+       }},
+      {{1, 3, 4, 5, 3}, {2, 3, 2, 3, 2}, [](onnx::NodeProto& n) { set_ints(n, "pads", {1, 0, 1, 0, 1, 1}); }},
+  };
+  uint32_t seed = 10;
+  for (const Case& c : cases)
+    for (DType yt : {DType::UInt8, DType::Int8}) {
+      SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w) + " y " + std::string(dtype_name(yt)));
+      const int64_t M = c.w[0];
+      Tensor ws(DType::Float32, {M}), wz = random_int(DType::Int8, {M}, seed++);
+      for (int64_t m = 0; m < M; ++m) ws.data<float>()[m] = 0.01f * float(m + 1);
+      Tensor yz = yt == DType::UInt8 ? Tensor::scalar<uint8_t>(128) : Tensor::scalar<int8_t>(-5);
+      Tensor b = random_int(DType::Int8, {M}, seed++).cast(DType::Int32);
+      // y_scale small enough that some outputs saturate at both ends.
+      Tensor x = random_int(DType::UInt8, c.x, seed++), w = random_int(DType::Int8, c.w, seed++);
+      auto ins = qlinear_conv_inputs(x, Tensor::scalar<uint8_t>(120), w, ws, wz, yz, b, 0.02f, 0.5f);
+      check_gpu_vs_cpu(one_node_model("QLinearConv", ins, {"y"}, 10, c.attrs), ins, 0);
+    }
+}
+
+// A bias of the wrong type, or a missing y_zero_point (it gives y its type), is an error naming the input.
+TEST(GpuQLinearConv, BadInputsFailByName) {
+  auto ins = qlinear_conv_inputs(random_int(DType::UInt8, {1, 2, 4, 4}, 1), Tensor::scalar<uint8_t>(0),
+                                 random_int(DType::UInt8, {3, 2, 3, 3}, 2), Tensor::scalar<float>(0.1f), Tensor::scalar<uint8_t>(0),
+                                 Tensor::scalar<uint8_t>(0), Tensor::from_vector<float>({3}, {1, 2, 3}), 0.1f, 1.0f);
+  auto no_yz = ins;
+  no_yz[7].value = Tensor();
+  no_yz.pop_back();
+  for (const auto& [bad, what] : {std::pair{ins, std::string("B must be int32")},
+                                  std::pair{no_yz, std::string("y_zero_point must be an int8 or uint8 scalar")}}) {
+    std::string model = one_node_model("QLinearConv", bad, {"y"}, 10);
+    for (const std::string ep : {"cpu", "webgpu"}) {
+      SCOPED_TRACE(ep + ": " + what);
+      try {
+        Session s = Session::from_bytes(model, options(ep));
+        s.run(feeds_of(bad));
+        ADD_FAILURE() << "no error";
+      } catch (const std::exception& e) {
+        if (ep == "webgpu" && skip_gpu() && std::string(e.what()).find("WebGPU") != std::string::npos) GTEST_SKIP() << e.what();
+        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("QLinearConv"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------------- ConvTranspose
 
 void check_convt(const Shape& x, const Shape& w, bool bias, const Attrs& attrs, uint32_t seed, DType t = DType::Float32) {

@@ -1,4 +1,4 @@
-// Conv, ConvInteger and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe);
+// Conv, ConvInteger, QLinearConv and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe);
 // Col2Im (one invocation per image pixel, summing the block elements that cover it).
 // Float Conv takes one of three kernels, chosen by shape (the choice shows in the program's name, so a
 // refresh for other sizes that would choose another is planned anew):
@@ -30,7 +30,8 @@
 // whole windows, combined in registers; split over K, the sum pass takes one pooled output per invocation
 // over its window's columns; the first-layer, depthwise and direct kernels compute a pooled output's taps
 // one after the other in one invocation; the GEMV is not taken. The pool shows in the program's name
-// (_maxpool2x2, _avgpool1x2, ...). ConvInteger runs the direct kernel with exact integer accumulation.
+// (_maxpool2x2, _avgpool1x2, ...). ConvInteger and QLinearConv run the direct kernel with exact integer
+// accumulation.
 // Output shapes are computed exactly as the CPU reference (src/cpu/conv.cpp); every size is a uniform.
 #include <algorithm>
 #include <cstdio>
@@ -782,34 +783,67 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
 
 // ------------------------------------------------------------------ direct (every other case; ConvInteger)
 
-// One invocation per output element over its group's channels and the window. Float: through the
-// epilogue (`ep`); integer (ConvInteger: int8/uint8 X and W with optional zero points, int32 Y): exact.
-void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win, int64_t group, bool integer,
+// The inputs of an integer convolution (ConvInteger's order by default; QLinearConv's with its scales,
+// output zero point and bias, ops::QLinearConvInput).
+struct IntegerInputs {
+  size_t x = 0, w = 1, xz = 2, wz = 3;
+  bool qlinear = false;
+  static IntegerInputs qlinear_conv() {
+    return {ops::kQx, ops::kQw, ops::kQxZero, ops::kQwZero, true};
+  }
+};
+
+// One invocation per output element over its group's channels and the window. Float (`ints` null):
+// through the epilogue (`ep`); integer (int8/uint8 X and W with optional zero points): exact int32
+// accumulation, stored as int32 (ConvInteger) or requantized (QLinearConv: plus B, times x_scale *
+// w_scale / y_scale in f32, rounded half to even, plus y_zero_point, saturated to y's type).
+void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win, int64_t group, const IntegerInputs* ints,
                  const ConvEpilogue* ep) {
-  const Shape& xs = ctx.shape(0);
-  const Shape& ws = ctx.shape(1);
-  DType t = ctx.dtype(0);
-  bool has_xz = integer && ctx.has_input(2), has_wz = integer && ctx.has_input(3);
+  const bool integer = ints != nullptr;
+  const IntegerInputs io = integer ? *ints : IntegerInputs{};
+  const bool qlinear = integer && io.qlinear;
+  const Shape& xs = ctx.shape(io.x);
+  const Shape& ws = ctx.shape(io.w);
+  // The zero points and scales (omitted zero points: 0), each a uniform or a buffer (QuantParam).
+  const bool has_xz = integer && ctx.has_input(io.xz), has_wz = integer && ctx.has_input(io.wz);
+  const bool has_b = qlinear && ctx.has_input(ops::kQBias);
+  const QuantParam xz = QuantParam::of(ctx, io.xz), wz = QuantParam::of(ctx, io.wz), xsc = QuantParam::of(ctx, ops::kQxScale),
+                   wsc = QuantParam::of(ctx, ops::kQwScale), ysc = QuantParam::of(ctx, ops::kQyScale),
+                   yz = QuantParam::of(ctx, ops::kQyZero);
+  std::string params;
+  if (has_xz) params += std::string("_xz") + xz.tag();
+  if (has_wz) params += std::string("_wz") + wz.tag();
+  if (qlinear) params += std::string("_s") + xsc.tag() + wsc.tag() + ysc.tag() + "_yz" + yz.tag() + (has_b ? "_b" : "");
   size_t r = xs.size() - 2;
-  auto p = ctx.program(std::string(integer ? "convinteger" : "conv") + std::to_string(r) + "d" + (ep ? ep->tag() : "") +
-                       (has_xz ? "_xz" : "") + (has_wz ? "_wz" : ""));
-  p.input("x", t, xs);
-  p.input("w", ctx.dtype(1), ws);
-  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
-  if (has_xz) {
-    p.input("xz", ctx.dtype(2), ctx.shape(2));
-    binds.push_back(ctx.in(2));
+  auto p = ctx.program(std::string(qlinear ? "qlinearconv" : integer ? "convinteger" : "conv") + std::to_string(r) + "d" +
+                       (ep ? ep->tag() : "") + params);
+  std::vector<ValueRef> binds;
+  p.input("x", ctx.dtype(io.x), xs);
+  binds.push_back(ctx.in(io.x));
+  p.input("w", ctx.dtype(io.w), ws);
+  binds.push_back(ctx.in(io.w));
+  std::string xzv = "0i", wzv = "0i", xsv, wsv, ysv, yzv;
+  if (has_xz) xzv = xz.bind(ctx, p, binds, "xz", io.xz, "0u", false);
+  if (has_wz) wzv = wz.bind(ctx, p, binds, "wz", io.wz, "m", false);
+  if (qlinear) {
+    xsv = xsc.bind(ctx, p, binds, "xs", ops::kQxScale, "0u", true);
+    wsv = wsc.bind(ctx, p, binds, "ws", ops::kQwScale, "m", true);
+    ysv = ysc.bind(ctx, p, binds, "ys", ops::kQyScale, "0u", true);
+    yzv = yz.bind(ctx, p, binds, "yz", ops::kQyZero, "0u", false);
+    if (has_b) {
+      p.input("b", ctx.dtype(ops::kQBias), ctx.shape(ops::kQBias));
+      binds.push_back(ctx.in(ops::kQBias));
+    }
   }
-  if (has_wz) {
-    p.input("wz", ctx.dtype(3), ctx.shape(3));
-    binds.push_back(ctx.in(3));
-  }
+  const DType yt = qlinear ? ctx.dtype(ops::kQyZero) : DType::Int32;
   const bool pooled = ep && ep->pooled();
   if (ep) {
     ep->declare(p, binds);
   } else {
-    p.output("y", DType::Int32, out);
+    p.output("y", yt, out);
     binds.push_back(ctx.out(0));
+    if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
+      ctx.unsupported("more inputs than the device binds per dispatch");
     p.uniform("out_sz", uint32_t(shape_numel(win.out)));
   }
   p.uniform("groups", uint32_t(group));
@@ -820,12 +854,20 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
   convutil::int_array(p, "pad", win.pad_begin);
   p.set_threads(uint64_t(shape_numel(pooled ? ep->y() : out)));
   std::string R = std::to_string(r);
-  std::string init, term, pad_term;
+  std::string init, term, pad_term, store;
   if (integer) {
-    init = "  var acc = 0i;\n"
-           "  let xzv = " + std::string(has_xz ? "i32(xz_load(0u))" : "0i") + ";\n"
-           "  let wzv = " + std::string(has_wz ? "i32(wz_load(select(0u, m, wz_numel() > 1u)))" : "0i") + ";\n";
+    init = "  var acc = " + std::string(has_b ? "b_load(m)" : "0i") + ";\n"
+           "  let xzv = " + xzv + ";\n"
+           "  let wzv = " + wzv + ";\n";
     term = "(i32(x_load(x0 + c * in_sz() + off)) - xzv) * (i32(w_load(w0 + c * k_sz() + ki)) - wzv)";
+    if (qlinear) {
+      const bool s8 = yt == DType::Int8;
+      store = "  let f = " + xsv + " * " + wsv + " / " + ysv + ";\n"
+              "  let v = clamp(round(f32(acc) * f) + f32(" + yzv + "), " + std::string(s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
+              "  y_store(gi, " + std::string(s8 ? "i32(v)" : "u32(v)") + ");";
+    } else {
+      store = "  y_store(gi, acc);";
+    }
   } else {
     init = "  var acc = 0.0;\n";
     term = "to_f32_$x(x_load(x0 + c * in_sz() + off)) * to_f32_$w(w_load(w0 + c * k_sz() + ki))";
@@ -868,7 +910,7 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
       "      acc = acc + " + term + ";\n"
       "    }\n"
       "  }\n";
-  p.body(head + (integer ? core + "  y_store(gi, acc);" : ep->over_window(core)));
+  p.body(head + (integer ? core + store : ep->over_window(core)));
   ctx.dispatch(p, binds);
 }
 
@@ -912,18 +954,23 @@ void conv_float(GpuKernelContext& ctx) {
     if (g.Mg >= 8 && g.K > 0)
       if (std::optional<ConvTile> tl = choose_tile(ctx.limits, g))
         if (conv_gemm(ctx, g, ep, *tl)) return;
-    conv_direct(ctx, g.out, g.win, g.group, false, &ep);
+    conv_direct(ctx, g.out, g.win, g.group, nullptr, &ep);
   };
   emit();
   // A multiply-add per output computed (pooled: those the windows cover) and tap.
   ctx.count_flops(2 * uint64_t(g.M) * uint64_t(g.cols) * uint64_t(g.K));
 }
 
-// ConvInteger: int8/uint8 X and W with optional zero points, int32 Y, exact integer accumulation.
-void conv_integer(GpuKernelContext& ctx) {
-  const Shape& xs = ctx.shape(0);
-  const Shape& ws = ctx.shape(1);
-  ops::check_conv_integer_inputs(ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3), ctx.fail_fn());
+// ConvInteger (int8/uint8 X and W with optional zero points, int32 Y) and QLinearConv (ops::
+// check_qlinear_conv_inputs): the direct kernel with exact integer accumulation.
+void conv_integer(GpuKernelContext& ctx, const IntegerInputs& io) {
+  const Shape& xs = ctx.shape(io.x);
+  const Shape& ws = ctx.shape(io.w);
+  DType yt = DType::Int32;
+  if (io.qlinear)
+    yt = ops::check_qlinear_conv_inputs(ctx.operands(), ctx.fail_fn());
+  else
+    ops::check_conv_integer_inputs(ctx.operand(io.x), ctx.operand(io.w), ctx.operand(io.xz), ctx.operand(io.wz), ctx.fail_fn());
   int64_t group = get_group(ctx);
   ops::check_conv_shapes(xs, ws, group, -1, [&](const std::string& m) { ctx.fail(m); });
   Shape in_sp(xs.begin() + 2, xs.end()), k_sp(ws.begin() + 2, ws.end());
@@ -931,14 +978,14 @@ void conv_integer(GpuKernelContext& ctx) {
   ops::Window win = convutil::window(ctx, in_sp, k_sp, false);
   Shape out{xs[0], ws[0]};
   out.insert(out.end(), win.out.begin(), win.out.end());
-  ctx.set_output(0, DType::Int32, out);
+  ctx.set_output(0, yt, out);
   convutil::check_i32(ctx, convutil::dims(xs), "input dim");
   convutil::check_i32(ctx, convutil::dims(out), "output dim");
   convutil::check_i32(ctx, win.strides, "stride");
   convutil::check_i32(ctx, win.dilations, "dilation");
   convutil::check_i32(ctx, win.pad_begin, "pad");
   if (shape_numel(out) == 0) return;
-  conv_direct(ctx, out, win, group, true, nullptr);
+  conv_direct(ctx, out, win, group, &io, nullptr);
 }
 
 void conv_transpose(GpuKernelContext& ctx) {
@@ -1073,9 +1120,10 @@ void col2im(GpuKernelContext& ctx) {
 void register_conv(GpuKernelRegistry& r) {
   r.add("Col2Im", col2im);
   r.add("Conv", conv_float);
-  r.add("ConvInteger", conv_integer);
+  r.add("ConvInteger", [](GpuKernelContext& ctx) { conv_integer(ctx, IntegerInputs{}); });
   r.add_fused("Conv", conv_float);
   r.add("ConvTranspose", conv_transpose);
+  r.add("QLinearConv", [](GpuKernelContext& ctx) { conv_integer(ctx, IntegerInputs::qlinear_conv()); });
 }
 
 }  // namespace onnxgpu::webgpu

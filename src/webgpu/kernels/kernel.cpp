@@ -167,6 +167,26 @@ const GpuKernelRegistry& gpu_registry() {
   return reg;
 }
 
+QuantParam QuantParam::of(const GpuKernelContext& ctx, size_t i) {
+  return {ctx.has_input(i) && shape_numel(ctx.shape(i)) == 1 && ctx.input(i).constant != nullptr};
+}
+
+std::string QuantParam::bind(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueRef>& binds, const std::string& name,
+                             size_t i, const std::string& index, bool as_f32) const {
+  if (uniform) {
+    const double v = ctx.constant(i, name.c_str()).double_at(0);
+    if (as_f32)
+      p.uniform_f32(name, float(v));
+    else
+      p.uniform_i32(name, int32_t(v));
+    return name + "()";
+  }
+  p.input(name, ctx.dtype(i), ctx.shape(i));
+  binds.push_back(ctx.in(i));
+  const std::string load = name + "_load(select(0u, " + index + ", " + name + "_numel() > 1u))";
+  return as_f32 ? "to_f32_$" + name + "(" + load + ")" : "i32(" + load + ")";
+}
+
 std::string f32_lit(float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);

@@ -169,6 +169,21 @@ inline constexpr const char* kFusedDomain = "onnxgpu.fused";
 
 // A float as an exact WGSL expression (inf and NaN included).
 std::string f32_lit(float v);
+
+// A quantization parameter (a scale or zero point: a scalar, or one value per row, column or channel)
+// read in WGSL at `index` (a u32 expression). A constant scalar (an initializer, or folded: a model's
+// usual quantization parameters) becomes a uniform: no storage buffer, of which a device may bind as
+// few as 8 per dispatch (WebGPU's default limit) while a quantized node has up to 9 inputs. Anything
+// else (a vector; a graph input, whose new value a replay takes) is bound (`binds`) and read from its
+// buffer. The expression is f32 (`as_f32`, a scale) or i32 (a zero point).
+struct QuantParam {
+  bool uniform = false;
+  // 'u' (a uniform) or 'b' (a buffer): for the program's name, which must tell the two WGSL apart.
+  char tag() const { return uniform ? 'u' : 'b'; }
+  static QuantParam of(const GpuKernelContext& ctx, size_t i);
+  std::string bind(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueRef>& binds, const std::string& name, size_t i,
+                   const std::string& index, bool as_f32) const;
+};
 // An unsigned integer as a WGSL u32 literal ("12u").
 inline std::string u32_lit(uint64_t v) { return std::to_string(v) + "u"; }
 
@@ -208,7 +223,7 @@ void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNo
                                                   // GroupNormalization, LpNormalization,
                                                   // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
                                                   // SkipLayerNormalization, SkipSimplifiedLayerNormalization
-void register_conv(GpuKernelRegistry&);           // Conv, ConvTranspose, Col2Im
+void register_conv(GpuKernelRegistry&);           // Conv, ConvInteger, QLinearConv, ConvTranspose, Col2Im
 void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool, LRN, RoiAlign
 void register_resize(GpuKernelRegistry&);         // Resize
 void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss

@@ -899,45 +899,51 @@ void integer_matmul(GpuKernelContext& ctx, bool quantized) {
   }
   ctx.set_output(0, yt, ms.out);
   if (shape_numel(ms.out) == 0) return;
-  auto p = ctx.program(quantized ? "qlinear" : "integer");
-  std::vector<ValueRef> binds;
-  auto in = [&](const std::string& name, size_t i) {
-    p.input(name, ctx.dtype(i), ctx.shape(i));
-    binds.push_back(ctx.in(i));
-  };
-  in("a", 0);
-  in("b", ib);
   const bool za = check_vec(iza, ms.M, "a_zero_point", false), zb = check_vec(izb, ms.N, "b_zero_point", false);
-  if (za) in("za", iza);
-  if (zb) in("zb", izb);
+  // The zero points and scales, each a uniform or a buffer (QuantParam).
+  const QuantParam pza = QuantParam::of(ctx, iza), pzb = QuantParam::of(ctx, izb), psa = QuantParam::of(ctx, 1),
+                   psb = QuantParam::of(ctx, 4), psy = QuantParam::of(ctx, 6), pzy = QuantParam::of(ctx, 7);
+  std::string name = quantized ? "qlinear" : "integer";
+  if (za) name += std::string("_za") + pza.tag();
+  if (zb) name += std::string("_zb") + pzb.tag();
+  if (quantized) name += std::string("_s") + psa.tag() + psb.tag() + psy.tag() + "_zy" + pzy.tag();
+  auto p = ctx.program(name);
+  std::vector<ValueRef> binds;
+  p.input("a", ctx.dtype(0), ctx.shape(0));
+  binds.push_back(ctx.in(0));
+  p.input("b", ctx.dtype(ib), ctx.shape(ib));
+  binds.push_back(ctx.in(ib));
+  const std::string oa = za ? pza.bind(ctx, p, binds, "za", iza, "m", false) : "0i";
+  const std::string ob = zb ? pzb.bind(ctx, p, binds, "zb", izb, "n", false) : "0i";
+  std::string sa, sb, sy, zy;
   if (quantized) {
-    in("sa", 1);
-    in("sb", 4);
-    in("sy", 6);
-    in("zy", 7);
+    sa = psa.bind(ctx, p, binds, "sa", 1, "m", true);
+    sb = psb.bind(ctx, p, binds, "sb", 4, "n", true);
+    sy = psy.bind(ctx, p, binds, "sy", 6, "0u", true);
+    zy = pzy.bind(ctx, p, binds, "zy", 7, "0u", false);
   }
   p.output("y", yt, ms.out);
   binds.push_back(ctx.out(0));
+  if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
+    ctx.unsupported("more inputs than the device binds per dispatch");
   p.uniform("M", uint32_t(ms.M));
   p.uniform("K", uint32_t(ms.K));
   p.uniform("N", uint32_t(ms.N));
   p.broadcast_index("a_batch", ms.a_batch, ms.batch);
   p.broadcast_index("b_batch", ms.b_batch, ms.batch);
-  // Element i of a scalar-or-vector input.
-  auto at = [](const std::string& t, const std::string& i) { return t + "_load(select(0u, " + i + ", " + t + "_numel() > 1u))"; };
   std::string body =
       "  let n = gi % N();\n  let m = (gi / N()) % M();\n  let bi = gi / (M() * N());\n"
       "  let ab = a_batch(bi) * M() * K() + m * K();\n  let bb = b_batch(bi) * K() * N() + n;\n"
-      "  let oa = " + (za ? "i32(" + at("za", "m") + ")" : std::string("0i")) + ";\n"
-      "  let ob = " + (zb ? "i32(" + at("zb", "n") + ")" : std::string("0i")) + ";\n"
+      "  let oa = " + oa + ";\n"
+      "  let ob = " + ob + ";\n"
       "  var acc = 0i;\n"
       "  for (var k = 0u; k < K(); k = k + 1u) {\n"
       "    acc = acc + (i32(a_load(ab + k)) - oa) * (i32(b_load(bb + k * N())) - ob);\n"
       "  }\n";
   if (quantized) {
     const bool s8 = yt == DType::Int8;
-    body += "  let f = to_f32_$sa(" + at("sa", "m") + ") * to_f32_$sb(" + at("sb", "n") + ") / to_f32_$sy(sy_load(0u));\n"
-            "  let v = clamp(round(f32(acc) * f) + f32(zy_load(0u)), " + std::string(s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
+    body += "  let f = " + sa + " * " + sb + " / " + sy + ";\n"
+            "  let v = clamp(round(f32(acc) * f) + f32(" + zy + "), " + std::string(s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
             "  y_store(gi, " + std::string(s8 ? "i32(v)" : "u32(v)") + ");";
   } else {
     body += "  y_store(gi, acc);";
