@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "loader/functions.h"
 #include "loader/mapped_file.h"
 #include "loader/tensor_proto.h"
 #include "loader/validate.h"
@@ -124,7 +125,9 @@ struct Converter {
       node.outputs.assign(n.output().begin(), n.output().end());
       for (auto& a : *n.mutable_attribute()) {
         if (a.name().empty()) throw InvalidArgument(node.describe() + ": an attribute has no name");
-        if (!a.ref_attr_name().empty()) throw NotImplemented(node.describe() + ": attribute references (functions) are not supported");
+        if (!a.ref_attr_name().empty())
+          throw InvalidArgument(node.describe() + ": attribute '" + a.name() + "' refers to a function's attribute ('" +
+                                a.ref_attr_name() + "') outside any function");
         node.attrs[a.name()] = attribute(a, node.describe());
       }
       out.nodes.push_back(std::move(node));
@@ -214,6 +217,7 @@ ir::Model load(const void* bytes, size_t size, const ExternalDataDir& ext, std::
     throw InvalidArgument("the model is not a valid ONNX ModelProto (truncated or corrupted file?)");
   }
   if (!mp.has_graph()) throw InvalidArgument("the model has no graph");
+  inline_functions(mp);  // before the opsets are read: a function's imports join the model's
   ir::Model m;
   m.ir_version = mp.ir_version();
   for (const auto& o : mp.opset_import()) {
@@ -227,7 +231,6 @@ ir::Model load(const void* bytes, size_t size, const ExternalDataDir& ext, std::
   m.model_version = mp.model_version();
   m.doc_string = mp.doc_string();
   for (const auto& kv : mp.metadata_props()) m.metadata[kv.key()] = kv.value();
-  if (mp.functions_size()) throw NotImplemented("model-local functions are not supported");
   try {
     m.graph = c.graph(*mp.mutable_graph());
   } catch (const Error&) {
