@@ -21,7 +21,8 @@ What ctest's models bring that the bench's do not: squeezenet1_1 (Concat of 1x1 
 MaxPool), shufflenet_v2 (channel shuffle: Reshape, Transpose, Split), regnet_y_400mf (grouped convolutions,
 squeeze-and-excitation), lraspp (segmentation: the bilinear Resize back to the image, HardSigmoid), swin_t
 (shifted-window attention: Roll as Slice and Concat, masks, a Dropout exported in training mode with ratio
-0), convnext_tiny (depthwise 7x7, LayerNorm over channels through Transposes).
+0), convnext_tiny (depthwise 7x7, LayerNorm over channels through Transposes), nn_transformer_functions (torch.nn's
+encoder exported with its layers and LayerNorms as model-local functions).
 """
 
 import os
@@ -33,11 +34,12 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 OPSET = 17
-NAMES = ["squeezenet1_1", "shufflenet_v2", "regnet_y_400mf", "lraspp", "swin_t", "convnext_tiny"]
+NAMES = ["squeezenet1_1", "shufflenet_v2", "regnet_y_400mf", "lraspp", "swin_t", "convnext_tiny", "nn_transformer_functions"]
 
 
 def cases():
-    """name -> (the module, a function of no arguments giving its example inputs)."""
+    """name -> (the module, a function of no arguments giving its example inputs[, torch.onnx.export's
+    extra arguments])."""
     import torch
     import torch.nn as nn
     import torchvision.models as M
@@ -94,6 +96,10 @@ def cases():
         "r3d_18": (lambda: V.r3d_18(), image(1, 3, 8, 112, 112)),  # Conv3d
         "raft_small": (lambda: F.raft_small(), lambda: (torch.rand(1, 3, 128, 128), torch.rand(1, 3, 128, 128))),
         "nn_transformer": (Encoder, tokens),
+        # The same encoder with its layers and their LayerNorms kept as model-local functions (a function
+        # calling another), as torch exports them on request.
+        "nn_transformer_functions": (Encoder, tokens,
+                                     {"export_modules_as_functions": {nn.TransformerEncoderLayer, nn.LayerNorm}}),
     }
 
 
@@ -144,7 +150,7 @@ def make(out_dir, names, float16):
             continue  # made before in this folder (delete it to make them again)
         os.makedirs(data, exist_ok=True)
         torch.manual_seed(100 + order.index(name))
-        build, example = made[name]
+        build, example, *extra = made[name]
         module = build().eval()
         inputs = example()
         with torch.no_grad():
@@ -152,7 +158,8 @@ def make(out_dir, names, float16):
         in_names = [f"in_{k}" for k in range(len(inputs))]
         out_names = [f"out_{k}" for k in range(len(outputs))]
         tmp = os.path.join(folder, "export.onnx")
-        torch.onnx.export(module, inputs, tmp, opset_version=OPSET, input_names=in_names, output_names=out_names)
+        torch.onnx.export(module, inputs, tmp, opset_version=OPSET, input_names=in_names, output_names=out_names,
+                          **(extra[0] if extra else {}))
         model = onnx.load(tmp)
         os.remove(tmp)
         for k, (x, n) in enumerate(zip(inputs, in_names)):
