@@ -70,6 +70,7 @@ const KernelRegistry& registry() {
     register_attention(r);
     register_grid(r);
     register_spectral(r);
+    register_qlinear(r);
     return r;
   }();
   return reg;

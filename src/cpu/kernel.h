@@ -107,6 +107,8 @@ void register_rotary(KernelRegistry&);         // RotaryEmbedding (opset 23) and
 void register_block_quant(KernelRegistry&);    // com.microsoft MatMulNBits, GatherBlockQuantized
 void register_attention(KernelRegistry&);      // Attention; com.microsoft GroupQueryAttention, MultiHeadAttention
 void register_grid(KernelRegistry&);           // GridSample, AffineGrid
+void register_qlinear(KernelRegistry&);         // com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+                                               // QLinearGlobalAveragePool, QLinearConcat
 void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 
 }  // namespace onnxgpu::cpu

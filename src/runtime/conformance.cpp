@@ -40,7 +40,9 @@ const std::set<std::string>& in_scope_ops() {
       "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
-      "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized",
+      "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized", "com.microsoft.QLinearAdd",
+      "com.microsoft.QLinearMul", "com.microsoft.QLinearSigmoid", "com.microsoft.QLinearLeakyRelu",
+      "com.microsoft.QLinearGlobalAveragePool", "com.microsoft.QLinearConcat",
       "Attention", "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention",
       // opsets 18-28
       "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitCast", "CumProd", "Swish", "Mish", "SwiGLU",

@@ -1030,6 +1030,34 @@ std::vector<Case> build() {
           .f("x_scale", DType::Float32, {}, Dom::Positive).k("x_zero_point", Tensor::scalar<uint8_t>(128))
           .f("w", DType::Int8, {4, 2, 2, 3}).f("w_scale", DType::Float32, {}, Dom::Positive).k("w_zero_point", Tensor::scalar<int8_t>(0))
           .fg("y_scale", DType::Float32, {}, qconv_y_scale).kx("y_zero_point", {}, fixed({2})).i("group", 2).ints("strides", {2, 1}));
+  // ONNX Runtime's QOperator ops (com.microsoft): int8 / uint8 over their whole range. Scales and zero
+  // points are initializers, as its quantizer writes them (the table ops need them constant); QLinearAdd's
+  // A_scale and B_scale are graph inputs (its kernel binds scales it cannot make uniforms).
+  family = "qlinear";
+  const std::vector<DType> kQ{DType::Int8, DType::UInt8};
+  auto qscale = [](double lo, double hi) {
+    return [lo, hi](DType, const Shape& s, Rng& r) { return Tensor::scalar<float>(float(uniform_real(r, lo, hi))).reshaped(s); };
+  };
+  add(B("QLinearAdd").ms().without_schema(kQ).x("A", {2, 3, 4}).fg("A_scale", DType::Float32, {}, qscale(0.01, 0.05))
+          .kx("A_zero_point", {}, fixed({3})).x("B", {3, 1}).fg("B_scale", DType::Float32, {}, qscale(0.01, 0.05))
+          .kx("B_zero_point", {}, fixed({5})).k("C_scale", Tensor::scalar<float>(0.04f)).kx("C_zero_point", {}, fixed({1}))
+          .note("broadcast B"));
+  add(B("QLinearMul").ms().without_schema(kQ).x("A", {4, 6}).k("A_scale", Tensor::scalar<float>(0.03f))
+          .kx("A_zero_point", {}, fixed({2})).x("B", {6}).k("B_scale", Tensor::scalar<float>(0.02f))
+          .kx("B_zero_point", {}, fixed({7})).k("C_scale", Tensor::scalar<float>(0.11f)).kx("C_zero_point", {}, fixed({4})));
+  for (const char* op : {"QLinearSigmoid", "QLinearLeakyRelu"})
+    add(B(op).ms().without_schema(kQ).x("X", {2, 5, 7}).k("X_scale", Tensor::scalar<float>(0.05f)).kx("X_zero_point", {}, fixed({6}))
+            .k("Y_scale", Tensor::scalar<float>(0.007f)).kx("Y_zero_point", {}, fixed({2})));
+  add(B("QLinearGlobalAveragePool").ms().without_schema(kQ).x("X", {2, 3, 5, 4}).k("x_scale", Tensor::scalar<float>(0.05f))
+          .kx("x_zero_point", {}, fixed({9})).k("y_scale", Tensor::scalar<float>(0.01f)).kx("y_zero_point", {}, fixed({3})));
+  add(B("QLinearGlobalAveragePool", "channels_last").ms().without_schema(kQ).x("X", {2, 3, 4, 6})
+          .k("x_scale", Tensor::scalar<float>(0.05f)).kx("x_zero_point", {}, fixed({9})).k("y_scale", Tensor::scalar<float>(0.01f))
+          .kx("y_zero_point", {}, fixed({3})).i("channels_last", 1));
+  add(B("QLinearConcat").ms().without_schema(kQ).k("Y_scale", Tensor::scalar<float>(0.03f)).kx("Y_zero_point", {}, fixed({4}))
+          .x("X0", {2, 2, 3}).k("X0_scale", Tensor::scalar<float>(0.05f)).kx("X0_zero_point", {}, fixed({1}))
+          .x("X1", {2, 4, 3}).k("X1_scale", Tensor::scalar<float>(0.03f)).kx("X1_zero_point", {}, fixed({4}))
+          .i("axis", 1).note("X1 at Y's parameters: a copy"));
+
   family = "pool";
   add(B("AveragePool").x("X", {1, 2, 5, 5}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).tol(10));
   add(B("AveragePool", "pads, count_include_pad, ceil").x("X", {1, 2, 5, 5}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})

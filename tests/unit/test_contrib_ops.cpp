@@ -245,6 +245,37 @@ TEST(ContribErrors, Activations) {
   expect_error(model_of("BiasAdd", add, {"Y"}), add, {"node 'n0' (BiasAdd)", "X float32[2,3] must be [batch, sequence, channels]"});
 }
 
+// ---- The QOperator ops
+
+TEST(ContribErrors, QLinearOps) {
+  auto u8 = [](const Shape& s) { return Tensor(DType::UInt8, s); };
+  auto scale = [](float v) { return Tensor::scalar<float>(v); };
+  // B of another type than A.
+  std::vector<Operand> add{{"A", u8({2, 3})}, {"as", scale(0.1f), true}, {"az", Tensor::scalar<uint8_t>(0), true},
+                           {"B", Tensor(DType::Int8, {3})}, {"bs", scale(0.1f), true}, {"bz", Tensor::scalar<int8_t>(0), true},
+                           {"cs", scale(0.1f), true}};
+  expect_error(model_of("QLinearAdd", add, {"C"}), add, {"node 'n0' (QLinearAdd)", "B must be uint8 (as the other quantized tensors), got int8[3]"});
+  // A scale of one value per channel (ONNX Runtime's QOperator ops take per-tensor parameters).
+  std::vector<Operand> sig{{"X", u8({2, 3})}, {"xs", Tensor::from_vector<float>({3}, {0.1f, 0.2f, 0.3f}), true},
+                           {"xz", Tensor::scalar<uint8_t>(0), true}, {"ys", scale(0.1f), true}};
+  expect_error(model_of("QLinearSigmoid", sig, {"Y"}), sig, {"node 'n0' (QLinearSigmoid)", "X's scale must be a float scalar, got float32[3]"});
+  // A pool over no spatial dim.
+  std::vector<Operand> gap{{"X", u8({2, 3})}, {"xs", scale(0.1f), true}, {"xz", Tensor::scalar<uint8_t>(0), true},
+                           {"ys", scale(0.1f), true}, {"yz", Tensor::scalar<uint8_t>(0), true}};
+  expect_error(model_of("QLinearGlobalAveragePool", gap, {"Y"}), gap,
+               {"node 'n0' (QLinearGlobalAveragePool)", "X must have a batch, a channel and at least one spatial dim"});
+  // Tensors that differ off the axis; inputs not in triples.
+  std::vector<Operand> cat{{"ys", scale(0.1f), true}, {"yz", Tensor::scalar<uint8_t>(0), true},
+                           {"X0", u8({2, 3})}, {"s0", scale(0.1f), true}, {"z0", Tensor::scalar<uint8_t>(0), true},
+                           {"X1", u8({3, 3})}, {"s1", scale(0.1f), true}, {"z1", Tensor::scalar<uint8_t>(0), true}};
+  testing::Attrs axis1 = [](onnx::NodeProto& n) { testing::set_int(n, "axis", 1); };
+  expect_error(model_of("QLinearConcat", cat, {"Y"}, "com.microsoft", 1, axis1), cat,
+               {"node 'n0' (QLinearConcat)", "X1 uint8[3,3] must match X0 uint8[2,3] except along axis 1"});
+  std::vector<Operand> pairs(cat.begin(), cat.end() - 1);
+  expect_error(model_of("QLinearConcat", pairs, {"Y"}, "com.microsoft", 1, axis1), pairs,
+               {"node 'n0' (QLinearConcat)", "takes Y_scale, Y_zero_point and then (X, X_scale, X_zero_point) per tensor"});
+}
+
 // ---- RotaryEmbedding
 
 TEST(ContribErrors, RotaryPositionsOutsideTheCaches) {

@@ -161,6 +161,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_attention_ops(r);
     register_grid(r);
     register_spectral(r);
+    register_qlinear(r);
     register_rnn(r);
     return r;
   }();

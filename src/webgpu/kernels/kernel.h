@@ -233,6 +233,8 @@ void register_block_quant(GpuKernelRegistry&);    // com.microsoft MatMulNBits, 
 void register_quantize(GpuKernelRegistry&);       // QuantizeLinear, DequantizeLinear
 void register_attention_ops(GpuKernelRegistry&);  // com.microsoft GroupQueryAttention
 void register_grid(GpuKernelRegistry&);           // GridSample, AffineGrid
+void register_qlinear(GpuKernelRegistry&);         // com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+                                                  // QLinearGlobalAveragePool, QLinearConcat
 void register_spectral(GpuKernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 void register_rnn(GpuKernelRegistry&);            // RNN, GRU, LSTM
 

@@ -35,7 +35,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 MS = "com.microsoft"
 F32, F16, I64, I32 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32
 NP = {F32: np.float32, F16: np.float16, I64: np.int64, I32: np.int32}
-ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8: TensorProto.UINT8}
+ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8: TensorProto.UINT8,
+        np.int8: TensorProto.INT8}
 
 
 class Case:
@@ -401,7 +402,85 @@ def mha_cases():
     return cases
 
 
-ALL = norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases()
+def qlinear_cases():
+    """ONNX Runtime's QOperator ops (its quantizer's QOperator format): uint8 and int8 tensors over their
+    whole range, random scales and zero points as initializers (as the quantizer writes them; the GPU
+    builds its lookup tables from them), broadcasting, both layouts of the global pool, a concatenation of
+    tensors with their own scales."""
+    cases = []
+    types = {"uint8": (np.uint8, TensorProto.UINT8), "int8": (np.int8, TensorProto.INT8)}
+
+    def tensor(r, shape, dt):
+        info = np.iinfo(dt)
+        return r.integers(info.min, info.max + 1, size=shape).astype(dt)
+
+    def zero(r, dt):
+        info = np.iinfo(dt)
+        return np.array(r.integers(info.min // 2, info.max // 2 + 1), dtype=dt)
+
+    def scale(r, lo, hi):
+        return np.array(r.uniform(lo, hi), dtype=np.float32)
+
+    def binary(op, tname, a_shape, b_shape, c_scale, zero_points=True):
+        name = f"qlinear_{op[7:].lower()}_{tname}" + ("" if zero_points else "_no_zero_points")
+        r = rng(name)
+        dt, elem = types[tname]
+        zp = (lambda n: (n, zero(r, dt), True)) if zero_points else (lambda n: ("", None, False))
+        ins = [("A", tensor(r, a_shape, dt), False), ("A_scale", scale(r, 0.01, 0.05), True), zp("A_zero_point"),
+               ("B", tensor(r, b_shape, dt), False), ("B_scale", scale(r, 0.01, 0.05), True), zp("B_zero_point"),
+               ("C_scale", scale(r, *c_scale), True)]
+        if zero_points:
+            ins.append(zp("C_zero_point"))
+        cases.append(Case(name, op, ins, [("C", elem)]))
+
+    binary("QLinearAdd", "uint8", (2, 3, 4), (3, 1), (0.02, 0.06))
+    binary("QLinearAdd", "int8", (2, 5), (5,), (0.02, 0.06))
+    binary("QLinearMul", "uint8", (2, 3, 4), (1, 4), (0.05, 0.2))
+    binary("QLinearMul", "int8", (4, 6), (4, 1), (0.05, 0.2))
+
+    def unary(op, tname, attrs=None):
+        name = f"qlinear_{op[7:].lower()}_{tname}"
+        r = rng(name)
+        dt, elem = types[tname]
+        ins = [("X", tensor(r, (2, 5, 7), dt), False), ("X_scale", scale(r, 0.02, 0.08), True), ("X_zero_point", zero(r, dt), True),
+               ("Y_scale", scale(r, 0.002, 0.02), True), ("Y_zero_point", zero(r, dt), True)]
+        cases.append(Case(name, op, ins, [("Y", elem)], attrs))
+
+    unary("QLinearSigmoid", "uint8")
+    unary("QLinearSigmoid", "int8")
+    unary("QLinearLeakyRelu", "uint8", {"alpha": 0.1})
+    unary("QLinearLeakyRelu", "int8", {"alpha": 0.2})
+
+    def pool(tname, shape, channels_last):
+        name = f"qlinear_global_average_pool_{tname}" + ("_channels_last" if channels_last else "")
+        r = rng(name)
+        dt, elem = types[tname]
+        ins = [("X", tensor(r, shape, dt), False), ("x_scale", scale(r, 0.02, 0.08), True), ("x_zero_point", zero(r, dt), True),
+               ("y_scale", scale(r, 0.005, 0.02), True), ("y_zero_point", zero(r, dt), True)]
+        cases.append(Case(name, "QLinearGlobalAveragePool", ins, [("Y", elem)], {"channels_last": int(channels_last)}))
+
+    pool("uint8", (2, 3, 5, 4), False)
+    pool("int8", (2, 4, 3, 6), True)
+
+    def concat(tname, shapes, axis):
+        name = f"qlinear_concat_{tname}_axis_{axis}".replace("-", "minus")
+        r = rng(name)
+        dt, elem = types[tname]
+        y_scale, y_zero = scale(r, 0.02, 0.05), zero(r, dt)
+        ins = [("Y_scale", y_scale, True), ("Y_zero_point", y_zero, True)]
+        for k, s in enumerate(shapes):
+            same = k == 1  # one input already at Y's parameters (a plain copy)
+            ins += [(f"X{k}", tensor(r, s, dt), False), (f"X{k}_scale", y_scale if same else scale(r, 0.01, 0.08), True),
+                    (f"X{k}_zero_point", y_zero if same else zero(r, dt), True)]
+        cases.append(Case(name, "QLinearConcat", ins, [("Y", elem)], {"axis": axis}))
+
+    concat("uint8", [(2, 2, 3), (2, 4, 3), (2, 1, 3)], 1)
+    concat("int8", [(3, 2), (3, 5)], -1)
+    return cases
+
+
+ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
+       qlinear_cases())
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------

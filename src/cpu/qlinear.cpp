@@ -1,0 +1,99 @@
+// ONNX Runtime's QOperator contrib ops (com.microsoft): QLinearAdd, QLinearMul, QLinearSigmoid,
+// QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat, as src/ops/qlinear.h defines them.
+#include "cpu/kernel.h"
+#include "cpu/nn_util.h"
+#include "ops/broadcast.h"
+#include "ops/qlinear.h"
+
+namespace onnxgpu::cpu {
+namespace {
+
+float scale_of(const KernelContext& ctx, size_t i) { return float(ctx.input(i).double_at(0)); }
+int32_t zero_of(const KernelContext& ctx, size_t i) { return ctx.has_input(i) ? int32_t(ctx.input(i).int_at(0)) : 0; }
+
+std::vector<Tensor> qlinear_binary(KernelContext& ctx, bool mul) {
+  const DType t = ops::check_qlinear_binary(ctx.operands(), ctx.fail_fn());
+  const Tensor &A = ctx.input(0), &B = ctx.input(3);
+  Shape out;
+  try {
+    out = ops::broadcast_shapes(A.shape(), B.shape());
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  const std::vector<int64_t> ia = ops::broadcast_index_map(A.shape(), out), ib = ops::broadcast_index_map(B.shape(), out);
+  const float as = scale_of(ctx, 1), bs = scale_of(ctx, 4), inv_c = 1.0f / scale_of(ctx, 6);
+  const int32_t az = zero_of(ctx, 2), bz = zero_of(ctx, 5), cz = zero_of(ctx, 7);
+  std::vector<double> y(ia.size());
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = ops::requantize(ops::qlinear_binary_value(mul, as, int32_t(A.int_at(ia[i])), az, bs, int32_t(B.int_at(ib[i])), bz, inv_c),
+                           cz, t);
+  return {nn::tensor_from_doubles(t, out, y)};
+}
+
+// The entry of a quantized value's byte in a table (ops::QLinearTable).
+size_t byte_of(int64_t v) { return size_t(uint8_t(int8_t(v & 0xff))); }
+
+std::vector<Tensor> qlinear_unary(KernelContext& ctx) {
+  const std::vector<ops::Operand> in = ctx.operands();
+  ops::check_quantized(in, {0, 1, 2}, "X", ctx.fail_fn());
+  ops::check_quantized(in, {ops::QuantizedInput::kNone, 3, 4}, "Y", ctx.fail_fn(), in[0].dtype);
+  const Tensor& X = ctx.input(0);
+  const ops::QLinearTable table = ops::qlinear_table(X.dtype(), scale_of(ctx, 1), zero_of(ctx, 2), scale_of(ctx, 3),
+                                                     zero_of(ctx, 4), X.dtype(), ops::qlinear_unary_function(ctx.node));
+  std::vector<double> y(size_t(X.numel()));
+  for (size_t i = 0; i < y.size(); ++i) y[i] = table[byte_of(X.int_at(int64_t(i)))];
+  return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+}
+
+std::vector<Tensor> qlinear_global_average_pool(KernelContext& ctx) {
+  const ops::QLinearPoolGeometry g = ops::qlinear_global_pool_geometry(ctx.node, ctx.operands(), ctx.fail_fn());
+  const Tensor& X = ctx.input(0);
+  const int32_t xz = zero_of(ctx, 2), yz = zero_of(ctx, 4);
+  const float f = ops::qlinear_pool_factor(scale_of(ctx, 1), scale_of(ctx, 3), g.spatial);
+  std::vector<double> y(size_t(g.batch * g.channels));
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t c = 0; c < g.channels; ++c) {
+      int64_t acc = -int64_t(xz) * g.spatial;
+      for (int64_t s = 0; s < g.spatial; ++s)
+        acc += X.int_at(g.channels_last ? (n * g.spatial + s) * g.channels + c : (n * g.channels + c) * g.spatial + s);
+      y[size_t(n * g.channels + c)] = ops::requantize(float(acc) * f, yz, X.dtype());
+    }
+  return {nn::tensor_from_doubles(X.dtype(), g.out, y)};
+}
+
+std::vector<Tensor> qlinear_concat(KernelContext& ctx) {
+  int64_t axis = 0;
+  Shape out;
+  const DType t = ops::check_qlinear_concat(ctx.node, ctx.operands(), axis, out, ctx.fail_fn());
+  const float ys = scale_of(ctx, 0);
+  const int32_t yz = zero_of(ctx, 1);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= out[size_t(d)];
+  for (size_t d = size_t(axis) + 1; d < out.size(); ++d) inner *= out[d];
+  std::vector<double> y(size_t(shape_numel(out)));
+  int64_t offset = 0;  // along the axis
+  for (size_t k = 2; k < ctx.num_inputs(); k += 3) {
+    const Tensor& X = ctx.input(k);
+    const ops::QLinearTable table =
+        ops::qlinear_table(t, scale_of(ctx, k + 1), zero_of(ctx, k + 2), ys, yz, t, [](float v) { return v; });
+    const int64_t len = X.dim(size_t(axis));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < len * inner; ++j)
+        y[size_t((o * out[size_t(axis)] + offset) * inner + j)] = table[byte_of(X.int_at(o * len * inner + j))];
+    offset += len;
+  }
+  return {nn::tensor_from_doubles(t, out, y)};
+}
+
+}  // namespace
+
+void register_qlinear(KernelRegistry& r) {
+  r.add("QLinearAdd", [](KernelContext& ctx) { return qlinear_binary(ctx, false); }, ir::kMsDomain);
+  r.add("QLinearMul", [](KernelContext& ctx) { return qlinear_binary(ctx, true); }, ir::kMsDomain);
+  r.add("QLinearSigmoid", qlinear_unary, ir::kMsDomain);
+  r.add("QLinearLeakyRelu", qlinear_unary, ir::kMsDomain);
+  r.add("QLinearGlobalAveragePool", qlinear_global_average_pool, ir::kMsDomain);
+  r.add("QLinearConcat", qlinear_concat, ir::kMsDomain);
+}
+
+}  // namespace onnxgpu::cpu

@@ -1,0 +1,124 @@
+#include "ops/qlinear.h"
+
+#include <algorithm>
+#include <cmath>
+
+
+namespace onnxgpu::ops {
+
+namespace {
+
+bool quantized_type(DType t) { return t == DType::Int8 || t == DType::UInt8; }
+
+const Operand& at(const std::vector<Operand>& in, size_t i) {
+  static const Operand none;
+  return i < in.size() ? in[i] : none;
+}
+
+}  // namespace
+
+void check_quantized(const std::vector<Operand>& in, const QuantizedInput& q, const std::string& what, const Fail& fail,
+                     DType same_as) {
+  DType type = same_as;
+  if (q.x != QuantizedInput::kNone) {
+    const Operand& x = at(in, q.x);
+    if (!x.given() || !quantized_type(x.dtype) || (same_as != DType::Undefined && x.dtype != same_as))
+      raise(fail, what + " must be " +
+                      (same_as != DType::Undefined ? std::string(dtype_name(same_as)) + " (as the other quantized tensors)"
+                                                   : std::string("int8 or uint8")) +
+                      ", got " + (x.given() ? x.describe() : std::string("nothing")));
+    type = x.dtype;
+  }
+  const Operand& s = at(in, q.scale);
+  if (!s.given() || !dtype_is_float(s.dtype) || shape_numel(s.shape) != 1)
+    raise(fail, what + "'s scale must be a float scalar, got " + (s.given() ? s.describe() : std::string("nothing")));
+  const Operand& z = at(in, q.zero);
+  if (z.given() && (z.dtype != type || shape_numel(z.shape) != 1))
+    raise(fail, what + "'s zero point must be a scalar of type " + std::string(dtype_name(type)) + ", got " + z.describe());
+}
+
+int32_t requantize(float v, int32_t zero_point, DType t) {
+  const float lo = t == DType::Int8 ? -128.0f : 0.0f, hi = t == DType::Int8 ? 127.0f : 255.0f;
+  return int32_t(std::clamp(std::nearbyint(v) + float(zero_point), lo, hi));
+}
+
+QLinearTable qlinear_table(DType x_type, float x_scale, int32_t x_zero, float y_scale, int32_t y_zero, DType y_type,
+                           const std::function<float(float)>& f) {
+  QLinearTable t{};
+  for (int b = 0; b < 256; ++b) {
+    const int32_t x = x_type == DType::Int8 ? int32_t(int8_t(uint8_t(b))) : b;
+    t[size_t(b)] = requantize(f(x_scale * float(x - x_zero)) / y_scale, y_zero, y_type);
+  }
+  return t;
+}
+
+std::function<float(float)> qlinear_unary_function(const ir::Node& node) {
+  if (node.op_type == "QLinearLeakyRelu") {
+    const float alpha = node.attr_float("alpha", 0.01f);
+    return [alpha](float v) { return v >= 0.0f ? v : v * alpha; };
+  }
+  return [](float v) { return 1.0f / (1.0f + std::exp(-v)); };  // QLinearSigmoid
+}
+
+DType check_qlinear_binary(const std::vector<Operand>& in, const Fail& fail) {
+  if (in.size() < 7) raise(fail, "takes 7 or 8 inputs (A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale[, C_zero_point])");
+  check_quantized(in, {0, 1, 2}, "A", fail);
+  check_quantized(in, {3, 4, 5}, "B", fail, in[0].dtype);
+  const Operand& cs = at(in, 6);
+  if (!cs.given() || !dtype_is_float(cs.dtype) || shape_numel(cs.shape) != 1)
+    raise(fail, "C_scale must be a float scalar, got " + (cs.given() ? cs.describe() : std::string("nothing")));
+  const Operand& cz = at(in, 7);
+  if (cz.given() && (cz.dtype != in[0].dtype || shape_numel(cz.shape) != 1))
+    raise(fail, "C_zero_point must be a scalar of A's type (" + std::string(dtype_name(in[0].dtype)) + "), got " + cz.describe());
+  return in[0].dtype;
+}
+
+QLinearPoolGeometry qlinear_global_pool_geometry(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail) {
+  check_quantized(in, {0, 1, 2}, "X", fail);
+  check_quantized(in, {QuantizedInput::kNone, 3, 4}, "Y", fail, in[0].dtype);
+  QLinearPoolGeometry g;
+  g.channels_last = node.attr_int("channels_last", 0) != 0;
+  const Shape& x = in[0].shape;
+  if (x.size() < 3) raise(fail, "X must have a batch, a channel and at least one spatial dim, got " + in[0].describe());
+  g.batch = x[0];
+  g.channels = g.channels_last ? x.back() : x[1];
+  g.spatial = 1;
+  for (size_t d = 1; d + 1 < x.size(); ++d) g.spatial *= x[g.channels_last ? d : d + 1];
+  g.out = Shape(x.size(), 1);
+  g.out[0] = g.batch;
+  g.out[g.channels_last ? x.size() - 1 : 1] = g.channels;
+  return g;
+}
+
+DType check_qlinear_concat(const ir::Node& node, const std::vector<Operand>& in, int64_t& axis, Shape& out, const Fail& fail) {
+  if (in.size() < 5 || (in.size() - 2) % 3 != 0)
+    raise(fail, "takes Y_scale, Y_zero_point and then (X, X_scale, X_zero_point) per tensor, got " + std::to_string(in.size()) +
+                    " inputs");
+  const Operand &ys = in[0], &yz = in[1];
+  if (!ys.given() || !dtype_is_float(ys.dtype) || shape_numel(ys.shape) != 1)
+    raise(fail, "Y_scale must be a float scalar, got " + (ys.given() ? ys.describe() : std::string("nothing")));
+  if (!yz.given() || !quantized_type(yz.dtype) || shape_numel(yz.shape) != 1)
+    raise(fail, "Y_zero_point must be an int8 or uint8 scalar (it gives Y its type), got " +
+                    (yz.given() ? yz.describe() : std::string("nothing")));
+  const size_t n = (in.size() - 2) / 3;
+  for (size_t k = 0; k < n; ++k) check_quantized(in, {2 + 3 * k, 3 + 3 * k, 4 + 3 * k}, "X" + std::to_string(k), fail, yz.dtype);
+  const Shape& first = in[2].shape;
+  axis = node.attr_int("axis", 0);
+  const int64_t r = int64_t(first.size());
+  if (axis < -r || axis >= r) raise(fail, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < 0) axis += r;
+  out = first;
+  out[size_t(axis)] = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const Shape& s = in[2 + 3 * k].shape;
+    bool ok = s.size() == first.size();
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = d == size_t(axis) || s[d] == first[d];
+    if (!ok)
+      raise(fail, "X" + std::to_string(k) + " " + in[2 + 3 * k].describe() + " must match X0 " + in[2].describe() +
+                      " except along axis " + std::to_string(axis));
+    out[size_t(axis)] += s[size_t(axis)];
+  }
+  return yz.dtype;
+}
+
+}  // namespace onnxgpu::ops

@@ -1,0 +1,75 @@
+// ONNX Runtime's QOperator contrib ops (com.microsoft), which its quantizer writes for int8 models in the
+// QOperator format (the ONNX model zoo's *-int8 models): quantized tensors, int8 or uint8, each with a
+// float scale and a zero point of its type (scalars; an omitted zero point is 0), computed as ONNX
+// Runtime's CPU EP defines them, in float32, then rounded half to even, plus the output's zero point,
+// saturated to its type:
+//   QLinearAdd       C = ((a_s (A - a_z) + b_s (B - b_z)) * (1 / c_s))           (numpy broadcasting)
+//   QLinearMul       C = ((a_s (A - a_z)) (b_s (B - b_z)) * (1 / c_s))
+//   QLinearSigmoid, QLinearLeakyRelu (alpha, default 0.01)
+//                    Y = f(x_s (X - x_z)) / y_s, through a table of the 256 values of X (as ONNX Runtime)
+//   QLinearGlobalAveragePool (channels_last, default 0: X [N, C, spatial...], else [N, spatial..., C])
+//                    Y = (sum(X) - n x_z) * (x_s / (y_s n)), n = the spatial size; Y keeps X's rank, 1s
+//                    for the spatial dims
+//   QLinearConcat    inputs y_scale, y_zero_point, then (X, x_scale, x_zero_point) per tensor; axis:
+//                    each X requantized to Y's parameters through its table, then concatenated
+// Used by the CPU reference (src/cpu/qlinear.cpp) and the GPU kernels (src/webgpu/kernels/qlinear.cpp),
+// which compute the same float32 expressions (and read the same tables), so the two agree bit for bit
+// except where a GPU contracts a multiply-add.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ops/fail.h"
+#include "ops/operand.h"
+
+namespace onnxgpu::ops {
+
+// A quantized tensor's input indices: the tensor (kNone: an output's parameters), its scale and zero point.
+struct QuantizedInput {
+  static constexpr size_t kNone = size_t(-1);
+  size_t x = 0, scale = 1, zero = 2;
+};
+
+// Checks a quantized tensor's dtype (int8 / uint8, `same_as` when given) and its scalar scale (float) and
+// zero point (of x's type, optional unless `zero_required`), naming them by `what` ("A", "X").
+void check_quantized(const std::vector<Operand>& in, const QuantizedInput& q, const std::string& what, const Fail& fail,
+                     DType same_as = DType::Undefined);
+
+// round_half_to_even(v) + zero_point, saturated to t's range (int8 or uint8).
+int32_t requantize(float v, int32_t zero_point, DType t);
+
+// The 256 outputs of a quantized map: entry b is Y for the X whose byte is b (int8 values as their two's
+// complement byte): requantize(f(x_s (X - x_z)) / y_s, y_z, y_type).
+using QLinearTable = std::array<int32_t, 256>;
+QLinearTable qlinear_table(DType x_type, float x_scale, int32_t x_zero, float y_scale, int32_t y_zero, DType y_type,
+                           const std::function<float(float)>& f);
+
+// QLinearSigmoid's and QLinearLeakyRelu's f (the node's alpha read here).
+std::function<float(float)> qlinear_unary_function(const ir::Node& node);
+
+// QLinearAdd / QLinearMul: A, B and C's dtype (A's; B must match); inputs as above.
+DType check_qlinear_binary(const std::vector<Operand>& in, const Fail& fail);
+// The value before requantization (1 / c_s passed as `inv_c`).
+inline float qlinear_binary_value(bool mul, float a_s, int32_t a, int32_t a_z, float b_s, int32_t b, int32_t b_z, float inv_c) {
+  const float va = a_s * float(a - a_z), vb = b_s * float(b - b_z);
+  return (mul ? va * vb : va + vb) * inv_c;
+}
+
+// QLinearGlobalAveragePool's geometry.
+struct QLinearPoolGeometry {
+  bool channels_last = false;
+  int64_t batch = 0, channels = 0, spatial = 0;
+  Shape out;
+};
+QLinearPoolGeometry qlinear_global_pool_geometry(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail);
+// Its factor: x_s / (y_s n).
+inline float qlinear_pool_factor(float x_scale, float y_scale, int64_t n) { return x_scale / (y_scale * float(n)); }
+
+// QLinearConcat: checks the inputs; returns the output's dtype and shape (axis normalized in `axis`).
+DType check_qlinear_concat(const ir::Node& node, const std::vector<Operand>& in, int64_t& axis, Shape& out, const Fail& fail);
+
+}  // namespace onnxgpu::ops
