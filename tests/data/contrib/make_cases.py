@@ -479,8 +479,83 @@ def qlinear_cases():
     return cases
 
 
+class GraphCase(Case):
+    """A model of several nodes: `build` returns (nodes, initializers) over graph inputs `inputs`."""
+
+    def __init__(self, name, op, inputs, outputs, build, opset=13):
+        super().__init__(name, op, inputs, outputs, opset=opset)
+        self.build = build
+
+    def model(self):
+        nodes, inits = self.build()
+        graph_inputs = [helper.make_tensor_value_info(n, ELEM[a.dtype.type], list(a.shape)) for n, a, _ in self.inputs]
+        graph_outputs = [helper.make_tensor_value_info(n, t, None) for n, t in self.outputs]
+        graph = helper.make_graph(nodes, self.name, graph_inputs, graph_outputs, inits)
+        imports = [helper.make_opsetid("", self.opset), helper.make_opsetid(MS, 1)]
+        return helper.make_model(graph, opset_imports=imports, ir_version=7, producer_name="tests/data/contrib/make_cases.py")
+
+
+def qoperator_model_cases():
+    """A small int8 CNN in ONNX Runtime's QOperator format, as its quantizer writes a ResNet-style model:
+    QuantizeLinear, QLinearConv (a ReLU folded into its output range), uint8 MaxPool, a residual
+    QLinearAdd, QLinearConcat of two branches, QLinearSigmoid, QLinearGlobalAveragePool, QLinearMatMul,
+    DequantizeLinear and Softmax, against ONNX Runtime end to end."""
+    name = "qoperator_cnn"
+    r = rng(name)
+    u8, i8 = np.uint8, np.int8
+    inits = []
+
+    def init(n, a):
+        inits.append(numpy_helper.from_array(np.asarray(a), n))
+        return n
+
+    def qparams(prefix, lo, hi, dt=u8):
+        return init(prefix + "_scale", np.float32(r.uniform(lo, hi))), init(prefix + "_zp", np.array(r.integers(100, 140) if dt == u8 else 0, dtype=dt))
+
+    def conv(x, xq, c_in, c_out, k, yq, name, pads=1, bias=True):
+        w = init(name + "_w", r.integers(-127, 128, size=(c_out, c_in, k, k)).astype(i8))
+        ws = init(name + "_w_scale", r.uniform(0.002, 0.01, size=(c_out,)).astype(np.float32))
+        wz = init(name + "_w_zp", np.zeros(c_out, dtype=i8))
+        ins = [x, *xq, w, ws, wz, *yq]
+        if bias:
+            ins.append(init(name + "_b", r.integers(-2000, 2000, size=(c_out,)).astype(np.int32)))
+        return helper.make_node("QLinearConv", ins, [name], name=name, pads=[pads] * 4)
+
+    def build():
+        inits.clear()
+        nodes = []
+        xq = qparams("x", 0.02, 0.03)
+        nodes.append(helper.make_node("QuantizeLinear", ["image", *xq], ["xq"], name="quantize"))
+        q1 = qparams("c1", 0.02, 0.04)
+        nodes.append(conv("xq", xq, 3, 8, 3, q1, "c1"))
+        nodes.append(helper.make_node("MaxPool", ["c1"], ["p1"], name="pool", kernel_shape=[2, 2], strides=[2, 2]))
+        q2 = qparams("c2", 0.02, 0.04)
+        nodes.append(conv("p1", q1, 8, 8, 3, q2, "c2"))
+        qa = qparams("res", 0.03, 0.05)
+        nodes.append(helper.make_node("QLinearAdd", ["c2", *q2, "p1", *q1, *qa], ["res"], name="residual", domain=MS))
+        q3 = qparams("c3", 0.02, 0.04)
+        nodes.append(conv("res", qa, 8, 4, 1, q3, "c3", pads=0, bias=False))
+        qs = qparams("sig", 0.003, 0.005)
+        nodes.append(helper.make_node("QLinearSigmoid", ["c3", *q3, *qs], ["sig"], name="gate", domain=MS))
+        qc = qparams("cat", 0.03, 0.05)
+        nodes.append(helper.make_node("QLinearConcat", [*qc, "res", *qa, "sig", *qs], ["cat"], name="concat", axis=1, domain=MS))
+        qg = qparams("gap", 0.01, 0.02)
+        nodes.append(helper.make_node("QLinearGlobalAveragePool", ["cat", *qc, *qg], ["gap"], name="gap", domain=MS))
+        nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"))
+        w = init("fc_w", r.integers(-127, 128, size=(12, 5)).astype(i8))
+        fq = (init("fc_w_scale", np.float32(0.01)), init("fc_w_zp", np.array(0, dtype=i8)))
+        qf = qparams("fc", 0.05, 0.1)
+        nodes.append(helper.make_node("QLinearMatMul", ["flat", *qg, w, *fq, *qf], ["fc"], name="fc"))
+        nodes.append(helper.make_node("DequantizeLinear", ["fc", *qf], ["logits"], name="dequantize"))
+        nodes.append(helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=-1))
+        return nodes, list(inits)
+
+    image = r.uniform(-1.0, 1.5, size=(2, 3, 12, 12)).astype(np.float32)
+    return [GraphCase(name, "QOperator model", [("image", image, False)], [("probs", F32), ("res", TensorProto.UINT8)], build)]
+
+
 ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
-       qlinear_cases())
+       qlinear_cases() + qoperator_model_cases())
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
