@@ -1,8 +1,10 @@
 // ONNX Runtime's QOperator contrib ops (com.microsoft): QLinearAdd, QLinearMul, QLinearSigmoid,
-// QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat, as src/ops/qlinear.h defines them.
+// QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, as src/ops/qlinear.h
+// defines them.
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 #include "ops/broadcast.h"
+#include "ops/pool.h"
 #include "ops/qlinear.h"
 
 namespace onnxgpu::cpu {
@@ -61,6 +63,35 @@ std::vector<Tensor> qlinear_global_average_pool(KernelContext& ctx) {
   return {nn::tensor_from_doubles(X.dtype(), g.out, y)};
 }
 
+// QLinearAveragePool: AveragePool's windows (ops::pool_params) over the dequantized values, summed in
+// float32 in the window's order, divided by the count, then by y_scale, and requantized.
+std::vector<Tensor> qlinear_average_pool(KernelContext& ctx) {
+  const std::vector<ops::Operand> in = ctx.operands();
+  ops::check_quantized(in, {0, 1, 2}, "X", ctx.fail_fn());
+  ops::check_quantized(in, {ops::QuantizedInput::kNone, 3, 4}, "Y", ctx.fail_fn(), in[0].dtype);
+  if (ctx.node.attr_int("channels_last", 0) != 0) ctx.fail("channels_last 1 (X laid out [N, spatial..., C]) is not supported");
+  const Tensor& X = ctx.input(0);
+  if (X.rank() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + X.describe());
+  const ops::PoolParams pp = ops::pool_params(ctx.node, X.shape(), false, ctx.fail_fn());
+  const float xs = scale_of(ctx, 1), ys = scale_of(ctx, 3);
+  const int32_t xz = zero_of(ctx, 2), yz = zero_of(ctx, 4);
+  const Shape in_sp(X.shape().begin() + 2, X.shape().end());
+  const int64_t NC = X.dim(0) * X.dim(1), in_sz = shape_numel(in_sp), out_sz = shape_numel(pp.win.out);
+  std::vector<double> y(size_t(shape_numel(pp.out)));
+  std::vector<std::pair<int64_t, int64_t>> taps;
+  std::vector<int64_t> o(in_sp.size(), 0);
+  for (int64_t op = 0; op < out_sz; ++op, nn::next_index(o, pp.win.out)) {
+    nn::window_taps(pp.win, o, taps);
+    const int64_t divisor = pp.include_pad ? nn::window_padded_count(pp.win, o) : int64_t(taps.size());
+    for (int64_t nc = 0; nc < NC; ++nc) {
+      float acc = 0.0f;
+      for (const auto& t : taps) acc += xs * float(int32_t(X.int_at(nc * in_sz + t.second)) - xz);
+      y[size_t(nc * out_sz + op)] = ops::requantize(divisor > 0 ? acc / float(divisor) / ys : 0.0f, yz, X.dtype());
+    }
+  }
+  return {nn::tensor_from_doubles(X.dtype(), pp.out, y)};
+}
+
 std::vector<Tensor> qlinear_concat(KernelContext& ctx) {
   int64_t axis = 0;
   Shape out;
@@ -94,6 +125,7 @@ void register_qlinear(KernelRegistry& r) {
   r.add("QLinearLeakyRelu", qlinear_unary, ir::kMsDomain);
   r.add("QLinearGlobalAveragePool", qlinear_global_average_pool, ir::kMsDomain);
   r.add("QLinearConcat", qlinear_concat, ir::kMsDomain);
+  r.add("QLinearAveragePool", qlinear_average_pool, ir::kMsDomain);
 }
 
 }  // namespace onnxgpu::cpu

@@ -10,6 +10,8 @@
 //   QLinearGlobalAveragePool (channels_last, default 0: X [N, C, spatial...], else [N, spatial..., C])
 //                    Y = (sum(X) - n x_z) * (x_s / (y_s n)), n = the spatial size; Y keeps X's rank, 1s
 //                    for the spatial dims
+//   QLinearAveragePool  AveragePool's windows and attributes (ops::pool_params; channels_last 0 only):
+//                    Y = (sum over the window of x_s (X - x_z), in float32 in the window's order) / count / y_s
 //   QLinearConcat    inputs y_scale, y_zero_point, then (X, x_scale, x_zero_point) per tensor; axis:
 //                    each X requantized to Y's parameters through its table, then concatenated
 // Used by the CPU reference (src/cpu/qlinear.cpp) and the GPU kernels (src/webgpu/kernels/qlinear.cpp),

@@ -42,7 +42,7 @@ const std::set<std::string>& in_scope_ops() {
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
       "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized", "com.microsoft.QLinearAdd",
       "com.microsoft.QLinearMul", "com.microsoft.QLinearSigmoid", "com.microsoft.QLinearLeakyRelu",
-      "com.microsoft.QLinearGlobalAveragePool", "com.microsoft.QLinearConcat",
+      "com.microsoft.QLinearGlobalAveragePool", "com.microsoft.QLinearConcat", "com.microsoft.QLinearAveragePool",
       "Attention", "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention",
       // opsets 18-28
       "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitCast", "CumProd", "Swish", "Mish", "SwiGLU",

@@ -1053,6 +1053,9 @@ std::vector<Case> build() {
   add(B("QLinearGlobalAveragePool", "channels_last").ms().without_schema(kQ).x("X", {2, 3, 4, 6})
           .k("x_scale", Tensor::scalar<float>(0.05f)).kx("x_zero_point", {}, fixed({9})).k("y_scale", Tensor::scalar<float>(0.01f))
           .kx("y_zero_point", {}, fixed({3})).i("channels_last", 1));
+  add(B("QLinearAveragePool").ms().without_schema(kQ).x("X", {1, 3, 7, 6}).k("x_scale", Tensor::scalar<float>(0.05f))
+          .kx("x_zero_point", {}, fixed({9})).k("y_scale", Tensor::scalar<float>(0.03f)).kx("y_zero_point", {}, fixed({3}))
+          .ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}));
   add(B("QLinearConcat").ms().without_schema(kQ).k("Y_scale", Tensor::scalar<float>(0.03f)).kx("Y_zero_point", {}, fixed({4}))
           .x("X0", {2, 2, 3}).k("X0_scale", Tensor::scalar<float>(0.05f)).kx("X0_zero_point", {}, fixed({1}))
           .x("X1", {2, 4, 3}).k("X1_scale", Tensor::scalar<float>(0.03f)).kx("X1_zero_point", {}, fixed({4}))

@@ -192,7 +192,7 @@ TEST_P(ContribOrt, GpuCapturedMatchesOnnxRuntime) {
     FAIL() << "cannot create a WebGPU session: " << e.what();
   }
   expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, recorded)");
-  EXPECT_EQ(gpu->last_plan().gpu_nodes, 1);
+  EXPECT_GE(gpu->last_plan().gpu_nodes, 1);  // one, or a model's (qoperator_cnn), all of them on the GPU:
   EXPECT_EQ(gpu->last_plan().cpu_nodes, 0);
   expect_close(gpu->run(other), other_want, GetParam() + " (webgpu, replayed with other values, vs the CPU reference)");
   EXPECT_TRUE(gpu->last_plan().replayed);

@@ -224,7 +224,7 @@ void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNo
                                                   // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
                                                   // SkipLayerNormalization, SkipSimplifiedLayerNormalization
 void register_conv(GpuKernelRegistry&);           // Conv, ConvInteger, QLinearConv, ConvTranspose, Col2Im
-void register_pool(GpuKernelRegistry&);           // AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool, LRN, RoiAlign
+void register_pool(GpuKernelRegistry&);           // AveragePool, QLinearAveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool, LRN, RoiAlign
 void register_resize(GpuKernelRegistry&);         // Resize
 void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_bias_activation(GpuKernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
@@ -234,7 +234,7 @@ void register_quantize(GpuKernelRegistry&);       // QuantizeLinear, DequantizeL
 void register_attention_ops(GpuKernelRegistry&);  // com.microsoft GroupQueryAttention
 void register_grid(GpuKernelRegistry&);           // GridSample, AffineGrid
 void register_qlinear(GpuKernelRegistry&);         // com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-                                                  // QLinearGlobalAveragePool, QLinearConcat
+                                                  // QLinearGlobalAveragePool, QLinearConcat (QLinearAveragePool: register_pool)
 void register_spectral(GpuKernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 void register_rnn(GpuKernelRegistry&);            // RNN, GRU, LSTM
 

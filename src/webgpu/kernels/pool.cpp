@@ -1,9 +1,10 @@
-// Pools on the GPU: AveragePool, MaxPool (with the optional Indices output), LpPool — one invocation per
-// output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — one workgroup
+// Pools on the GPU: AveragePool (and com.microsoft's QLinearAveragePool), MaxPool (with the optional Indices
+// output), LpPool — one invocation per output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — one workgroup
 // per (n, c) row with a shared-memory tree reduction. Window geometry and output shapes are the CPU
 // reference's (src/cpu/pool.cpp, ops::make_window); sums are accumulated in f32. LRN and RoiAlign: one
 // invocation per output element.
 #include "ops/pool.h"
+#include "ops/qlinear.h"
 #include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/device.h"
@@ -31,8 +32,18 @@ float lp_p(const GpuKernelContext& ctx) {
 // |v|^p with 0^p = 0 (WGSL's pow is undefined for a zero base).
 const char* kLpPow = "fn lp_pow(a: f32, e: f32) -> f32 { return pow_f32(a, e); }\n";
 
-void pool(GpuKernelContext& ctx, PoolKind kind) {
-  check_input(ctx, kind == PoolKind::Max);
+// `qlinear`: QLinearAveragePool (ops/qlinear.h): X int8 / uint8 dequantized as it is summed, the mean
+// divided by y_scale and requantized; scales and zero points uniforms when constant (QuantParam).
+void pool(GpuKernelContext& ctx, PoolKind kind, bool qlinear = false) {
+  if (qlinear) {
+    const std::vector<ops::Operand> in = ctx.operands();
+    ops::check_quantized(in, {0, 1, 2}, "X", ctx.fail_fn());
+    ops::check_quantized(in, {ops::QuantizedInput::kNone, 3, 4}, "Y", ctx.fail_fn(), in[0].dtype);
+    if (ctx.node.attr_int("channels_last", 0) != 0) ctx.fail("channels_last 1 (X laid out [N, spatial..., C]) is not supported");
+    if (ctx.shape(0).size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(ctx.shape(0)));
+  } else {
+    check_input(ctx, kind == PoolKind::Max);
+  }
   const ir::Node& node = ctx.node;
   const Shape& xs = ctx.shape(0);
   DType t = ctx.dtype(0);
@@ -57,7 +68,12 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
 
   size_t r = in_sp.size();
   std::string R = std::to_string(r);
+  const QuantParam xsc = QuantParam::of(ctx, 1), xz = QuantParam::of(ctx, 2), ysc = QuantParam::of(ctx, 3),
+                   yz = QuantParam::of(ctx, 4);
   std::string name = kind == PoolKind::Max ? "maxpool" : kind == PoolKind::Average ? "avgpool" : "lppool";
+  if (qlinear)
+    name = std::string("q") + name + "_s" + xsc.tag() + ysc.tag() + (ctx.has_input(2) ? std::string("_xz") + xz.tag() : "") +
+           (ctx.has_input(4) ? std::string("_yz") + yz.tag() : "");
   if (include_pad && kind == PoolKind::Average) name += "_incpad";
   if (want_indices) name += storage_order ? "_indices_colmajor" : "_indices";
   if (r == 2)  // the window's geometry is part of the program (constants, below)
@@ -65,8 +81,16 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
       name += "_" + std::to_string((*v)[0]) + "x" + std::to_string((*v)[1]);
   auto p = ctx.program(name + std::to_string(r) + "d");
   p.input("x", t, xs);
+  std::vector<ValueRef> binds{ctx.in(0)};
+  std::string xsv, xzv = "0i", ysv, yzv = "0i";
+  if (qlinear) {
+    xsv = xsc.bind(ctx, p, binds, "xs", 1, "0u", true);
+    if (ctx.has_input(2)) xzv = xz.bind(ctx, p, binds, "xz", 2, "0u", false);
+    ysv = ysc.bind(ctx, p, binds, "ys", 3, "0u", true);
+    if (ctx.has_input(4)) yzv = yz.bind(ctx, p, binds, "yz", 4, "0u", false);
+  }
   p.output("y", t, out);
-  std::vector<ValueRef> binds{ctx.in(0), ctx.out(0)};
+  binds.push_back(ctx.out(0));
   if (want_indices) {
     p.output("ind", DType::Int64, out);
     binds.push_back(ctx.out(1));
@@ -167,6 +191,13 @@ void pool(GpuKernelContext& ctx, PoolKind kind) {
             "  y_store(gi, best);\n";
     if (want_indices)
       body += "  ind_store(gi, from_i64_$ind(select(w64_from_i32(-1i), w64_from_u32(x0 + arg), found)));\n";
+  } else if (kind == PoolKind::Average && qlinear) {
+    const bool s8 = t == DType::Int8;
+    body += "    acc = acc + " + xsv + " * f32(i32(v) - " + xzv + ");\n    taps = taps + 1u;\n   }\n  }\n";
+    body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";
+    body += "  let m = select(0.0, acc / f32(div) / " + ysv + ", div > 0u);\n"
+            "  let q = clamp(round(m) + f32(" + yzv + "), " + (s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
+            "  y_store(gi, " + (s8 ? "i32(q)" : "u32(q)") + ");\n";
   } else if (kind == PoolKind::Average) {
     body += "    acc = acc + to_f32_$x(v);\n    taps = taps + 1u;\n   }\n  }\n";
     body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";
@@ -347,6 +378,7 @@ void register_pool(GpuKernelRegistry& r) {
   r.add("LRN", lrn);
   r.add("RoiAlign", roi_align);
   r.add("AveragePool", [](GpuKernelContext& c) { pool(c, PoolKind::Average); });
+  r.add("QLinearAveragePool", [](GpuKernelContext& c) { pool(c, PoolKind::Average, true); }, ir::kMsDomain);
   r.add("MaxPool", [](GpuKernelContext& c) { pool(c, PoolKind::Max); });
   r.add("LpPool", [](GpuKernelContext& c) { pool(c, PoolKind::Lp); });
   r.add("GlobalAveragePool", [](GpuKernelContext& c) { global_pool(c, PoolKind::Average); });

@@ -7,7 +7,8 @@
 //     be constants (else the node runs on the CPU);
 //   - QLinearGlobalAveragePool: one invocation per (image, channel), the exact int32 sum over the
 //     spatial positions (NCHW or channels last), requantized with ops::qlinear_pool_factor;
-//   - QLinearConcat: one dispatch per input, each element through the input's table into its place.
+//   - QLinearConcat: one dispatch per input, each element through the input's table into its place;
+//   - QLinearAveragePool: pool.cpp's window kernel, dequantizing as it sums.
 #include "ops/broadcast.h"
 #include "ops/qlinear.h"
 #include "webgpu/device.h"

@@ -462,6 +462,18 @@ def qlinear_cases():
     pool("uint8", (2, 3, 5, 4), False)
     pool("int8", (2, 4, 3, 6), True)
 
+    def avg_pool(tname, shape, attrs):
+        name = f"qlinear_average_pool_{tname}" + "".join(f"_{k}" for k in attrs if k != "kernel_shape")
+        r = rng(name)
+        dt, elem = types[tname]
+        ins = [("X", tensor(r, shape, dt), False), ("x_scale", scale(r, 0.02, 0.08), True), ("x_zero_point", zero(r, dt), True),
+               ("y_scale", scale(r, 0.01, 0.04), True), ("y_zero_point", zero(r, dt), True)]
+        cases.append(Case(name, "QLinearAveragePool", ins, [("Y", elem)], attrs))
+
+    avg_pool("uint8", (2, 3, 7, 6), {"kernel_shape": [3, 3], "strides": [2, 2]})
+    avg_pool("int8", (1, 4, 6, 7), {"kernel_shape": [2, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1})
+    avg_pool("uint8", (1, 2, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
+
     def concat(tname, shapes, axis):
         name = f"qlinear_concat_{tname}_axis_{axis}".replace("-", "minus")
         r = rng(name)
