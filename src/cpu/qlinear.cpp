@@ -1,6 +1,6 @@
 // ONNX Runtime's QOperator contrib ops (com.microsoft): QLinearAdd, QLinearMul, QLinearSigmoid,
-// QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, as src/ops/qlinear.h
-// defines them.
+// QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm, as
+// src/ops/qlinear.h defines them.
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 #include "ops/broadcast.h"
@@ -92,6 +92,32 @@ std::vector<Tensor> qlinear_average_pool(KernelContext& ctx) {
   return {nn::tensor_from_doubles(X.dtype(), pp.out, y)};
 }
 
+// QGemm: exact integer sums plus C, times each column's factor in float32 (ops::qgemm_params).
+std::vector<Tensor> qgemm(KernelContext& ctx) {
+  const ops::QGemmParams p = ops::qgemm_params(ctx.node, ctx.operands(), ctx.fail_fn());
+  const Tensor &A = ctx.input(0), &B = ctx.input(3);
+  const Tensor& bs = ctx.input(4);
+  const float as = scale_of(ctx, 1);
+  const int32_t az = zero_of(ctx, 2);
+  const Shape out{p.M, p.N};
+  std::vector<int64_t> cmap;
+  if (ctx.has_input(6)) cmap = ops::broadcast_index_map(ctx.input(6).shape(), out);
+  const float ys = p.quantized ? scale_of(ctx, 7) : 1.0f;
+  const int32_t yz = p.quantized ? zero_of(ctx, 8) : 0;
+  std::vector<double> y(size_t(p.M * p.N));
+  for (int64_t m = 0; m < p.M; ++m)
+    for (int64_t n = 0; n < p.N; ++n) {
+      const int32_t bz = ctx.has_input(5) ? int32_t(ctx.input(5).int_at(ctx.input(5).numel() == 1 ? 0 : n)) : 0;
+      int64_t acc = 0;
+      for (int64_t k = 0; k < p.K; ++k)
+        acc += (A.int_at(p.trans_a ? k * p.M + m : m * p.K + k) - az) * (B.int_at(p.trans_b ? n * p.K + k : k * p.N + n) - bz);
+      if (!cmap.empty()) acc += ctx.input(6).int_at(cmap[size_t(m * p.N + n)]);
+      const float f = ops::qgemm_factor(p.alpha, as, float(bs.double_at(bs.numel() == 1 ? 0 : n)));
+      y[size_t(m * p.N + n)] = p.quantized ? ops::requantize(float(int32_t(acc)) * (f / ys), yz, p.out) : double(float(int32_t(acc)) * f);
+    }
+  return {nn::tensor_from_doubles(p.out, out, y)};
+}
+
 std::vector<Tensor> qlinear_concat(KernelContext& ctx) {
   int64_t axis = 0;
   Shape out;
@@ -126,6 +152,7 @@ void register_qlinear(KernelRegistry& r) {
   r.add("QLinearGlobalAveragePool", qlinear_global_average_pool, ir::kMsDomain);
   r.add("QLinearConcat", qlinear_concat, ir::kMsDomain);
   r.add("QLinearAveragePool", qlinear_average_pool, ir::kMsDomain);
+  r.add("QGemm", qgemm, ir::kMsDomain);
 }
 
 }  // namespace onnxgpu::cpu

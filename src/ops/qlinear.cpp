@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/broadcast.h"
+
 
 namespace onnxgpu::ops {
 
@@ -88,6 +90,61 @@ QLinearPoolGeometry qlinear_global_pool_geometry(const ir::Node& node, const std
   g.out[0] = g.batch;
   g.out[g.channels_last ? x.size() - 1 : 1] = g.channels;
   return g;
+}
+
+QGemmParams qgemm_params(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail) {
+  if (in.size() < 6) raise(fail, "takes 6 to 9 inputs (A, a_scale, a_zero_point, B, b_scale, b_zero_point[, C, y_scale, y_zero_point])");
+  QGemmParams p;
+  p.trans_a = node.attr_int("transA", 0) != 0;
+  p.trans_b = node.attr_int("transB", 0) != 0;
+  p.alpha = node.attr_float("alpha", 1.0f);
+  const Operand &a = in[0], &b = in[3];
+  if (!a.given() || !quantized_type(a.dtype) || a.shape.size() != 2)
+    raise(fail, "A must be a 2-D int8 or uint8 tensor, got " + (a.given() ? a.describe() : std::string("nothing")));
+  if (!b.given() || !quantized_type(b.dtype) || b.shape.size() != 2)
+    raise(fail, "B must be a 2-D int8 or uint8 tensor, got " + (b.given() ? b.describe() : std::string("nothing")));
+  p.M = a.shape[p.trans_a ? 1 : 0];
+  p.K = a.shape[p.trans_a ? 0 : 1];
+  p.N = b.shape[p.trans_b ? 0 : 1];
+  if (b.shape[p.trans_b ? 1 : 0] != p.K)
+    raise(fail, "A " + a.describe() + " and B " + b.describe() + " do not multiply (transA " + std::to_string(p.trans_a) +
+                    ", transB " + std::to_string(p.trans_b) + ")");
+  check_quantized(in, {0, 1, 2}, "A", fail);
+  auto per_column = [&](size_t i, const char* what, bool scale) {
+    const Operand& o = at(in, i);
+    if (!o.given()) {
+      if (scale) raise(fail, std::string(what) + " is required");
+      return;
+    }
+    const int64_t n = shape_numel(o.shape);
+    if ((scale ? !dtype_is_float(o.dtype) : o.dtype != b.dtype) || (n != 1 && n != p.N) || o.shape.size() > 1)
+      raise(fail, std::string(what) + " must be a " + (scale ? "float" : std::string(dtype_name(b.dtype))) +
+                      " scalar or have one value per column (" + std::to_string(p.N) + "), got " + o.describe());
+  };
+  per_column(4, "b_scale", true);
+  per_column(5, "b_zero_point", false);
+  const Operand& c = at(in, 6);
+  if (c.given()) {
+    bool ok = c.dtype == DType::Int32 && c.shape.size() <= 2;
+    if (ok) {
+      try {
+        ok = broadcast_shapes(c.shape, {p.M, p.N}) == Shape{p.M, p.N};
+      } catch (const Error&) {
+        ok = false;
+      }
+    }
+    if (!ok) raise(fail, "C must be int32 and broadcast to [M, N] = [" + std::to_string(p.M) + "," + std::to_string(p.N) + "], got " + c.describe());
+  }
+  const Operand &ys = at(in, 7), &yz = at(in, 8);
+  p.quantized = ys.given();
+  if (p.quantized) {
+    check_quantized(in, {QuantizedInput::kNone, 7, 8}, "Y", fail, yz.given() ? yz.dtype : DType::UInt8);
+    if (yz.given() && !quantized_type(yz.dtype)) raise(fail, "y_zero_point must be int8 or uint8, got " + yz.describe());
+    p.out = yz.given() ? yz.dtype : DType::UInt8;
+  } else if (yz.given()) {
+    raise(fail, "y_zero_point is given without y_scale");
+  }
+  return p;
 }
 
 DType check_qlinear_concat(const ir::Node& node, const std::vector<Operand>& in, int64_t& axis, Shape& out, const Fail& fail) {

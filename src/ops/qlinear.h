@@ -12,6 +12,11 @@
 //                    for the spatial dims
 //   QLinearAveragePool  AveragePool's windows and attributes (ops::pool_params; channels_last 0 only):
 //                    Y = (sum over the window of x_s (X - x_z), in float32 in the window's order) / count / y_s
+//   QGemm            A [M, K] (transA), a_scale, a_zero_point, B [K, N] (transB), b_scale, b_zero_point (scalars
+//                    or one per column), C (optional int32, broadcast to [M, N]), y_scale, y_zero_point
+//                    (optional: without them Y is float32); alpha:
+//                    acc = sum (A - a_z)(B - b_z) + C, f = alpha a_s b_s (per column),
+//                    Y = acc f (float32), or requantize(acc (f / y_s)) (ONNX Runtime's, measured bit for bit)
 //   QLinearConcat    inputs y_scale, y_zero_point, then (X, x_scale, x_zero_point) per tensor; axis:
 //                    each X requantized to Y's parameters through its table, then concatenated
 // Used by the CPU reference (src/cpu/qlinear.cpp) and the GPU kernels (src/webgpu/kernels/qlinear.cpp),
@@ -70,6 +75,18 @@ struct QLinearPoolGeometry {
 QLinearPoolGeometry qlinear_global_pool_geometry(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail);
 // Its factor: x_s / (y_s n).
 inline float qlinear_pool_factor(float x_scale, float y_scale, int64_t n) { return x_scale / (y_scale * float(n)); }
+
+// QGemm's shapes and attributes (inputs checked: types, parameter counts, C's shape).
+struct QGemmParams {
+  int64_t M = 0, K = 0, N = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f;
+  bool quantized = false;  // y_scale and y_zero_point given: Y is int8 / uint8
+  DType out = DType::Float32;
+};
+QGemmParams qgemm_params(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail);
+// Column n's factor f (before the division by y_scale).
+inline float qgemm_factor(float alpha, float a_scale, float b_scale) { return alpha * a_scale * b_scale; }
 
 // QLinearConcat: checks the inputs; returns the output's dtype and shape (axis normalized in `axis`).
 DType check_qlinear_concat(const ir::Node& node, const std::vector<Operand>& in, int64_t& axis, Shape& out, const Fail& fail);

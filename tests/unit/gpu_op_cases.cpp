@@ -1056,6 +1056,14 @@ std::vector<Case> build() {
   add(B("QLinearAveragePool").ms().without_schema(kQ).x("X", {1, 3, 7, 6}).k("x_scale", Tensor::scalar<float>(0.05f))
           .kx("x_zero_point", {}, fixed({9})).k("y_scale", Tensor::scalar<float>(0.03f)).kx("y_zero_point", {}, fixed({3}))
           .ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}));
+  add(B("QGemm").ms().without_schema(kQ).x("A", {3, 5}).k("a_scale", Tensor::scalar<float>(0.02f)).kx("a_zero_point", {}, fixed({3}))
+          .f("B", DType::Int8, {4, 5}).k("b_scale", Tensor::from_vector<float>({4}, {0.01f, 0.02f, 0.015f, 0.03f}))
+          .k("b_zero_point", Tensor::from_vector<int8_t>({4}, {0, 1, -2, 0})).k("C", Tensor::from_vector<int32_t>({4}, {-300, 0, 50, 900}))
+          .k("y_scale", Tensor::scalar<float>(0.1f)).kx("y_zero_point", {}, fixed({5})).i("transB", 1)
+          .note("A and Y of the varied type; int8 B per column, a bias"));
+  add(B("QGemm", "float output, alpha").ms().without_schema(kQ).x("A", {4, 3}).k("a_scale", Tensor::scalar<float>(0.02f))
+          .kx("a_zero_point", {}, fixed({3})).x("B", {4, 5}).k("b_scale", Tensor::scalar<float>(0.01f))
+          .kx("b_zero_point", {}, fixed({1})).i("transA", 1).fl("alpha", 0.5f));
   add(B("QLinearConcat").ms().without_schema(kQ).k("Y_scale", Tensor::scalar<float>(0.03f)).kx("Y_zero_point", {}, fixed({4}))
           .x("X0", {2, 2, 3}).k("X0_scale", Tensor::scalar<float>(0.05f)).kx("X0_zero_point", {}, fixed({1}))
           .x("X1", {2, 4, 3}).k("X1_scale", Tensor::scalar<float>(0.03f)).kx("X1_zero_point", {}, fixed({4}))

@@ -8,7 +8,8 @@
 //   - QLinearGlobalAveragePool: one invocation per (image, channel), the exact int32 sum over the
 //     spatial positions (NCHW or channels last), requantized with ops::qlinear_pool_factor;
 //   - QLinearConcat: one dispatch per input, each element through the input's table into its place;
-//   - QLinearAveragePool: pool.cpp's window kernel, dequantizing as it sums.
+//   - QLinearAveragePool: pool.cpp's window kernel, dequantizing as it sums;
+//   - QGemm: one invocation per output element, the exact int32 sum plus C, times the column's factor.
 #include "ops/broadcast.h"
 #include "ops/qlinear.h"
 #include "webgpu/device.h"
@@ -189,6 +190,60 @@ void qlinear_concat(GpuKernelContext& ctx) {
   }
 }
 
+void qgemm(GpuKernelContext& ctx) {
+  const ops::QGemmParams g = ops::qgemm_params(ctx.node, ctx.operands(), ctx.fail_fn());
+  const Shape out{g.M, g.N};
+  ctx.set_output(0, g.out, out);
+  if (shape_numel(out) == 0) return;
+  const QuantParam as = QuantParam::of(ctx, 1), az = QuantParam::of(ctx, 2), bs = QuantParam::of(ctx, 4),
+                   bz = QuantParam::of(ctx, 5), ys = QuantParam::of(ctx, 7), yz = QuantParam::of(ctx, 8);
+  const bool has_az = ctx.has_input(2), has_bz = ctx.has_input(5), has_c = ctx.has_input(6), has_yz = ctx.has_input(8);
+  std::string name = std::string("qgemm") + (g.trans_a ? "_ta" : "") + (g.trans_b ? "_tb" : "") + "_s" + as.tag() + bs.tag() +
+                     (has_az ? std::string("_az") + az.tag() : "") + (has_bz ? std::string("_bz") + bz.tag() : "") + (has_c ? "_c" : "");
+  if (g.quantized) name += std::string("_y") + ys.tag() + (has_yz ? yz.tag() : '-');
+  auto p = ctx.program(name);
+  std::vector<ValueRef> binds;
+  p.input("a", ctx.dtype(0), ctx.shape(0));
+  binds.push_back(ctx.in(0));
+  p.input("b", ctx.dtype(3), ctx.shape(3));
+  binds.push_back(ctx.in(3));
+  const std::string asv = as.bind(ctx, p, binds, "sa", 1, "0u", true), bsv = bs.bind(ctx, p, binds, "sb", 4, "n", true);
+  const std::string azv = has_az ? az.bind(ctx, p, binds, "za", 2, "0u", false) : "0i";
+  const std::string bzv = has_bz ? bz.bind(ctx, p, binds, "zb", 5, "n", false) : "0i";
+  std::string ysv, yzv = "0i";
+  if (g.quantized) {
+    ysv = ys.bind(ctx, p, binds, "sy", 7, "0u", true);
+    if (has_yz) yzv = yz.bind(ctx, p, binds, "zy", 8, "0u", false);
+  }
+  if (has_c) {
+    p.input("c", ctx.dtype(6), ctx.shape(6));
+    binds.push_back(ctx.in(6));
+    p.broadcast_index("c_at", ctx.shape(6), out);
+  }
+  p.output("y", g.out, out);
+  binds.push_back(ctx.out(0));
+  if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
+    ctx.unsupported("more inputs than the device binds per dispatch");
+  p.uniform("M", uint32_t(g.M));
+  p.uniform("K", uint32_t(g.K));
+  p.uniform("N", uint32_t(g.N));
+  p.uniform_f32("alpha", g.alpha);
+  p.set_threads(uint64_t(g.M * g.N));
+  std::string body =
+      "  let n = gi % N();\n  let m = gi / N();\n"
+      "  let oa = " + azv + ";\n  let ob = " + bzv + ";\n"
+      "  var acc = 0i;\n"
+      "  for (var k = 0u; k < K(); k = k + 1u) {\n"
+      "    acc = acc + (i32(a_load(" + std::string(g.trans_a ? "k * M() + m" : "m * K() + k") + ")) - oa) * (i32(b_load(" +
+      (g.trans_b ? "n * K() + k" : "k * N() + n") + ")) - ob);\n"
+      "  }\n" +
+      (has_c ? "  acc = acc + c_load(c_at(gi));\n" : "") +
+      "  let f = alpha() * " + asv + " * " + bsv + ";\n";
+  body += g.quantized ? store_requantized(g.out, "f32(acc) * (f / " + ysv + ")", yzv) : "  y_store(gi, from_f32_$y(f32(acc) * f));";
+  p.body(body);
+  ctx.dispatch(p, binds);
+}
+
 }  // namespace
 
 void register_qlinear(GpuKernelRegistry& r) {
@@ -198,6 +253,7 @@ void register_qlinear(GpuKernelRegistry& r) {
   r.add("QLinearLeakyRelu", qlinear_unary, ir::kMsDomain);
   r.add("QLinearGlobalAveragePool", qlinear_global_average_pool, ir::kMsDomain);
   r.add("QLinearConcat", qlinear_concat, ir::kMsDomain);
+  r.add("QGemm", qgemm, ir::kMsDomain);
 }
 
 }  // namespace onnxgpu::webgpu

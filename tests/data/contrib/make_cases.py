@@ -474,6 +474,33 @@ def qlinear_cases():
     avg_pool("int8", (1, 4, 6, 7), {"kernel_shape": [2, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1})
     avg_pool("uint8", (1, 2, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
 
+    def qgemm(name, a_type, b_type, M, K, N, trans_b=False, per_column=False, bias=None, out=None, alpha=1.0):
+        r = rng("qgemm_" + name)
+        (adt, _), (bdt, _) = types[a_type], types[b_type]
+        ins = [("A", tensor(r, (M, K), adt), False), ("a_scale", scale(r, 0.01, 0.03), True),
+               ("a_zero_point", zero(r, adt), True),
+               ("B", tensor(r, (N, K) if trans_b else (K, N), bdt), True),
+               ("b_scale", r.uniform(0.005, 0.02, size=(N,)).astype(np.float32) if per_column else scale(r, 0.005, 0.02), True),
+               ("b_zero_point", np.zeros(N, dtype=bdt) if per_column else zero(r, bdt), True)]
+        if bias == "column":
+            ins.append(("C", r.integers(-5000, 5000, size=(N,)).astype(np.int32), True))
+        elif bias == "full":
+            ins.append(("C", r.integers(-5000, 5000, size=(M, N)).astype(np.int32), True))
+        elif out:
+            ins.append(("", None, False))
+        if out:
+            ydt, yelem = types[out]
+            ins += [("y_scale", scale(r, 0.05, 0.2), True), ("y_zero_point", zero(r, ydt), True)]
+        attrs = {"alpha": alpha}
+        if trans_b:
+            attrs["transB"] = 1
+        cases.append(Case("qgemm_" + name, "QGemm", ins, [("Y", types[out][1] if out else F32)], attrs))
+
+    qgemm("u8s8_per_column_bias_u8", "uint8", "int8", 3, 40, 10, trans_b=True, per_column=True, bias="column", out="uint8")
+    qgemm("s8s8_full_bias_s8_alpha", "int8", "int8", 4, 24, 6, bias="full", out="int8", alpha=0.5)
+    qgemm("u8u8_float", "uint8", "uint8", 2, 16, 5, bias="column")
+    qgemm("u8s8_no_bias_u8", "uint8", "int8", 5, 8, 7, trans_b=True, out="uint8")
+
     def concat(tname, shapes, axis):
         name = f"qlinear_concat_{tname}_axis_{axis}".replace("-", "minus")
         r = rng(name)

@@ -1,0 +1,1 @@
+BYJ(Ù‘ç@lu]A›è8A>ühA%b9Ap/AåM»AÕcA±:ªANÅ€A
