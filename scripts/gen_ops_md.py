@@ -131,7 +131,8 @@ def generate(paths, argv_display):
                 for o in targets:
                     (contrib_cells if suite == CONTRIB_SUITE else cells)[o][column(config, suite)][index.get(t["status"], 1)] += 1
                 if t["status"] != "passed":
-                    rows.append((suite, t["name"], op or ", ".join(ops), t["status"], t.get("detail", "")))
+                    rows.append((suite, t["name"], op or ", ".join(ops), t["status"],
+                                 t.get("detail", "").replace(REPO + os.sep, "")))  # paths as in the repo
 
     out = []
     w = out.append
