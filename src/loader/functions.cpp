@@ -24,7 +24,7 @@ constexpr int kNodeOverload = 8;             // NodeProto.overload
 // Inlined bodies nest at most this deep, and the graph grows by at most this many nodes (a function
 // calling another twice, 64 levels deep, would otherwise be 2^64 nodes).
 constexpr int kMaxDepth = 64;
-constexpr size_t kMaxInlinedNodes = size_t(1) << 22;
+constexpr size_t kMaxInlinedNodes = size_t(1) << 20;
 
 std::vector<std::string> unknown_bytes(const UnknownFieldSet& u, int number) {
   std::vector<std::string> r;
@@ -54,6 +54,8 @@ struct Function {
   std::map<std::string, onnx::AttributeProto> defaults;  // attribute_proto, by name
   std::string name;                                      // "domain.name" for messages
   bool imports_checked = false;
+  size_t inlined_size = 0;  // the nodes a call becomes (its body's, calls counted inlined); 0: not known yet
+  bool sizing = false;      // being sized (a call back to it is recursion)
 };
 
 // The names of one inlined call: the call's values for the function's formal inputs and outputs, and a
@@ -126,6 +128,22 @@ class Inliner {
     return it == functions_.end() ? nullptr : &it->second;
   }
 
+  // The nodes a call of f becomes, counted before anything is built (capped past kMaxInlinedNodes: a
+  // function calling another twice, 30 levels deep, would be 2^30).
+  size_t inlined_size(Function& f) {
+    if (f.inlined_size) return f.inlined_size;
+    if (f.sizing) throw InvalidArgument(outermost_ + ": function '" + f.name + "' calls itself");
+    f.sizing = true;
+    size_t n = 0;
+    for (const auto& b : f.proto->node()) {
+      Function* g = called(b);
+      n += g ? inlined_size(*g) : 1;
+      n = std::min(n, kMaxInlinedNodes + 1);
+    }
+    f.sizing = false;
+    return f.inlined_size = std::max<size_t>(n, 1);
+  }
+
   // The function's opset imports join the model's; one domain at two versions is refused.
   void import_opsets(Function& f) {
     if (f.imports_checked) return;
@@ -187,8 +205,8 @@ class Inliner {
     for (int i = 0; i < fp.input_size(); ++i) names.bind(fp.input(i), i < n.input_size() ? n.input(i) : std::string());
     for (int i = 0; i < fp.output_size(); ++i)
       if (i < n.output_size() && !n.output(i).empty()) names.bind(fp.output(i), n.output(i));
-    if ((inlined_nodes_ += size_t(fp.node_size())) > kMaxInlinedNodes)
-      throw InvalidArgument(describe(n) + ": inlining the model's functions makes more than " +
+    if (depth == 0 && (inlined_nodes_ += inlined_size(*f)) > kMaxInlinedNodes)
+      throw InvalidArgument(outermost_ + ": inlining the model's functions makes more than " +
                             std::to_string(kMaxInlinedNodes) + " nodes");
     stack_.push_back(f);
     for (int i = 0; i < fp.node_size(); ++i) {

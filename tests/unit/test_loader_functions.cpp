@@ -237,6 +237,23 @@ TEST(LoaderFunctions, RefusedOrMalformedFunctionsNameTheCall) {
   std::string e = load_error(model({"x"}, {"z"}, {node("Loop", {"x"}, {"z"}, "mylib", "call")}, {self}));
   EXPECT_NE(e.find("node 'call'"), std::string::npos) << e;
   EXPECT_NE(e.find("function 'mylib.Loop' calls itself"), std::string::npos) << e;
+  // Two functions that call each other.
+  onnx::FunctionProto ping = function("Ping", {"a"}, {"b"}, {node("Pong", {"a"}, {"b"}, "mylib")});
+  onnx::FunctionProto pong = function("Pong", {"a"}, {"b"}, {node("Neg", {"a"}, {"t"}), node("Ping", {"t"}, {"b"}, "mylib")});
+  e = load_error(model({"x"}, {"z"}, {node("Ping", {"x"}, {"z"}, "mylib", "ball")}, {ping, pong}));
+  EXPECT_NE(e.find("node 'ball'"), std::string::npos) << e;
+  EXPECT_NE(e.find("function 'mylib.Ping' calls itself"), std::string::npos) << e;
+  // Each function calling the next twice, 30 deep: 2^30 nodes once inlined. Refused early, not built.
+  std::vector<onnx::FunctionProto> tower;
+  for (int i = 0; i < 30; ++i) {
+    const std::string next = "F" + std::to_string(i + 1);
+    tower.push_back(function("F" + std::to_string(i), {"a"}, {"b"},
+                             {node(next, {"a"}, {"t"}, "mylib"), node(next, {"t"}, {"b"}, "mylib")}));
+  }
+  tower.push_back(function("F30", {"a"}, {"b"}, {node("Neg", {"a"}, {"b"})}));
+  e = load_error(model({"x"}, {"z"}, {node("F0", {"x"}, {"z"}, "mylib", "tower")}, tower));
+  EXPECT_NE(e.find("node 'tower'"), std::string::npos) << e;
+  EXPECT_NE(e.find("inlining the model's functions makes more than"), std::string::npos) << e;
   // More inputs than the function takes.
   e = load_error(model({"x", "y"}, {"z"}, {node("AddRelu", {"x", "y", "x"}, {"z"}, "mylib", "wide")}, {add_relu()}));
   EXPECT_NE(e.find("node 'wide'"), std::string::npos) << e;
