@@ -6,9 +6,13 @@
 
 #include <google/protobuf/unknown_field_set.h>
 
+#include <cstdio>
 #include <string>
+#include <typeinfo>
+#include <unordered_map>
 #include <vector>
 
+#include "../fuzz/mutate.h"
 #include "one_node.h"
 #include "runtime/compare.h"
 #include "onnxgpu/error.h"
@@ -272,6 +276,45 @@ TEST(LoaderFunctions, RefusedOrMalformedFunctionsNameTheCall) {
   e = load_error(model({"x"}, {"z"}, {stray}, {}));
   EXPECT_NE(e.find("node 'stray'"), std::string::npos) << e;
   EXPECT_NE(e.find("outside any function"), std::string::npos) << e;
+}
+
+// Bit flips over models with functions (nested calls, attribute references and defaults, an If in a
+// body): each loads and runs on the CPU, or fails with an onnxgpu::Error; never another exception.
+TEST(LoaderFunctions, BitFlipsFailCleanly) {
+  onnx::NodeProto leaky = node("LeakyRelu", {"a"}, {"b"});
+  *leaky.add_attribute() = ref_attr("alpha", "slope", onnx::AttributeProto::FLOAT);
+  onnx::FunctionProto with_default = function("Leaky", {"a"}, {"b"}, {leaky});
+  with_default.add_attribute("slope");
+  with_default.mutable_unknown_fields()->AddLengthDelimited(11, float_attr("slope", 0.25f).SerializeAsString());
+  onnx::FunctionProto outer = function("Outer", {"a", "lo", "hi"}, {"r", "extra"},
+                                       {node("AddRelu", {"a", "a"}, {"s"}, "mylib"), node("Leaky", {"s"}, {"l"}, "mylib"),
+                                        node("Clip", {"l", "lo", "hi"}, {"r"}), node("Neg", {"a"}, {"extra"})});
+  const std::vector<std::string> seeds = {
+      model({"x", "y"}, {"z"}, {node("Outer", {"x"}, {"z"}, "mylib")}, {outer, add_relu(), with_default}),
+      model({"x", "y"}, {"z"}, {node("AddRelu", {"x", "y"}, {"t"}, "mylib"), node("AddRelu", {"t", "y"}, {"z"}, "mylib")},
+            {add_relu()})};
+  fuzz::Rng rng(7);
+  int loaded = 0, refused = 0;
+  for (const std::string& seed : seeds)
+    for (int i = 0; i < 750; ++i) {
+      const std::string bytes = fuzz::bit_flipped(seed, rng, 1 + int(rng.below(3)));
+      try {
+        SessionOptions o;
+        o.ep = "cpu";
+        Session s = Session::from_bytes(bytes, o);
+        std::unordered_map<std::string, Tensor> feeds;
+        for (const auto& in : s.inputs()) feeds[in.name] = in.name == "y" ? kY : kX;
+        s.run(feeds);
+        ++loaded;
+      } catch (const Error&) {
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "flip #" << i << ": " << typeid(e).name() << ": " << e.what();
+      }
+    }
+  EXPECT_GT(loaded, 0);
+  EXPECT_GT(refused, 0);
+  std::printf("function models, bit flips: %d ran, %d refused\n", loaded, refused);
 }
 
 }  // namespace
