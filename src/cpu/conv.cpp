@@ -7,6 +7,7 @@
 #include "cpu/kernel.h"
 #include "cpu/nn_util.h"
 #include "ops/conv.h"
+#include "ops/qlinear.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -179,13 +180,12 @@ std::vector<Tensor> qlinear_conv(KernelContext& ctx) {
   std::vector<double> y = conv_core(ctx, x, ctx.input(kQx).shape(), w, ctx.input(kQw).shape(), bias, out);
   const Tensor& ws = ctx.input(kQwScale);
   const float xs = float(ctx.input(kQxScale).double_at(0)), ys = float(ctx.input(kQyScale).double_at(0));
-  const double y0 = ctx.input(kQyZero).double_at(0);
-  const double lo = yt == DType::Int8 ? -128 : 0, hi = yt == DType::Int8 ? 127 : 255;
+  const int32_t y0 = int32_t(ctx.input(kQyZero).int_at(0));
   const int64_t M = out[1], per = shape_numel(Shape(out.begin() + 2, out.end()));
   for (size_t i = 0; i < y.size(); ++i) {
     const int64_t m = (int64_t(i) / std::max<int64_t>(per, 1)) % M;
     const float f = xs * float(ws.double_at(ws.numel() == 1 ? 0 : m)) / ys;
-    y[i] = std::clamp(double(std::nearbyint(float(y[i]) * f)) + y0, lo, hi);
+    y[i] = requantize(float(y[i]) * f, y0, yt);
   }
   return {nn::tensor_from_doubles(yt, out, y)};
 }

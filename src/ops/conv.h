@@ -27,7 +27,8 @@ enum QLinearConvInput : size_t { kQx, kQxScale, kQxZero, kQw, kQwScale, kQwZero,
 // float scalars, w_scale a float scalar or one per output channel; y_zero_point an int8 or uint8 scalar,
 // which gives y its type (returned); B (optional) int32, one per output channel.
 //   y = saturate(round_half_to_even((sum (x - x_zero_point)(w - w_zero_point) + B) * f) + y_zero_point)
-// where f = x_scale * w_scale / y_scale is computed in float32, as ONNX's reference and ONNX Runtime do.
+// where f = x_scale * w_scale / y_scale is computed in float32, as ONNX's reference and ONNX Runtime do
+// (the rounding and saturation: ops::requantize, ops/qlinear.h).
 DType check_qlinear_conv_inputs(const std::vector<Operand>& in, const Fail& fail);
 
 // Attribute 'group' (> 0).

@@ -807,9 +807,9 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
   // The zero points and scales (omitted zero points: 0), each a uniform or a buffer (QuantParam).
   const bool has_xz = integer && ctx.has_input(io.xz), has_wz = integer && ctx.has_input(io.wz);
   const bool has_b = qlinear && ctx.has_input(ops::kQBias);
-  const QuantParam xz = QuantParam::of(ctx, io.xz), wz = QuantParam::of(ctx, io.wz), xsc = QuantParam::of(ctx, ops::kQxScale),
-                   wsc = QuantParam::of(ctx, ops::kQwScale), ysc = QuantParam::of(ctx, ops::kQyScale),
-                   yz = QuantParam::of(ctx, ops::kQyZero);
+  auto param = [&](bool used, size_t i) { return used ? QuantParam::of(ctx, i) : QuantParam{}; };
+  const QuantParam xz = param(has_xz, io.xz), wz = param(has_wz, io.wz), xsc = param(qlinear, ops::kQxScale),
+                   wsc = param(qlinear, ops::kQwScale), ysc = param(qlinear, ops::kQyScale), yz = param(qlinear, ops::kQyZero);
   std::string params;
   if (has_xz) params += std::string("_xz") + xz.tag();
   if (has_wz) params += std::string("_wz") + wz.tag();
@@ -861,10 +861,7 @@ void conv_direct(GpuKernelContext& ctx, const Shape& out, const ops::Window& win
            "  let wzv = " + wzv + ";\n";
     term = "(i32(x_load(x0 + c * in_sz() + off)) - xzv) * (i32(w_load(w0 + c * k_sz() + ki)) - wzv)";
     if (qlinear) {
-      const bool s8 = yt == DType::Int8;
-      store = "  let f = " + xsv + " * " + wsv + " / " + ysv + ";\n"
-              "  let v = clamp(round(f32(acc) * f) + f32(" + yzv + "), " + std::string(s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
-              "  y_store(gi, " + std::string(s8 ? "i32(v)" : "u32(v)") + ");";
+      store = "  let f = " + xsv + " * " + wsv + " / " + ysv + ";\n" + requantized_store(yt, "f32(acc) * f", yzv);
     } else {
       store = "  y_store(gi, acc);";
     }

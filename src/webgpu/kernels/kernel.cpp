@@ -168,6 +168,12 @@ const GpuKernelRegistry& gpu_registry() {
   return reg;
 }
 
+std::string requantized_store(DType t, const std::string& v, const std::string& zero, const std::string& at) {
+  const bool s8 = t == DType::Int8;
+  return "  let q = clamp(round(" + v + ") + f32(" + zero + "), " + (s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n" +
+         "  y_store(" + at + ", " + (s8 ? "i32(q)" : "u32(q)") + ");";
+}
+
 QuantParam QuantParam::of(const GpuKernelContext& ctx, size_t i) {
   return {ctx.has_input(i) && shape_numel(ctx.shape(i)) == 1 && ctx.input(i).constant != nullptr};
 }

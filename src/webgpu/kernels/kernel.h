@@ -176,6 +176,10 @@ std::string f32_lit(float v);
 // few as 8 per dispatch (WebGPU's default limit) while a quantized node has up to 9 inputs. Anything
 // else (a vector; a graph input, whose new value a replay takes) is bound (`binds`) and read from its
 // buffer. The expression is f32 (`as_f32`, a scale) or i32 (a zero point).
+// WGSL storing ops::requantize(v, zero, t) as element `at` of output y: round half to even, plus the zero
+// point, saturated to t (int8 or uint8). `v` is an f32 expression, `zero` an i32 one.
+std::string requantized_store(DType t, const std::string& v, const std::string& zero, const std::string& at = "gi");
+
 struct QuantParam {
   bool uniform = false;
   // 'u' (a uniform) or 'b' (a buffer): for the program's name, which must tell the two WGSL apart.

@@ -941,10 +941,7 @@ void integer_matmul(GpuKernelContext& ctx, bool quantized) {
       "    acc = acc + (i32(a_load(ab + k)) - oa) * (i32(b_load(bb + k * N())) - ob);\n"
       "  }\n";
   if (quantized) {
-    const bool s8 = yt == DType::Int8;
-    body += "  let f = " + sa + " * " + sb + " / " + sy + ";\n"
-            "  let v = clamp(round(f32(acc) * f) + f32(" + zy + "), " + std::string(s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
-            "  y_store(gi, " + std::string(s8 ? "i32(v)" : "u32(v)") + ");";
+    body += "  let f = " + sa + " * " + sb + " / " + sy + ";\n" + requantized_store(yt, "f32(acc) * f", zy);
   } else {
     body += "  y_store(gi, acc);";
   }

@@ -192,12 +192,9 @@ void pool(GpuKernelContext& ctx, PoolKind kind, bool qlinear = false) {
     if (want_indices)
       body += "  ind_store(gi, from_i64_$ind(select(w64_from_i32(-1i), w64_from_u32(x0 + arg), found)));\n";
   } else if (kind == PoolKind::Average && qlinear) {
-    const bool s8 = t == DType::Int8;
     body += "    acc = acc + " + xsv + " * f32(i32(v) - " + xzv + ");\n    taps = taps + 1u;\n   }\n  }\n";
     body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";
-    body += "  let m = select(0.0, acc / f32(div) / " + ysv + ", div > 0u);\n"
-            "  let q = clamp(round(m) + f32(" + yzv + "), " + (s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n"
-            "  y_store(gi, " + (s8 ? "i32(q)" : "u32(q)") + ");\n";
+    body += requantized_store(t, "select(0.0, acc / f32(div) / " + ysv + ", div > 0u)", yzv) + "\n";
   } else if (kind == PoolKind::Average) {
     body += "    acc = acc + to_f32_$x(v);\n    taps = taps + 1u;\n   }\n  }\n";
     body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";

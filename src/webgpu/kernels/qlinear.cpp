@@ -24,14 +24,6 @@ int32_t zero_value(GpuKernelContext& ctx, size_t i, const char* what) {
   return ctx.has_input(i) ? int32_t(ctx.constant(i, what).int_at(0)) : 0;
 }
 
-// WGSL storing the requantized f32 `v` (ops::requantize) with zero point `zero` (an i32 expression) as
-// element gi of y (of type t).
-std::string store_requantized(DType t, const std::string& v, const std::string& zero) {
-  const bool s8 = t == DType::Int8;
-  return "  let q = clamp(round(" + v + ") + f32(" + zero + "), " + (s8 ? "-128.0, 127.0" : "0.0, 255.0") + ");\n" +
-         "  y_store(gi, " + (s8 ? "i32(q)" : "u32(q)") + ");";
-}
-
 // A table (ops::QLinearTable) as a uniform array of its entries' bits.
 void table_uniform(shader::Program& p, const std::string& name, const ops::QLinearTable& t) {
   std::vector<uint32_t> words(t.size());
@@ -91,7 +83,7 @@ void qlinear_binary(GpuKernelContext& ctx, bool mul) {
   p.body("  let va = " + asv + " * f32(i32(a_load(a_at(gi))) - " + azv + ");\n"
          "  let vb = " + bsv + " * f32(i32(b_load(b_at(gi))) - " + bzv + ");\n"
          "  let v = (" + (mul ? "va * vb" : "va + vb") + ") * " + inv_c + ";\n" +
-         store_requantized(t, "v", czv));
+         requantized_store(t, "v", czv));
   ctx.dispatch(p, binds);
 }
 
@@ -152,7 +144,7 @@ void qlinear_global_average_pool(GpuKernelContext& ctx) {
   p.body("  let c = gi % C();\n  let n = gi / C();\n"
          "  var acc = -(" + xzv + ") * i32(S());\n"
          "  for (var s = 0u; s < S(); s = s + 1u) { acc = acc + i32(x_load(" + at + ")); }\n" +
-         store_requantized(t, "f32(acc) * " + f, yzv));
+         requantized_store(t, "f32(acc) * " + f, yzv));
   ctx.dispatch(p, binds);
 }
 
@@ -239,7 +231,7 @@ void qgemm(GpuKernelContext& ctx) {
       "  }\n" +
       (has_c ? "  acc = acc + c_load(c_at(gi));\n" : "") +
       "  let f = alpha() * " + asv + " * " + bsv + ";\n";
-  body += g.quantized ? store_requantized(g.out, "f32(acc) * (f / " + ysv + ")", yzv) : "  y_store(gi, from_f32_$y(f32(acc) * f));";
+  body += g.quantized ? requantized_store(g.out, "f32(acc) * (f / " + ysv + ")", yzv) : "  y_store(gi, from_f32_$y(f32(acc) * f));";
   p.body(body);
   ctx.dispatch(p, binds);
 }
