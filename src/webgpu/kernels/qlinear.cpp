@@ -37,6 +37,36 @@ std::string store_looked_up(DType t, const std::string& table, const std::string
          "  y_store(" + at + ", " + (t == DType::Int8 ? "e" : "u32(e)") + ");";
 }
 
+// A (input 0) and B (input 3) with their scales (1, 4) and zero points (2, 5, optional), as QLinearAdd,
+// QLinearMul and QGemm take them: tag() for the program's name, then bind() declares A, B and their
+// parameters and returns the parameters' WGSL (`b_index`: the index of B's, "0u" or a column).
+struct QuantizedPair {
+  QuantParam sa, za, sb, zb;
+  bool has_za = false, has_zb = false;
+  explicit QuantizedPair(const GpuKernelContext& ctx)
+      : sa(QuantParam::of(ctx, 1)), za(QuantParam::of(ctx, 2)), sb(QuantParam::of(ctx, 4)), zb(QuantParam::of(ctx, 5)),
+        has_za(ctx.has_input(2)), has_zb(ctx.has_input(5)) {}
+  std::string tag() const {
+    return std::string("_s") + sa.tag() + sb.tag() + (has_za ? std::string("_az") + za.tag() : "") +
+           (has_zb ? std::string("_bz") + zb.tag() : "");
+  }
+  struct Wgsl {
+    std::string sa, za, sb, zb;
+  };
+  Wgsl bind(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueRef>& binds, const std::string& b_index) const {
+    p.input("a", ctx.dtype(0), ctx.shape(0));
+    binds.push_back(ctx.in(0));
+    p.input("b", ctx.dtype(3), ctx.shape(3));
+    binds.push_back(ctx.in(3));
+    Wgsl w;
+    w.sa = sa.bind(ctx, p, binds, "sa", 1, "0u", true);
+    w.sb = sb.bind(ctx, p, binds, "sb", 4, b_index, true);
+    w.za = has_za ? za.bind(ctx, p, binds, "za", 2, "0u", false) : "0i";
+    w.zb = has_zb ? zb.bind(ctx, p, binds, "zb", 5, b_index, false) : "0i";
+    return w;
+  }
+};
+
 void qlinear_binary(GpuKernelContext& ctx, bool mul) {
   const DType t = ops::check_qlinear_binary(ctx.operands(), ctx.fail_fn());
   Shape out;
@@ -47,23 +77,14 @@ void qlinear_binary(GpuKernelContext& ctx, bool mul) {
   }
   ctx.set_output(0, t, out);
   if (shape_numel(out) == 0) return;
-  const QuantParam as = QuantParam::of(ctx, 1), az = QuantParam::of(ctx, 2), bs = QuantParam::of(ctx, 4),
-                   bz = QuantParam::of(ctx, 5), cz = QuantParam::of(ctx, 7);
-  const bool inv_c_uniform = is_constant(ctx, 6);
-  const bool has_az = ctx.has_input(2), has_bz = ctx.has_input(5), has_cz = ctx.has_input(7);
-  std::string name = std::string(mul ? "qmul" : "qadd") + "_s" + as.tag() + bs.tag() + (inv_c_uniform ? 'u' : 'b');
-  if (has_az) name += std::string("_az") + az.tag();
-  if (has_bz) name += std::string("_bz") + bz.tag();
+  const QuantizedPair ab(ctx);
+  const QuantParam cz = QuantParam::of(ctx, 7);
+  const bool inv_c_uniform = is_constant(ctx, 6), has_cz = ctx.has_input(7);
+  std::string name = std::string(mul ? "qmul" : "qadd") + ab.tag() + "_c" + (inv_c_uniform ? 'u' : 'b');
   if (has_cz) name += std::string("_cz") + cz.tag();
   auto p = ctx.program(name);
   std::vector<ValueRef> binds;
-  p.input("a", ctx.dtype(0), ctx.shape(0));
-  binds.push_back(ctx.in(0));
-  p.input("b", ctx.dtype(3), ctx.shape(3));
-  binds.push_back(ctx.in(3));
-  const std::string asv = as.bind(ctx, p, binds, "sa", 1, "0u", true), bsv = bs.bind(ctx, p, binds, "sb", 4, "0u", true);
-  const std::string azv = has_az ? az.bind(ctx, p, binds, "za", 2, "0u", false) : "0i";
-  const std::string bzv = has_bz ? bz.bind(ctx, p, binds, "zb", 5, "0u", false) : "0i";
+  const QuantizedPair::Wgsl w = ab.bind(ctx, p, binds, "0u");
   const std::string czv = has_cz ? cz.bind(ctx, p, binds, "zc", 7, "0u", false) : "0i";
   std::string inv_c = "inv_c()";
   if (inv_c_uniform) {
@@ -80,8 +101,8 @@ void qlinear_binary(GpuKernelContext& ctx, bool mul) {
   p.broadcast_index("a_at", ctx.shape(0), out);
   p.broadcast_index("b_at", ctx.shape(3), out);
   p.set_threads(uint64_t(shape_numel(out)));
-  p.body("  let va = " + asv + " * f32(i32(a_load(a_at(gi))) - " + azv + ");\n"
-         "  let vb = " + bsv + " * f32(i32(b_load(b_at(gi))) - " + bzv + ");\n"
+  p.body("  let va = " + w.sa + " * f32(i32(a_load(a_at(gi))) - " + w.za + ");\n"
+         "  let vb = " + w.sb + " * f32(i32(b_load(b_at(gi))) - " + w.zb + ");\n"
          "  let v = (" + (mul ? "va * vb" : "va + vb") + ") * " + inv_c + ";\n" +
          requantized_store(t, "v", czv));
   ctx.dispatch(p, binds);
@@ -187,21 +208,14 @@ void qgemm(GpuKernelContext& ctx) {
   const Shape out{g.M, g.N};
   ctx.set_output(0, g.out, out);
   if (shape_numel(out) == 0) return;
-  const QuantParam as = QuantParam::of(ctx, 1), az = QuantParam::of(ctx, 2), bs = QuantParam::of(ctx, 4),
-                   bz = QuantParam::of(ctx, 5), ys = QuantParam::of(ctx, 7), yz = QuantParam::of(ctx, 8);
-  const bool has_az = ctx.has_input(2), has_bz = ctx.has_input(5), has_c = ctx.has_input(6), has_yz = ctx.has_input(8);
-  std::string name = std::string("qgemm") + (g.trans_a ? "_ta" : "") + (g.trans_b ? "_tb" : "") + "_s" + as.tag() + bs.tag() +
-                     (has_az ? std::string("_az") + az.tag() : "") + (has_bz ? std::string("_bz") + bz.tag() : "") + (has_c ? "_c" : "");
+  const QuantizedPair ab(ctx);
+  const QuantParam ys = QuantParam::of(ctx, 7), yz = QuantParam::of(ctx, 8);
+  const bool has_c = ctx.has_input(6), has_yz = ctx.has_input(8);
+  std::string name = std::string("qgemm") + (g.trans_a ? "_ta" : "") + (g.trans_b ? "_tb" : "") + ab.tag() + (has_c ? "_c" : "");
   if (g.quantized) name += std::string("_y") + ys.tag() + (has_yz ? yz.tag() : '-');
   auto p = ctx.program(name);
   std::vector<ValueRef> binds;
-  p.input("a", ctx.dtype(0), ctx.shape(0));
-  binds.push_back(ctx.in(0));
-  p.input("b", ctx.dtype(3), ctx.shape(3));
-  binds.push_back(ctx.in(3));
-  const std::string asv = as.bind(ctx, p, binds, "sa", 1, "0u", true), bsv = bs.bind(ctx, p, binds, "sb", 4, "n", true);
-  const std::string azv = has_az ? az.bind(ctx, p, binds, "za", 2, "0u", false) : "0i";
-  const std::string bzv = has_bz ? bz.bind(ctx, p, binds, "zb", 5, "n", false) : "0i";
+  const QuantizedPair::Wgsl w = ab.bind(ctx, p, binds, "n");
   std::string ysv, yzv = "0i";
   if (g.quantized) {
     ysv = ys.bind(ctx, p, binds, "sy", 7, "0u", true);
@@ -223,14 +237,14 @@ void qgemm(GpuKernelContext& ctx) {
   p.set_threads(uint64_t(g.M * g.N));
   std::string body =
       "  let n = gi % N();\n  let m = gi / N();\n"
-      "  let oa = " + azv + ";\n  let ob = " + bzv + ";\n"
+      "  let oa = " + w.za + ";\n  let ob = " + w.zb + ";\n"
       "  var acc = 0i;\n"
       "  for (var k = 0u; k < K(); k = k + 1u) {\n"
       "    acc = acc + (i32(a_load(" + std::string(g.trans_a ? "k * M() + m" : "m * K() + k") + ")) - oa) * (i32(b_load(" +
       (g.trans_b ? "n * K() + k" : "k * N() + n") + ")) - ob);\n"
       "  }\n" +
       (has_c ? "  acc = acc + c_load(c_at(gi));\n" : "") +
-      "  let f = alpha() * " + asv + " * " + bsv + ";\n";
+      "  let f = alpha() * " + w.sa + " * " + w.sb + ";\n";
   body += g.quantized ? requantized_store(g.out, "f32(acc) * (f / " + ysv + ")", yzv) : "  y_store(gi, from_f32_$y(f32(acc) * f));";
   p.body(body);
   ctx.dispatch(p, binds);
