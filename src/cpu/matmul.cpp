@@ -1,4 +1,4 @@
-// MatMul, MatMulInteger, QLinearMatMul, Gemm, Einsum, Det.
+// MatMul, MatMulInteger, QLinearMatMul, com.microsoft's MatMulIntegerToFloat, Gemm, Einsum, Det.
 // float32 MatMul and Gemm go through the library (src/cpu/blas.h: oneDNN, float32 accumulation) while
 // it is enabled; the reference kernels below are the other types' path and the check: floats
 // accumulate in double; integers accumulate exactly with two's complement wrap-around (as numpy).
@@ -201,6 +201,48 @@ std::vector<Tensor> qlinear_matmul(KernelContext& ctx) {
   return {nn::tensor_from_doubles(yz.dtype(), p.out, y)};
 }
 
+// com.microsoft's MatMulIntegerToFloat: A, B (int8 / uint8), a_scale (a float scalar), b_scale (a scalar or
+// one per column, a_scale's type), a_zero_point, b_zero_point (optional, as MatMulInteger's), bias
+// (optional, one per column): Y = float(int32 sum) * (a_scale * b_scale) + bias, in float32 (ONNX
+// Runtime's), stored in a_scale's type.
+std::vector<Tensor> matmul_integer_to_float(KernelContext& ctx) {
+  const Tensor& A = ctx.input(0);
+  const Tensor& B = ctx.input(1);
+  DTypeSet q{DType::Int8, DType::UInt8};
+  if (!q.has(A.dtype()) || !q.has(B.dtype()))
+    ctx.fail("A and B must be int8 or uint8, got " + A.describe() + " and " + B.describe());
+  MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  const Tensor& as = ctx.input(2);
+  const DType yt = as.dtype();
+  if (!kFloatTypes.has(yt) || as.numel() != 1) ctx.fail("a_scale must be a float scalar, got " + as.describe());
+  const Tensor& bs = ctx.input(3);
+  if (bs.dtype() != yt || (bs.numel() != 1 && bs.numel() != p.N))
+    ctx.fail("b_scale must be a scalar or have " + std::to_string(p.N) + " values of a_scale's type, got " + bs.describe());
+  std::vector<int32_t> za = zero_points(ctx, 4, A.dtype(), p.M, "a_zero_point");
+  std::vector<int32_t> zb = zero_points(ctx, 5, B.dtype(), p.N, "b_zero_point");
+  std::vector<double> bias;
+  if (ctx.has_input(6)) {
+    const Tensor& b = ctx.input(6);
+    if (b.dtype() != yt || b.shape() != Shape{p.N})
+      ctx.fail("bias must be " + std::string(dtype_name(yt)) + "[" + std::to_string(p.N) + "], got " + b.describe());
+    bias = nn::to_doubles(b);
+  }
+  const float a_scale = float(as.double_at(0));
+  std::vector<double> a = nn::to_doubles(A), b = nn::to_doubles(B), y(size_t(shape_numel(p.out)));
+  for (size_t bi = 0; bi < p.a_off.size(); ++bi)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t n = 0; n < p.N; ++n) {
+        uint32_t acc = 0;  // int32 accumulation, wrapping (as MatMulInteger)
+        for (int64_t k = 0; k < p.K; ++k)
+          acc += uint32_t((int32_t(a[size_t(p.a_off[bi] + m * p.K + k)]) - za[size_t(m)]) *
+                          (int32_t(b[size_t(p.b_off[bi] + k * p.N + n)]) - zb[size_t(n)]));
+        float v = float(int32_t(acc)) * (a_scale * float(bs.double_at(bs.numel() == 1 ? 0 : n)));
+        if (!bias.empty()) v += float(bias[size_t(n)]);
+        y[size_t((int64_t(bi) * p.M + m) * p.N + n)] = v;
+      }
+  return {nn::tensor_from_doubles(yt, p.out, y)};
+}
+
 // ------------------------------------------------------------------------------------------------ Gemm
 
 std::vector<Tensor> gemm(KernelContext& ctx) {
@@ -349,6 +391,7 @@ void register_matmul(KernelRegistry& r) {
   r.add("MatMul", matmul);
   r.add("MatMulInteger", matmul_integer);
   r.add("QLinearMatMul", qlinear_matmul);
+  r.add("MatMulIntegerToFloat", matmul_integer_to_float, ir::kMsDomain);
   r.add("Gemm", gemm);
   r.add("Einsum", einsum);
   r.add("Det", det);

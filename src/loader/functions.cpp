@@ -88,6 +88,34 @@ class Renamer {
   std::vector<std::map<std::string, std::string>> scopes_;
 };
 
+// Ops the engine runs as a composition of others, inlined as a model's functions are (unless the model
+// defines a function of that name itself). Their bodies use the model's opsets (no imports of their own).
+const std::vector<onnx::FunctionProto>& builtin_functions() {
+  static const std::vector<onnx::FunctionProto> fs = [] {
+    auto make_node = [](const char* op, const char* domain, std::vector<std::string> in, std::vector<std::string> out) {
+      onnx::NodeProto n;
+      n.set_op_type(op);
+      n.set_domain(domain);
+      for (auto& s : in) n.add_input(s);
+      for (auto& s : out) n.add_output(s);
+      return n;
+    };
+    // com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
+    // DynamicQuantizeLinear does, then MatMulIntegerToFloat (ONNX Runtime's definition; its outputs
+    // measured bit for bit).
+    onnx::FunctionProto dqmm;
+    dqmm.set_domain("com.microsoft");
+    dqmm.set_name("DynamicQuantizeMatMul");
+    for (const char* i : {"A", "B", "b_scale", "b_zero_point", "bias"}) dqmm.add_input(i);
+    dqmm.add_output("Y");
+    *dqmm.add_node() = make_node("DynamicQuantizeLinear", "", {"A"}, {"a_q", "a_scale", "a_zero_point"});
+    *dqmm.add_node() = make_node("MatMulIntegerToFloat", "com.microsoft",
+                                 {"a_q", "B", "a_scale", "b_scale", "a_zero_point", "b_zero_point", "bias"}, {"Y"});
+    return std::vector<onnx::FunctionProto>{dqmm};
+  }();
+  return fs;
+}
+
 class Inliner {
  public:
   explicit Inliner(onnx::ModelProto& mp) : mp_(mp) {
@@ -107,6 +135,12 @@ class Inliner {
       if (!functions_.emplace(key(f.domain(), f.name(), overload), std::move(fn)).second)
         throw InvalidArgument("function '" + (f.domain().empty() ? "" : f.domain() + ".") + f.name() + "'" +
                               (overload.empty() ? "" : " (overload '" + overload + "')") + " is defined twice");
+    }
+    for (const auto& f : builtin_functions()) {
+      Function fn;
+      fn.proto = &f;
+      fn.name = f.domain() + "." + f.name();
+      functions_.emplace(key(f.domain(), f.name(), ""), std::move(fn));  // a model's own function comes first
     }
   }
 
@@ -264,9 +298,6 @@ class Inliner {
 
 }  // namespace
 
-void inline_functions(onnx::ModelProto& mp) {
-  if (mp.functions_size() == 0) return;
-  Inliner(mp).run();
-}
+void inline_functions(onnx::ModelProto& mp) { Inliner(mp).run(); }
 
 }  // namespace onnxgpu::loader

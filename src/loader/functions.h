@@ -12,13 +12,17 @@
 //     64 levels deep: a function that calls itself is an error).
 //   - The function's opset imports join the model's; one that imports a domain at another version than
 //     the model does is refused (the nodes keep one opset per domain).
-// Functions told apart by `overload` alone (IR 10) are refused with a clear error.
+// Functions told apart by `overload` alone (IR 10) are told apart by it too.
+// Ops the engine runs as a composition of others are inlined the same way (functions.cpp,
+// builtin_functions: com.microsoft's DynamicQuantizeMatMul as DynamicQuantizeLinear and
+// MatMulIntegerToFloat), unless the model defines a function of that name itself.
 #pragma once
 #include <onnx/onnx_pb.h>
 
 namespace onnxgpu::loader {
 
-// Inlines every call of mp.functions in mp's graph and clears mp.functions. Throws InvalidArgument for a
+// Inlines every call of mp.functions (and of the built-in compositions) in mp's graph and clears
+// mp.functions. Throws InvalidArgument for a
 // malformed function or call, NotImplemented for what is refused above.
 void inline_functions(onnx::ModelProto& mp);
 

@@ -95,6 +95,8 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
       {{ir::kMsDomain, "QLinearLeakyRelu"}, {{"alpha", Kind::Float}}},
       {{ir::kMsDomain, "QLinearGlobalAveragePool"}, {{"channels_last", Kind::Int}}},
       {{ir::kMsDomain, "QLinearConcat"}, {{"axis", Kind::Int}}},
+      {{ir::kMsDomain, "MatMulIntegerToFloat"}, {}},
+      {{ir::kMsDomain, "DynamicQuantizeMatMul"}, {}},
       {{ir::kMsDomain, "QGemm"}, {{"alpha", Kind::Float}, {"transA", Kind::Int}, {"transB", Kind::Int}}},
       {{ir::kMsDomain, "QLinearAveragePool"},
        {{"auto_pad", Kind::String}, {"ceil_mode", Kind::Int}, {"channels_last", Kind::Int}, {"count_include_pad", Kind::Int},

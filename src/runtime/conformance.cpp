@@ -43,7 +43,7 @@ const std::set<std::string>& in_scope_ops() {
       "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized", "com.microsoft.QLinearAdd",
       "com.microsoft.QLinearMul", "com.microsoft.QLinearSigmoid", "com.microsoft.QLinearLeakyRelu",
       "com.microsoft.QLinearGlobalAveragePool", "com.microsoft.QLinearConcat", "com.microsoft.QLinearAveragePool",
-      "com.microsoft.QGemm",
+      "com.microsoft.QGemm", "com.microsoft.MatMulIntegerToFloat", "com.microsoft.DynamicQuantizeMatMul",
       "Attention", "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention",
       // opsets 18-28
       "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitCast", "CumProd", "Swish", "Mish", "SwiGLU",

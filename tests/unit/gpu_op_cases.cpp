@@ -819,6 +819,11 @@ std::vector<Case> build() {
           }).kx("y_zero_point", {}, fixed({5}))
           .note("QLinearMatMul-21 (libonnx's schema is QLinearMatMul-10): a, b and y of the varied type; y_scale "
                 "large enough that the results spread over the type's range"));
+  add(B("MatMulIntegerToFloat").ms().without_schema({DType::Int8, DType::UInt8}).x("A", {2, 3, 4}).x("B", {4, 5})
+          .k("a_scale", Tensor::scalar<float>(0.02f)).k("b_scale", Tensor::from_vector<float>({5}, {0.01f, 0.02f, 0.03f, 0.015f, 0.025f}))
+          .kx("a_zero_point", {}, fixed({3})).kx("b_zero_point", {5}, fixed({0, 1, 2, 3, 4}))
+          .k("bias", Tensor::from_vector<float>({5}, {0.5f, -0.25f, 0.0f, 1.0f, -1.0f}))
+          .note("ONNX Runtime's MatMulInteger with float outputs: per-column scales and zero points, a bias"));
   add(B("Det").x("X", {3, 4, 4}).tol(10).note("LU in f32 on the GPU, double on the CPU"));
   add(B("Einsum").x("A", {2, 3, 4}).x("B", {2, 4, 5}).s("equation", "bij,bjk->bik").tol(10));
   add(B("Einsum", "diagonal, ellipsis, broadcast").x("A", {3, 3, 1, 2}).x("B", {2, 5}).s("equation", "ii...,...j->i...j").tol(10).quick());

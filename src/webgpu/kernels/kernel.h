@@ -220,7 +220,7 @@ void register_generators(GpuKernelRegistry&);     // Range, ConstantOfShape, Tri
 void register_reduce(GpuKernelRegistry&);         // Reduce*, ArgMax, ArgMin, CumSum, CumProd
 void register_softmax(GpuKernelRegistry&);        // Softmax, LogSoftmax, Hardmax
 void register_sort(GpuKernelRegistry&);           // TopK
-void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm, MatMulInteger, QLinearMatMul, Det, Einsum;
+void register_matmul(GpuKernelRegistry&);         // MatMul, Gemm, MatMulInteger, QLinearMatMul, MatMulIntegerToFloat, Det, Einsum;
                                                   // the fused MatMul
 void register_attention(GpuKernelRegistry&);      // the fused attention (Softmax(e(Q K)) V)
 void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNormalization, InstanceNormalization,

@@ -1,4 +1,5 @@
-// MatMul and Gemm on the GPU; MatMulInteger, QLinearMatMul, Det and Einsum (direct kernels, at the end).
+// MatMul and Gemm on the GPU; MatMulInteger, QLinearMatMul, MatMulIntegerToFloat, Det and Einsum (direct
+// kernels, at the end).
 //
 // Floats (float32, and float16 / bfloat16 / float64 through the f32 accessors) run a tiled kernel: each
 // workgroup computes a TM x TN tile of the output, staging K-slices of A and B (TK wide) in workgroup
@@ -869,58 +870,87 @@ void gemm(GpuKernelContext& ctx) {
   run_product(ctx, t, pr, ep);
 }
 
-// MatMulInteger and QLinearMatMul: one invocation per output element, the int32 sum of (a - a_zero_point)
-// (b - b_zero_point) over K (wrapping, as the CPU reference); zero points (and QLinearMatMul's scales)
-// a scalar or one per row of A / column of B. QLinearMatMul requantizes: round half to even of
-// acc * a_scale * b_scale / y_scale (in f32), plus y_zero_point, saturated to y's type.
-void integer_matmul(GpuKernelContext& ctx, bool quantized) {
-  const size_t ib = quantized ? 3 : 1;  // B's input index
+// The integer products: where each takes its operands and parameters (kNone: not an input of the op).
+struct IntegerMatMulInputs {
+  static constexpr size_t kNone = size_t(-1);
+  enum class Out { Int32, Quantized, Float } out;
+  size_t b, za, zb, sa, sb, sy, zy, bias;
+  static IntegerMatMulInputs matmul_integer() { return {Out::Int32, 1, 2, 3, kNone, kNone, kNone, kNone, kNone}; }
+  static IntegerMatMulInputs qlinear_matmul() { return {Out::Quantized, 3, 2, 5, 1, 4, 6, 7, kNone}; }
+  static IntegerMatMulInputs integer_to_float() { return {Out::Float, 1, 4, 5, 2, 3, kNone, kNone, 6}; }
+};
+
+// MatMulInteger, QLinearMatMul and com.microsoft's MatMulIntegerToFloat: one invocation per output
+// element, the int32 sum of (a - a_zero_point) (b - b_zero_point) over K (wrapping, as the CPU reference);
+// zero points and scales a scalar or one per row of A / column of B. QLinearMatMul requantizes: round
+// half to even of acc * a_scale * b_scale / y_scale (in f32), plus y_zero_point, saturated to y's type.
+// MatMulIntegerToFloat: acc * (a_scale * b_scale) + bias, in f32 (ONNX Runtime's, measured bit for bit).
+void integer_matmul(GpuKernelContext& ctx, const IntegerMatMulInputs& io) {
+  using Out = IntegerMatMulInputs::Out;
+  const size_t ib = io.b;
   const DTypeSet q{DType::Int8, DType::UInt8};
   if (!q.has(ctx.dtype(0)) || !q.has(ctx.dtype(ib)))
     ctx.fail("A and B must be int8 or uint8, got " + std::string(dtype_name(ctx.dtype(0))) + " and " +
              std::string(dtype_name(ctx.dtype(ib))));
   ops::MatMulShape ms = ops::matmul_shape(ctx.shape(0), ctx.shape(ib), ctx.fail_fn());
-  const size_t iza = 2, izb = quantized ? 5 : 3;
   auto check_vec = [&](size_t i, int64_t count, const char* what, bool scale) {
-    if (!ctx.has_input(i)) return false;
+    if (i == IntegerMatMulInputs::kNone || !ctx.has_input(i)) return false;
     int64_t n = shape_numel(ctx.shape(i));
     if (n != 1 && n != count) ctx.fail(std::string(what) + " must be a scalar or have " + std::to_string(count) + " values");
-    if (scale ? !dtype_is_float(ctx.dtype(i)) : ctx.dtype(i) != ctx.dtype(i == iza ? 0 : ib))
+    if (scale ? !dtype_is_float(ctx.dtype(i)) : ctx.dtype(i) != ctx.dtype(i == io.za ? 0 : ib))
       ctx.fail(std::string(what) + (scale ? " must be a float tensor" : " must have its matrix's type"));
     return true;
   };
   DType yt = DType::Int32;
-  if (quantized) {
-    check_vec(1, ms.M, "a_scale", true);
-    check_vec(4, ms.N, "b_scale", true);
-    check_vec(6, 1, "y_scale", true);
-    yt = ctx.dtype(7);
-    if (!q.has(yt) || shape_numel(ctx.shape(7)) != 1) ctx.fail("y_zero_point must be an int8 or uint8 scalar");
+  if (io.out == Out::Quantized) {
+    check_vec(io.sa, ms.M, "a_scale", true);
+    check_vec(io.sb, ms.N, "b_scale", true);
+    check_vec(io.sy, 1, "y_scale", true);
+    yt = ctx.dtype(io.zy);
+    if (!q.has(yt) || shape_numel(ctx.shape(io.zy)) != 1) ctx.fail("y_zero_point must be an int8 or uint8 scalar");
+  } else if (io.out == Out::Float) {
+    if (!ctx.has_input(io.sa) || shape_numel(ctx.shape(io.sa)) != 1 || !dtype_is_float(ctx.dtype(io.sa)))
+      ctx.fail("a_scale must be a float scalar");
+    yt = ctx.dtype(io.sa);
+    if (!check_vec(io.sb, ms.N, "b_scale", true)) ctx.fail("b_scale is required");
+    if (ctx.dtype(io.sb) != yt) ctx.fail("b_scale must have a_scale's type (" + std::string(dtype_name(yt)) + ")");
+    if (ctx.has_input(io.bias) && (ctx.dtype(io.bias) != yt || ctx.shape(io.bias) != Shape{ms.N}))
+      ctx.fail("bias must be " + std::string(dtype_name(yt)) + "[" + std::to_string(ms.N) + "]");
   }
   ctx.set_output(0, yt, ms.out);
   if (shape_numel(ms.out) == 0) return;
-  const bool za = check_vec(iza, ms.M, "a_zero_point", false), zb = check_vec(izb, ms.N, "b_zero_point", false);
+  const bool za = check_vec(io.za, ms.M, "a_zero_point", false), zb = check_vec(io.zb, ms.N, "b_zero_point", false);
+  const bool scaled = io.out != Out::Int32, has_bias = io.out == Out::Float && ctx.has_input(io.bias);
   // The zero points and scales, each a uniform or a buffer (QuantParam).
-  const QuantParam pza = QuantParam::of(ctx, iza), pzb = QuantParam::of(ctx, izb), psa = QuantParam::of(ctx, 1),
-                   psb = QuantParam::of(ctx, 4), psy = QuantParam::of(ctx, 6), pzy = QuantParam::of(ctx, 7);
-  std::string name = quantized ? "qlinear" : "integer";
+  auto param = [&](bool used, size_t i) { return used ? QuantParam::of(ctx, i) : QuantParam{}; };
+  const QuantParam pza = param(za, io.za), pzb = param(zb, io.zb), psa = param(scaled, io.sa), psb = param(scaled, io.sb),
+                   psy = param(io.out == Out::Quantized, io.sy), pzy = param(io.out == Out::Quantized, io.zy);
+  std::string name = io.out == Out::Quantized ? "qlinear" : io.out == Out::Float ? "to_float" : "integer";
   if (za) name += std::string("_za") + pza.tag();
   if (zb) name += std::string("_zb") + pzb.tag();
-  if (quantized) name += std::string("_s") + psa.tag() + psb.tag() + psy.tag() + "_zy" + pzy.tag();
+  if (scaled) name += std::string("_s") + psa.tag() + psb.tag();
+  if (io.out == Out::Quantized) name += std::string(1, psy.tag()) + "_zy" + pzy.tag();
+  if (has_bias) name += "_bias";
   auto p = ctx.program(name);
   std::vector<ValueRef> binds;
   p.input("a", ctx.dtype(0), ctx.shape(0));
   binds.push_back(ctx.in(0));
   p.input("b", ctx.dtype(ib), ctx.shape(ib));
   binds.push_back(ctx.in(ib));
-  const std::string oa = za ? pza.bind(ctx, p, binds, "za", iza, "m", false) : "0i";
-  const std::string ob = zb ? pzb.bind(ctx, p, binds, "zb", izb, "n", false) : "0i";
+  const std::string oa = za ? pza.bind(ctx, p, binds, "za", io.za, "m", false) : "0i";
+  const std::string ob = zb ? pzb.bind(ctx, p, binds, "zb", io.zb, "n", false) : "0i";
   std::string sa, sb, sy, zy;
-  if (quantized) {
-    sa = psa.bind(ctx, p, binds, "sa", 1, "m", true);
-    sb = psb.bind(ctx, p, binds, "sb", 4, "n", true);
-    sy = psy.bind(ctx, p, binds, "sy", 6, "0u", true);
-    zy = pzy.bind(ctx, p, binds, "zy", 7, "0u", false);
+  if (scaled) {
+    sa = psa.bind(ctx, p, binds, "sa", io.sa, "m", true);
+    sb = psb.bind(ctx, p, binds, "sb", io.sb, "n", true);
+  }
+  if (io.out == Out::Quantized) {
+    sy = psy.bind(ctx, p, binds, "sy", io.sy, "0u", true);
+    zy = pzy.bind(ctx, p, binds, "zy", io.zy, "0u", false);
+  }
+  if (has_bias) {
+    p.input("bias", ctx.dtype(io.bias), ctx.shape(io.bias));
+    binds.push_back(ctx.in(io.bias));
   }
   p.output("y", yt, ms.out);
   binds.push_back(ctx.out(0));
@@ -940,8 +970,10 @@ void integer_matmul(GpuKernelContext& ctx, bool quantized) {
       "  for (var k = 0u; k < K(); k = k + 1u) {\n"
       "    acc = acc + (i32(a_load(ab + k)) - oa) * (i32(b_load(bb + k * N())) - ob);\n"
       "  }\n";
-  if (quantized) {
+  if (io.out == Out::Quantized) {
     body += "  let f = " + sa + " * " + sb + " / " + sy + ";\n" + requantized_store(yt, "f32(acc) * f", zy);
+  } else if (io.out == Out::Float) {
+    body += "  y_store(gi, from_f32_$y(f32(acc) * (" + sa + " * " + sb + ")" + (has_bias ? " + to_f32_$bias(bias_load(n))" : "") + "));";
   } else {
     body += "  y_store(gi, acc);";
   }
@@ -1058,8 +1090,10 @@ void einsum(GpuKernelContext& ctx) {
 
 void register_matmul(GpuKernelRegistry& r) {
   r.add("Einsum", einsum);
-  r.add("MatMulInteger", [](GpuKernelContext& ctx) { integer_matmul(ctx, false); });
-  r.add("QLinearMatMul", [](GpuKernelContext& ctx) { integer_matmul(ctx, true); });
+  r.add("MatMulInteger", [](GpuKernelContext& ctx) { integer_matmul(ctx, IntegerMatMulInputs::matmul_integer()); });
+  r.add("QLinearMatMul", [](GpuKernelContext& ctx) { integer_matmul(ctx, IntegerMatMulInputs::qlinear_matmul()); });
+  r.add("MatMulIntegerToFloat", [](GpuKernelContext& ctx) { integer_matmul(ctx, IntegerMatMulInputs::integer_to_float()); },
+        ir::kMsDomain);
   r.add("Det", det);
   r.add("MatMul", matmul);
   r.add("Gemm", gemm);

@@ -403,8 +403,9 @@ def mha_cases():
 
 
 def qlinear_cases():
-    """ONNX Runtime's QOperator ops (its quantizer's QOperator format): uint8 and int8 tensors over their
-    whole range, random scales and zero points as initializers (as the quantizer writes them; the GPU
+    """ONNX Runtime's QOperator ops (its quantizer's QOperator format) and its integer products with float
+    outputs (MatMulIntegerToFloat, DynamicQuantizeMatMul, which its optimizer writes for dynamically quantized
+    transformers): uint8 and int8 tensors over their whole range, random scales and zero points as initializers (as the quantizer writes them; the GPU
     builds its lookup tables from them), broadcasting, both layouts of the global pool, a concatenation of
     tensors with their own scales."""
     cases = []
@@ -500,6 +501,31 @@ def qlinear_cases():
     qgemm("s8s8_full_bias_s8_alpha", "int8", "int8", 4, 24, 6, bias="full", out="int8", alpha=0.5)
     qgemm("u8u8_float", "uint8", "uint8", 2, 16, 5, bias="column")
     qgemm("u8s8_no_bias_u8", "uint8", "int8", 5, 8, 7, trans_b=True, out="uint8")
+
+    def integer_to_float(name, a_type, b_type, a_shape, K, N, per_column, bias, a_zero=True, dynamic=False, dt=np.float32):
+        r = rng(name)
+        (adt, _), (bdt, _) = types[a_type], types[b_type]
+        b_scale = (r.uniform(0.005, 0.02, size=(N,)) if per_column else np.array(r.uniform(0.005, 0.02))).astype(dt)
+        b_zero = r.integers(-3, 4, size=(N,)).astype(bdt) if per_column else np.array(r.integers(0, 5), dtype=bdt)
+        bias_in = ("bias", values(r, (N,), dt, -1.0, 1.0), True) if bias else ("", None, False)
+        B = ("B", tensor(r, (K, N), bdt), True)
+        if dynamic:
+            ins = [("A", values(r, a_shape + (K,), dt, -2.0, 3.0), False), B, ("b_scale", b_scale, True),
+                   ("b_zero_point", b_zero, True), bias_in]
+            op = "DynamicQuantizeMatMul"
+        else:
+            ins = [("A", tensor(r, a_shape + (K,), adt), False), B, ("a_scale", np.array(r.uniform(0.01, 0.03), dtype=dt), True),
+                   ("b_scale", b_scale, True), ("a_zero_point", zero(r, adt), True) if a_zero else ("", None, False),
+                   ("b_zero_point", b_zero, True), bias_in]
+            op = "MatMulIntegerToFloat"
+        while ins and not ins[-1][0]:
+            ins.pop()
+        cases.append(Case(name, op, ins, [("Y", F16 if dt == np.float16 else F32)]))
+
+    integer_to_float("matmul_integer_to_float_u8s8_per_column_bias", "uint8", "int8", (2, 3), 24, 8, True, True)
+    integer_to_float("matmul_integer_to_float_s8s8_no_a_zero_point", "int8", "int8", (5,), 16, 6, False, False, a_zero=False)
+    integer_to_float("dynamic_quantize_matmul_per_column_bias", "uint8", "int8", (2, 4), 32, 8, True, True, dynamic=True)
+    integer_to_float("dynamic_quantize_matmul_u8", "uint8", "uint8", (3,), 12, 5, False, False, dynamic=True)
 
     def concat(tname, shapes, axis):
         name = f"qlinear_concat_{tname}_axis_{axis}".replace("-", "minus")
