@@ -36,7 +36,7 @@ std::vector<Tensor> bias_activation(KernelContext& ctx) {
 }  // namespace
 
 void register_bias_activation(KernelRegistry& r) {
-  for (const char* op : {"FastGelu", "BiasGelu", "QuickGelu", "BiasAdd"}) r.add(op, bias_activation, ir::kMsDomain);
+  for (const char* op : {"FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd"}) r.add(op, bias_activation, ir::kMsDomain);
 }
 
 }  // namespace onnxgpu::cpu

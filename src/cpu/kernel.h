@@ -102,7 +102,7 @@ void register_loss(KernelRegistry&);           // NegativeLogLikelihoodLoss, Sof
 void register_quantize(KernelRegistry&);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_detection(KernelRegistry&);      // NonMaxSuppression
 void register_control_flow(KernelRegistry&);   // If, Loop, Scan
-void register_bias_activation(KernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
+void register_bias_activation(KernelRegistry&);  // com.microsoft FastGelu, BiasGelu, Gelu, QuickGelu, BiasAdd
 void register_rotary(KernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
 void register_block_quant(KernelRegistry&);    // com.microsoft MatMulNBits, GatherBlockQuantized
 void register_attention(KernelRegistry&);      // Attention; com.microsoft GroupQueryAttention, MultiHeadAttention

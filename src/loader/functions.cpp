@@ -3,6 +3,7 @@
 #include <google/protobuf/unknown_field_set.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -89,32 +90,104 @@ class Renamer {
 };
 
 // Ops the engine runs as a composition of others, inlined as a model's functions are (unless the model
-// defines a function of that name itself). Their bodies use the model's opsets (no imports of their own).
-const std::vector<onnx::FunctionProto>& builtin_functions() {
-  static const std::vector<onnx::FunctionProto> fs = [] {
-    auto make_node = [](const char* op, const char* domain, std::vector<std::string> in, std::vector<std::string> out) {
-      onnx::NodeProto n;
-      n.set_op_type(op);
-      n.set_domain(domain);
-      for (auto& s : in) n.add_input(s);
-      for (auto& s : out) n.add_output(s);
-      return n;
-    };
-    // com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
-    // DynamicQuantizeLinear does, then MatMulIntegerToFloat (ONNX Runtime's definition; its outputs
-    // measured bit for bit).
-    onnx::FunctionProto dqmm;
-    dqmm.set_domain("com.microsoft");
-    dqmm.set_name("DynamicQuantizeMatMul");
-    for (const char* i : {"A", "B", "b_scale", "b_zero_point", "bias"}) dqmm.add_input(i);
-    dqmm.add_output("Y");
-    *dqmm.add_node() = make_node("DynamicQuantizeLinear", "", {"A"}, {"a_q", "a_scale", "a_zero_point"});
-    *dqmm.add_node() = make_node("MatMulIntegerToFloat", "com.microsoft",
-                                 {"a_q", "B", "a_scale", "b_scale", "a_zero_point", "b_zero_point", "bias"}, {"Y"});
-    return std::vector<onnx::FunctionProto>{dqmm};
-  }();
-  return fs;
+// defines a function of that name itself). Each call gets a body made for it: which optional inputs it
+// gives, its attributes and the model's opsets decide the nodes. The bodies import no opset of their own.
+namespace builtin {
+
+onnx::NodeProto make_node(const char* op, const char* domain, std::vector<std::string> in, std::vector<std::string> out) {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  n.set_domain(domain);
+  for (auto& s : in) n.add_input(s);
+  for (auto& s : out) n.add_output(s);
+  return n;
 }
+
+const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+bool given(const onnx::NodeProto& n, int i) { return i < n.input_size() && !n.input(i).empty(); }
+
+onnx::FunctionProto signature(const char* name, std::vector<std::string> in, std::vector<std::string> out) {
+  onnx::FunctionProto f;
+  f.set_domain("com.microsoft");
+  f.set_name(name);
+  for (auto& s : in) f.add_input(s);
+  for (auto& s : out) f.add_output(s);
+  return f;
+}
+
+// com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
+// DynamicQuantizeLinear does, then MatMulIntegerToFloat (ONNX Runtime's definition; its outputs measured
+// bit for bit).
+onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const std::map<std::string, int64_t>&) {
+  onnx::FunctionProto f = signature("DynamicQuantizeMatMul", {"A", "B", "b_scale", "b_zero_point", "bias"}, {"Y"});
+  *f.add_node() = make_node("DynamicQuantizeLinear", "", {"A"}, {"a_q", "a_scale", "a_zero_point"});
+  *f.add_node() = make_node("MatMulIntegerToFloat", "com.microsoft",
+                            {"a_q", "B", "a_scale", "b_scale", "a_zero_point", "b_zero_point", "bias"}, {"Y"});
+  return f;
+}
+
+// com.microsoft's Attention (ONNX Runtime's BERT-style fused attention) without a past: the packed
+// weights [D_in, Dq + Dk + Dv] split into Q, K and V's (constants: folded at plan time), three products,
+// then MultiHeadAttention with the packed bias, mask_index as its key_padding_mask ([B] lengths or [B, T]
+// 0/1), attention_bias, num_heads, scale, mask_filter_value and unidirectional. A past, a present,
+// past_sequence_length and do_rotary are refused.
+onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
+  const std::string what = "node '" + call.name() + "' (com.microsoft.Attention)";
+  if (given(call, 4) || given(call, 6) || (call.output_size() > 1 && !call.output(1).empty()))
+    throw NotImplemented(what + ": a past and present (the decoder form) are not supported; the encoder form is");
+  if (const auto* r = attribute(call, "do_rotary"); r && r->i() != 0)
+    throw NotImplemented(what + ": do_rotary is not supported");
+  onnx::FunctionProto f = signature("Attention", {"input", "weights", "bias", "mask_index", "past", "attention_bias",
+                                                  "past_sequence_length"}, {"output", "present"});
+  auto split = make_node("Split", "", {"weights"}, {"w_q", "w_k", "w_v"});
+  auto* axis = split.add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  if (const auto* sizes = attribute(call, "qkv_hidden_sizes")) {
+    auto it = opsets.find("");
+    if (it != opsets.end() && it->second >= 13) {
+      auto c = make_node("Constant", "", {}, {"qkv_sizes"});
+      auto* v = c.add_attribute();
+      v->set_name("value");
+      v->set_type(onnx::AttributeProto::TENSOR);
+      v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+      v->mutable_t()->add_dims(sizes->ints_size());
+      for (int64_t s : sizes->ints()) v->mutable_t()->add_int64_data(s);
+      *f.add_node() = c;
+      split.add_input("qkv_sizes");
+    } else {
+      auto* a = split.add_attribute();
+      a->set_name("split");
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t s : sizes->ints()) a->add_ints(s);
+    }
+  }
+  *f.add_node() = split;
+  *f.add_node() = make_node("MatMul", "", {"input", "w_q"}, {"q"});
+  *f.add_node() = make_node("MatMul", "", {"input", "w_k"}, {"k"});
+  *f.add_node() = make_node("MatMul", "", {"input", "w_v"}, {"v"});
+  auto mha = make_node("MultiHeadAttention", "com.microsoft", {"q", "k", "v", "bias", "mask_index", "attention_bias"}, {"output"});
+  for (const char* name : {"num_heads", "scale", "mask_filter_value", "unidirectional"})
+    if (const auto* a = attribute(call, name)) *mha.add_attribute() = *a;
+  *f.add_node() = mha;
+  return f;
+}
+
+using Make = onnx::FunctionProto (*)(const onnx::NodeProto&, const std::map<std::string, int64_t>&);
+Make find(const onnx::NodeProto& n) {
+  if (domain_of(n.domain()) != "com.microsoft") return nullptr;
+  if (n.op_type() == "DynamicQuantizeMatMul") return dynamic_quantize_matmul;
+  if (n.op_type() == "Attention") return attention;
+  return nullptr;
+}
+
+}  // namespace builtin
 
 class Inliner {
  public:
@@ -136,12 +209,6 @@ class Inliner {
         throw InvalidArgument("function '" + (f.domain().empty() ? "" : f.domain() + ".") + f.name() + "'" +
                               (overload.empty() ? "" : " (overload '" + overload + "')") + " is defined twice");
     }
-    for (const auto& f : builtin_functions()) {
-      Function fn;
-      fn.proto = &f;
-      fn.name = f.domain() + "." + f.name();
-      functions_.emplace(key(f.domain(), f.name(), ""), std::move(fn));  // a model's own function comes first
-    }
   }
 
   void run() {
@@ -153,13 +220,27 @@ class Inliner {
   onnx::ModelProto& mp_;
   std::map<std::string, int64_t> opsets_;
   std::map<std::string, Function> functions_;
+  std::deque<onnx::FunctionProto> generated_protos_;  // the built-in bodies made for calls
+  std::deque<Function> generated_;
   size_t calls_ = 0, inlined_nodes_ = 0;
   std::vector<const Function*> stack_;  // the functions whose bodies are being inlined, outermost first
   std::string outermost_;               // the main graph's (or a subgraph's) call being inlined
 
+  // The model's function that n calls, else the built-in composition made for n (kept in generated_).
   Function* called(const onnx::NodeProto& n) {
     auto it = functions_.find(key(n.domain(), n.op_type(), unknown_string(n.unknown_fields(), kNodeOverload)));
-    return it == functions_.end() ? nullptr : &it->second;
+    if (it != functions_.end()) return &it->second;
+    const builtin::Make make = builtin::find(n);
+    if (!make) return nullptr;
+    Function& fn = generated_.emplace_back();
+    fn.proto = &generated_protos_.emplace_back(make(n, opsets_));
+    fn.name = "com.microsoft." + n.op_type();
+    fn.imports_checked = true;  // a built-in body uses the model's opsets
+    return &fn;
+  }
+  bool calls(const onnx::NodeProto& n) {
+    return functions_.count(key(n.domain(), n.op_type(), unknown_string(n.unknown_fields(), kNodeOverload))) ||
+           builtin::find(n);
   }
 
   // The nodes a call of f becomes, counted before anything is built (capped past kMaxInlinedNodes: a
@@ -170,8 +251,8 @@ class Inliner {
     f.sizing = true;
     size_t n = 0;
     for (const auto& b : f.proto->node()) {
-      Function* g = called(b);
-      n += g ? inlined_size(*g) : 1;
+      auto it = functions_.find(key(b.domain(), b.op_type(), unknown_string(b.unknown_fields(), kNodeOverload)));
+      n += it != functions_.end() ? inlined_size(it->second) : builtin::find(b) ? 8 : 1;  // a built-in: a few nodes
       n = std::min(n, kMaxInlinedNodes + 1);
     }
     f.sizing = false;
@@ -200,7 +281,7 @@ class Inliner {
   void expand_graph(onnx::GraphProto& g, int depth) {
     bool any = false;
     for (const auto& n : g.node())
-      if (called(n) || has_graph(n)) any = true;
+      if (calls(n) || has_graph(n)) any = true;
     if (!any) return;
     RepeatedPtrField<onnx::NodeProto> out;
     for (auto& n : *g.mutable_node()) expand_node(std::move(n), out, depth);

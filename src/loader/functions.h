@@ -13,9 +13,10 @@
 //   - The function's opset imports join the model's; one that imports a domain at another version than
 //     the model does is refused (the nodes keep one opset per domain).
 // Functions told apart by `overload` alone (IR 10) are told apart by it too.
-// Ops the engine runs as a composition of others are inlined the same way (functions.cpp,
-// builtin_functions: com.microsoft's DynamicQuantizeMatMul as DynamicQuantizeLinear and
-// MatMulIntegerToFloat), unless the model defines a function of that name itself.
+// Ops the engine runs as a composition of others are inlined the same way, each call with a body made
+// for it (functions.cpp, namespace builtin: com.microsoft's DynamicQuantizeMatMul as DynamicQuantizeLinear
+// and MatMulIntegerToFloat; its Attention without a past as a Split of the packed weights, three MatMuls and
+// MultiHeadAttention), unless the model defines a function of that name itself.
 #pragma once
 #include <onnx/onnx_pb.h>
 

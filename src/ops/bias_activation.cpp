@@ -10,6 +10,7 @@ BiasActivationParams bias_activation_params(const ir::Node& node, const std::vec
   size_t min_inputs = 1, max_inputs = 1;
   if (op == "FastGelu") p.op = BiasActivation::FastGelu, max_inputs = 2;
   else if (op == "BiasGelu") p.op = BiasActivation::BiasGelu, min_inputs = max_inputs = 2;
+  else if (op == "Gelu") p.op = BiasActivation::BiasGelu;  // com.microsoft's Gelu: BiasGelu without the bias
   else if (op == "QuickGelu") p.op = BiasActivation::QuickGelu;
   else if (op == "BiasAdd") p.op = BiasActivation::BiasAdd, min_inputs = max_inputs = 3;
   else raise(fail, "not a bias activation op");

@@ -1,6 +1,7 @@
 // ONNX Runtime's fused activations (com.microsoft), the rules both kernel sets share:
 //   FastGelu   y = 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))),  v = X (+ bias)
 //   BiasGelu   y = 0.5 v (1 + erf(v / sqrt(2))),                     v = X + bias
+//   Gelu       BiasGelu without the bias (v = X): com.microsoft's, which ONNX Runtime's optimizer writes
 //   QuickGelu  y = v sigmoid(alpha v) = v / (1 + exp(-alpha v)),     v = X   (alpha default 1.702)
 //   BiasAdd    y = X + bias + skip                                   (X [N, S, C], skip X's shape)
 // bias is 1-D with X's last dim (it repeats along the other dims); every input has X's float type.

@@ -473,6 +473,7 @@ std::vector<Case> build() {
   add(B("FastGelu").ms().without_schema(kFloats).x("X", S3).tol(10));
   add(B("FastGelu", "bias").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).tol(10));
   add(B("BiasGelu").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).tol(10));
+  add(B("Gelu", "com.microsoft").ms().without_schema(kFloats).x("X", S3).tol(10));
   add(B("QuickGelu").ms().without_schema(kFloats).x("X", S3).tol(10));
   add(B("QuickGelu", "alpha -0.5").ms().without_schema(kFloats).x("X", S3).fl("alpha", -0.5f).tol(10));
   add(B("BiasAdd").ms().without_schema(kFloats).x("X", S3).x("bias", {4}).x("skip", S3));

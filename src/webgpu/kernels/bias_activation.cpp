@@ -53,7 +53,7 @@ void bias_activation(GpuKernelContext& ctx) {
 }  // namespace
 
 void register_bias_activation(GpuKernelRegistry& r) {
-  for (const char* op : {"FastGelu", "BiasGelu", "QuickGelu", "BiasAdd"}) r.add(op, bias_activation, ir::kMsDomain);
+  for (const char* op : {"FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd"}) r.add(op, bias_activation, ir::kMsDomain);
 }
 
 }  // namespace onnxgpu::webgpu

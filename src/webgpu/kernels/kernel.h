@@ -231,7 +231,7 @@ void register_conv(GpuKernelRegistry&);           // Conv, ConvInteger, QLinearC
 void register_pool(GpuKernelRegistry&);           // AveragePool, QLinearAveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool, LRN, RoiAlign
 void register_resize(GpuKernelRegistry&);         // Resize
 void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_bias_activation(GpuKernelRegistry&);  // com.microsoft FastGelu, BiasGelu, QuickGelu, BiasAdd
+void register_bias_activation(GpuKernelRegistry&);  // com.microsoft FastGelu, BiasGelu, Gelu, QuickGelu, BiasAdd
 void register_rotary(GpuKernelRegistry&);         // RotaryEmbedding (opset 23) and com.microsoft RotaryEmbedding
 void register_block_quant(GpuKernelRegistry&);    // com.microsoft MatMulNBits, GatherBlockQuantized
 void register_quantize(GpuKernelRegistry&);       // QuantizeLinear, DequantizeLinear

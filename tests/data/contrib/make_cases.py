@@ -161,6 +161,7 @@ def gelu_cases():
     act("fast_gelu_bias_float16", "FastGelu", dt=np.float16)
     act("bias_gelu", "BiasGelu")
     act("bias_gelu_float16", "BiasGelu", dt=np.float16)
+    act("gelu_microsoft", "Gelu", bias=False)  # com.microsoft's Gelu (ONNX Runtime's optimizer fuses to it)
     act("quick_gelu", "QuickGelu", bias=False)
     act("quick_gelu_alpha", "QuickGelu", bias=False, attrs={"alpha": 1.25})
     act("quick_gelu_float16", "QuickGelu", dt=np.float16, bias=False, attrs={"alpha": 2.0})
@@ -399,6 +400,30 @@ def mha_cases():
         mask=[[1] * 7, [1, 1, 1, 1, 1, 0, 1]], attrs={"unidirectional": 1, "mask_filter_value": -1e9})
     mha("mha_decode_past", 2, 1, 1, 4, 8, past=6)
     mha("mha_bnsh_kv", 1, 3, 6, 2, 8, bnsh=True)
+
+    # com.microsoft's Attention (ONNX Runtime's BERT and GPT-2 optimizations): packed QKV weights and bias
+    # (initializers, as the optimizer writes them), key-length or 0/1 masks, attention_bias, unidirectional.
+    def attention(name, b, s, d_in, n, h, mask=None, attn_bias=None, attrs=None, sizes=None, opset=17):
+        r = rng(name)
+        dq, dk, dv = sizes or (n * h,) * 3
+        ins = [("input", values(r, (b, s, d_in), lo=-1.0, hi=1.0), False),
+               ("weights", values(r, (d_in, dq + dk + dv), lo=-0.3, hi=0.3), True),
+               ("bias", values(r, (dq + dk + dv,), lo=-0.2, hi=0.2), True),
+               ("mask_index", np.array(mask, dtype=np.int32), False) if mask is not None else ("", None, False),
+               ("", None, False),
+               ("attention_bias", values(r, attn_bias, lo=-1.0, hi=1.0), False) if attn_bias else ("", None, False)]
+        while ins and not ins[-1][0]:
+            ins.pop()
+        a = {"num_heads": n}
+        if sizes:
+            a["qkv_hidden_sizes"] = list(sizes)
+        a.update(attrs or {})
+        cases.append(Case(name, "Attention", ins, [("output", F32)], a, opset=opset))
+
+    attention("attention_bert_key_lengths", 2, 5, 16, 2, 8, mask=[5, 3])
+    attention("attention_mask_2d_attention_bias", 2, 4, 12, 3, 4, mask=[[1, 1, 1, 0], [1, 0, 1, 1]], attn_bias=(1, 3, 4, 4))
+    attention("attention_unidirectional_scale", 1, 6, 8, 2, 4, attrs={"unidirectional": 1, "scale": 0.3})
+    attention("attention_qkv_hidden_sizes_opset11", 2, 3, 10, 2, 4, sizes=(8, 8, 12), mask=[3, 2], opset=11)
     return cases
 
 
