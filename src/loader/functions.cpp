@@ -120,6 +120,17 @@ onnx::FunctionProto signature(const char* name, std::vector<std::string> in, std
   return f;
 }
 
+onnx::NodeProto int64_constant(const std::string& out, std::vector<int64_t> values, bool scalar) {
+  auto c = make_node("Constant", "", {}, {out});
+  auto* v = c.add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar) v->mutable_t()->add_dims(int64_t(values.size()));
+  for (int64_t x : values) v->mutable_t()->add_int64_data(x);
+  return c;
+}
+
 // com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
 // DynamicQuantizeLinear does, then MatMulIntegerToFloat (ONNX Runtime's definition; its outputs measured
 // bit for bit).
@@ -152,14 +163,7 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::s
   if (const auto* sizes = attribute(call, "qkv_hidden_sizes")) {
     auto it = opsets.find("");
     if (it != opsets.end() && it->second >= 13) {
-      auto c = make_node("Constant", "", {}, {"qkv_sizes"});
-      auto* v = c.add_attribute();
-      v->set_name("value");
-      v->set_type(onnx::AttributeProto::TENSOR);
-      v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-      v->mutable_t()->add_dims(sizes->ints_size());
-      for (int64_t s : sizes->ints()) v->mutable_t()->add_int64_data(s);
-      *f.add_node() = c;
+      *f.add_node() = int64_constant("qkv_sizes", {sizes->ints().begin(), sizes->ints().end()}, false);
       split.add_input("qkv_sizes");
     } else {
       auto* a = split.add_attribute();
@@ -179,11 +183,88 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::s
   return f;
 }
 
+// com.microsoft's EmbedLayerNormalization (BERT's embeddings as ONNX Runtime's optimizer fuses them):
+// word (+ position + segment) embeddings gathered and summed, then LayerNormalization over the hidden dim
+// (epsilon: the call's, else ONNX Runtime's default 1e-12). Positions are position_ids when given, else
+// 0 .. S-1. Outputs: the normalized sum; mask_index, each sequence's count of mask (int32 [B]; zeros
+// without a mask); embedding_sum, the sum before the normalization.
+onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
+  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
+  const std::string what = "node '" + call.name() + "' (com.microsoft.EmbedLayerNormalization)";
+  onnx::FunctionProto f = signature("EmbedLayerNormalization",
+                                    {"input_ids", "segment_ids", "word_embedding", "position_embedding", "segment_embedding",
+                                     "gamma", "beta", "mask", "position_ids"},
+                                    {"output", "mask_index", "embedding_sum"});
+  *f.add_node() = make_node("Gather", "", {"word_embedding", "input_ids"}, {"words"});
+  if (given(call, 8)) {
+    *f.add_node() = make_node("Gather", "", {"position_embedding", "position_ids"}, {"positions"});
+  } else {
+    if (opset < 11) throw NotImplemented(what + ": positions without position_ids need opset 11 (Range); the model imports " + std::to_string(opset));
+    *f.add_node() = make_node("Shape", "", {"input_ids"}, {"ids_shape"});
+    *f.add_node() = int64_constant("one", {1}, true);
+    *f.add_node() = int64_constant("zero", {0}, true);
+    *f.add_node() = make_node("Gather", "", {"ids_shape", "one"}, {"seq_len"});
+    *f.add_node() = make_node("Range", "", {"zero", "seq_len", "one"}, {"position_range"});
+    *f.add_node() = make_node("Gather", "", {"position_embedding", "position_range"}, {"positions"});
+  }
+  const bool segments = given(call, 1) && given(call, 4);
+  *f.add_node() = make_node("Add", "", {"words", "positions"}, {segments ? "words_positions" : "embedding_sum"});
+  if (segments) {
+    *f.add_node() = make_node("Gather", "", {"segment_embedding", "segment_ids"}, {"segments"});
+    *f.add_node() = make_node("Add", "", {"words_positions", "segments"}, {"embedding_sum"});
+  }
+  auto ln = make_node("LayerNormalization", "", {"embedding_sum", "gamma", "beta"}, {"output"});
+  auto* eps = ln.add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  const auto* e = attribute(call, "epsilon");
+  eps->set_f(e ? e->f() : 1e-12f);
+  auto* ax = ln.add_attribute();
+  ax->set_name("axis");
+  ax->set_type(onnx::AttributeProto::INT);
+  ax->set_i(-1);
+  *f.add_node() = ln;
+  if (call.output_size() > 1 && !call.output(1).empty()) {
+    auto sum = make_node("ReduceSum", "", {given(call, 7) ? "mask" : "no_mask"}, {"mask_sum"});
+    if (!given(call, 7)) {
+      *f.add_node() = make_node("Cast", "", {"input_ids"}, {"ids_i32"});
+      auto& cast = *f.mutable_node(f.node_size() - 1);
+      auto* to = cast.add_attribute();
+      to->set_name("to");
+      to->set_type(onnx::AttributeProto::INT);
+      to->set_i(onnx::TensorProto::INT32);
+      *f.add_node() = make_node("Sub", "", {"ids_i32", "ids_i32"}, {"no_mask"});
+    }
+    auto* keep = sum.add_attribute();
+    keep->set_name("keepdims");
+    keep->set_type(onnx::AttributeProto::INT);
+    keep->set_i(0);
+    if (opset >= 13) {
+      *f.add_node() = int64_constant("mask_axes", {1}, false);
+      sum.add_input("mask_axes");
+    } else {
+      auto* axes = sum.add_attribute();
+      axes->set_name("axes");
+      axes->set_type(onnx::AttributeProto::INTS);
+      axes->add_ints(1);
+    }
+    *f.add_node() = sum;
+    auto cast = make_node("Cast", "", {"mask_sum"}, {"mask_index"});
+    auto* to = cast.add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::INT32);
+    *f.add_node() = cast;
+  }
+  return f;
+}
+
 using Make = onnx::FunctionProto (*)(const onnx::NodeProto&, const std::map<std::string, int64_t>&);
 Make find(const onnx::NodeProto& n) {
   if (domain_of(n.domain()) != "com.microsoft") return nullptr;
   if (n.op_type() == "DynamicQuantizeMatMul") return dynamic_quantize_matmul;
   if (n.op_type() == "Attention") return attention;
+  if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
   return nullptr;
 }
 

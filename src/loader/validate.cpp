@@ -80,6 +80,7 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
       {{ir::kMsDomain, "FastGelu"}, {}},
       {{ir::kMsDomain, "BiasGelu"}, {}},
       {{ir::kMsDomain, "Gelu"}, {}},
+      {{ir::kMsDomain, "EmbedLayerNormalization"}, {{"epsilon", Kind::Float}, {"mask_index_type", Kind::Int}}},
       {{ir::kMsDomain, "Attention"},
        {{"num_heads", Kind::Int}, {"unidirectional", Kind::Int}, {"qkv_hidden_sizes", Kind::Ints}, {"mask_filter_value", Kind::Float},
         {"scale", Kind::Float}, {"do_rotary", Kind::Int}, {"rotary_embedding_dim", Kind::Int}, {"past_present_share_buffer", Kind::Int}}},

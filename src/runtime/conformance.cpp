@@ -39,7 +39,7 @@ const std::set<std::string>& in_scope_ops() {
       // ONNX Runtime's transformer ops (tests/data/contrib) and the opset-23 ops that share their kernels
       "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
-      "com.microsoft.Gelu", "com.microsoft.Attention",
+      "com.microsoft.Gelu", "com.microsoft.Attention", "com.microsoft.EmbedLayerNormalization",
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
       "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized", "com.microsoft.QLinearAdd",
       "com.microsoft.QLinearMul", "com.microsoft.QLinearSigmoid", "com.microsoft.QLinearLeakyRelu",

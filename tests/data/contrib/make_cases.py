@@ -424,6 +424,26 @@ def mha_cases():
     attention("attention_mask_2d_attention_bias", 2, 4, 12, 3, 4, mask=[[1, 1, 1, 0], [1, 0, 1, 1]], attn_bias=(1, 3, 4, 4))
     attention("attention_unidirectional_scale", 1, 6, 8, 2, 4, attrs={"unidirectional": 1, "scale": 0.3})
     attention("attention_qkv_hidden_sizes_opset11", 2, 3, 10, 2, 4, sizes=(8, 8, 12), mask=[3, 2], opset=11)
+
+    # com.microsoft's EmbedLayerNormalization (BERT's embeddings): word, position and segment tables
+    # (initializers), int32 ids, a 0/1 mask (its per-sequence count is mask_index), positions given or not.
+    def embed(name, b, s, h, segments=True, mask=True, position_ids=False, sum_out=False, attrs=None, opset=17):
+        r = rng(name)
+        ins = [("input_ids", r.integers(0, 30, size=(b, s)).astype(np.int32), False),
+               ("segment_ids", r.integers(0, 2, size=(b, s)).astype(np.int32), False) if segments else ("", None, False),
+               ("word_embedding", values(r, (30, h)), True), ("position_embedding", values(r, (16, h)), True),
+               ("segment_embedding", values(r, (2, h)), True) if segments else ("", None, False),
+               ("gamma", values(r, (h,), lo=0.5, hi=1.5), True), ("beta", values(r, (h,), lo=-0.5, hi=0.5), True),
+               ("mask", (r.uniform(size=(b, s)) > 0.3).astype(np.int32), False) if mask else ("", None, False),
+               ("position_ids", r.integers(0, 16, size=(b, s)).astype(np.int32), False) if position_ids else ("", None, False)]
+        while ins and not ins[-1][0]:
+            ins.pop()
+        outs = [("output", F32), ("mask_index", I32)] + ([("embedding_sum", F32)] if sum_out else [])
+        cases.append(Case(name, "EmbedLayerNormalization", ins, outs, attrs, opset=opset))
+
+    embed("embed_layer_norm_bert", 2, 7, 16)
+    embed("embed_layer_norm_no_segments_no_mask_sum", 3, 5, 8, segments=False, mask=False, sum_out=True, attrs={"epsilon": 1e-5})
+    embed("embed_layer_norm_position_ids_opset12", 2, 6, 8, position_ids=True, opset=12)
     return cases
 
 
