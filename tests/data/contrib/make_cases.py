@@ -664,8 +664,61 @@ def qoperator_model_cases():
     return [GraphCase(name, "QOperator model", [("image", image, False)], [("probs", F32), ("res", TensorProto.UINT8)], build)]
 
 
+def optimized_bert_cases():
+    """A two-layer BERT as ONNX Runtime's transformer optimizer saves it (opset 12): EmbedLayerNormalization,
+    Attention with packed QKV weights and the mask's per-sequence counts, SkipLayerNormalization, MatMul and
+    BiasGelu / com.microsoft Gelu, against ONNX Runtime end to end."""
+    name = "ort_optimized_bert"
+    r = rng(name)
+    B, S, H, N, V, FF = 2, 6, 16, 2, 40, 32
+    inits = []
+
+    def init(n, a):
+        inits.append(numpy_helper.from_array(np.asarray(a), n))
+        return n
+
+    def w(n, shape, scale=0.2):
+        return init(n, values(r, shape, lo=-scale, hi=scale))
+
+    def build():
+        inits.clear()
+        nodes = [helper.make_node("EmbedLayerNormalization",
+                                  ["input_ids", "segment_ids", w("word", (V, H), 1.0), w("pos", (S, H), 1.0), w("seg", (2, H), 1.0),
+                                   init("emb_gamma", values(r, (H,), lo=0.8, hi=1.2)), w("emb_beta", (H,)), "mask"],
+                                  ["emb", "mask_index"], name="embeddings", domain=MS, epsilon=1e-12)]
+        h = "emb"
+        for layer in range(2):
+            p = f"l{layer}_"
+            nodes.append(helper.make_node("Attention", [h, w(p + "qkv_w", (H, 3 * H)), w(p + "qkv_b", (3 * H,)), "mask_index"],
+                                          [p + "attn"], name=p + "attention", domain=MS, num_heads=N))
+            nodes.append(helper.make_node("MatMul", [p + "attn", w(p + "o_w", (H, H))], [p + "o"], name=p + "out_proj"))
+            nodes.append(helper.make_node("SkipLayerNormalization",
+                                          [p + "o", h, init(p + "ln1_g", values(r, (H,), lo=0.8, hi=1.2)), w(p + "ln1_b", (H,)),
+                                           w(p + "o_b", (H,))], [p + "ln1"], name=p + "skip_ln1", domain=MS, epsilon=1e-12))
+            nodes.append(helper.make_node("MatMul", [p + "ln1", w(p + "ff1_w", (H, FF))], [p + "ff1"], name=p + "ff1"))
+            if layer == 0:
+                nodes.append(helper.make_node("BiasGelu", [p + "ff1", w(p + "ff1_b", (FF,))], [p + "act"], name=p + "gelu", domain=MS))
+            else:
+                nodes.append(helper.make_node("Add", [p + "ff1", w(p + "ff1_b", (FF,))], [p + "ff1b"], name=p + "ff1_bias"))
+                nodes.append(helper.make_node("Gelu", [p + "ff1b"], [p + "act"], name=p + "gelu", domain=MS))
+            nodes.append(helper.make_node("MatMul", [p + "act", w(p + "ff2_w", (FF, H))], [p + "ff2"], name=p + "ff2"))
+            nodes.append(helper.make_node("SkipLayerNormalization",
+                                          [p + "ff2", p + "ln1", init(p + "ln2_g", values(r, (H,), lo=0.8, hi=1.2)), w(p + "ln2_b", (H,)),
+                                           w(p + "ff2_b", (H,))], [p + "out"], name=p + "skip_ln2", domain=MS, epsilon=1e-12))
+            h = p + "out"
+        nodes.append(helper.make_node("Identity", [h], ["last_hidden_state"], name="output"))
+        return nodes, list(inits)
+
+    ids = r.integers(0, V, size=(B, S)).astype(np.int32)
+    segments = np.concatenate([np.zeros((B, S // 2)), np.ones((B, S - S // 2))], axis=1).astype(np.int32)
+    mask = np.ones((B, S), dtype=np.int32)
+    mask[1, 4:] = 0  # the second sequence is padded
+    return [GraphCase(name, "ORT-optimized BERT", [("input_ids", ids, False), ("segment_ids", segments, False), ("mask", mask, False)],
+                      [("last_hidden_state", F32)], build, opset=12)]
+
+
 ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
-       qlinear_cases() + qoperator_model_cases())
+       qlinear_cases() + qoperator_model_cases() + optimized_bert_cases())
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
