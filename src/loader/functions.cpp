@@ -142,15 +142,18 @@ onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const std::m
   return f;
 }
 
-// com.microsoft's Attention (ONNX Runtime's BERT-style fused attention) without a past: the packed
-// weights [D_in, Dq + Dk + Dv] split into Q, K and V's (constants: folded at plan time), three products,
-// then MultiHeadAttention with the packed bias, mask_index as its key_padding_mask ([B] lengths or [B, T]
-// 0/1), attention_bias, num_heads, scale, mask_filter_value and unidirectional. A past, a present,
-// past_sequence_length and do_rotary are refused.
+// com.microsoft's Attention (ONNX Runtime's BERT- and GPT-2-style fused attention): the packed weights
+// [D_in, Dq + Dk + Dv] split into Q, K and V's (constants: folded at plan time), three products, then
+// MultiHeadAttention with the packed bias, mask_index as its key_padding_mask ([B] lengths or [B, T] 0/1),
+// attention_bias, num_heads, scale, mask_filter_value and unidirectional. A past [2, B, N, P, H] is split
+// into MultiHeadAttention's past_key and past_value, and its presents stacked into present [2, B, N, P + S, H].
+// past_sequence_length (a shared past and present buffer) and do_rotary are refused.
 onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
   const std::string what = "node '" + call.name() + "' (com.microsoft.Attention)";
-  if (given(call, 4) || given(call, 6) || (call.output_size() > 1 && !call.output(1).empty()))
-    throw NotImplemented(what + ": a past and present (the decoder form) are not supported; the encoder form is");
+  if (given(call, 6)) throw NotImplemented(what + ": past_sequence_length (a past shared with the present) is not supported");
+  const bool past = given(call, 4), present = call.output_size() > 1 && !call.output(1).empty();
+  if (present && !past) throw NotImplemented(what + ": a present without a past is not supported");
+  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
   if (const auto* r = attribute(call, "do_rotary"); r && r->i() != 0)
     throw NotImplemented(what + ": do_rotary is not supported");
   onnx::FunctionProto f = signature("Attention", {"input", "weights", "bias", "mask_index", "past", "attention_bias",
@@ -161,8 +164,7 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::s
   axis->set_type(onnx::AttributeProto::INT);
   axis->set_i(1);
   if (const auto* sizes = attribute(call, "qkv_hidden_sizes")) {
-    auto it = opsets.find("");
-    if (it != opsets.end() && it->second >= 13) {
+    if (opset >= 13) {
       *f.add_node() = int64_constant("qkv_sizes", {sizes->ints().begin(), sizes->ints().end()}, false);
       split.add_input("qkv_sizes");
     } else {
@@ -177,9 +179,43 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::s
   *f.add_node() = make_node("MatMul", "", {"input", "w_k"}, {"k"});
   *f.add_node() = make_node("MatMul", "", {"input", "w_v"}, {"v"});
   auto mha = make_node("MultiHeadAttention", "com.microsoft", {"q", "k", "v", "bias", "mask_index", "attention_bias"}, {"output"});
+  if (past) {
+    *f.add_node() = int64_constant("zero", {0}, true);
+    *f.add_node() = int64_constant("one", {1}, true);
+    *f.add_node() = make_node("Gather", "", {"past", "zero"}, {"past_key"});
+    *f.add_node() = make_node("Gather", "", {"past", "one"}, {"past_value"});
+    mha.add_input("past_key");
+    mha.add_input("past_value");
+    if (present) {
+      mha.add_output("present_key");
+      mha.add_output("present_value");
+    }
+  }
   for (const char* name : {"num_heads", "scale", "mask_filter_value", "unidirectional"})
     if (const auto* a = attribute(call, name)) *mha.add_attribute() = *a;
   *f.add_node() = mha;
+  if (present) {
+    // present = [present_key, present_value] stacked on a new first axis.
+    for (const char* kv : {"key", "value"}) {
+      auto u = make_node("Unsqueeze", "", {std::string("present_") + kv}, {std::string("stacked_") + kv});
+      if (opset >= 13) {
+        u.add_input("axis0");
+      } else {
+        auto* axes = u.add_attribute();
+        axes->set_name("axes");
+        axes->set_type(onnx::AttributeProto::INTS);
+        axes->add_ints(0);
+      }
+      if (opset >= 13 && std::string(kv) == "key") *f.add_node() = int64_constant("axis0", {0}, false);
+      *f.add_node() = u;
+    }
+    auto cat = make_node("Concat", "", {"stacked_key", "stacked_value"}, {"present"});
+    auto* ax = cat.add_attribute();
+    ax->set_name("axis");
+    ax->set_type(onnx::AttributeProto::INT);
+    ax->set_i(0);
+    *f.add_node() = cat;
+  }
   return f;
 }
 

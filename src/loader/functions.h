@@ -15,8 +15,8 @@
 // Functions told apart by `overload` alone (IR 10) are told apart by it too.
 // Ops the engine runs as a composition of others are inlined the same way, each call with a body made
 // for it (functions.cpp, namespace builtin: com.microsoft's DynamicQuantizeMatMul as DynamicQuantizeLinear
-// and MatMulIntegerToFloat; its Attention without a past as a Split of the packed weights, three MatMuls and
-// MultiHeadAttention; its EmbedLayerNormalization as Gathers, Adds and LayerNormalization), unless the
+// and MatMulIntegerToFloat; its Attention as a Split of the packed weights, three MatMuls and MultiHeadAttention
+// (a past split into its keys and values, the presents stacked); its EmbedLayerNormalization as Gathers, Adds and LayerNormalization), unless the
 // model defines a function of that name itself.
 #pragma once
 #include <onnx/onnx_pb.h>

@@ -403,14 +403,14 @@ def mha_cases():
 
     # com.microsoft's Attention (ONNX Runtime's BERT and GPT-2 optimizations): packed QKV weights and bias
     # (initializers, as the optimizer writes them), key-length or 0/1 masks, attention_bias, unidirectional.
-    def attention(name, b, s, d_in, n, h, mask=None, attn_bias=None, attrs=None, sizes=None, opset=17):
+    def attention(name, b, s, d_in, n, h, mask=None, attn_bias=None, attrs=None, sizes=None, opset=17, past=None):
         r = rng(name)
         dq, dk, dv = sizes or (n * h,) * 3
         ins = [("input", values(r, (b, s, d_in), lo=-1.0, hi=1.0), False),
                ("weights", values(r, (d_in, dq + dk + dv), lo=-0.3, hi=0.3), True),
                ("bias", values(r, (dq + dk + dv,), lo=-0.2, hi=0.2), True),
                ("mask_index", np.array(mask, dtype=np.int32), False) if mask is not None else ("", None, False),
-               ("", None, False),
+               ("past", values(r, (2, b, n, past, h), lo=-1.0, hi=1.0), False) if past else ("", None, False),
                ("attention_bias", values(r, attn_bias, lo=-1.0, hi=1.0), False) if attn_bias else ("", None, False)]
         while ins and not ins[-1][0]:
             ins.pop()
@@ -418,12 +418,18 @@ def mha_cases():
         if sizes:
             a["qkv_hidden_sizes"] = list(sizes)
         a.update(attrs or {})
-        cases.append(Case(name, "Attention", ins, [("output", F32)], a, opset=opset))
+        outs = [("output", F32)] + ([("present", F32)] if past else [])
+        cases.append(Case(name, "Attention", ins, outs, a, opset=opset))
 
     attention("attention_bert_key_lengths", 2, 5, 16, 2, 8, mask=[5, 3])
     attention("attention_mask_2d_attention_bias", 2, 4, 12, 3, 4, mask=[[1, 1, 1, 0], [1, 0, 1, 1]], attn_bias=(1, 3, 4, 4))
     attention("attention_unidirectional_scale", 1, 6, 8, 2, 4, attrs={"unidirectional": 1, "scale": 0.3})
     attention("attention_qkv_hidden_sizes_opset11", 2, 3, 10, 2, 4, sizes=(8, 8, 12), mask=[3, 2], opset=11)
+    # GPT-2 as ONNX Runtime optimizes it: a past and present [2, B, N, T, H], a 0/1 mask over all T keys.
+    attention("attention_gpt2_past_prompt", 2, 3, 16, 2, 8, past=4, mask=[[1] * 7, [0, 0, 1, 1, 1, 1, 1]],
+              attrs={"unidirectional": 1})
+    attention("attention_gpt2_past_decode_opset12", 2, 1, 16, 2, 8, past=6, mask=[[1] * 7, [0] + [1] * 6],
+              attrs={"unidirectional": 1}, opset=12)
 
     # com.microsoft's EmbedLayerNormalization (BERT's embeddings): word, position and segment tables
     # (initializers), int32 ids, a 0/1 mask (its per-sequence count is mask_index), positions given or not.
