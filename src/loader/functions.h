@@ -9,23 +9,25 @@
 //   - A body attribute that refers to one of the function's (ref_attr_name) takes the call's attribute
 //     of that name, else the function's default for it (FunctionProto.attribute_proto), else is left out.
 //   - Calls inside a body, and inside the subgraphs of If / Loop / Scan nodes, are inlined too (at most
-//     64 levels deep: a function that calls itself is an error).
+//     64 levels deep, and at most 2^20 nodes in all); a function that calls itself is an error.
 //   - The function's opset imports join the model's; one that imports a domain at another version than
 //     the model does is refused (the nodes keep one opset per domain).
-// Functions told apart by `overload` alone (IR 10) are told apart by it too.
-// Ops the engine runs as a composition of others are inlined the same way, each call with a body made
-// for it (functions.cpp, namespace builtin: com.microsoft's DynamicQuantizeMatMul as DynamicQuantizeLinear
-// and MatMulIntegerToFloat; its Attention as a Split of the packed weights, three MatMuls and MultiHeadAttention
-// (a past split into its keys and values, the presents stacked); its EmbedLayerNormalization as Gathers, Adds and LayerNormalization), unless the
-// model defines a function of that name itself.
+//   - Functions of one name told apart by `overload` (IR 10) are called by it.
+// Ops the engine runs as a composition of others are inlined the same way, each call with a body made for
+// it from its inputs, attributes and the model's opsets (functions.cpp, namespace builtin), unless the model
+// defines a function of that name itself:
+//   - com.microsoft DynamicQuantizeMatMul: DynamicQuantizeLinear, then MatMulIntegerToFloat;
+//   - com.microsoft Attention: a Split of the packed weights, three MatMuls and MultiHeadAttention (a past
+//     split into its keys and values, the presents stacked);
+//   - com.microsoft EmbedLayerNormalization: Gathers of the tables, their sum, LayerNormalization.
 #pragma once
 #include <onnx/onnx_pb.h>
 
 namespace onnxgpu::loader {
 
 // Inlines every call of mp.functions (and of the built-in compositions) in mp's graph and clears
-// mp.functions. Throws InvalidArgument for a
-// malformed function or call, NotImplemented for what is refused above.
+// mp.functions. Throws InvalidArgument for a malformed function or call, NotImplemented for what is
+// refused above.
 void inline_functions(onnx::ModelProto& mp);
 
 }  // namespace onnxgpu::loader
