@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/composite_ops.h"
 #include "onnxgpu/error.h"
 
 namespace onnxgpu::loader {
@@ -89,222 +90,6 @@ class Renamer {
   std::vector<std::map<std::string, std::string>> scopes_;
 };
 
-// Ops the engine runs as a composition of others, inlined as a model's functions are (unless the model
-// defines a function of that name itself). Each call gets a body made for it: which optional inputs it
-// gives, its attributes and the model's opsets decide the nodes. The bodies import no opset of their own.
-namespace builtin {
-
-onnx::NodeProto make_node(const char* op, const char* domain, std::vector<std::string> in, std::vector<std::string> out) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_domain(domain);
-  for (auto& s : in) n.add_input(s);
-  for (auto& s : out) n.add_output(s);
-  return n;
-}
-
-const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
-bool given(const onnx::NodeProto& n, int i) { return i < n.input_size() && !n.input(i).empty(); }
-
-onnx::FunctionProto signature(const char* name, std::vector<std::string> in, std::vector<std::string> out) {
-  onnx::FunctionProto f;
-  f.set_domain("com.microsoft");
-  f.set_name(name);
-  for (auto& s : in) f.add_input(s);
-  for (auto& s : out) f.add_output(s);
-  return f;
-}
-
-onnx::NodeProto int64_constant(const std::string& out, std::vector<int64_t> values, bool scalar) {
-  auto c = make_node("Constant", "", {}, {out});
-  auto* v = c.add_attribute();
-  v->set_name("value");
-  v->set_type(onnx::AttributeProto::TENSOR);
-  v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-  if (!scalar) v->mutable_t()->add_dims(int64_t(values.size()));
-  for (int64_t x : values) v->mutable_t()->add_int64_data(x);
-  return c;
-}
-
-// com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
-// DynamicQuantizeLinear does, then MatMulIntegerToFloat (ONNX Runtime's definition; its outputs measured
-// bit for bit).
-onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const std::map<std::string, int64_t>&) {
-  onnx::FunctionProto f = signature("DynamicQuantizeMatMul", {"A", "B", "b_scale", "b_zero_point", "bias"}, {"Y"});
-  *f.add_node() = make_node("DynamicQuantizeLinear", "", {"A"}, {"a_q", "a_scale", "a_zero_point"});
-  *f.add_node() = make_node("MatMulIntegerToFloat", "com.microsoft",
-                            {"a_q", "B", "a_scale", "b_scale", "a_zero_point", "b_zero_point", "bias"}, {"Y"});
-  return f;
-}
-
-// com.microsoft's Attention (ONNX Runtime's BERT- and GPT-2-style fused attention): the packed weights
-// [D_in, Dq + Dk + Dv] split into Q, K and V's (constants: folded at plan time), three products, then
-// MultiHeadAttention with the packed bias, mask_index as its key_padding_mask ([B] lengths or [B, T] 0/1),
-// attention_bias, num_heads, scale, mask_filter_value and unidirectional. A past [2, B, N, P, H] is split
-// into MultiHeadAttention's past_key and past_value, and its presents stacked into present [2, B, N, P + S, H].
-// past_sequence_length (a shared past and present buffer) and do_rotary are refused.
-onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
-  const std::string what = "node '" + call.name() + "' (com.microsoft.Attention)";
-  if (given(call, 6)) throw NotImplemented(what + ": past_sequence_length (a past shared with the present) is not supported");
-  const bool past = given(call, 4), present = call.output_size() > 1 && !call.output(1).empty();
-  if (present && !past) throw NotImplemented(what + ": a present without a past is not supported");
-  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
-  if (const auto* r = attribute(call, "do_rotary"); r && r->i() != 0)
-    throw NotImplemented(what + ": do_rotary is not supported");
-  onnx::FunctionProto f = signature("Attention", {"input", "weights", "bias", "mask_index", "past", "attention_bias",
-                                                  "past_sequence_length"}, {"output", "present"});
-  auto split = make_node("Split", "", {"weights"}, {"w_q", "w_k", "w_v"});
-  auto* axis = split.add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(1);
-  if (const auto* sizes = attribute(call, "qkv_hidden_sizes")) {
-    if (opset >= 13) {
-      *f.add_node() = int64_constant("qkv_sizes", {sizes->ints().begin(), sizes->ints().end()}, false);
-      split.add_input("qkv_sizes");
-    } else {
-      auto* a = split.add_attribute();
-      a->set_name("split");
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t s : sizes->ints()) a->add_ints(s);
-    }
-  }
-  *f.add_node() = split;
-  *f.add_node() = make_node("MatMul", "", {"input", "w_q"}, {"q"});
-  *f.add_node() = make_node("MatMul", "", {"input", "w_k"}, {"k"});
-  *f.add_node() = make_node("MatMul", "", {"input", "w_v"}, {"v"});
-  auto mha = make_node("MultiHeadAttention", "com.microsoft", {"q", "k", "v", "bias", "mask_index", "attention_bias"}, {"output"});
-  if (past) {
-    *f.add_node() = int64_constant("zero", {0}, true);
-    *f.add_node() = int64_constant("one", {1}, true);
-    *f.add_node() = make_node("Gather", "", {"past", "zero"}, {"past_key"});
-    *f.add_node() = make_node("Gather", "", {"past", "one"}, {"past_value"});
-    mha.add_input("past_key");
-    mha.add_input("past_value");
-    if (present) {
-      mha.add_output("present_key");
-      mha.add_output("present_value");
-    }
-  }
-  for (const char* name : {"num_heads", "scale", "mask_filter_value", "unidirectional"})
-    if (const auto* a = attribute(call, name)) *mha.add_attribute() = *a;
-  *f.add_node() = mha;
-  if (present) {
-    // present = [present_key, present_value] stacked on a new first axis.
-    for (const char* kv : {"key", "value"}) {
-      auto u = make_node("Unsqueeze", "", {std::string("present_") + kv}, {std::string("stacked_") + kv});
-      if (opset >= 13) {
-        u.add_input("axis0");
-      } else {
-        auto* axes = u.add_attribute();
-        axes->set_name("axes");
-        axes->set_type(onnx::AttributeProto::INTS);
-        axes->add_ints(0);
-      }
-      if (opset >= 13 && std::string(kv) == "key") *f.add_node() = int64_constant("axis0", {0}, false);
-      *f.add_node() = u;
-    }
-    auto cat = make_node("Concat", "", {"stacked_key", "stacked_value"}, {"present"});
-    auto* ax = cat.add_attribute();
-    ax->set_name("axis");
-    ax->set_type(onnx::AttributeProto::INT);
-    ax->set_i(0);
-    *f.add_node() = cat;
-  }
-  return f;
-}
-
-// com.microsoft's EmbedLayerNormalization (BERT's embeddings as ONNX Runtime's optimizer fuses them):
-// word (+ position + segment) embeddings gathered and summed, then LayerNormalization over the hidden dim
-// (epsilon: the call's, else ONNX Runtime's default 1e-12). Positions are position_ids when given, else
-// 0 .. S-1. Outputs: the normalized sum; mask_index, each sequence's count of mask (int32 [B]; zeros
-// without a mask); embedding_sum, the sum before the normalization.
-onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
-  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
-  const std::string what = "node '" + call.name() + "' (com.microsoft.EmbedLayerNormalization)";
-  onnx::FunctionProto f = signature("EmbedLayerNormalization",
-                                    {"input_ids", "segment_ids", "word_embedding", "position_embedding", "segment_embedding",
-                                     "gamma", "beta", "mask", "position_ids"},
-                                    {"output", "mask_index", "embedding_sum"});
-  *f.add_node() = make_node("Gather", "", {"word_embedding", "input_ids"}, {"words"});
-  if (given(call, 8)) {
-    *f.add_node() = make_node("Gather", "", {"position_embedding", "position_ids"}, {"positions"});
-  } else {
-    if (opset < 11) throw NotImplemented(what + ": positions without position_ids need opset 11 (Range); the model imports " + std::to_string(opset));
-    *f.add_node() = make_node("Shape", "", {"input_ids"}, {"ids_shape"});
-    *f.add_node() = int64_constant("one", {1}, true);
-    *f.add_node() = int64_constant("zero", {0}, true);
-    *f.add_node() = make_node("Gather", "", {"ids_shape", "one"}, {"seq_len"});
-    *f.add_node() = make_node("Range", "", {"zero", "seq_len", "one"}, {"position_range"});
-    *f.add_node() = make_node("Gather", "", {"position_embedding", "position_range"}, {"positions"});
-  }
-  const bool segments = given(call, 1) && given(call, 4);
-  *f.add_node() = make_node("Add", "", {"words", "positions"}, {segments ? "words_positions" : "embedding_sum"});
-  if (segments) {
-    *f.add_node() = make_node("Gather", "", {"segment_embedding", "segment_ids"}, {"segments"});
-    *f.add_node() = make_node("Add", "", {"words_positions", "segments"}, {"embedding_sum"});
-  }
-  auto ln = make_node("LayerNormalization", "", {"embedding_sum", "gamma", "beta"}, {"output"});
-  auto* eps = ln.add_attribute();
-  eps->set_name("epsilon");
-  eps->set_type(onnx::AttributeProto::FLOAT);
-  const auto* e = attribute(call, "epsilon");
-  eps->set_f(e ? e->f() : 1e-12f);
-  auto* ax = ln.add_attribute();
-  ax->set_name("axis");
-  ax->set_type(onnx::AttributeProto::INT);
-  ax->set_i(-1);
-  *f.add_node() = ln;
-  if (call.output_size() > 1 && !call.output(1).empty()) {
-    auto sum = make_node("ReduceSum", "", {given(call, 7) ? "mask" : "no_mask"}, {"mask_sum"});
-    if (!given(call, 7)) {
-      *f.add_node() = make_node("Cast", "", {"input_ids"}, {"ids_i32"});
-      auto& cast = *f.mutable_node(f.node_size() - 1);
-      auto* to = cast.add_attribute();
-      to->set_name("to");
-      to->set_type(onnx::AttributeProto::INT);
-      to->set_i(onnx::TensorProto::INT32);
-      *f.add_node() = make_node("Sub", "", {"ids_i32", "ids_i32"}, {"no_mask"});
-    }
-    auto* keep = sum.add_attribute();
-    keep->set_name("keepdims");
-    keep->set_type(onnx::AttributeProto::INT);
-    keep->set_i(0);
-    if (opset >= 13) {
-      *f.add_node() = int64_constant("mask_axes", {1}, false);
-      sum.add_input("mask_axes");
-    } else {
-      auto* axes = sum.add_attribute();
-      axes->set_name("axes");
-      axes->set_type(onnx::AttributeProto::INTS);
-      axes->add_ints(1);
-    }
-    *f.add_node() = sum;
-    auto cast = make_node("Cast", "", {"mask_sum"}, {"mask_index"});
-    auto* to = cast.add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::INT32);
-    *f.add_node() = cast;
-  }
-  return f;
-}
-
-using Make = onnx::FunctionProto (*)(const onnx::NodeProto&, const std::map<std::string, int64_t>&);
-Make find(const onnx::NodeProto& n) {
-  if (domain_of(n.domain()) != "com.microsoft") return nullptr;
-  if (n.op_type() == "DynamicQuantizeMatMul") return dynamic_quantize_matmul;
-  if (n.op_type() == "Attention") return attention;
-  if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
-  return nullptr;
-}
-
-}  // namespace builtin
 
 class Inliner {
  public:
@@ -337,27 +122,28 @@ class Inliner {
   onnx::ModelProto& mp_;
   std::map<std::string, int64_t> opsets_;
   std::map<std::string, Function> functions_;
-  std::deque<onnx::FunctionProto> generated_protos_;  // the built-in bodies made for calls
+  std::deque<onnx::FunctionProto> generated_protos_;  // the composite ops' bodies made for calls
   std::deque<Function> generated_;
   size_t calls_ = 0, inlined_nodes_ = 0;
   std::vector<const Function*> stack_;  // the functions whose bodies are being inlined, outermost first
   std::string outermost_;               // the main graph's (or a subgraph's) call being inlined
 
-  // The model's function that n calls, else the built-in composition made for n (kept in generated_).
+  // The model's function that n calls, else the composition made for n (composite_ops.h; kept in
+  // generated_).
   Function* called(const onnx::NodeProto& n) {
     auto it = functions_.find(key(n.domain(), n.op_type(), unknown_string(n.unknown_fields(), kNodeOverload)));
     if (it != functions_.end()) return &it->second;
-    const builtin::Make make = builtin::find(n);
+    const composite::Make make = composite::find(n);
     if (!make) return nullptr;
     Function& fn = generated_.emplace_back();
     fn.proto = &generated_protos_.emplace_back(make(n, opsets_));
     fn.name = "com.microsoft." + n.op_type();
-    fn.imports_checked = true;  // a built-in body uses the model's opsets
+    fn.imports_checked = true;  // a composite op's body uses the model's opsets
     return &fn;
   }
   bool calls(const onnx::NodeProto& n) {
     return functions_.count(key(n.domain(), n.op_type(), unknown_string(n.unknown_fields(), kNodeOverload))) ||
-           builtin::find(n);
+           composite::find(n);
   }
 
   // The nodes a call of f becomes, counted before anything is built (capped past kMaxInlinedNodes: a
@@ -369,7 +155,7 @@ class Inliner {
     size_t n = 0;
     for (const auto& b : f.proto->node()) {
       auto it = functions_.find(key(b.domain(), b.op_type(), unknown_string(b.unknown_fields(), kNodeOverload)));
-      n += it != functions_.end() ? inlined_size(it->second) : builtin::find(b) ? 8 : 1;  // a built-in: a few nodes
+      n += it != functions_.end() ? inlined_size(it->second) : composite::find(b) ? 16 : 1;  // a composite op: a few nodes
       n = std::min(n, kMaxInlinedNodes + 1);
     }
     f.sizing = false;

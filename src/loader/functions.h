@@ -13,13 +13,7 @@
 //   - The function's opset imports join the model's; one that imports a domain at another version than
 //     the model does is refused (the nodes keep one opset per domain).
 //   - Functions of one name told apart by `overload` (IR 10) are called by it.
-// Ops the engine runs as a composition of others are inlined the same way, each call with a body made for
-// it from its inputs, attributes and the model's opsets (functions.cpp, namespace builtin), unless the model
-// defines a function of that name itself:
-//   - com.microsoft DynamicQuantizeMatMul: DynamicQuantizeLinear, then MatMulIntegerToFloat;
-//   - com.microsoft Attention: a Split of the packed weights, three MatMuls and MultiHeadAttention (a past
-//     split into its keys and values, the presents stacked);
-//   - com.microsoft EmbedLayerNormalization: Gathers of the tables, their sum, LayerNormalization.
+// Ops the engine runs as a composition of others (composite_ops.h) are inlined the same way.
 #pragma once
 #include <onnx/onnx_pb.h>
 

@@ -1,0 +1,26 @@
+// Ops the engine runs as a composition of others: a call is inlined at load as a function's would be
+// (functions.h), with a body made for it from the inputs it gives, its attributes and the model's opsets
+// (the bodies import no opset of their own). A model that defines a function of the same name keeps its own.
+//   - com.microsoft DynamicQuantizeMatMul: DynamicQuantizeLinear, then MatMulIntegerToFloat;
+//   - com.microsoft Attention (ONNX Runtime's BERT- and GPT-2-style fused attention): a Split of the packed
+//     weights, three MatMuls and MultiHeadAttention (a past split into its keys and values, the presents
+//     stacked);
+//   - com.microsoft EmbedLayerNormalization (BERT's fused embeddings): Gathers of the tables, their sum,
+//     LayerNormalization, the mask's count per sequence.
+// Each matches ONNX Runtime's CPU EP on tests/data/contrib.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace onnxgpu::loader::composite {
+
+// Makes the body for a call; throws NotImplemented for a form the composition does not cover.
+using Make = onnx::FunctionProto (*)(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets);
+
+// The maker for node n's op, or null when n is not a composite op.
+Make find(const onnx::NodeProto& n);
+
+}  // namespace onnxgpu::loader::composite
