@@ -136,13 +136,18 @@ std::vector<int32_t> zero_points(const KernelContext& ctx, size_t idx, DType wan
   return zp;
 }
 
+// The integer products' A and B (int8 or uint8) and their plan.
+MatMulPlan plan_integer_matmul(const KernelContext& ctx, const Tensor& A, const Tensor& B) {
+  const DTypeSet q{DType::Int8, DType::UInt8};
+  if (!q.has(A.dtype()) || !q.has(B.dtype()))
+    ctx.fail("A and B must be int8 or uint8, got " + A.describe() + " and " + B.describe());
+  return plan_matmul(ctx, A.shape(), B.shape());
+}
+
 std::vector<Tensor> matmul_integer(KernelContext& ctx) {
   const Tensor& A = ctx.input(0);
   const Tensor& B = ctx.input(1);
-  DTypeSet q{DType::Int8, DType::UInt8};
-  if (!q.has(A.dtype()) || !q.has(B.dtype()))
-    ctx.fail("A and B must be int8 or uint8, got " + A.describe() + " and " + B.describe());
-  MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  MatMulPlan p = plan_integer_matmul(ctx, A, B);
   std::vector<int32_t> za = zero_points(ctx, 2, A.dtype(), p.M, "a_zero_point");
   std::vector<int32_t> zb = zero_points(ctx, 3, B.dtype(), p.N, "b_zero_point");
   std::vector<double> a = nn::to_doubles(A), b = nn::to_doubles(B);
@@ -208,10 +213,7 @@ std::vector<Tensor> qlinear_matmul(KernelContext& ctx) {
 std::vector<Tensor> matmul_integer_to_float(KernelContext& ctx) {
   const Tensor& A = ctx.input(0);
   const Tensor& B = ctx.input(1);
-  DTypeSet q{DType::Int8, DType::UInt8};
-  if (!q.has(A.dtype()) || !q.has(B.dtype()))
-    ctx.fail("A and B must be int8 or uint8, got " + A.describe() + " and " + B.describe());
-  MatMulPlan p = plan_matmul(ctx, A.shape(), B.shape());
+  MatMulPlan p = plan_integer_matmul(ctx, A, B);
   const Tensor& as = ctx.input(2);
   const DType yt = as.dtype();
   if (!kFloatTypes.has(yt) || as.numel() != 1) ctx.fail("a_scale must be a float scalar, got " + as.describe());

@@ -18,6 +18,25 @@ onnx::NodeProto make_node(const char* op, const char* domain, std::vector<std::s
   return n;
 }
 
+void set_int(onnx::NodeProto& n, const char* name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void set_ints(onnx::NodeProto& n, const char* name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+// An opset-13 op's int64 list given as input `input` (a Constant added to f), or before opset 13 as
+// attribute `attr` (Split's sizes, Unsqueeze's and ReduceSum's axes).
+void int64s_by_opset(onnx::FunctionProto& f, onnx::NodeProto& n, int64_t opset, const char* attr, const std::string& input,
+                     const std::vector<int64_t>& v);
+
 const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return &a;
@@ -44,6 +63,16 @@ onnx::NodeProto int64_constant(const std::string& out, std::vector<int64_t> valu
   if (!scalar) v->mutable_t()->add_dims(int64_t(values.size()));
   for (int64_t x : values) v->mutable_t()->add_int64_data(x);
   return c;
+}
+
+void int64s_by_opset(onnx::FunctionProto& f, onnx::NodeProto& n, int64_t opset, const char* attr, const std::string& input,
+                     const std::vector<int64_t>& v) {
+  if (opset < 13) {
+    set_ints(n, attr, v);
+    return;
+  }
+  *f.add_node() = int64_constant(input, v, false);
+  n.add_input(input);
 }
 
 // com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
@@ -74,21 +103,9 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::s
   onnx::FunctionProto f = signature("Attention", {"input", "weights", "bias", "mask_index", "past", "attention_bias",
                                                   "past_sequence_length"}, {"output", "present"});
   auto split = make_node("Split", "", {"weights"}, {"w_q", "w_k", "w_v"});
-  auto* axis = split.add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(1);
-  if (const auto* sizes = attribute(call, "qkv_hidden_sizes")) {
-    if (opset >= 13) {
-      *f.add_node() = int64_constant("qkv_sizes", {sizes->ints().begin(), sizes->ints().end()}, false);
-      split.add_input("qkv_sizes");
-    } else {
-      auto* a = split.add_attribute();
-      a->set_name("split");
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t s : sizes->ints()) a->add_ints(s);
-    }
-  }
+  set_int(split, "axis", 1);
+  if (const auto* sizes = attribute(call, "qkv_hidden_sizes"))
+    int64s_by_opset(f, split, opset, "split", "qkv_sizes", {sizes->ints().begin(), sizes->ints().end()});
   *f.add_node() = split;
   *f.add_node() = make_node("MatMul", "", {"input", "w_q"}, {"q"});
   *f.add_node() = make_node("MatMul", "", {"input", "w_k"}, {"k"});
@@ -113,22 +130,11 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::s
     // present = [present_key, present_value] stacked on a new first axis.
     for (const char* kv : {"key", "value"}) {
       auto u = make_node("Unsqueeze", "", {std::string("present_") + kv}, {std::string("stacked_") + kv});
-      if (opset >= 13) {
-        u.add_input("axis0");
-      } else {
-        auto* axes = u.add_attribute();
-        axes->set_name("axes");
-        axes->set_type(onnx::AttributeProto::INTS);
-        axes->add_ints(0);
-      }
-      if (opset >= 13 && std::string(kv) == "key") *f.add_node() = int64_constant("axis0", {0}, false);
+      int64s_by_opset(f, u, opset, "axes", std::string("axis0_") + kv, {0});
       *f.add_node() = u;
     }
     auto cat = make_node("Concat", "", {"stacked_key", "stacked_value"}, {"present"});
-    auto* ax = cat.add_attribute();
-    ax->set_name("axis");
-    ax->set_type(onnx::AttributeProto::INT);
-    ax->set_i(0);
+    set_int(cat, "axis", 0);
     *f.add_node() = cat;
   }
   return f;
@@ -170,41 +176,21 @@ onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const
   eps->set_type(onnx::AttributeProto::FLOAT);
   const auto* e = attribute(call, "epsilon");
   eps->set_f(e ? e->f() : 1e-12f);
-  auto* ax = ln.add_attribute();
-  ax->set_name("axis");
-  ax->set_type(onnx::AttributeProto::INT);
-  ax->set_i(-1);
+  set_int(ln, "axis", -1);
   *f.add_node() = ln;
   if (call.output_size() > 1 && !call.output(1).empty()) {
     auto sum = make_node("ReduceSum", "", {given(call, 7) ? "mask" : "no_mask"}, {"mask_sum"});
-    if (!given(call, 7)) {
-      *f.add_node() = make_node("Cast", "", {"input_ids"}, {"ids_i32"});
-      auto& cast = *f.mutable_node(f.node_size() - 1);
-      auto* to = cast.add_attribute();
-      to->set_name("to");
-      to->set_type(onnx::AttributeProto::INT);
-      to->set_i(onnx::TensorProto::INT32);
+    if (!given(call, 7)) {  // no mask: zeros
+      auto cast = make_node("Cast", "", {"input_ids"}, {"ids_i32"});
+      set_int(cast, "to", onnx::TensorProto::INT32);
+      *f.add_node() = cast;
       *f.add_node() = make_node("Sub", "", {"ids_i32", "ids_i32"}, {"no_mask"});
     }
-    auto* keep = sum.add_attribute();
-    keep->set_name("keepdims");
-    keep->set_type(onnx::AttributeProto::INT);
-    keep->set_i(0);
-    if (opset >= 13) {
-      *f.add_node() = int64_constant("mask_axes", {1}, false);
-      sum.add_input("mask_axes");
-    } else {
-      auto* axes = sum.add_attribute();
-      axes->set_name("axes");
-      axes->set_type(onnx::AttributeProto::INTS);
-      axes->add_ints(1);
-    }
+    set_int(sum, "keepdims", 0);
+    int64s_by_opset(f, sum, opset, "axes", "mask_axes", {1});
     *f.add_node() = sum;
     auto cast = make_node("Cast", "", {"mask_sum"}, {"mask_index"});
-    auto* to = cast.add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::INT32);
+    set_int(cast, "to", onnx::TensorProto::INT32);
     *f.add_node() = cast;
   }
   return f;
