@@ -196,6 +196,66 @@ onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const
   return f;
 }
 
+// com.microsoft's FusedConv (ONNX Runtime's Conv + activation, saved by its optimizer): Conv with the
+// call's convolution attributes, plus Z when given, then `activation` with activation_params (Relu, Tanh,
+// Sigmoid, LeakyRelu alpha, Clip min max, HardSigmoid alpha beta). The engine's own fusion joins them
+// again on the GPU.
+onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
+  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
+  const std::string what = "node '" + call.name() + "' (com.microsoft.FusedConv)";
+  onnx::FunctionProto f = signature("FusedConv", {"X", "W", "B", "Z"}, {"Y"});
+  auto conv = make_node("Conv", "", {"X", "W", "B"}, {given(call, 3) ? "conv" : "pre"});
+  for (const char* name : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+    if (const auto* a = attribute(call, name)) *conv.add_attribute() = *a;
+  *f.add_node() = conv;
+  if (given(call, 3)) *f.add_node() = make_node("Add", "", {"conv", "Z"}, {"pre"});
+  const auto* act = attribute(call, "activation");
+  const std::string op = act ? act->s() : "";
+  std::vector<float> params;
+  if (const auto* p = attribute(call, "activation_params")) params.assign(p->floats().begin(), p->floats().end());
+  auto param = [&](size_t i, float fallback) { return i < params.size() ? params[i] : fallback; };
+  auto set_float = [](onnx::NodeProto& n, const char* name, float v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  if (op == "Relu" || op == "Tanh" || op == "Sigmoid") {
+    *f.add_node() = make_node(op.c_str(), "", {"pre"}, {"Y"});
+  } else if (op == "LeakyRelu") {
+    auto n = make_node("LeakyRelu", "", {"pre"}, {"Y"});
+    set_float(n, "alpha", param(0, 0.01f));
+    *f.add_node() = n;
+  } else if (op == "HardSigmoid") {
+    auto n = make_node("HardSigmoid", "", {"pre"}, {"Y"});
+    set_float(n, "alpha", param(0, 0.2f));
+    set_float(n, "beta", param(1, 0.5f));
+    *f.add_node() = n;
+  } else if (op == "Clip") {
+    auto n = make_node("Clip", "", {"pre"}, {"Y"});
+    if (opset < 11) {
+      set_float(n, "min", param(0, -3.402823466e38f));
+      set_float(n, "max", param(1, 3.402823466e38f));
+    } else {  // float32 bounds: ONNX Runtime's FusedConv is float32
+      for (int k = 0; k < 2; ++k) {
+        const std::string name = k == 0 ? "clip_min" : "clip_max";
+        auto c = make_node("Constant", "", {}, {name});
+        auto* v = c.add_attribute();
+        v->set_name("value");
+        v->set_type(onnx::AttributeProto::TENSOR);
+        v->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+        v->mutable_t()->add_float_data(param(size_t(k), k == 0 ? -3.402823466e38f : 3.402823466e38f));
+        *f.add_node() = c;
+        n.add_input(name);
+      }
+    }
+    *f.add_node() = n;
+  } else {
+    throw NotImplemented(what + ": activation '" + op + "' is not supported (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid are)");
+  }
+  return f;
+}
+
 }  // namespace
 
 Make find(const onnx::NodeProto& n) {
@@ -203,6 +263,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.op_type() == "DynamicQuantizeMatMul") return dynamic_quantize_matmul;
   if (n.op_type() == "Attention") return attention;
   if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
+  if (n.op_type() == "FusedConv") return fused_conv;
   return nullptr;
 }
 

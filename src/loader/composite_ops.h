@@ -6,7 +6,9 @@
 //     weights, three MatMuls and MultiHeadAttention (a past split into its keys and values, the presents
 //     stacked);
 //   - com.microsoft EmbedLayerNormalization (BERT's fused embeddings): Gathers of the tables, their sum,
-//     LayerNormalization, the mask's count per sequence.
+//     LayerNormalization, the mask's count per sequence;
+//   - com.microsoft FusedConv (Conv + activation, as ONNX Runtime's optimizer saves it): Conv, Z added, the
+//     activation.
 // Each matches ONNX Runtime's CPU EP on tests/data/contrib.
 #pragma once
 #include <onnx/onnx_pb.h>

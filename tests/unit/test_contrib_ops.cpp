@@ -276,6 +276,23 @@ TEST(ContribErrors, QLinearOps) {
                {"node 'n0' (QLinearConcat)", "takes Y_scale, Y_zero_point and then (X, X_scale, X_zero_point) per tensor"});
 }
 
+// ---- Composite ops (src/loader/composite_ops.h): what a composition does not cover fails at load,
+// naming the node.
+
+TEST(ContribErrors, CompositeOpsNameWhatTheyDoNotCover) {
+  std::vector<Operand> conv{{"X", f32({1, 2, 4, 4})}, {"W", f32({3, 2, 3, 3}, 2), true}};
+  testing::Attrs softplus = [](onnx::NodeProto& n) { testing::set_string(n, "activation", "Softplus"); };
+  expect_error(model_of("FusedConv", conv, {"Y"}, "com.microsoft", 1, softplus), conv,
+               {"node 'n0' (com.microsoft.FusedConv)", "activation 'Softplus' is not supported"});
+  std::vector<Operand> attention{{"input", f32({1, 3, 8})},     {"weights", f32({8, 24}, 2), true},
+                                 {"bias", f32({24}, 3), true},  {"mask_index", Tensor()},
+                                 {"past", f32({2, 1, 2, 2, 4})}, {"attention_bias", Tensor()},
+                                 {"past_sequence_length", Tensor::scalar<int32_t>(2), true}};
+  testing::Attrs heads = [](onnx::NodeProto& n) { testing::set_int(n, "num_heads", 2); };
+  expect_error(model_of("Attention", attention, {"output", "present"}, "com.microsoft", 1, heads), attention,
+               {"node 'n0' (com.microsoft.Attention)", "past_sequence_length"});
+}
+
 // ---- RotaryEmbedding
 
 TEST(ContribErrors, RotaryPositionsOutsideTheCaches) {

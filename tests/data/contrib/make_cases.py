@@ -670,6 +670,35 @@ def qoperator_model_cases():
     return [GraphCase(name, "QOperator model", [("image", image, False)], [("probs", F32), ("res", TensorProto.UINT8)], build)]
 
 
+def fused_conv_cases():
+    """com.microsoft's FusedConv (ONNX Runtime's Conv + activation, in models its optimizer saved): each
+    activation with its parameters, a residual Z, groups and strides, opsets before and after Clip took
+    its bounds as inputs."""
+    cases = []
+
+    def fused(name, x, w, act, params=None, z=False, attrs=None, opset=17):
+        r = rng(name)
+        ins = [("X", values(r, x), False), ("W", values(r, w, lo=-0.5, hi=0.5), True), ("B", values(r, (w[0],), lo=-0.5, hi=0.5), True)]
+        a = {"activation": act}
+        a.update(attrs or {})
+        if params:
+            a["activation_params"] = params
+        if z:
+            stride = (attrs or {}).get("strides", [1, 1])[0]
+            ins.append(("Z", values(r, (x[0], w[0], (x[2] - w[2] + 2 * (attrs or {}).get("pads", [0])[0]) // stride + 1,
+                                        (x[3] - w[3] + 2 * (attrs or {}).get("pads", [0])[0]) // stride + 1)), False))
+        cases.append(Case(name, "FusedConv", ins, [("Y", F32)], a, opset=opset))
+
+    fused("fused_conv_relu_z", (1, 3, 6, 6), (4, 3, 3, 3), "Relu", z=True, attrs={"pads": [1, 1, 1, 1]})
+    fused("fused_conv_leaky_relu_group_stride", (2, 4, 7, 7), (6, 2, 3, 3), "LeakyRelu", [0.1],
+          attrs={"group": 2, "strides": [2, 2]})
+    fused("fused_conv_clip", (1, 2, 5, 5), (3, 2, 1, 1), "Clip", [0.0, 6.0])
+    fused("fused_conv_clip_opset10", (1, 2, 5, 5), (3, 2, 3, 3), "Clip", [-1.0, 1.0], opset=10)
+    fused("fused_conv_hard_sigmoid", (1, 3, 4, 4), (2, 3, 3, 3), "HardSigmoid", [0.2, 0.5], attrs={"pads": [1, 1, 1, 1]})
+    fused("fused_conv_sigmoid", (1, 3, 4, 4), (2, 3, 2, 2), "Sigmoid")
+    return cases
+
+
 def optimized_bert_cases():
     """A two-layer BERT as ONNX Runtime's transformer optimizer saves it (opset 12): EmbedLayerNormalization,
     Attention with packed QKV weights and the mask's per-sequence counts, SkipLayerNormalization, MatMul and
@@ -724,7 +753,7 @@ def optimized_bert_cases():
 
 
 ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
-       qlinear_cases() + qoperator_model_cases() + optimized_bert_cases())
+       qlinear_cases() + qoperator_model_cases() + optimized_bert_cases() + fused_conv_cases())
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
