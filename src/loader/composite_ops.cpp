@@ -78,7 +78,7 @@ void int64s_by_opset(onnx::FunctionProto& f, onnx::NodeProto& n, int64_t opset, 
 // com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
 // DynamicQuantizeLinear does, then MatMulIntegerToFloat (ONNX Runtime's definition; its outputs measured
 // bit for bit).
-onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const std::map<std::string, int64_t>&) {
+onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const Model&) {
   onnx::FunctionProto f = signature("DynamicQuantizeMatMul", {"A", "B", "b_scale", "b_zero_point", "bias"}, {"Y"});
   *f.add_node() = make_node("DynamicQuantizeLinear", "", {"A"}, {"a_q", "a_scale", "a_zero_point"});
   *f.add_node() = make_node("MatMulIntegerToFloat", "com.microsoft",
@@ -92,12 +92,12 @@ onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const std::m
 // attention_bias, num_heads, scale, mask_filter_value and unidirectional. A past [2, B, N, P, H] is split
 // into MultiHeadAttention's past_key and past_value, and its presents stacked into present [2, B, N, P + S, H].
 // past_sequence_length (a shared past and present buffer) and do_rotary are refused.
-onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
+onnx::FunctionProto attention(const onnx::NodeProto& call, const Model& model) {
   const std::string what = "node '" + call.name() + "' (com.microsoft.Attention)";
   if (given(call, 6)) throw NotImplemented(what + ": past_sequence_length (a past shared with the present) is not supported");
   const bool past = given(call, 4), present = call.output_size() > 1 && !call.output(1).empty();
   if (present && !past) throw NotImplemented(what + ": a present without a past is not supported");
-  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
+  const int64_t opset = model.onnx_opset();
   if (const auto* r = attribute(call, "do_rotary"); r && r->i() != 0)
     throw NotImplemented(what + ": do_rotary is not supported");
   onnx::FunctionProto f = signature("Attention", {"input", "weights", "bias", "mask_index", "past", "attention_bias",
@@ -145,8 +145,8 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const std::map<std::s
 // (epsilon: the call's, else ONNX Runtime's default 1e-12). Positions are position_ids when given, else
 // 0 .. S-1. Outputs: the normalized sum; mask_index, each sequence's count of mask (int32 [B]; zeros
 // without a mask); embedding_sum, the sum before the normalization.
-onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
-  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
+onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const Model& model) {
+  const int64_t opset = model.onnx_opset();
   const std::string what = "node '" + call.name() + "' (com.microsoft.EmbedLayerNormalization)";
   onnx::FunctionProto f = signature("EmbedLayerNormalization",
                                     {"input_ids", "segment_ids", "word_embedding", "position_embedding", "segment_embedding",
@@ -200,8 +200,8 @@ onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const
 // call's convolution attributes, plus Z when given, then `activation` with activation_params (Relu, Tanh,
 // Sigmoid, LeakyRelu alpha, Clip min max, HardSigmoid alpha beta). The engine's own fusion joins them
 // again on the GPU.
-onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets) {
-  const int64_t opset = opsets.count("") ? opsets.at("") : 1;
+onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) {
+  const int64_t opset = model.onnx_opset();
   const std::string what = "node '" + call.name() + "' (com.microsoft.FusedConv)";
   onnx::FunctionProto f = signature("FusedConv", {"X", "W", "B", "Z"}, {"Y"});
   auto conv = make_node("Conv", "", {"X", "W", "B"}, {given(call, 3) ? "conv" : "pre"});
@@ -256,6 +256,68 @@ onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const std::map<std::
   return f;
 }
 
+// com.microsoft's FusedMatMul (ONNX Runtime's MatMul with transposed operands and a scale): A and B with
+// their last two dims swapped where transA / transB say (a Transpose where the model declares the value's
+// rank, which the engine's fusion folds into the product; else an Einsum "...ij->...ji"), MatMul, then
+// times alpha (cast to A's type: CastLike from opset 15, else a Cast to A's declared type). transBatchA /
+// transBatchB are refused.
+onnx::FunctionProto fused_matmul(const onnx::NodeProto& call, const Model& model) {
+  const std::string what = "node '" + call.name() + "' (com.microsoft.FusedMatMul)";
+  auto flag = [&](const char* name) {
+    const auto* a = attribute(call, name);
+    return a && a->i() != 0;
+  };
+  if (flag("transBatchA") || flag("transBatchB")) throw NotImplemented(what + ": transBatchA / transBatchB are not supported");
+  onnx::FunctionProto f = signature("FusedMatMul", {"A", "B"}, {"Y"});
+  auto operand = [&](const char* formal, int input, bool trans) -> std::string {
+    if (!trans) return formal;
+    const std::string out = std::string(formal) + "_t";
+    auto rank = model.ranks.find(input < call.input_size() ? call.input(input) : "");
+    if (rank != model.ranks.end() && rank->second >= 2) {
+      std::vector<int64_t> perm(size_t(rank->second));
+      for (size_t d = 0; d < perm.size(); ++d) perm[d] = int64_t(d);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      auto t = make_node("Transpose", "", {formal}, {out});
+      set_ints(t, "perm", perm);
+      *f.add_node() = t;
+    } else {
+      auto e = make_node("Einsum", "", {formal}, {out});
+      auto* eq = e.add_attribute();
+      eq->set_name("equation");
+      eq->set_type(onnx::AttributeProto::STRING);
+      eq->set_s("...ij->...ji");
+      *f.add_node() = e;
+    }
+    return out;
+  };
+  const std::string a = operand("A", 0, flag("transA")), b = operand("B", 1, flag("transB"));
+  const auto* alpha = attribute(call, "alpha");
+  const bool scaled = alpha && alpha->f() != 1.0f;
+  *f.add_node() = make_node("MatMul", "", {a, b}, {scaled ? "product" : "Y"});
+  if (scaled) {
+    auto c = make_node("Constant", "", {}, {"alpha_f32"});
+    auto* v = c.add_attribute();
+    v->set_name("value");
+    v->set_type(onnx::AttributeProto::TENSOR);
+    v->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    v->mutable_t()->add_float_data(alpha->f());
+    *f.add_node() = c;
+    std::string factor = "alpha_f32";
+    auto type = model.types.find(call.input(0));
+    if (model.onnx_opset() >= 15) {
+      *f.add_node() = make_node("CastLike", "", {"alpha_f32", "A"}, {"alpha"});
+      factor = "alpha";
+    } else if (type != model.types.end() && type->second != onnx::TensorProto::FLOAT) {
+      auto cast = make_node("Cast", "", {"alpha_f32"}, {"alpha"});
+      set_int(cast, "to", type->second);
+      *f.add_node() = cast;
+      factor = "alpha";
+    }
+    *f.add_node() = make_node("Mul", "", {"product", factor}, {"Y"});
+  }
+  return f;
+}
+
 }  // namespace
 
 Make find(const onnx::NodeProto& n) {
@@ -264,6 +326,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.op_type() == "Attention") return attention;
   if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
   if (n.op_type() == "FusedConv") return fused_conv;
+  if (n.op_type() == "FusedMatMul") return fused_matmul;
   return nullptr;
 }
 

@@ -8,7 +8,10 @@
 //   - com.microsoft EmbedLayerNormalization (BERT's fused embeddings): Gathers of the tables, their sum,
 //     LayerNormalization, the mask's count per sequence;
 //   - com.microsoft FusedConv (Conv + activation, as ONNX Runtime's optimizer saves it): Conv, Z added, the
-//     activation.
+//     activation;
+//   - com.microsoft FusedMatMul (MatMul with transposed operands and a scale): the last two dims of A and B
+//     swapped where asked (a Transpose where the model declares the rank, else an Einsum), MatMul, times
+//     alpha (cast to A's type: CastLike from opset 15, else a Cast to A's declared type).
 // Each matches ONNX Runtime's CPU EP on tests/data/contrib.
 #pragma once
 #include <onnx/onnx_pb.h>
@@ -19,8 +22,19 @@
 
 namespace onnxgpu::loader::composite {
 
+// What a composition may read of the model.
+struct Model {
+  std::map<std::string, int64_t> opsets;  // domain ("" for ai.onnx) -> version
+  std::map<std::string, int64_t> ranks;   // value -> rank, where the main graph declares its shape
+  std::map<std::string, int32_t> types;   // value -> element type (TensorProto.DataType), where declared
+  int64_t onnx_opset() const {
+    auto it = opsets.find("");
+    return it == opsets.end() ? 1 : it->second;
+  }
+};
+
 // Makes the body for a call; throws NotImplemented for a form the composition does not cover.
-using Make = onnx::FunctionProto (*)(const onnx::NodeProto& call, const std::map<std::string, int64_t>& opsets);
+using Make = onnx::FunctionProto (*)(const onnx::NodeProto& call, const Model& model);
 
 // The maker for node n's op, or null when n is not a composite op.
 Make find(const onnx::NodeProto& n);

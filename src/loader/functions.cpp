@@ -95,6 +95,21 @@ class Inliner {
  public:
   explicit Inliner(onnx::ModelProto& mp) : mp_(mp) {
     for (const auto& o : mp.opset_import()) opsets_[domain_of(o.domain())] = o.version();
+    // The ranks and types the main graph declares, for the composite ops.
+    const onnx::GraphProto& g = mp.graph();
+    auto declared = [&](const onnx::ValueInfoProto& v) {
+      if (!v.type().has_tensor_type()) return;
+      const auto& tt = v.type().tensor_type();
+      if (tt.has_shape()) composite_.ranks[v.name()] = tt.shape().dim_size();
+      if (tt.elem_type()) composite_.types[v.name()] = tt.elem_type();
+    };
+    for (const auto& v : g.input()) declared(v);
+    for (const auto& v : g.output()) declared(v);
+    for (const auto& v : g.value_info()) declared(v);
+    for (const auto& t : g.initializer()) {
+      composite_.ranks[t.name()] = t.dims_size();
+      composite_.types[t.name()] = t.data_type();
+    }
     for (const auto& f : mp.functions()) {
       if (f.name().empty()) throw InvalidArgument("a model-local function has no name");
       Function fn;
@@ -121,6 +136,7 @@ class Inliner {
  private:
   onnx::ModelProto& mp_;
   std::map<std::string, int64_t> opsets_;
+  composite::Model composite_;  // what the composite ops read of the model
   std::map<std::string, Function> functions_;
   std::deque<onnx::FunctionProto> generated_protos_;  // the composite ops' bodies made for calls
   std::deque<Function> generated_;
@@ -136,7 +152,8 @@ class Inliner {
     const composite::Make make = composite::find(n);
     if (!make) return nullptr;
     Function& fn = generated_.emplace_back();
-    fn.proto = &generated_protos_.emplace_back(make(n, opsets_));
+    composite_.opsets = opsets_;
+    fn.proto = &generated_protos_.emplace_back(make(n, composite_));
     fn.name = "com.microsoft." + n.op_type();
     fn.imports_checked = true;  // a composite op's body uses the model's opsets
     return &fn;

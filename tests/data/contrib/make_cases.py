@@ -699,6 +699,32 @@ def fused_conv_cases():
     return cases
 
 
+def fused_matmul_cases():
+    """com.microsoft's FusedMatMul (ONNX Runtime's MatMul + Transpose + scale fusion): attention scores
+    (Q K^T times 1/sqrt(H), 4-D), a transposed A, batch broadcasting, float16, declared or undeclared ranks."""
+    cases = []
+
+    def fm(name, a, b, attrs, dt=np.float32, declare=True, opset=17):
+        r = rng(name)
+        ins = [("A", values(r, a, dt), False), ("B", values(r, b, dt), False)]
+        case = Case(name, "FusedMatMul", ins, [("Y", F16 if dt == np.float16 else F32)], attrs, opset=opset)
+        if not declare:  # the graph inputs without shapes: the composition cannot know their ranks
+            model = case.model
+            def undeclared():
+                m = model()
+                for v in m.graph.input:
+                    v.type.tensor_type.ClearField("shape")
+                return m
+            case.model = undeclared
+        cases.append(case)
+
+    fm("fused_matmul_attention_scores", (2, 3, 5, 8), (2, 3, 6, 8), {"transB": 1, "alpha": 0.35355339})
+    fm("fused_matmul_trans_a_broadcast", (4, 3), (2, 4, 5), {"transA": 1, "alpha": 2.0})
+    fm("fused_matmul_both_undeclared_ranks", (2, 6, 4), (2, 5, 6), {"transA": 1, "transB": 1}, declare=False)
+    fm("fused_matmul_float16_opset13", (3, 4), (5, 4), {"transB": 1, "alpha": 0.5}, dt=np.float16, opset=13)
+    return cases
+
+
 def optimized_bert_cases():
     """A two-layer BERT as ONNX Runtime's transformer optimizer saves it (opset 12): EmbedLayerNormalization,
     Attention with packed QKV weights and the mask's per-sequence counts, SkipLayerNormalization, MatMul and
@@ -753,7 +779,8 @@ def optimized_bert_cases():
 
 
 ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
-       qlinear_cases() + qoperator_model_cases() + optimized_bert_cases() + fused_conv_cases())
+       qlinear_cases() + qoperator_model_cases() + optimized_bert_cases() + fused_conv_cases() +
+       fused_matmul_cases())
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
