@@ -318,6 +318,20 @@ onnx::FunctionProto fused_matmul(const onnx::NodeProto& call, const Model& model
   return f;
 }
 
+// com.microsoft's BiasSplitGelu(X, bias) (Stable Diffusion's GEGLU): X + bias split in halves along the
+// last dim, the first times Gelu of the second (com.microsoft's Gelu: erf).
+onnx::FunctionProto bias_split_gelu(const onnx::NodeProto&, const Model& model) {
+  onnx::FunctionProto f = signature("BiasSplitGelu", {"X", "bias"}, {"Y"});
+  *f.add_node() = make_node("Add", "", {"X", "bias"}, {"biased"});
+  auto split = make_node("Split", "", {"biased"}, {"left", "right"});
+  set_int(split, "axis", -1);
+  if (model.onnx_opset() >= 18) set_int(split, "num_outputs", 2);
+  *f.add_node() = split;
+  *f.add_node() = make_node("Gelu", "com.microsoft", {"right"}, {"gelu"});
+  *f.add_node() = make_node("Mul", "", {"left", "gelu"}, {"Y"});
+  return f;
+}
+
 }  // namespace
 
 Make find(const onnx::NodeProto& n) {
@@ -327,6 +341,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
   if (n.op_type() == "FusedConv") return fused_conv;
   if (n.op_type() == "FusedMatMul") return fused_matmul;
+  if (n.op_type() == "BiasSplitGelu") return bias_split_gelu;
   return nullptr;
 }
 

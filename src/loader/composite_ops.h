@@ -11,7 +11,9 @@
 //     activation;
 //   - com.microsoft FusedMatMul (MatMul with transposed operands and a scale): the last two dims of A and B
 //     swapped where asked (a Transpose where the model declares the rank, else an Einsum), MatMul, times
-//     alpha (cast to A's type: CastLike from opset 15, else a Cast to A's declared type).
+//     alpha (cast to A's type: CastLike from opset 15, else a Cast to A's declared type);
+//   - com.microsoft BiasSplitGelu (Stable Diffusion's GEGLU): X + bias split in halves, the first times Gelu of
+//     the second.
 // Each matches ONNX Runtime's CPU EP on tests/data/contrib.
 #pragma once
 #include <onnx/onnx_pb.h>

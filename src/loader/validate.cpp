@@ -82,6 +82,7 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
       {{ir::kMsDomain, "Gelu"}, {}},
       {{ir::kMsDomain, "FusedMatMul"},
        {{"alpha", Kind::Float}, {"transA", Kind::Int}, {"transB", Kind::Int}, {"transBatchA", Kind::Int}, {"transBatchB", Kind::Int}}},
+      {{ir::kMsDomain, "BiasSplitGelu"}, {}},
       {{ir::kMsDomain, "FusedConv"},
        {{"activation", Kind::String}, {"activation_params", Kind::Floats}, {"auto_pad", Kind::String}, {"dilations", Kind::Ints},
         {"group", Kind::Int}, {"kernel_shape", Kind::Ints}, {"pads", Kind::Ints}, {"strides", Kind::Ints}}},

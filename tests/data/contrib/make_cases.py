@@ -167,6 +167,10 @@ def gelu_cases():
     act("quick_gelu_float16", "QuickGelu", dt=np.float16, bias=False, attrs={"alpha": 2.0})
     # ONNX Runtime has BiasAdd on its GPU EPs only (CUDA, ROCm, WebGPU): its WebGPU EP is the reference.
     act("bias_add", "BiasAdd", skip=True, ep="webgpu")
+    # BiasSplitGelu (Stable Diffusion's GEGLU): on ONNX Runtime's GPU EPs only, its WebGPU EP the reference.
+    r = rng("bias_split_gelu")
+    cases.append(Case("bias_split_gelu", "BiasSplitGelu", [("X", values(r, (2, 4, 16)), False), ("bias", values(r, (16,)), True)],
+                      [("Y", F32)], ep="webgpu"))
     return cases
 
 
