@@ -192,7 +192,8 @@ TEST_P(ContribOrt, GpuCapturedMatchesOnnxRuntime) {
     FAIL() << "cannot create a WebGPU session: " << e.what();
   }
   expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, recorded)");
-  EXPECT_GE(gpu->last_plan().gpu_nodes, 1);  // one, or a model's (qoperator_cnn), all of them on the GPU:
+  // Every node on the GPU: the one op, or a composite op's or a whole model's nodes.
+  EXPECT_GE(gpu->last_plan().gpu_nodes, 1);
   EXPECT_EQ(gpu->last_plan().cpu_nodes, 0);
   expect_close(gpu->run(other), other_want, GetParam() + " (webgpu, replayed with other values, vs the CPU reference)");
   EXPECT_TRUE(gpu->last_plan().replayed);

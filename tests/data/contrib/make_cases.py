@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes the ONNX Runtime contrib-op test cases in tests/data/contrib/ (ONNX backend-test layout):
 
-    <case>/model.onnx                        a one-node model
+    <case>/model.onnx                        a one-node model (qoperator_cnn, ort_optimized_bert: a small model
+                                             as ONNX Runtime's quantizer or optimizer writes one)
     <case>/test_data_set_0/input_<i>.pb      inputs (numpy, seeded: the same bytes on every run)
     <case>/test_data_set_0/output_<i>.pb     ONNX Runtime's outputs for them
 
