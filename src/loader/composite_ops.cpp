@@ -332,6 +332,109 @@ onnx::FunctionProto bias_split_gelu(const onnx::NodeProto&, const Model& model) 
   return f;
 }
 
+// com.microsoft's MatMulBnb4 (bitsandbytes' 4-bit weights; transformers.js's "bnb4" models): Y = A W with
+// W [K, N] dequantized from B, the codes of the flat [N, K] weight two per byte (the first in the high
+// nibble), each through the FP4 or NF4 table (quant_type 0 / 1) times its block's absmax. B and absmax are
+// initializers in such models, so the dequantization is folded at plan time (W stored in A's type).
+onnx::FunctionProto matmul_bnb4(const onnx::NodeProto& call, const Model& model) {
+  const std::string what = "node '" + call.name() + "' (com.microsoft.MatMulBnb4)";
+  auto int_attr = [&](const char* name, int64_t fallback) {
+    const auto* a = attribute(call, name);
+    return a ? a->i() : fallback;
+  };
+  const int64_t K = int_attr("K", 0), N = int_attr("N", 0), block = int_attr("block_size", 0), quant = int_attr("quant_type", 1);
+  if (K <= 0 || N <= 0 || block <= 0) throw InvalidArgument(what + ": attributes K, N and block_size must be positive");
+  if (quant != 0 && quant != 1) throw InvalidArgument(what + ": quant_type must be 0 (FP4) or 1 (NF4), got " + std::to_string(quant));
+  if (model.onnx_opset() < 13) throw NotImplemented(what + ": needs opset 13 (the model imports " + std::to_string(model.onnx_opset()) + ")");
+  static const float kFp4[16] = {0.0f, 5.208333333e-03f, 0.66666667f, 1.0f, 0.33333333f, 0.5f, 0.16666667f, 0.25f,
+                                 -0.0f, -5.208333333e-03f, -0.66666667f, -1.0f, -0.33333333f, -0.5f, -0.16666667f, -0.25f};
+  static const float kNf4[16] = {-1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+                                 -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+                                 0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+                                 0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+  onnx::FunctionProto f = signature("MatMulBnb4", {"A", "B", "absmax"}, {"Y"});
+  auto constant = [&](const std::string& name, int type, std::vector<int64_t> dims, auto fill) {
+    auto c = make_node("Constant", "", {}, {name});
+    auto* v = c.add_attribute();
+    v->set_name("value");
+    v->set_type(onnx::AttributeProto::TENSOR);
+    v->mutable_t()->set_data_type(type);
+    for (int64_t d : dims) v->mutable_t()->add_dims(d);
+    fill(*v->mutable_t());
+    *f.add_node() = c;
+  };
+  auto u8 = [&](const std::string& name, int32_t v) {
+    constant(name, onnx::TensorProto::UINT8, {}, [v](onnx::TensorProto& t) { t.add_int32_data(v); });
+  };
+  u8("four", 4);
+  u8("sixteen", 16);
+  auto hi = make_node("BitShift", "", {"B", "four"}, {"hi"});
+  auto* dir = hi.add_attribute();
+  dir->set_name("direction");
+  dir->set_type(onnx::AttributeProto::STRING);
+  dir->set_s("RIGHT");
+  *f.add_node() = hi;
+  *f.add_node() = make_node("Mod", "", {"B", "sixteen"}, {"lo"});
+  *f.add_node() = int64_constant("pair_axis", {1}, false);
+  *f.add_node() = make_node("Unsqueeze", "", {"hi", "pair_axis"}, {"hi2"});
+  *f.add_node() = make_node("Unsqueeze", "", {"lo", "pair_axis"}, {"lo2"});
+  auto pairs = make_node("Concat", "", {"hi2", "lo2"}, {"pairs"});
+  set_int(pairs, "axis", 1);
+  *f.add_node() = pairs;
+  *f.add_node() = int64_constant("flat", {-1}, false);
+  *f.add_node() = make_node("Reshape", "", {"pairs", "flat"}, {"codes_padded"});
+  *f.add_node() = int64_constant("codes_start", {0}, false);
+  *f.add_node() = int64_constant("codes_end", {N * K}, false);
+  *f.add_node() = make_node("Slice", "", {"codes_padded", "codes_start", "codes_end"}, {"codes"});
+  const float* table = quant == 0 ? kFp4 : kNf4;
+  constant("table", onnx::TensorProto::FLOAT, {16}, [table](onnx::TensorProto& t) {
+    for (int i = 0; i < 16; ++i) t.add_float_data(table[i]);
+  });
+  auto index = make_node("Cast", "", {"codes"}, {"codes_i32"});
+  set_int(index, "to", onnx::TensorProto::INT32);
+  *f.add_node() = index;
+  *f.add_node() = make_node("Gather", "", {"table", "codes_i32"}, {"normalized"});
+  // Each element's block: its flat index / block_size, read from absmax.
+  *f.add_node() = int64_constant("zero", {0}, true);
+  *f.add_node() = int64_constant("count", {N * K}, true);
+  *f.add_node() = int64_constant("one", {1}, true);
+  *f.add_node() = make_node("Range", "", {"zero", "count", "one"}, {"index"});
+  *f.add_node() = int64_constant("block", {block}, true);
+  *f.add_node() = make_node("Div", "", {"index", "block"}, {"block_of"});
+  *f.add_node() = make_node("Gather", "", {"absmax", "block_of"}, {"scales"});
+  // W in float32 (as ONNX Runtime dequantizes it), the product in float32 too when A is another float type:
+  // A cast to float32, Y back to A's type (a Cast to A's declared type, else CastLike from opset 15).
+  auto type = model.types.find(call.input_size() > 0 ? call.input(0) : "");
+  const bool declared = type != model.types.end();
+  const bool other = declared ? type->second != onnx::TensorProto::FLOAT : model.onnx_opset() >= 15;
+  auto to_float = [&](const char* in, const std::string& out) {
+    auto cast = make_node("Cast", "", {in}, {out});
+    set_int(cast, "to", onnx::TensorProto::FLOAT);
+    *f.add_node() = cast;
+  };
+  to_float("scales", "scales_f32");
+  *f.add_node() = make_node("Mul", "", {"normalized", "scales_f32"}, {"w_flat"});
+  *f.add_node() = int64_constant("nk", {N, K}, false);
+  *f.add_node() = make_node("Reshape", "", {"w_flat", "nk"}, {"w_nk"});
+  auto t = make_node("Transpose", "", {"w_nk"}, {"w"});
+  set_ints(t, "perm", {1, 0});
+  *f.add_node() = t;
+  if (!other) {
+    *f.add_node() = make_node("MatMul", "", {"A", "w"}, {"Y"});
+    return f;
+  }
+  to_float("A", "a_f32");
+  *f.add_node() = make_node("MatMul", "", {"a_f32", "w"}, {"y_f32"});
+  if (declared) {
+    auto cast = make_node("Cast", "", {"y_f32"}, {"Y"});
+    set_int(cast, "to", type->second);
+    *f.add_node() = cast;
+  } else {
+    *f.add_node() = make_node("CastLike", "", {"y_f32", "A"}, {"Y"});
+  }
+  return f;
+}
+
 }  // namespace
 
 Make find(const onnx::NodeProto& n) {
@@ -342,6 +445,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.op_type() == "FusedConv") return fused_conv;
   if (n.op_type() == "FusedMatMul") return fused_matmul;
   if (n.op_type() == "BiasSplitGelu") return bias_split_gelu;
+  if (n.op_type() == "MatMulBnb4") return matmul_bnb4;
   return nullptr;
 }
 

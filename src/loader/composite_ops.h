@@ -13,7 +13,9 @@
 //     swapped where asked (a Transpose where the model declares the rank, else an Einsum), MatMul, times
 //     alpha (cast to A's type: CastLike from opset 15, else a Cast to A's declared type);
 //   - com.microsoft BiasSplitGelu (Stable Diffusion's GEGLU): X + bias split in halves, the first times Gelu of
-//     the second.
+//     the second;
+//   - com.microsoft MatMulBnb4 (bitsandbytes' FP4 / NF4 weights): the codes unpacked, looked up, scaled by
+//     their block's absmax (folded at plan time for initializers), then MatMul.
 // Each matches ONNX Runtime's CPU EP on tests/data/contrib.
 #pragma once
 #include <onnx/onnx_pb.h>

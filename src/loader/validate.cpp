@@ -83,6 +83,7 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
       {{ir::kMsDomain, "FusedMatMul"},
        {{"alpha", Kind::Float}, {"transA", Kind::Int}, {"transB", Kind::Int}, {"transBatchA", Kind::Int}, {"transBatchB", Kind::Int}}},
       {{ir::kMsDomain, "BiasSplitGelu"}, {}},
+      {{ir::kMsDomain, "MatMulBnb4"}, {{"K", Kind::Int}, {"N", Kind::Int}, {"block_size", Kind::Int}, {"quant_type", Kind::Int}}},
       {{ir::kMsDomain, "FusedConv"},
        {{"activation", Kind::String}, {"activation_params", Kind::Floats}, {"auto_pad", Kind::String}, {"dilations", Kind::Ints},
         {"group", Kind::Int}, {"kernel_shape", Kind::Ints}, {"pads", Kind::Ints}, {"strides", Kind::Ints}}},

@@ -41,6 +41,7 @@ const std::set<std::string>& in_scope_ops() {
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
       "com.microsoft.Gelu", "com.microsoft.Attention", "com.microsoft.EmbedLayerNormalization",
       "com.microsoft.FusedConv", "com.microsoft.FusedMatMul", "com.microsoft.BiasSplitGelu",
+      "com.microsoft.MatMulBnb4",
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
       "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized", "com.microsoft.QLinearAdd",
       "com.microsoft.QLinearMul", "com.microsoft.QLinearSigmoid", "com.microsoft.QLinearLeakyRelu",

@@ -294,6 +294,21 @@ def block_quant_cases():
         attrs = {"bits": bits, "block_size": block, "gather_axis": 0, "quantize_axis": len(data_shape) - 1}
         cases.append(Case(name, "GatherBlockQuantized", ins, [("output", t)], attrs))
 
+    # MatMulBnb4 (bitsandbytes' 4-bit weights, transformers.js's "bnb4" models): random codes of both
+    # tables, a block not dividing N K, float16.
+    def bnb4(name, a_shape, N, block, quant_type, dt=np.float32, opset=17):
+        r = rng(name)
+        K = a_shape[-1]
+        ins = [("A", values(r, a_shape, dt, -1.0, 1.0), False),
+               ("B", r.integers(0, 256, size=((N * K + 1) // 2,)).astype(np.uint8), True),
+               ("absmax", r.uniform(0.05, 0.5, size=(-(-N * K // block),)).astype(dt), True)]
+        cases.append(Case(name, "MatMulBnb4", ins, [("Y", F16 if dt == np.float16 else F32)],
+                          {"K": K, "N": N, "block_size": block, "quant_type": quant_type}, opset=opset))
+
+    bnb4("matmul_bnb4_nf4", (3, 32), 8, 64, 1)
+    bnb4("matmul_bnb4_fp4_odd_blocks", (2, 2, 15), 7, 16, 0)
+    bnb4("matmul_bnb4_nf4_float16_opset14", (2, 16), 6, 32, 1, dt=np.float16, opset=14)
+
     gather("gather_block_quantized_b4_bs16", (6, 16), 4, 16, [[0, 5, -1], [2, 2, -6]])
     gather("gather_block_quantized_b4_3d_int32_no_zp", (5, 2, 8), 4, 16, [4, 0, -2, 1], zp=False, index_type=np.int32)
     gather("gather_block_quantized_b8_bs32_scalar_index", (4, 40), 8, 32, 3)
