@@ -32,13 +32,11 @@ std::vector<Tensor> qlinear_binary(KernelContext& ctx, bool mul) {
   return {nn::tensor_from_doubles(t, out, y)};
 }
 
-// The entry of a quantized value's byte in a table (ops::QLinearTable).
-size_t byte_of(int64_t v) { return size_t(uint8_t(int8_t(v & 0xff))); }
+// The entry of a quantized value's byte in a table (ops::QLinearTable): int8 values as two's complement.
+size_t byte_of(int64_t v) { return size_t(v & 0xff); }
 
 std::vector<Tensor> qlinear_unary(KernelContext& ctx) {
-  const std::vector<ops::Operand> in = ctx.operands();
-  ops::check_quantized(in, {0, 1, 2}, "X", ctx.fail_fn());
-  ops::check_quantized(in, {ops::QuantizedInput::kNone, 3, 4}, "Y", ctx.fail_fn(), in[0].dtype);
+  ops::check_qlinear_unary(ctx.operands(), ctx.fail_fn());
   const Tensor& X = ctx.input(0);
   const ops::QLinearTable table = ops::qlinear_table(X.dtype(), scale_of(ctx, 1), zero_of(ctx, 2), scale_of(ctx, 3),
                                                      zero_of(ctx, 4), X.dtype(), ops::qlinear_unary_function(ctx.node));
@@ -66,12 +64,8 @@ std::vector<Tensor> qlinear_global_average_pool(KernelContext& ctx) {
 // QLinearAveragePool: AveragePool's windows (ops::pool_params) over the dequantized values, summed in
 // float32 in the window's order, divided by the count, then by y_scale, and requantized.
 std::vector<Tensor> qlinear_average_pool(KernelContext& ctx) {
-  const std::vector<ops::Operand> in = ctx.operands();
-  ops::check_quantized(in, {0, 1, 2}, "X", ctx.fail_fn());
-  ops::check_quantized(in, {ops::QuantizedInput::kNone, 3, 4}, "Y", ctx.fail_fn(), in[0].dtype);
-  if (ctx.node.attr_int("channels_last", 0) != 0) ctx.fail("channels_last 1 (X laid out [N, spatial..., C]) is not supported");
+  ops::check_qlinear_average_pool(ctx.node, ctx.operands(), ctx.fail_fn());
   const Tensor& X = ctx.input(0);
-  if (X.rank() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + X.describe());
   const ops::PoolParams pp = ops::pool_params(ctx.node, X.shape(), false, ctx.fail_fn());
   const float xs = scale_of(ctx, 1), ys = scale_of(ctx, 3);
   const int32_t xz = zero_of(ctx, 2), yz = zero_of(ctx, 4);

@@ -32,10 +32,69 @@ void set_ints(onnx::NodeProto& n, const char* name, const std::vector<int64_t>& 
   for (int64_t x : v) a->add_ints(x);
 }
 
+void set_float(onnx::NodeProto& n, const char* name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+void set_string(onnx::NodeProto& n, const char* name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+onnx::NodeProto cast_node(const std::string& in, const std::string& out, int32_t to) {
+  onnx::NodeProto c;
+  c.set_op_type("Cast");
+  c.add_input(in);
+  c.add_output(out);
+  set_int(c, "to", to);
+  return c;
+}
+
+// A Constant node of output `out` holding t.
+onnx::NodeProto constant(const std::string& out, onnx::TensorProto t) {
+  onnx::NodeProto c;
+  c.set_op_type("Constant");
+  c.add_output(out);
+  auto* v = c.add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  *v->mutable_t() = std::move(t);
+  return c;
+}
+
+// Constants of int64 and float values: a scalar, or 1-D.
+onnx::NodeProto int64_constant(const std::string& out, const std::vector<int64_t>& values, bool scalar) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT64);
+  if (!scalar) t.add_dims(int64_t(values.size()));
+  for (int64_t x : values) t.add_int64_data(x);
+  return constant(out, std::move(t));
+}
+
+onnx::NodeProto float_constant(const std::string& out, const std::vector<float>& values, bool scalar) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  if (!scalar) t.add_dims(int64_t(values.size()));
+  for (float x : values) t.add_float_data(x);
+  return constant(out, std::move(t));
+}
+
 // An opset-13 op's int64 list given as input `input` (a Constant added to f), or before opset 13 as
 // attribute `attr` (Split's sizes, Unsqueeze's and ReduceSum's axes).
 void int64s_by_opset(onnx::FunctionProto& f, onnx::NodeProto& n, int64_t opset, const char* attr, const std::string& input,
-                     const std::vector<int64_t>& v);
+                     const std::vector<int64_t>& v) {
+  if (opset < 13) {
+    set_ints(n, attr, v);
+    return;
+  }
+  *f.add_node() = int64_constant(input, v, false);
+  n.add_input(input);
+}
 
 const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
@@ -54,26 +113,8 @@ onnx::FunctionProto signature(const char* name, std::vector<std::string> in, std
   return f;
 }
 
-onnx::NodeProto int64_constant(const std::string& out, std::vector<int64_t> values, bool scalar) {
-  auto c = make_node("Constant", "", {}, {out});
-  auto* v = c.add_attribute();
-  v->set_name("value");
-  v->set_type(onnx::AttributeProto::TENSOR);
-  v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-  if (!scalar) v->mutable_t()->add_dims(int64_t(values.size()));
-  for (int64_t x : values) v->mutable_t()->add_int64_data(x);
-  return c;
-}
-
-void int64s_by_opset(onnx::FunctionProto& f, onnx::NodeProto& n, int64_t opset, const char* attr, const std::string& input,
-                     const std::vector<int64_t>& v) {
-  if (opset < 13) {
-    set_ints(n, attr, v);
-    return;
-  }
-  *f.add_node() = int64_constant(input, v, false);
-  n.add_input(input);
-}
+// "node 'name' (com.microsoft.Op)", for the errors.
+std::string describe(const onnx::NodeProto& call) { return "node '" + call.name() + "' (com.microsoft." + call.op_type() + ")"; }
 
 // com.microsoft's DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
 // DynamicQuantizeLinear does, then MatMulIntegerToFloat (ONNX Runtime's definition; its outputs measured
@@ -93,7 +134,7 @@ onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const Model&
 // into MultiHeadAttention's past_key and past_value, and its presents stacked into present [2, B, N, P + S, H].
 // past_sequence_length (a shared past and present buffer) and do_rotary are refused.
 onnx::FunctionProto attention(const onnx::NodeProto& call, const Model& model) {
-  const std::string what = "node '" + call.name() + "' (com.microsoft.Attention)";
+  const std::string what = describe(call);
   if (given(call, 6)) throw NotImplemented(what + ": past_sequence_length (a past shared with the present) is not supported");
   const bool past = given(call, 4), present = call.output_size() > 1 && !call.output(1).empty();
   if (present && !past) throw NotImplemented(what + ": a present without a past is not supported");
@@ -147,7 +188,7 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const Model& model) {
 // without a mask); embedding_sum, the sum before the normalization.
 onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const Model& model) {
   const int64_t opset = model.onnx_opset();
-  const std::string what = "node '" + call.name() + "' (com.microsoft.EmbedLayerNormalization)";
+  const std::string what = describe(call);
   onnx::FunctionProto f = signature("EmbedLayerNormalization",
                                     {"input_ids", "segment_ids", "word_embedding", "position_embedding", "segment_embedding",
                                      "gamma", "beta", "mask", "position_ids"},
@@ -171,27 +212,20 @@ onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const
     *f.add_node() = make_node("Add", "", {"words_positions", "segments"}, {"embedding_sum"});
   }
   auto ln = make_node("LayerNormalization", "", {"embedding_sum", "gamma", "beta"}, {"output"});
-  auto* eps = ln.add_attribute();
-  eps->set_name("epsilon");
-  eps->set_type(onnx::AttributeProto::FLOAT);
   const auto* e = attribute(call, "epsilon");
-  eps->set_f(e ? e->f() : 1e-12f);
+  set_float(ln, "epsilon", e ? e->f() : 1e-12f);
   set_int(ln, "axis", -1);
   *f.add_node() = ln;
   if (call.output_size() > 1 && !call.output(1).empty()) {
     auto sum = make_node("ReduceSum", "", {given(call, 7) ? "mask" : "no_mask"}, {"mask_sum"});
     if (!given(call, 7)) {  // no mask: zeros
-      auto cast = make_node("Cast", "", {"input_ids"}, {"ids_i32"});
-      set_int(cast, "to", onnx::TensorProto::INT32);
-      *f.add_node() = cast;
+      *f.add_node() = cast_node("input_ids", "ids_i32", onnx::TensorProto::INT32);
       *f.add_node() = make_node("Sub", "", {"ids_i32", "ids_i32"}, {"no_mask"});
     }
     set_int(sum, "keepdims", 0);
     int64s_by_opset(f, sum, opset, "axes", "mask_axes", {1});
     *f.add_node() = sum;
-    auto cast = make_node("Cast", "", {"mask_sum"}, {"mask_index"});
-    set_int(cast, "to", onnx::TensorProto::INT32);
-    *f.add_node() = cast;
+    *f.add_node() = cast_node("mask_sum", "mask_index", onnx::TensorProto::INT32);
   }
   return f;
 }
@@ -202,7 +236,7 @@ onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const
 // again on the GPU.
 onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) {
   const int64_t opset = model.onnx_opset();
-  const std::string what = "node '" + call.name() + "' (com.microsoft.FusedConv)";
+  const std::string what = describe(call);
   onnx::FunctionProto f = signature("FusedConv", {"X", "W", "B", "Z"}, {"Y"});
   auto conv = make_node("Conv", "", {"X", "W", "B"}, {given(call, 3) ? "conv" : "pre"});
   for (const char* name : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
@@ -214,12 +248,6 @@ onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) 
   std::vector<float> params;
   if (const auto* p = attribute(call, "activation_params")) params.assign(p->floats().begin(), p->floats().end());
   auto param = [&](size_t i, float fallback) { return i < params.size() ? params[i] : fallback; };
-  auto set_float = [](onnx::NodeProto& n, const char* name, float v) {
-    auto* a = n.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-  };
   if (op == "Relu" || op == "Tanh" || op == "Sigmoid") {
     *f.add_node() = make_node(op.c_str(), "", {"pre"}, {"Y"});
   } else if (op == "LeakyRelu") {
@@ -237,17 +265,10 @@ onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) 
       set_float(n, "min", param(0, -3.402823466e38f));
       set_float(n, "max", param(1, 3.402823466e38f));
     } else {  // float32 bounds: ONNX Runtime's FusedConv is float32
-      for (int k = 0; k < 2; ++k) {
-        const std::string name = k == 0 ? "clip_min" : "clip_max";
-        auto c = make_node("Constant", "", {}, {name});
-        auto* v = c.add_attribute();
-        v->set_name("value");
-        v->set_type(onnx::AttributeProto::TENSOR);
-        v->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-        v->mutable_t()->add_float_data(param(size_t(k), k == 0 ? -3.402823466e38f : 3.402823466e38f));
-        *f.add_node() = c;
-        n.add_input(name);
-      }
+      *f.add_node() = float_constant("clip_min", {param(0, -3.402823466e38f)}, true);
+      *f.add_node() = float_constant("clip_max", {param(1, 3.402823466e38f)}, true);
+      n.add_input("clip_min");
+      n.add_input("clip_max");
     }
     *f.add_node() = n;
   } else {
@@ -262,7 +283,7 @@ onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) 
 // times alpha (cast to A's type: CastLike from opset 15, else a Cast to A's declared type). transBatchA /
 // transBatchB are refused.
 onnx::FunctionProto fused_matmul(const onnx::NodeProto& call, const Model& model) {
-  const std::string what = "node '" + call.name() + "' (com.microsoft.FusedMatMul)";
+  const std::string what = describe(call);
   auto flag = [&](const char* name) {
     const auto* a = attribute(call, name);
     return a && a->i() != 0;
@@ -282,10 +303,7 @@ onnx::FunctionProto fused_matmul(const onnx::NodeProto& call, const Model& model
       *f.add_node() = t;
     } else {
       auto e = make_node("Einsum", "", {formal}, {out});
-      auto* eq = e.add_attribute();
-      eq->set_name("equation");
-      eq->set_type(onnx::AttributeProto::STRING);
-      eq->set_s("...ij->...ji");
+      set_string(e, "equation", "...ij->...ji");
       *f.add_node() = e;
     }
     return out;
@@ -295,22 +313,14 @@ onnx::FunctionProto fused_matmul(const onnx::NodeProto& call, const Model& model
   const bool scaled = alpha && alpha->f() != 1.0f;
   *f.add_node() = make_node("MatMul", "", {a, b}, {scaled ? "product" : "Y"});
   if (scaled) {
-    auto c = make_node("Constant", "", {}, {"alpha_f32"});
-    auto* v = c.add_attribute();
-    v->set_name("value");
-    v->set_type(onnx::AttributeProto::TENSOR);
-    v->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-    v->mutable_t()->add_float_data(alpha->f());
-    *f.add_node() = c;
+    *f.add_node() = float_constant("alpha_f32", {alpha->f()}, true);
     std::string factor = "alpha_f32";
     auto type = model.types.find(call.input(0));
     if (model.onnx_opset() >= 15) {
       *f.add_node() = make_node("CastLike", "", {"alpha_f32", "A"}, {"alpha"});
       factor = "alpha";
     } else if (type != model.types.end() && type->second != onnx::TensorProto::FLOAT) {
-      auto cast = make_node("Cast", "", {"alpha_f32"}, {"alpha"});
-      set_int(cast, "to", type->second);
-      *f.add_node() = cast;
+      *f.add_node() = cast_node("alpha_f32", "alpha", type->second);
       factor = "alpha";
     }
     *f.add_node() = make_node("Mul", "", {"product", factor}, {"Y"});
@@ -353,26 +363,14 @@ onnx::FunctionProto matmul_bnb4(const onnx::NodeProto& call, const Model& model)
                                  0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
                                  0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
   onnx::FunctionProto f = signature("MatMulBnb4", {"A", "B", "absmax"}, {"Y"});
-  auto constant = [&](const std::string& name, int type, std::vector<int64_t> dims, auto fill) {
-    auto c = make_node("Constant", "", {}, {name});
-    auto* v = c.add_attribute();
-    v->set_name("value");
-    v->set_type(onnx::AttributeProto::TENSOR);
-    v->mutable_t()->set_data_type(type);
-    for (int64_t d : dims) v->mutable_t()->add_dims(d);
-    fill(*v->mutable_t());
-    *f.add_node() = c;
-  };
-  auto u8 = [&](const std::string& name, int32_t v) {
-    constant(name, onnx::TensorProto::UINT8, {}, [v](onnx::TensorProto& t) { t.add_int32_data(v); });
-  };
-  u8("four", 4);
-  u8("sixteen", 16);
+  for (const auto& [name, v] : {std::pair{"four", 4}, std::pair{"sixteen", 16}}) {  // uint8 scalars
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::UINT8);
+    t.add_int32_data(v);
+    *f.add_node() = constant(name, std::move(t));
+  }
   auto hi = make_node("BitShift", "", {"B", "four"}, {"hi"});
-  auto* dir = hi.add_attribute();
-  dir->set_name("direction");
-  dir->set_type(onnx::AttributeProto::STRING);
-  dir->set_s("RIGHT");
+  set_string(hi, "direction", "RIGHT");
   *f.add_node() = hi;
   *f.add_node() = make_node("Mod", "", {"B", "sixteen"}, {"lo"});
   *f.add_node() = int64_constant("pair_axis", {1}, false);
@@ -387,12 +385,8 @@ onnx::FunctionProto matmul_bnb4(const onnx::NodeProto& call, const Model& model)
   *f.add_node() = int64_constant("codes_end", {N * K}, false);
   *f.add_node() = make_node("Slice", "", {"codes_padded", "codes_start", "codes_end"}, {"codes"});
   const float* table = quant == 0 ? kFp4 : kNf4;
-  constant("table", onnx::TensorProto::FLOAT, {16}, [table](onnx::TensorProto& t) {
-    for (int i = 0; i < 16; ++i) t.add_float_data(table[i]);
-  });
-  auto index = make_node("Cast", "", {"codes"}, {"codes_i32"});
-  set_int(index, "to", onnx::TensorProto::INT32);
-  *f.add_node() = index;
+  *f.add_node() = float_constant("table", std::vector<float>(table, table + 16), false);
+  *f.add_node() = cast_node("codes", "codes_i32", onnx::TensorProto::INT32);
   *f.add_node() = make_node("Gather", "", {"table", "codes_i32"}, {"normalized"});
   // Each element's block: its flat index / block_size, read from absmax.
   *f.add_node() = int64_constant("zero", {0}, true);
@@ -407,12 +401,7 @@ onnx::FunctionProto matmul_bnb4(const onnx::NodeProto& call, const Model& model)
   auto type = model.types.find(call.input_size() > 0 ? call.input(0) : "");
   const bool declared = type != model.types.end();
   const bool other = declared ? type->second != onnx::TensorProto::FLOAT : model.onnx_opset() >= 15;
-  auto to_float = [&](const char* in, const std::string& out) {
-    auto cast = make_node("Cast", "", {in}, {out});
-    set_int(cast, "to", onnx::TensorProto::FLOAT);
-    *f.add_node() = cast;
-  };
-  to_float("scales", "scales_f32");
+  *f.add_node() = cast_node("scales", "scales_f32", onnx::TensorProto::FLOAT);
   *f.add_node() = make_node("Mul", "", {"normalized", "scales_f32"}, {"w_flat"});
   *f.add_node() = int64_constant("nk", {N, K}, false);
   *f.add_node() = make_node("Reshape", "", {"w_flat", "nk"}, {"w_nk"});
@@ -423,12 +412,10 @@ onnx::FunctionProto matmul_bnb4(const onnx::NodeProto& call, const Model& model)
     *f.add_node() = make_node("MatMul", "", {"A", "w"}, {"Y"});
     return f;
   }
-  to_float("A", "a_f32");
+  *f.add_node() = cast_node("A", "a_f32", onnx::TensorProto::FLOAT);
   *f.add_node() = make_node("MatMul", "", {"a_f32", "w"}, {"y_f32"});
   if (declared) {
-    auto cast = make_node("Cast", "", {"y_f32"}, {"Y"});
-    set_int(cast, "to", type->second);
-    *f.add_node() = cast;
+    *f.add_node() = cast_node("y_f32", "Y", type->second);
   } else {
     *f.add_node() = make_node("CastLike", "", {"y_f32", "A"}, {"Y"});
   }

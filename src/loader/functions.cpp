@@ -90,13 +90,72 @@ class Renamer {
   std::vector<std::map<std::string, std::string>> scopes_;
 };
 
-
 class Inliner {
  public:
   explicit Inliner(onnx::ModelProto& mp) : mp_(mp) {
-    for (const auto& o : mp.opset_import()) opsets_[domain_of(o.domain())] = o.version();
-    // The ranks and types the main graph declares, for the composite ops.
-    const onnx::GraphProto& g = mp.graph();
+    for (const auto& o : mp.opset_import()) composite_.opsets[domain_of(o.domain())] = o.version();
+    for (const auto& f : mp.functions()) {
+      if (f.name().empty()) throw InvalidArgument("a model-local function has no name");
+      Function fn;
+      fn.proto = &f;
+      fn.name = (f.domain().empty() ? "" : f.domain() + ".") + f.name();
+      for (const std::string& bytes : unknown_bytes(f.unknown_fields(), kFunctionAttributeProto)) {
+        onnx::AttributeProto a;
+        if (!a.ParseFromString(bytes) || a.name().empty())
+          throw InvalidArgument("function '" + fn.name + "': an attribute default is malformed");
+        fn.defaults[a.name()] = a;
+      }
+      const std::string overload = unknown_string(f.unknown_fields(), kFunctionOverload);
+      const std::string name = fn.name;
+      if (!functions_.emplace(key(f.domain(), f.name(), overload), std::move(fn)).second)
+        throw InvalidArgument("function '" + name + "'" + (overload.empty() ? "" : " (overload '" + overload + "')") +
+                              " is defined twice");
+    }
+  }
+
+  void run() {
+    expand_graph(*mp_.mutable_graph(), 0);
+    mp_.clear_functions();
+  }
+
+ private:
+  onnx::ModelProto& mp_;
+  composite::Model composite_;  // the model's opsets (a function's imports join them), and for the composite
+                                // ops the ranks and types the main graph declares (read at the first one)
+  bool declarations_read_ = false;
+  std::map<std::string, Function> functions_;
+  std::deque<onnx::FunctionProto> generated_protos_;  // the composite ops' bodies made for calls
+  std::deque<Function> generated_;
+  size_t calls_ = 0, inlined_nodes_ = 0;
+  std::vector<const Function*> stack_;  // the functions whose bodies are being inlined, outermost first
+  std::string outermost_;               // the main graph's (or a subgraph's) call being inlined
+
+  // The model's function that n calls, or null.
+  Function* model_function(const onnx::NodeProto& n) {
+    auto it = functions_.find(key(n.domain(), n.op_type(), unknown_string(n.unknown_fields(), kNodeOverload)));
+    return it == functions_.end() ? nullptr : &it->second;
+  }
+
+  // The model's function that n calls, else the composition made for n (composite_ops.h; kept in
+  // generated_).
+  Function* called(const onnx::NodeProto& n) {
+    if (Function* f = model_function(n)) return f;
+    const composite::Make make = composite::find(n);
+    if (!make) return nullptr;
+    read_declarations();
+    Function& fn = generated_.emplace_back();
+    fn.proto = &generated_protos_.emplace_back(make(n, composite_));
+    fn.name = "com.microsoft." + n.op_type();
+    fn.imports_checked = true;  // a composite op's body uses the model's opsets
+    return &fn;
+  }
+  bool calls(const onnx::NodeProto& n) { return model_function(n) || composite::find(n); }
+
+  // The ranks and types the main graph declares (inputs, outputs, value_info, initializers).
+  void read_declarations() {
+    if (declarations_read_) return;
+    declarations_read_ = true;
+    const onnx::GraphProto& g = mp_.graph();
     auto declared = [&](const onnx::ValueInfoProto& v) {
       if (!v.type().has_tensor_type()) return;
       const auto& tt = v.type().tensor_type();
@@ -110,57 +169,6 @@ class Inliner {
       composite_.ranks[t.name()] = t.dims_size();
       composite_.types[t.name()] = t.data_type();
     }
-    for (const auto& f : mp.functions()) {
-      if (f.name().empty()) throw InvalidArgument("a model-local function has no name");
-      Function fn;
-      fn.proto = &f;
-      fn.name = (f.domain().empty() ? "" : f.domain() + ".") + f.name();
-      for (const std::string& bytes : unknown_bytes(f.unknown_fields(), kFunctionAttributeProto)) {
-        onnx::AttributeProto a;
-        if (!a.ParseFromString(bytes) || a.name().empty())
-          throw InvalidArgument("function '" + fn.name + "': an attribute default is malformed");
-        fn.defaults[a.name()] = a;
-      }
-      const std::string overload = unknown_string(f.unknown_fields(), kFunctionOverload);
-      if (!functions_.emplace(key(f.domain(), f.name(), overload), std::move(fn)).second)
-        throw InvalidArgument("function '" + (f.domain().empty() ? "" : f.domain() + ".") + f.name() + "'" +
-                              (overload.empty() ? "" : " (overload '" + overload + "')") + " is defined twice");
-    }
-  }
-
-  void run() {
-    expand_graph(*mp_.mutable_graph(), 0);
-    mp_.clear_functions();
-  }
-
- private:
-  onnx::ModelProto& mp_;
-  std::map<std::string, int64_t> opsets_;
-  composite::Model composite_;  // what the composite ops read of the model
-  std::map<std::string, Function> functions_;
-  std::deque<onnx::FunctionProto> generated_protos_;  // the composite ops' bodies made for calls
-  std::deque<Function> generated_;
-  size_t calls_ = 0, inlined_nodes_ = 0;
-  std::vector<const Function*> stack_;  // the functions whose bodies are being inlined, outermost first
-  std::string outermost_;               // the main graph's (or a subgraph's) call being inlined
-
-  // The model's function that n calls, else the composition made for n (composite_ops.h; kept in
-  // generated_).
-  Function* called(const onnx::NodeProto& n) {
-    auto it = functions_.find(key(n.domain(), n.op_type(), unknown_string(n.unknown_fields(), kNodeOverload)));
-    if (it != functions_.end()) return &it->second;
-    const composite::Make make = composite::find(n);
-    if (!make) return nullptr;
-    Function& fn = generated_.emplace_back();
-    composite_.opsets = opsets_;
-    fn.proto = &generated_protos_.emplace_back(make(n, composite_));
-    fn.name = "com.microsoft." + n.op_type();
-    fn.imports_checked = true;  // a composite op's body uses the model's opsets
-    return &fn;
-  }
-  bool calls(const onnx::NodeProto& n) {
-    return functions_.count(key(n.domain(), n.op_type(), unknown_string(n.unknown_fields(), kNodeOverload))) ||
-           composite::find(n);
   }
 
   // The nodes a call of f becomes, counted before anything is built (capped past kMaxInlinedNodes: a
@@ -171,8 +179,8 @@ class Inliner {
     f.sizing = true;
     size_t n = 0;
     for (const auto& b : f.proto->node()) {
-      auto it = functions_.find(key(b.domain(), b.op_type(), unknown_string(b.unknown_fields(), kNodeOverload)));
-      n += it != functions_.end() ? inlined_size(it->second) : composite::find(b) ? 16 : 1;  // a composite op: a few nodes
+      Function* g = model_function(b);
+      n += g ? inlined_size(*g) : composite::find(b) ? 16 : 1;  // a composite op: a few nodes
       n = std::min(n, kMaxInlinedNodes + 1);
     }
     f.sizing = false;
@@ -184,7 +192,7 @@ class Inliner {
     if (f.imports_checked) return;
     for (const auto& o : f.proto->opset_import()) {
       const std::string d = domain_of(o.domain());
-      auto [it, added] = opsets_.emplace(d, o.version());
+      auto [it, added] = composite_.opsets.emplace(d, o.version());
       if (added) {
         auto* imp = mp_.add_opset_import();
         imp->set_domain(d);

@@ -54,6 +54,18 @@ QLinearTable qlinear_table(DType x_type, float x_scale, int32_t x_zero, float y_
   return t;
 }
 
+DType check_qlinear_unary(const std::vector<Operand>& in, const Fail& fail) {
+  check_quantized(in, {0, 1, 2}, "X", fail);
+  check_quantized(in, {QuantizedInput::kNone, 3, 4}, "Y", fail, in[0].dtype);
+  return in[0].dtype;
+}
+
+void check_qlinear_average_pool(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail) {
+  check_qlinear_unary(in, fail);
+  if (node.attr_int("channels_last", 0) != 0) raise(fail, "channels_last 1 (X laid out [N, spatial..., C]) is not supported");
+  if (in[0].shape.size() < 3) raise(fail, "input X must be [N, C, D1, ...] (rank >= 3), got " + in[0].describe());
+}
+
 std::function<float(float)> qlinear_unary_function(const ir::Node& node) {
   if (node.op_type == "QLinearLeakyRelu") {
     const float alpha = node.attr_float("alpha", 0.01f);

@@ -55,6 +55,12 @@ using QLinearTable = std::array<int32_t, 256>;
 QLinearTable qlinear_table(DType x_type, float x_scale, int32_t x_zero, float y_scale, int32_t y_zero, DType y_type,
                            const std::function<float(float)>& f);
 
+// QLinearSigmoid's, QLinearLeakyRelu's and QLinearAveragePool's inputs: X (0) with its scale (1) and zero
+// point (2), then Y's scale (3) and zero point (4), of X's type (returned, Y's type too).
+DType check_qlinear_unary(const std::vector<Operand>& in, const Fail& fail);
+// QLinearAveragePool's inputs (check_qlinear_unary) and layout: X [N, C, D...] (channels_last 0 only).
+void check_qlinear_average_pool(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail);
+
 // QLinearSigmoid's and QLinearLeakyRelu's f (the node's alpha read here).
 std::function<float(float)> qlinear_unary_function(const ir::Node& node);
 

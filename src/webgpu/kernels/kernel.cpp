@@ -175,7 +175,7 @@ std::string requantized_store(DType t, const std::string& v, const std::string& 
 }
 
 QuantParam QuantParam::of(const GpuKernelContext& ctx, size_t i) {
-  return {ctx.has_input(i) && shape_numel(ctx.shape(i)) == 1 && ctx.input(i).constant != nullptr};
+  return {ctx.is_constant(i) && shape_numel(ctx.shape(i)) == 1};
 }
 
 std::string QuantParam::bind(GpuKernelContext& ctx, shader::Program& p, std::vector<ValueRef>& binds, const std::string& name,

@@ -96,6 +96,8 @@ class GpuKernelContext {
   // read none of them (runtime/refresh.cpp, alike_constants).
   const Tensor& constant(size_t i, const char* what);
   bool known(size_t i) const { return has_input(i) && (inputs_[i].constant || inputs_[i].runtime_value); }
+  // Input i is an initializer or was folded (the same value in every run).
+  bool is_constant(size_t i) const { return has_input(i) && inputs_[i].constant; }
   size_t num_outputs() const { return node.outputs.size(); }
   bool output_wanted(size_t i) const { return i < node.outputs.size() && !node.outputs[i].empty(); }
 

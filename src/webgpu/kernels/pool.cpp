@@ -35,15 +35,10 @@ const char* kLpPow = "fn lp_pow(a: f32, e: f32) -> f32 { return pow_f32(a, e); }
 // `qlinear`: QLinearAveragePool (ops/qlinear.h): X int8 / uint8 dequantized as it is summed, the mean
 // divided by y_scale and requantized; scales and zero points uniforms when constant (QuantParam).
 void pool(GpuKernelContext& ctx, PoolKind kind, bool qlinear = false) {
-  if (qlinear) {
-    const std::vector<ops::Operand> in = ctx.operands();
-    ops::check_quantized(in, {0, 1, 2}, "X", ctx.fail_fn());
-    ops::check_quantized(in, {ops::QuantizedInput::kNone, 3, 4}, "Y", ctx.fail_fn(), in[0].dtype);
-    if (ctx.node.attr_int("channels_last", 0) != 0) ctx.fail("channels_last 1 (X laid out [N, spatial..., C]) is not supported");
-    if (ctx.shape(0).size() < 3) ctx.fail("input X must be [N, C, D1, ...] (rank >= 3), got " + shape_str(ctx.shape(0)));
-  } else {
+  if (qlinear)
+    ops::check_qlinear_average_pool(ctx.node, ctx.operands(), ctx.fail_fn());
+  else
     check_input(ctx, kind == PoolKind::Max);
-  }
   const ir::Node& node = ctx.node;
   const Shape& xs = ctx.shape(0);
   DType t = ctx.dtype(0);
@@ -68,8 +63,8 @@ void pool(GpuKernelContext& ctx, PoolKind kind, bool qlinear = false) {
 
   size_t r = in_sp.size();
   std::string R = std::to_string(r);
-  const QuantParam xsc = QuantParam::of(ctx, 1), xz = QuantParam::of(ctx, 2), ysc = QuantParam::of(ctx, 3),
-                   yz = QuantParam::of(ctx, 4);
+  auto param = [&](size_t i) { return qlinear ? QuantParam::of(ctx, i) : QuantParam{}; };
+  const QuantParam xsc = param(1), xz = param(2), ysc = param(3), yz = param(4);
   std::string name = kind == PoolKind::Max ? "maxpool" : kind == PoolKind::Average ? "avgpool" : "lppool";
   if (qlinear)
     name = std::string("q") + name + "_s" + xsc.tag() + ysc.tag() + (ctx.has_input(2) ? std::string("_xz") + xz.tag() : "") +
@@ -191,14 +186,14 @@ void pool(GpuKernelContext& ctx, PoolKind kind, bool qlinear = false) {
             "  y_store(gi, best);\n";
     if (want_indices)
       body += "  ind_store(gi, from_i64_$ind(select(w64_from_i32(-1i), w64_from_u32(x0 + arg), found)));\n";
-  } else if (kind == PoolKind::Average && qlinear) {
-    body += "    acc = acc + " + xsv + " * f32(i32(v) - " + xzv + ");\n    taps = taps + 1u;\n   }\n  }\n";
-    body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";
-    body += requantized_store(t, "select(0.0, acc / f32(div) / " + ysv + ", div > 0u)", yzv) + "\n";
   } else if (kind == PoolKind::Average) {
-    body += "    acc = acc + to_f32_$x(v);\n    taps = taps + 1u;\n   }\n  }\n";
+    const std::string term = qlinear ? xsv + " * f32(i32(v) - " + xzv + ")" : "to_f32_$x(v)";  // QLinear: dequantized
+    body += "    acc = acc + " + term + ";\n    taps = taps + 1u;\n   }\n  }\n";
     body += std::string("  let div = ") + (include_pad ? "padded" : "taps") + ";\n";
-    body += "  y_store(gi, from_f32_$y(select(f32_nan(), acc / f32(div), div > 0u)));\n";
+    if (qlinear)
+      body += requantized_store(t, "select(0.0, acc / f32(div) / " + ysv + ", div > 0u)", yzv) + "\n";
+    else
+      body += "  y_store(gi, from_f32_$y(select(f32_nan(), acc / f32(div), div > 0u)));\n";
   } else {
     body += "    acc = acc + lp_pow(abs(to_f32_$x(v)), p_exp());\n   }\n  }\n";
     body += "  y_store(gi, from_f32_$y(lp_pow(acc, 1.0 / p_exp())));\n";

@@ -18,7 +18,6 @@
 namespace onnxgpu::webgpu {
 namespace {
 
-bool is_constant(const GpuKernelContext& ctx, size_t i) { return ctx.has_input(i) && ctx.input(i).constant != nullptr; }
 float scale_value(GpuKernelContext& ctx, size_t i, const char* what) { return float(ctx.constant(i, what).double_at(0)); }
 int32_t zero_value(GpuKernelContext& ctx, size_t i, const char* what) {
   return ctx.has_input(i) ? int32_t(ctx.constant(i, what).int_at(0)) : 0;
@@ -79,7 +78,7 @@ void qlinear_binary(GpuKernelContext& ctx, bool mul) {
   if (shape_numel(out) == 0) return;
   const QuantizedPair ab(ctx);
   const QuantParam cz = QuantParam::of(ctx, 7);
-  const bool inv_c_uniform = is_constant(ctx, 6), has_cz = ctx.has_input(7);
+  const bool inv_c_uniform = ctx.is_constant(6), has_cz = ctx.has_input(7);
   std::string name = std::string(mul ? "qmul" : "qadd") + ab.tag() + "_c" + (inv_c_uniform ? 'u' : 'b');
   if (has_cz) name += std::string("_cz") + cz.tag();
   auto p = ctx.program(name);
@@ -109,13 +108,10 @@ void qlinear_binary(GpuKernelContext& ctx, bool mul) {
 }
 
 void qlinear_unary(GpuKernelContext& ctx) {
-  const std::vector<ops::Operand> in = ctx.operands();
-  ops::check_quantized(in, {0, 1, 2}, "X", ctx.fail_fn());
-  ops::check_quantized(in, {ops::QuantizedInput::kNone, 3, 4}, "Y", ctx.fail_fn(), in[0].dtype);
-  const DType t = ctx.dtype(0);
+  const DType t = ops::check_qlinear_unary(ctx.operands(), ctx.fail_fn());
   ctx.set_output(0, t, ctx.shape(0));
   for (size_t i : {1, 3, 2, 4})
-    if (ctx.has_input(i) && !is_constant(ctx, i)) ctx.unsupported("its scales and zero points are computed at run time");
+    if (ctx.has_input(i) && !ctx.is_constant(i)) ctx.unsupported("its scales and zero points are computed at run time");
   if (shape_numel(ctx.shape(0)) == 0) return;
   const ops::QLinearTable table =
       ops::qlinear_table(t, scale_value(ctx, 1, "X_scale"), zero_value(ctx, 2, "X_zero_point"), scale_value(ctx, 3, "Y_scale"),
@@ -136,7 +132,7 @@ void qlinear_global_average_pool(GpuKernelContext& ctx) {
   if (shape_numel(g.out) == 0) return;
   if (g.spatial > int64_t(1) << 23) ctx.unsupported("more than 2^23 positions per channel (the int32 sum could overflow)");
   const QuantParam xz = QuantParam::of(ctx, 2), yz = QuantParam::of(ctx, 4);
-  const bool f_uniform = is_constant(ctx, 1) && is_constant(ctx, 3);
+  const bool f_uniform = ctx.is_constant(1) && ctx.is_constant(3);
   std::string name = std::string("gap") + (g.channels_last ? "_nhwc" : "_nchw") + "_f" + (f_uniform ? 'u' : 'b');
   if (ctx.has_input(2)) name += std::string("_xz") + xz.tag();
   if (ctx.has_input(4)) name += std::string("_yz") + yz.tag();
@@ -175,7 +171,7 @@ void qlinear_concat(GpuKernelContext& ctx) {
   const DType t = ops::check_qlinear_concat(ctx.node, ctx.operands(), axis, out, ctx.fail_fn());
   ctx.set_output(0, t, out);
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
-    if ((i < 2 || i % 3 != 2) && ctx.has_input(i) && !is_constant(ctx, i))
+    if ((i < 2 || i % 3 != 2) && ctx.has_input(i) && !ctx.is_constant(i))
       ctx.unsupported("its scales and zero points are computed at run time");
   if (shape_numel(out) == 0) return;
   const float ys = scale_value(ctx, 0, "Y_scale");
