@@ -626,10 +626,13 @@ Device::Device(const DeviceOptions& options)
   // Dawn rounds timestamps to a coarse grain by default (against timing attacks in browsers): a
   // native engine's profile wants them exact.
   std::vector<std::string> on, off{"timestamp_quantization"};
-  // $ONNXGPU_DAWN_TOGGLES="+name,-name,...": more Dawn device toggles turned on (+) or off (-).
+  // $ONNXGPU_DAWN_TOGGLES="+name,-name ...": more Dawn device toggles turned on (+) or off (-), separated by
+  // commas or spaces (bench/env_ab.py's variants separate their variables with commas).
   if (const char* env = std::getenv("ONNXGPU_DAWN_TOGGLES"); env && *env) {
-    std::istringstream in(env);
-    for (std::string t; std::getline(in, t, ',');)
+    std::string list(env);
+    std::replace(list.begin(), list.end(), ',', ' ');
+    std::istringstream in(list);
+    for (std::string t; in >> t;)
       if (t.size() > 1 && (t[0] == '+' || t[0] == '-')) (t[0] == '+' ? on : off).push_back(t.substr(1));
   }
   std::vector<const char*> on_c, off_c;
