@@ -7,7 +7,7 @@ model's variants alternating within a round, so that a knob's effect is read sid
   with a GPU profile of each run:  ... env_ab.py .carry 1 bert_b2 'vec=;novec=...' '--profile 5 --profile-nodes 30'
 
 VARIANTS: 'NAME=VAR=value,VAR2=value;NAME2=' (the environment variables of each variant, comma-separated; none:
-the defaults). Prints one line per run: latency median, the host part and the time blocked on the GPU (ms).
+the defaults; bin=PATH runs another onnxgpu binary, e.g. a build of the commit before, copied into .carry). Prints one line per run: latency median, the host part and the time blocked on the GPU (ms).
 """
 import json, os, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -32,7 +32,8 @@ for rnd in range(rounds):
             for setting in filter(None, kv.split(",")):
                 k, _, v = setting.partition("=")
                 env[k] = v
-            cmd = [og, "bench", os.path.join(make_models.DEFAULT_ROOT, "full", make_models.case_model(m) + ".onnx"), "--ep", "webgpu", "--capture",
+            binary = env.pop("bin", og)  # a variant's own build: 'base=bin=.carry/onnxgpu_base'
+            cmd = [binary, "bench", os.path.join(make_models.DEFAULT_ROOT, "full", make_models.case_model(m) + ".onnx"), "--ep", "webgpu", "--capture",
                    "--io", "bind", "--warmup", "5", "--runs", "40", "--json",
                    "--data-set", os.path.join(make_models.DEFAULT_ROOT, "full", "inputs", "h200", m)] + extra
             r = subprocess.run(cmd, env=env, capture_output=True, text=True)

@@ -161,21 +161,24 @@ std::string tile_decls(const Tile& t, const Spec& s) {
   };
   std::string arrays;
   if (t.quads) {
-    arrays = "var<workgroup> Qs: array<vec4<f32>, " + u32_lit(t.rows * t.depth / 4) + ">;  // [row][d / 4]\n"
-             "const KS: u32 = BK / SC + 1u;  // Ks's row stride in vectors (padded)\n"
-             "var<workgroup> Ks: array<" + t.key_vec() + ", " + u32_lit(t.depth * (t.keys / t.scores() + 1)) + ">;  // [d][key / SC]\n"
-             "var<workgroup> Vs: array<vec4<f32>, " + u32_lit(t.keys * kCols / 4) + ">;  // [key][col / 4]\n";
+    arrays = "var<workgroup> Qs: array<array<vec4<f32>, DC / 4u>, RQ>;  // [row][d / 4]\n"
+             "const KS: u32 = BK / SC + 1u;  // Ks's row length in vectors (padded)\n"
+             "var<workgroup> Ks: array<array<" + t.key_vec() + ", KS>, DC>;  // [d][key / SC]\n"
+             "var<workgroup> Vs: array<array<vec4<f32>, DV / 4u>, BK>;  // [key][col / 4]\n";
   } else {
-    arrays = "var<workgroup> Qs: array<f32, " + u32_lit(t.rows * t.depth) + ">;  // [row][d]\n"
-             "const KS: u32 = BK + 1u;  // Ks's row stride (padded: a column of Ks is written at once)\n"
-             "var<workgroup> Ks: array<f32, " + u32_lit(t.depth * (t.keys + 1)) + ">;  // [d][key]\n"
-             "var<workgroup> Vs: array<f32, " + u32_lit(t.keys * kCols) + ">;  // [key][col]\n";
+    arrays = "var<workgroup> Qs: array<array<f32, DC>, RQ>;  // [row][d]\n"
+             "const KS: u32 = BK + 1u;  // Ks's row length (padded: a column of Ks is written at once)\n"
+             "var<workgroup> Ks: array<array<f32, KS>, DC>;  // [d][key]\n"
+             "var<workgroup> Vs: array<array<f32, DV>, BK>;  // [key][col]\n";
   }
+  // The workgroup arrays are arrays of rows, so that in the loops over keys and depth each index the
+  // robustness transform clamps is a constant once the loop is unrolled or the same at every step (the
+  // invocation's row and lane): the clamps leave the loops (as the product kernel's tiles, matmul.cpp).
   return "const RQ: u32 = " + u32_lit(t.rows) + ";\nconst BK: u32 = " + u32_lit(t.keys) + ";\nconst DC: u32 = " +
          u32_lit(t.depth) + ";\nconst DV: u32 = " + u32_lit(kCols) + ";\nconst NT: u32 = " + u32_lit(t.threads()) +
          ";\nconst SC: u32 = " + u32_lit(t.scores()) + ";\n" + arrays +
-         "var<workgroup> Ps: array<f32, " + u32_lit(t.rows * t.keys) + ">;  // [row][key]\n"
-         "var<workgroup> red: array<f32, " + u32_lit(t.threads()) + ">;\n"
+         "var<workgroup> Ps: array<array<f32, BK>, RQ>;  // [row][key]\n"
+         "var<workgroup> red: array<array<f32, 16>, NT / 16u>;  // [row][lane]\n"
          "var<workgroup> wg_keys: vec2<u32>;  // the workgroup's keys [lo, hi)\n"
          "fn fmax_nan(a: f32, b: f32) -> f32 { return select(a, b, b > a); }\n"
          "fn q_slot(g: u32) -> vec2<u32> { return " + slot(s.q.layout.s_col == 1, t.rows, t.depth) + "; }\n"
@@ -229,21 +232,20 @@ std::string block_softmax_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& sc
          "        e[q] = score_of(sa[q], " + ok + ", z, i, key" + score.args + ");\n"
          "        bmax = fmax_nan(bmax, e[q]);\n"
          "      }\n"
-         "      red[lid] = bmax;\n"
+         "      red[r][lane] = bmax;\n"
          "      workgroupBarrier();\n"
          "      var bm = -f32_inf();\n"
-         "      for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r * 16u + t]); }\n"
+         "      for (var t = 0u; t < 16u; t = t + 1u) { bm = fmax_nan(bm, red[r][t]); }\n"
          + std::string(kOnlineMax) +
          "      var psum = 0.0;\n" +
-         looped(t.scores(), "{ let p = exp_shifted(e[$], shift); Ps[r * BK + " + t.key("$") + "] = p; psum = psum + p; }") +
+         looped(t.scores(), "{ let p = exp_shifted(e[$], shift); Ps[r][" + t.key("$") + "] = p; psum = psum + p; }") +
          "      l = l * corr + psum;\n"
          "      acc = acc * corr;\n"
          "      workgroupBarrier();\n"
          "      for (var j = 0u; j < BK; j = j + 1u) {\n"
-         "        let pj = Ps[r * BK + j];\n" +
-         (t.quads ? "        acc = fma(vec4<f32>(pj), Vs[j * (DV / 4u) + lane], acc);\n"
-                  : "        let at = j * DV + lane;\n"
-                    "        acc = fma(vec4<f32>(pj), vec4<f32>(Vs[at], Vs[at + 16u], Vs[at + 32u], Vs[at + 48u]), acc);\n") +
+         "        let pj = Ps[r][j];\n" +
+         (t.quads ? "        acc = fma(vec4<f32>(pj), Vs[j][lane], acc);\n"
+                  : "        acc = fma(vec4<f32>(pj), vec4<f32>(Vs[j][lane], Vs[j][lane + 16u], Vs[j][lane + 32u], Vs[j][lane + 48u]), acc);\n") +
          "      }\n";
 }
 
@@ -303,24 +305,24 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
   // The stage's registers into workgroup memory, and its share of the block's scores.
   std::string stage_stores, v_stores, scores;
   if (t.quads) {
-    stage_stores = looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[(s.x * DC + s.y) / 4u][s.y % 4u] = rq[$]; }") +
-                   looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y / SC][s.y % SC] = rk[$]; }");
-    v_stores = looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x * (DV / 4u) + s.y / 4u][s.y % 4u] = rv[$]; }");
+    stage_stores = looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[s.x][s.y / 4u][s.y % 4u] = rq[$]; }") +
+                   looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x][s.y / SC][s.y % SC] = rk[$]; }");
+    v_stores = looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x][s.y / 4u][s.y % 4u] = rv[$]; }");
     const std::string kv = t.key_vec();
     scores = "    for (var c = 0u; c < DC; c = c + 4u) {\n"
-             "      let a = Qs[(r * DC + c) / 4u];\n"
-             "      sa = fma(" + kv + "(a.x), Ks[c * KS + lane], sa);\n"
-             "      sa = fma(" + kv + "(a.y), Ks[(c + 1u) * KS + lane], sa);\n"
-             "      sa = fma(" + kv + "(a.z), Ks[(c + 2u) * KS + lane], sa);\n"
-             "      sa = fma(" + kv + "(a.w), Ks[(c + 3u) * KS + lane], sa);\n"
+             "      let a = Qs[r][c / 4u];\n"
+             "      sa = fma(" + kv + "(a.x), Ks[c][lane], sa);\n"
+             "      sa = fma(" + kv + "(a.y), Ks[c + 1u][lane], sa);\n"
+             "      sa = fma(" + kv + "(a.z), Ks[c + 2u][lane], sa);\n"
+             "      sa = fma(" + kv + "(a.w), Ks[c + 3u][lane], sa);\n"
              "    }\n";
   } else {
-    stage_stores = looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[s.x * DC + s.y] = rq[$]; }") +
-                   looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x * KS + s.y] = rk[$]; }");
-    v_stores = looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x * DV + s.y] = rv[$]; }");
+    stage_stores = looped(n.q, "{ let s = q_slot(lid + $ * NT); Qs[s.x][s.y] = rq[$]; }") +
+                   looped(n.k, "{ let s = k_slot(lid + $ * NT); Ks[s.x][s.y] = rk[$]; }");
+    v_stores = looped(n.v, "{ let s = v_slot(lid + $ * NT); Vs[s.x][s.y] = rv[$]; }");
     scores = "    for (var c = 0u; c < DC; c = c + 1u) {\n"
-             "      let a = Qs[r * DC + c];\n" +
-             looped(t.scores(), "{ sa[$] = fma(a, Ks[c * KS + lane + 16u * $], sa[$]); }") +
+             "      let a = Qs[r][c];\n" +
+             looped(t.scores(), "{ sa[$] = fma(a, Ks[c][lane + 16u * $], sa[$]); }") +
              "    }\n";
   }
   return "  let r = lid / 16u;\n"
@@ -361,10 +363,10 @@ std::string body_wgsl(const Tile& t, const Spec& s, const ScoreWgsl& score, bool
          "    }\n"
          "    workgroupBarrier();\n"
          "  }\n"
-         "  red[lid] = l;\n"
+         "  red[r][lane] = l;\n"
          "  workgroupBarrier();\n"
          "  var sum = 0.0;\n"
-         "  for (var t = 0u; t < 16u; t = t + 1u) { sum = sum + red[r * 16u + t]; }\n" +
+         "  for (var t = 0u; t < 16u; t = t + 1u) { sum = sum + red[r][t]; }\n" +
          store_wgsl(s, split, t);
 }
 

@@ -463,8 +463,8 @@ std::string gemm_body(const ConvGeom& g, const ConvTile& tl, bool split) {
       "    for (var q = 0u; q < GA; q = q + 1u) { let s = lid + q * NT; ra[q] = load_w4(gm0, m0 + s / (TK / 4u), k1 + 4u * (s % (TK / 4u))); }\n"
       "    for (var q = 0u; q < GB; q = q + 1u) { let s = lid + q * NT; rb[q] = gather(k1 + s / TX, " + gargs + "); }\n";
   std::string store_tiles =
-      "    for (var q = 0u; q < GA; q = q + 1u) { let s = lid + q * NT; As[(s / (TK / 4u)) * AS + s % (TK / 4u)] = ra[q]; }\n"
-      "    for (var q = 0u; q < GB; q = q + 1u) { let s = lid + q * NT; Bs[(s / TX) * BS + tx] = rb[q]; }\n";
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = lid + q * NT; As[s / (TK / 4u)][s % (TK / 4u)] = ra[q]; }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = lid + q * NT; Bs[s / TX][tx] = rb[q]; }\n";
   b += "  var ra: array<vec4<f32>, GA>;\n  var rb: array<vec4<f32>, GB>;\n";
   for (uint32_t i = 0; i < tl.rm; ++i) b += "  var acc" + std::to_string(i) + " = vec4<f32>(0.0);\n";
   b += "  var k1 = k_begin;\n"
@@ -474,13 +474,13 @@ std::string gemm_body(const ConvGeom& g, const ConvTile& tl, bool split) {
        "    k1 = k0 + TK;\n"
        "    if (k1 < k_end) {\n" + load_next + "    }\n"
        "    for (var kk = 0u; kk < TK / 4u; kk = kk + 1u) {\n"
-       "      let b0 = Bs[(kk * 4u) * BS + tx];\n"
-       "      let b1 = Bs[(kk * 4u + 1u) * BS + tx];\n"
-       "      let b2 = Bs[(kk * 4u + 2u) * BS + tx];\n"
-       "      let b3 = Bs[(kk * 4u + 3u) * BS + tx];\n";
+       "      let b0 = Bs[kk * 4u][tx];\n"
+       "      let b1 = Bs[kk * 4u + 1u][tx];\n"
+       "      let b2 = Bs[kk * 4u + 2u][tx];\n"
+       "      let b3 = Bs[kk * 4u + 3u][tx];\n";
   for (uint32_t i = 0; i < tl.rm; ++i) {
     std::string I = std::to_string(i), a = "a" + I, acc = "acc" + I;
-    b += "      let " + a + " = As[(ty * RM + " + u(i) + ") * AS + kk];\n"
+    b += "      let " + a + " = As[ty * RM + " + u(i) + "][kk];\n"
          "      " + acc + " = fma(vec4<f32>(" + a + ".x), b0, fma(vec4<f32>(" + a + ".y), b1, fma(vec4<f32>(" + a +
          ".z), b2, fma(vec4<f32>(" + a + ".w), b3, " + acc + "))));\n";
   }
@@ -583,8 +583,9 @@ bool conv_gemm(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilogue& ep,
             ";\nconst GA: u32 = " + u(tl.a_share()) + ";\nconst GB: u32 = " + u(tl.b_share()) + ";\n"
             "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the W tile (one of padding)\n"
             "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the X̂ tile\n"
-            "var<workgroup> As: array<vec4<f32>, " + u(tl.tm * (tl.tk / 4 + 1)) + ">;  // As[m][k]\n"
-            "var<workgroup> Bs: array<vec4<f32>, " + u(tl.tk * (tl.tn / 4 + 1)) + ">;  // Bs[k][col]\n" + w_loads +
+            // Arrays of rows, as the product kernel's (matmul.cpp, tiled_decls): the K loop's clamps leave the loop.
+            "var<workgroup> As: array<array<vec4<f32>, AS>, TM>;  // As[m][k-quad]\n"
+            "var<workgroup> Bs: array<array<vec4<f32>, BS>, TK>;  // Bs[k][col-quad]\n" + w_loads +
             gather_decl(g));
   p.body(gemm_body(g, tl, split));
   ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(uint64_t(g.group) * splits));

@@ -474,12 +474,14 @@ std::string tiled_decls(const Product& pr, const Tile& tl, const Epilogue& ep, b
       ";\nconst RM: u32 = " + u32_lit(tl.rm) + ";\nconst NT: u32 = " + u32_lit(tl.threads()) + ";\nconst TX: u32 = " + u32_lit(tl.tx()) + ";\n"
       "const AS: u32 = TK / 4u + 1u;  // vec4s per row of the A tile (one of padding)\n"
       "const BS: u32 = TN / 4u + 1u;  // vec4s per row of the B tile\n" +
-      (tl.two_buffers ? "const AW: u32 = " + u32_lit(tl.a_words()) + ";  // vec4s of one A tile\n"
-                        "const BW: u32 = " + u32_lit(tl.b_words()) + ";  // of one B tile\n"
-                        "var<workgroup> As: array<vec4<f32>, " + u32_lit(2 * tl.a_words()) + ">;  // As[buffer][m][k]\n"
-                        "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(2 * tl.b_words()) + ">;  // Bs[buffer][k][n]\n"
-                      : "var<workgroup> As: array<vec4<f32>, " + u32_lit(tl.a_words()) + ">;  // As[m][k]\n"
-                        "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(tl.b_words()) + ">;  // Bs[k][n]\n");
+      // The tiles are arrays of rows so that, in the K loop, each index the robustness transform clamps is
+      // either a constant once the loop is unrolled (the k-quad, B's row) or the same at every step (the
+      // invocation's rows and columns): the clamps leave the loop. A flat index (row * AS + kk) costs a
+      // clamp and an address computation at every load (measured on an H200, docs/performance.md item 24).
+      (tl.two_buffers ? "var<workgroup> As: array<array<array<vec4<f32>, AS>, TM>, 2>;  // As[buffer][m][k-quad]\n"
+                        "var<workgroup> Bs: array<array<array<vec4<f32>, BS>, TK>, 2>;  // Bs[buffer][k][n-quad]\n"
+                      : "var<workgroup> As: array<array<vec4<f32>, AS>, TM>;  // As[m][k-quad]\n"
+                        "var<workgroup> Bs: array<array<vec4<f32>, BS>, TK>;  // Bs[k][n-quad]\n");
   // Each invocation moves whole vec4s of the tiles: slot g of the A tile is row g / (TK/4), k-quad
   // g % (TK/4) (consecutive invocations read consecutive addresses of A), or, A transposed, row g % TM,
   // k-quad g / TM (consecutive invocations read consecutive m); likewise for B with (k, n-quad).
@@ -521,16 +523,16 @@ struct MicroTile {
 };
 MicroTile micro_tile(const Tile& tl, bool split) {
   auto n_ = [](uint32_t v) { return std::to_string(v); };
-  const std::string ao = tl.two_buffers ? "ao + " : "", bo = tl.two_buffers ? "bo + " : "";  // the buffer read
+  const std::string buf = tl.two_buffers ? "[cur]" : "";  // the buffer read
   MicroTile mt;
   for (uint32_t i = 0; i < tl.rm; ++i)
     for (uint32_t j = 0; j < tl.cn; ++j) mt.accs += "  var acc" + n_(i) + "_" + n_(j) + " = vec4<f32>(0.0);\n";
   for (uint32_t j = 0; j < tl.cn; ++j)
     for (uint32_t q = 0; q < 4; ++q)
-      mt.bvals += "      let b" + n_(j) + n_(q) + " = Bs[" + bo + "(kk * 4u + " + u32_lit(q) + ") * BS + tx + " + u32_lit(j * tl.tx()) + "];\n";
+      mt.bvals += "      let b" + n_(j) + n_(q) + " = Bs" + buf + "[kk * 4u + " + u32_lit(q) + "][tx + " + u32_lit(j * tl.tx()) + "];\n";
   for (uint32_t i = 0; i < tl.rm; ++i) {
     std::string a = "a" + n_(i);
-    mt.fmas += "      let " + a + " = As[" + ao + "(ty * RM + " + u32_lit(i) + ") * AS + kk];\n";
+    mt.fmas += "      let " + a + " = As" + buf + "[ty * RM + " + u32_lit(i) + "][kk];\n";
     for (uint32_t j = 0; j < tl.cn; ++j) {
       std::string acc = "acc" + n_(i) + "_" + n_(j), b = "b" + n_(j);
       mt.fmas += "      " + acc + " = fma(vec4<f32>(" + a + ".x), " + b + "0, fma(vec4<f32>(" + a + ".y), " + b +
@@ -556,11 +558,11 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
   std::string load_next =
       "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); ra[q] = load_a4(a_base, m0 + s.x, k1 + 4u * s.y); }\n"
       "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); rb[q] = load_b4(b_base, k1 + s.x, n0 + 4u * s.y); }\n";
-  // The registers to the tiles (with two buffers, to the one that starts at vec4 `so` of As, `sb` of Bs).
-  const std::string so = tl.two_buffers ? "so + " : "", sb = tl.two_buffers ? "sb + " : "";
+  // The registers to the tiles (with two buffers, to buffer `nxt`).
+  const std::string buf = tl.two_buffers ? "[nxt]" : "";
   std::string store_tiles =
-      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As[" + so + "s.x * AS + s.y] = ra[q]; }\n"
-      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs[" + sb + "s.x * BS + s.y] = rb[q]; }\n";
+      "    for (var q = 0u; q < GA; q = q + 1u) { let s = a_slot(lid + q * NT); As" + buf + "[s.x][s.y] = ra[q]; }\n"
+      "    for (var q = 0u; q < GB; q = q + 1u) { let s = b_slot(lid + q * NT); Bs" + buf + "[s.x][s.y] = rb[q]; }\n";
   MicroTile mt = micro_tile(tl, split);
   std::string regs = "  var ra: array<vec4<f32>, " + u32_lit(a_share(tl)) + ">;\n  var rb: array<vec4<f32>, " +
                      u32_lit(b_share(tl)) + ">;\n" + mt.accs;
@@ -587,18 +589,17 @@ std::string tiled_body(const Product& pr, const Tile& tl, bool split) {
            "  }\n" + tail;
   // Two buffers: slice k is computed from one while slice k + 1 goes from the registers into the other,
   // then one barrier. A buffer is written again only after the barrier that follows its last reading.
-  return head + "  var ao = 0u;\n  var bo = 0u;\n"
-         "  {\n    let so = 0u;\n    let sb = 0u;\n" + store_tiles + "  }\n"
+  return head + "  var cur = 0u;\n"
+         "  {\n    let nxt = 0u;\n" + store_tiles + "  }\n"
          "  workgroupBarrier();\n"
          "  for (var k0 = k_begin; k0 < k_end; k0 = k0 + TK) {\n"
          "    k1 = k0 + TK;\n"
          "    let more = k1 < k_end;\n"
          "    if (more) {\n" + load_next + "    }\n" + compute +
          "    if (more) {\n"
-         "      let so = AW - ao;\n      let sb = BW - bo;\n" + store_tiles + "    }\n"
+         "      let nxt = 1u - cur;\n" + store_tiles + "    }\n"
          "    workgroupBarrier();\n"
-         "    ao = AW - ao;\n"
-         "    bo = BW - bo;\n"
+         "    cur = 1u - cur;\n"
          "  }\n" + tail;
 }
 
