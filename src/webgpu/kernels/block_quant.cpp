@@ -566,8 +566,9 @@ void nbits_tiled(GpuKernelContext& ctx, const P& q) {
   p.declare("const TM: u32 = " + u32_lit(TM) + ";\nconst TN: u32 = " + u32_lit(TN) + ";\nconst TK: u32 = " + u32_lit(TK) +
             ";\nconst RM: u32 = " + u32_lit(RM) + ";\nconst NT: u32 = " + u32_lit(NT) + ";\nconst WORDS: u32 = " +
             u32_lit(words) + ";\n"
-            "var<workgroup> As: array<f32, " + u32_lit(TM * TK) + ">;  // [TM][TK]\n"
-            "var<workgroup> Bs: array<vec4<f32>, " + u32_lit(TK * TN / 4) + ">;  // [TK][TN / 4]\n");
+            // Arrays of rows, as the float product's tiles (matmul.cpp, tiled_decls): the K loop's clamps leave it.
+            "var<workgroup> As: array<array<f32, TK>, TM>;  // [TM][TK]\n"
+            "var<workgroup> Bs: array<array<vec4<f32>, TN / 4u>, TK>;  // [TK][TN / 4]\n");
   auto n_ = [](uint32_t v) { return std::to_string(v); };
   std::string b =
       "  let tx = lid % (TN / 4u);\n"
@@ -579,7 +580,7 @@ void nbits_tiled(GpuKernelContext& ctx, const P& q) {
        "    for (var g = lid; g < TM * TK; g = g + NT) {\n"
        "      let m = m0 + g / TK;\n"
        "      let k = k0 + g % TK;\n"
-       "      As[g] = load_a(m * K() + k, m < M() && k < K());\n"
+       "      As[g / TK][g % TK] = load_a(m * K() + k, m < M() && k < K());\n"
        "    }\n"
        "    for (var g = lid; g < WORDS; g = g + NT) {\n"
        "      let nl = g / (TK / VALS);\n"
@@ -590,14 +591,14 @@ void nbits_tiled(GpuKernelContext& ctx, const P& q) {
        "      let word = select(0u, b_word(select(0u, n * RW() + w, inside)), inside);\n"
        "      let s = select(vec2<f32>(0.0), dequant(min(n, N() - 1u), min(w, RW() - 1u) / BW), inside);\n"
        "      for (var e = 0u; e < VALS; e = e + 1u) {\n"
-       "        Bs[(wl * VALS + e) * (TN / 4u) + nl / 4u][nl % 4u] = fma(f32((word >> (e * BITS)) & MASK), s.x, s.y);\n"
+       "        Bs[wl * VALS + e][nl / 4u][nl % 4u] = fma(f32((word >> (e * BITS)) & MASK), s.x, s.y);\n"
        "      }\n"
        "    }\n"
        "    workgroupBarrier();\n"
        "    for (var kk = 0u; kk < TK; kk = kk + 1u) {\n"
-       "      let bv = Bs[kk * (TN / 4u) + tx];\n";
+       "      let bv = Bs[kk][tx];\n";
   for (uint32_t i = 0; i < RM; ++i)
-    b += "      acc" + n_(i) + " = fma(vec4<f32>(As[(ty * RM + " + u32_lit(i) + ") * TK + kk]), bv, acc" + n_(i) + ");\n";
+    b += "      acc" + n_(i) + " = fma(vec4<f32>(As[ty * RM + " + u32_lit(i) + "][kk]), bv, acc" + n_(i) + ");\n";
   b += "    }\n"
        "    workgroupBarrier();\n"
        "  }\n";

@@ -699,7 +699,7 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
   spatial_uniforms(p, g);
   std::string decl = "const NT: u32 = " + u(kThreads) + ";\nconst MB: u32 = " + u(mb) + ";\nconst MQ: u32 = " + u(mq) +
                      ";\nconst KD: u32 = " + u(uint64_t(g.K)) + ";\n"
-                     "var<workgroup> Ws: array<vec4<f32>, " + u(uint64_t(g.K) * mq) + ">;  // Ws[k][m-quad]\n"
+                     "var<workgroup> Ws: array<array<vec4<f32>, MQ>, KD>;  // Ws[k][m-quad]: one clamp a tap, not one a load\n"
                      "fn wv(m: u32, k: u32) -> f32 {\n"
                      "  let inside = m < y_shape(1u);\n"
                      "  return select(0.0, to_f32_$w(w_load(select(0u, m * KD + k, inside))), inside);\n}\n";
@@ -709,7 +709,7 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
       "  for (var i = lid; i < KD * MQ; i = i + NT) {\n"
       "    let k = i / MQ;\n"
       "    let m = mb0 + 4u * (i % MQ);\n"
-      "    Ws[i] = vec4<f32>(wv(m, k), wv(m + 1u, k), wv(m + 2u, k), wv(m + 3u, k));\n"
+      "    Ws[k][i % MQ] = vec4<f32>(wv(m, k), wv(m + 1u, k), wv(m + 2u, k), wv(m + 3u, k));\n"
       "  }\n"
       "  workgroupBarrier();\n"
       "  let col = wid.x * NT + lid;\n"
@@ -744,11 +744,10 @@ bool conv_few_channels(GpuKernelContext& ctx, const ConvGeom& g, const ConvEpilo
       "        let iw = iw0 + i32(kw) * bitcast<i32>(dil(1u));\n"
       "        let inside = row_ok && iw >= 0i && iw < iw_n;\n"
       "        // Padding is a zero that multiplies the weights (0 * inf is NaN, as the other kernels).\n"
-      "        let xv = vec4<f32>(select(0.0, to_f32_$x(x_load(select(0u, row + u32(iw), inside))), inside));\n"
-      "        let wk = k * MQ;\n";
+      "        let xv = vec4<f32>(select(0.0, to_f32_$x(x_load(select(0u, row + u32(iw), inside))), inside));\n";
   for (uint32_t q = 0; q < mq; ++q) {
     std::string Q = std::to_string(q);
-    body += "        acc" + Q + " = fma(xv, Ws[wk + " + u(q) + "], acc" + Q + ");\n";
+    body += "        acc" + Q + " = fma(xv, Ws[k][" + u(q) + "], acc" + Q + ");\n";
   }
   body +=
       "        k = k + 1u;\n"
