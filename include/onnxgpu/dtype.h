@@ -26,6 +26,19 @@ enum class DType : int32_t {
   UInt32 = 12,
   UInt64 = 13,
   BFloat16 = 16,
+  // Narrow types, one byte per element in memory (packed two or four to a byte only in ONNX files):
+  // float8 and float4 as their bit pattern, int4 / int2 as the sign-extended value, uint4 / uint2 as the
+  // value. The CPU reference casts, quantizes and dequantizes them (narrow_to_double, narrow_from_double);
+  // other kernels refuse them.
+  Float8E4M3FN = 17,
+  Float8E4M3FNUZ = 18,
+  Float8E5M2 = 19,
+  Float8E5M2FNUZ = 20,
+  UInt4 = 21,
+  Int4 = 22,
+  Float4E2M1 = 23,
+  UInt2 = 25,
+  Int2 = 26,
 };
 
 // IEEE half precision, stored as its bits. Arithmetic goes through float (exact for a reference).
@@ -60,6 +73,15 @@ DType dtype_from_name(std::string_view name);  // inverse of dtype_name; Undefin
 bool dtype_is_float(DType t);    // Float16, BFloat16, Float32, Float64
 bool dtype_is_integer(DType t);  // signed or unsigned integers (not Bool)
 bool dtype_is_signed(DType t);   // signed integers and floats
+bool dtype_is_narrow(DType t);   // the float8, float4, int4, uint4, int2 and uint2 types (one byte each in memory)
+bool dtype_is_narrow_float(DType t);  // float8 and float4
+int dtype_bits(DType t);         // bits per element in an ONNX file: 4 or 2 for the packed types, else 8 * size
+// A narrow type's stored byte as a number (NaN, infinities and -0 as the type has them).
+double narrow_to_double(DType t, uint8_t code);
+// A number as a narrow type's byte: integers wrap (the low bits, as Cast does), floats round to nearest even;
+// past the largest finite value a float saturates to it (`saturate`, Cast's default and float4's only
+// way) or becomes the type's infinity, else its NaN.
+uint8_t narrow_from_double(DType t, double v, bool saturate = true);
 
 // C++ type of each DType.
 template <DType D> struct dtype_cpp;

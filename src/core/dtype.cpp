@@ -1,6 +1,7 @@
 #include "onnxgpu/dtype.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "onnxgpu/error.h"
@@ -72,7 +73,7 @@ size_t dtype_size(DType t) {
     case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
     case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16: return 2;
     case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
-    default: return 0;
+    default: return dtype_is_narrow(t) ? 1 : 0;
   }
 }
 
@@ -90,6 +91,13 @@ constexpr Names kNames[] = {
     {DType::Int32, "int32", "tensor(int32)"},       {DType::UInt32, "uint32", "tensor(uint32)"},
     {DType::Int64, "int64", "tensor(int64)"},       {DType::UInt64, "uint64", "tensor(uint64)"},
     {DType::Bool, "bool", "tensor(bool)"},          {DType::String, "string", "tensor(string)"},
+    {DType::Float8E4M3FN, "float8e4m3fn", "tensor(float8e4m3fn)"},
+    {DType::Float8E4M3FNUZ, "float8e4m3fnuz", "tensor(float8e4m3fnuz)"},
+    {DType::Float8E5M2, "float8e5m2", "tensor(float8e5m2)"},
+    {DType::Float8E5M2FNUZ, "float8e5m2fnuz", "tensor(float8e5m2fnuz)"},
+    {DType::Float4E2M1, "float4e2m1", "tensor(float4e2m1)"},
+    {DType::UInt4, "uint4", "tensor(uint4)"},        {DType::Int4, "int4", "tensor(int4)"},
+    {DType::UInt2, "uint2", "tensor(uint2)"},        {DType::Int2, "int2", "tensor(int2)"},
 };
 }  // namespace
 
@@ -114,6 +122,114 @@ DType dtype_from_name(std::string_view name) {
 bool dtype_is_float(DType t) { return kFloatTypes.has(t); }
 bool dtype_is_integer(DType t) { return kIntTypes.has(t); }
 bool dtype_is_signed(DType t) { return kFloatTypes.has(t) || kSignedIntTypes.has(t); }
+
+bool dtype_is_narrow(DType t) {
+  return dtype_is_narrow_float(t) || t == DType::UInt4 || t == DType::Int4 || t == DType::UInt2 || t == DType::Int2;
+}
+
+bool dtype_is_narrow_float(DType t) {
+  return t == DType::Float8E4M3FN || t == DType::Float8E4M3FNUZ || t == DType::Float8E5M2 ||
+         t == DType::Float8E5M2FNUZ || t == DType::Float4E2M1;
+}
+
+int dtype_bits(DType t) {
+  switch (t) {
+    case DType::UInt4: case DType::Int4: case DType::Float4E2M1: return 4;
+    case DType::UInt2: case DType::Int2: return 2;
+    default: return int(8 * dtype_size(t));
+  }
+}
+
+namespace {
+
+// A small float format: exponent and mantissa bits, bias, its largest finite value, and how it spells NaN
+// and infinity. FNUZ types have no -0 (its pattern, 0x80, is their NaN) and no infinity; FN types have no
+// infinity (all-ones is NaN); float4 has neither.
+struct MiniFloat {
+  int exp_bits, man_bits, bias;
+  double max;
+  uint8_t max_code;  // its pattern
+  bool has_inf;      // all-ones exponent and zero mantissa (E5M2)
+  bool nan_is_80;    // FNUZ: NaN is 0x80, and there is no -0
+  int nan_code;      // else the positive NaN's pattern (-1: none)
+};
+
+MiniFloat mini_float(DType t) {
+  switch (t) {
+    case DType::Float8E4M3FN: return {4, 3, 7, 448.0, 0x7e, false, false, 0x7f};
+    case DType::Float8E4M3FNUZ: return {4, 3, 8, 240.0, 0x7f, false, true, 0x80};
+    case DType::Float8E5M2: return {5, 2, 15, 57344.0, 0x7b, true, false, 0x7f};
+    case DType::Float8E5M2FNUZ: return {5, 2, 16, 57344.0, 0x7f, false, true, 0x80};
+    case DType::Float4E2M1: return {2, 1, 1, 6.0, 0x7, false, false, -1};
+    default: throw_unsupported_dtype(t, "a small float format");
+  }
+}
+
+}  // namespace
+
+double narrow_to_double(DType t, uint8_t code) {
+  switch (t) {
+    case DType::Int4: return double(int8_t(uint8_t(code << 4)) >> 4);
+    case DType::Int2: return double(int8_t(uint8_t(code << 6)) >> 6);
+    case DType::UInt4: return double(code & 0xfu);
+    case DType::UInt2: return double(code & 0x3u);
+    default: break;
+  }
+  const MiniFloat f = mini_float(t);
+  const int bits = 1 + f.exp_bits + f.man_bits;
+  code &= uint8_t((1u << bits) - 1u);
+  const uint32_t sign = code >> (bits - 1), e = (code >> f.man_bits) & ((1u << f.exp_bits) - 1u),
+                 m = code & ((1u << f.man_bits) - 1u);
+  const double nan = std::nan("");
+  if (f.nan_is_80 && code == 0x80) return nan;
+  if (f.nan_code >= 0 && !f.nan_is_80 && (code & 0x7fu) == uint32_t(f.nan_code) && !f.has_inf) return nan;
+  const uint32_t e_max = (1u << f.exp_bits) - 1u;
+  if (f.has_inf && e == e_max) return m == 0 ? (sign ? -INFINITY : INFINITY) : nan;
+  const double mag = e == 0 ? std::ldexp(double(m), 1 - f.bias - f.man_bits)
+                            : std::ldexp(double(m + (1u << f.man_bits)), int(e) - f.bias - f.man_bits);
+  return sign ? -mag : mag;
+}
+
+uint8_t narrow_from_double(DType t, double v, bool saturate) {
+  if (t == DType::Int4 || t == DType::UInt4 || t == DType::Int2 || t == DType::UInt2) {
+    // As a cast to a wider integer, then the low bits (NaN and out-of-range values as that cast gives them).
+    const int64_t i = std::isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : int64_t(v);
+    const uint8_t mask = (t == DType::Int4 || t == DType::UInt4) ? 0xf : 0x3;
+    const uint8_t low = uint8_t(uint64_t(i) & mask);
+    if (t == DType::Int4) return uint8_t(int8_t(uint8_t(low << 4)) >> 4);
+    if (t == DType::Int2) return uint8_t(int8_t(uint8_t(low << 6)) >> 6);
+    return low;
+  }
+  const MiniFloat f = mini_float(t);
+  const int bits = 1 + f.exp_bits + f.man_bits;
+  const uint8_t sign = std::signbit(v) ? uint8_t(1u << (bits - 1)) : 0;
+  auto overflow = [&]() -> uint8_t {
+    if (saturate || f.nan_code < 0) return uint8_t(sign | f.max_code);  // float4 has only its largest value
+    if (f.has_inf) return uint8_t(sign | (((1u << f.exp_bits) - 1u) << f.man_bits));
+    return f.nan_is_80 ? 0x80 : uint8_t(sign | f.nan_code);
+  };
+  if (std::isnan(v)) return f.nan_code < 0 ? uint8_t(1u << (bits - 1)) : f.nan_is_80 ? 0x80 : uint8_t(sign | f.nan_code);
+  const double a = std::fabs(v);
+  if (std::isinf(a)) return overflow();
+  // Round to nearest even on the format's grid: a quantum of 2^(e - man_bits) at exponent e, the smallest
+  // normal exponent's below it (subnormals).
+  const int emin = 1 - f.bias;
+  int e = a == 0 ? emin : std::ilogb(a);
+  if (e < emin) e = emin;
+  const double quantum = std::ldexp(1.0, e - f.man_bits);
+  const double r = std::nearbyint(a / quantum) * quantum;  // the default rounding mode: to nearest even
+  if (r > f.max) return overflow();
+  if (r == 0) return f.nan_is_80 ? 0 : sign;
+  int re = std::ilogb(r);
+  uint32_t code;
+  if (re < emin) {
+    code = uint32_t(r / std::ldexp(1.0, emin - f.man_bits));
+  } else {
+    const uint32_t m = uint32_t(r / std::ldexp(1.0, re - f.man_bits)) - (1u << f.man_bits);
+    code = (uint32_t(re + f.bias) << f.man_bits) | m;
+  }
+  return uint8_t(sign | code);
+}
 
 void throw_unsupported_dtype(DType t, std::string_view where) {
   std::string msg = "unsupported element type " + std::string(dtype_name(t));

@@ -35,7 +35,8 @@ DType cast_target(const KernelContext& ctx) {
   }
   int64_t v = ctx.node.attr_int("to", 0);
   DType t = DType(int32_t(v));
-  if (t != DType::String && !kAllTypes.has(t)) ctx.unsupported("cast to ONNX data type " + std::to_string(v) + " is not supported");
+  if (t != DType::String && !kAllTypes.has(t) && !dtype_is_narrow(t))
+    ctx.unsupported("cast to ONNX data type " + std::to_string(v) + " is not supported");
   return t;
 }
 
@@ -91,8 +92,47 @@ T from_string_value(const KernelContext& ctx, const std::string& s) {
   }
 }
 
-Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to) {
+// A cast from or to a narrow type (dtype.h), through double; an integer into int4 / int2 / uint4 / uint2
+// keeps its low bits exactly. `saturate` (Cast-19's attribute): float8 values past the largest finite one
+// become it, else infinity or NaN.
+Tensor cast_narrow(const Tensor& x, DType to, bool saturate) {
+  Tensor out(to, x.shape());
+  const int64_t n = x.numel();
+  if (dtype_is_narrow(x.dtype())) {
+    const uint8_t* src = static_cast<const uint8_t*>(x.raw());
+    if (dtype_is_narrow(to)) {
+      uint8_t* dst = static_cast<uint8_t*>(out.raw());
+      for (int64_t i = 0; i < n; ++i) dst[i] = narrow_from_double(to, narrow_to_double(x.dtype(), src[i]), saturate);
+      return out;
+    }
+    visit_only<kAllTypes>(to, [&]<class D>() {
+      D* dst = out.data<D>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = convert<D>(narrow_to_double(x.dtype(), src[i]));
+      return Tensor();
+    }, "Cast output");
+    return out;
+  }
+  uint8_t* dst = static_cast<uint8_t*>(out.raw());
+  const bool int_to = !dtype_is_narrow_float(to);
+  visit_only<kAllTypes>(x.dtype(), [&]<class S>() {
+    const S* src = x.data<S>();
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (is_int_v<S> || std::is_same_v<S, bool>) {
+        // The low bits of the integer (a double would round an int64 beyond 2^53).
+        dst[i] = int_to ? narrow_from_double(to, double(int64_t(uint64_t(src[i]) & 0xfu)))
+                        : narrow_from_double(to, double(src[i]), saturate);
+      } else {
+        dst[i] = narrow_from_double(to, double(src[i]), saturate);
+      }
+    }
+    return Tensor();
+  }, "Cast input");
+  return out;
+}
+
+Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to, bool saturate = true) {
   if (x.dtype() == to) return x.clone();
+  if (dtype_is_narrow(x.dtype()) || dtype_is_narrow(to)) return cast_narrow(x, to, saturate);
   Tensor out(to, x.shape());
   int64_t n = x.numel();
   if (to == DType::String) {
@@ -177,9 +217,12 @@ Tensor bitcast_kernel(const KernelContext& ctx) {
 }  // namespace
 
 void register_cast(KernelRegistry& r) {
-  r.add("Cast", [](KernelContext& ctx) -> std::vector<Tensor> { return {cast_tensor(ctx, ctx.input(0), cast_target(ctx))}; });
+  // saturate (opset 19): for float8 and float4 targets only.
+  r.add("Cast", [](KernelContext& ctx) -> std::vector<Tensor> {
+    return {cast_tensor(ctx, ctx.input(0), cast_target(ctx), ctx.node.attr_int("saturate", 1) != 0)};
+  });
   r.add("CastLike", [](KernelContext& ctx) -> std::vector<Tensor> {
-    return {cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype())};
+    return {cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype(), ctx.node.attr_int("saturate", 1) != 0)};
   });
   r.add("Clip", [](KernelContext& ctx) -> std::vector<Tensor> { return {clip_kernel(ctx)}; });
   r.add("BitCast", [](KernelContext& ctx) -> std::vector<Tensor> { return {bitcast_kernel(ctx)}; });

@@ -38,10 +38,16 @@ int64_t saturate(D r, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(r);
 }
 
-std::vector<int64_t> zero_points(const KernelContext& ctx, size_t zi, int64_t n) {
-  std::vector<int64_t> zp(size_t(n), 0);
+// Element i of a quantized tensor as a number (the narrow types' too).
+double quantized_at(const Tensor& t, int64_t i) {
+  if (dtype_is_narrow(t.dtype())) return narrow_to_double(t.dtype(), static_cast<const uint8_t*>(t.raw())[i]);
+  return double(t.int_at(i));
+}
+
+std::vector<double> zero_points(const KernelContext& ctx, size_t zi, int64_t n) {
+  std::vector<double> zp(size_t(n), 0.0);
   if (ctx.has_input(zi))
-    for (size_t i = 0; i < zp.size(); ++i) zp[i] = ctx.input(zi).int_at(int64_t(i));
+    for (size_t i = 0; i < zp.size(); ++i) zp[i] = quantized_at(ctx.input(zi), int64_t(i));
   return zp;
 }
 
@@ -51,11 +57,22 @@ std::vector<Tensor> quantize_linear(KernelContext& ctx) {
   const DType out_type = qa.out;
   const int64_t lo = qa.lo, hi = qa.hi;
   const std::vector<double> scale = nn::to_doubles(ctx.input(1));
-  const std::vector<int64_t> zp = zero_points(ctx, 2, ctx.input(1).numel());
+  const std::vector<double> zp = zero_points(ctx, 2, ctx.input(1).numel());
 
   Tensor y(out_type, x.shape());
   const bool float32 = x.dtype() == DType::Float32 && ctx.input(1).dtype() == DType::Float32;
   const std::vector<double> xs = nn::to_doubles(x);
+  if (dtype_is_narrow_float(out_type)) {  // float8 / float4: x / scale + zero point, rounded to the type
+    const bool saturate = ctx.node.attr_int("saturate", 1) != 0;
+    uint8_t* q = static_cast<uint8_t*>(y.raw());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const int64_t c = qa.index(i);
+      const double v = float32 ? double(float(xs[size_t(i)]) / float(scale[size_t(c)]) + float(zp[size_t(c)]))
+                               : xs[size_t(i)] / scale[size_t(c)] + zp[size_t(c)];
+      q[i] = narrow_from_double(out_type, v, saturate);
+    }
+    return {y};
+  }
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = qa.index(i);
     int64_t q;
@@ -64,7 +81,8 @@ std::vector<Tensor> quantize_linear(KernelContext& ctx) {
     } else {
       q = saturate(round_half_even(xs[size_t(i)] / scale[size_t(c)]) + double(zp[size_t(c)]), lo, hi);
     }
-    visit_dtype(out_type, [&]<class T>() { y.data<T>()[i] = static_cast<T>(q); }, kIntTypes);
+    if (dtype_is_narrow(out_type)) static_cast<uint8_t*>(y.raw())[i] = narrow_from_double(out_type, double(q));
+    else visit_dtype(out_type, [&]<class T>() { y.data<T>()[i] = static_cast<T>(q); }, kIntTypes);
   }
   return {y};
 }
@@ -74,12 +92,13 @@ std::vector<Tensor> dequantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const DType out_type = qa.out;
   const std::vector<double> scale = nn::to_doubles(ctx.input(1));
-  const std::vector<int64_t> zp = zero_points(ctx, 2, ctx.input(1).numel());
-  // In float32 (as the reference computes it), then to the scale's type.
+  const std::vector<double> zp = zero_points(ctx, 2, ctx.input(1).numel());
+  // In float32 (as the reference computes it), then to the scale's type. (The difference of two integers
+  // of at most 32 bits, or of two float8 values, is exact in double.)
   std::vector<double> out(size_t(x.numel()));
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = qa.index(i);
-    out[size_t(i)] = float(x.int_at(i) - zp[size_t(c)]) * float(scale[size_t(c)]);
+    out[size_t(i)] = float(quantized_at(x, i) - zp[size_t(c)]) * float(scale[size_t(c)]);
   }
   return {nn::tensor_from_doubles(out_type, x.shape(), out)};
 }

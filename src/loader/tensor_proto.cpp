@@ -32,6 +32,7 @@ constexpr size_t kTakeMinBytes = 4096;
 DType dtype_from_onnx(int32_t t, const std::string& what) {
   switch (t) {
     case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
+    case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 25: case 26:
       return DType(t);
     default:
       throw NotImplemented(what + ": unsupported ONNX element type " + std::to_string(t));
@@ -146,6 +147,47 @@ struct Raw {
   std::shared_ptr<const void> keep;
 };
 
+Tensor from_proto(const onnx::TensorProto& p, Raw raw, const ExternalDataDir& ext, const std::string& what_in);
+
+// A narrow type's stored bytes (raw, int32_data or external; 4-bit and 2-bit values packed, the first in the
+// low bits) as one byte per element: the sign-extended value of int4 / int2.
+Tensor narrow_from_proto(const onnx::TensorProto& p, Raw raw, const ExternalDataDir& ext, const std::string& what,
+                         DType dt, const Shape& shape) {
+  const int bits = dtype_bits(dt);
+  const int64_t numel = shape_numel(shape);
+  const int64_t stored = (numel * bits + 7) / 8;  // (numel is below 2^62: the tensor's bytes were checked)
+  Tensor bytes;
+  if (p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    onnx::TensorProto as_bytes(p);
+    as_bytes.set_data_type(int32_t(DType::UInt8));
+    as_bytes.clear_dims();
+    as_bytes.add_dims(stored);
+    bytes = from_proto(as_bytes, Raw{}, ext, what);
+  } else if (raw.present) {
+    if (int64_t(raw.size) != stored)
+      throw InvalidArgument(what + ": raw_data has " + std::to_string(raw.size) + " bytes, its type and shape " +
+                            std::string(dtype_name(dt)) + shape_str(shape) + " need " + std::to_string(stored));
+    bytes = Tensor(DType::UInt8, {stored});
+    if (stored) std::memcpy(bytes.raw(), raw.data, size_t(stored));
+  } else {
+    if (p.int32_data_size() != stored)
+      throw InvalidArgument(what + ": has " + std::to_string(p.int32_data_size()) + " values, its type and shape " +
+                            std::string(dtype_name(dt)) + shape_str(shape) + " need " + std::to_string(stored) +
+                            (bits < 8 ? " (" + std::to_string(8 / bits) + " values a byte)" : ""));
+    bytes = Tensor(DType::UInt8, {stored});
+    for (int64_t i = 0; i < stored; ++i) bytes.data<uint8_t>()[i] = uint8_t(p.int32_data(int(i)));
+  }
+  Tensor t(dt, shape);
+  const uint8_t* in = bytes.data<uint8_t>();
+  uint8_t* out = static_cast<uint8_t*>(t.raw());
+  const unsigned mask = (1u << bits) - 1u;
+  for (int64_t i = 0; i < numel; ++i) {
+    const uint8_t v = uint8_t((in[i * bits / 8] >> (i * bits % 8)) & mask);
+    out[i] = dtype_is_narrow_float(dt) ? v : narrow_from_double(dt, narrow_to_double(dt, v));
+  }
+  return t;
+}
+
 Tensor from_proto(const onnx::TensorProto& p, Raw raw, const ExternalDataDir& ext, const std::string& what_in) {
   std::string what = what_in.empty() ? "tensor '" + p.name() + "'" : what_in;
   DType dt = dtype_from_onnx(p.data_type(), what);
@@ -155,6 +197,11 @@ Tensor from_proto(const onnx::TensorProto& p, Raw raw, const ExternalDataDir& ex
     shape.push_back(d);
   }
   if (p.has_segment()) throw NotImplemented(what + ": segmented tensors are not supported");
+  if (dtype_is_narrow(dt)) {
+    if (shape_numel(shape) > (int64_t(1) << 40))
+      throw InvalidArgument(what + ": type and shape " + std::string(dtype_name(dt)) + shape_str(shape) + " are too large");
+    return narrow_from_proto(p, std::move(raw), ext, what, dt, shape);
+  }
   if (dt == DType::String) {
     std::vector<std::string> v(p.string_data().begin(), p.string_data().end());
     if (int64_t(v.size()) != shape_numel(shape)) throw InvalidArgument(what + ": string count does not match its shape");
@@ -230,6 +277,13 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   for (int64_t d : t.shape()) p.add_dims(d);
   if (t.dtype() == DType::String) {
     for (const auto& s : t.string_data()) p.add_string_data(s);
+  } else if (dtype_bits(t.dtype()) < 8) {  // packed, the first value in the low bits
+    const int bits = dtype_bits(t.dtype());
+    std::string packed(size_t((t.numel() * bits + 7) / 8), '\0');
+    const uint8_t* in = static_cast<const uint8_t*>(t.raw());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      packed[size_t(i * bits / 8)] = char(uint8_t(packed[size_t(i * bits / 8)]) | ((in[i] & ((1u << bits) - 1u)) << (i * bits % 8)));
+    p.set_raw_data(std::move(packed));
   } else {
     p.set_raw_data(t.raw(), t.nbytes());
   }

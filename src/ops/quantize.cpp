@@ -24,11 +24,39 @@ bool int_range(DType t, int64_t& lo, int64_t& hi) {
     case DType::Int8: lo = -128; hi = 127; return true;
     case DType::UInt16: lo = 0; hi = 65535; return true;
     case DType::Int16: lo = -32768; hi = 32767; return true;
+    case DType::UInt4: lo = 0; hi = 15; return true;
+    case DType::Int4: lo = -8; hi = 7; return true;
+    case DType::UInt2: lo = 0; hi = 3; return true;
+    case DType::Int2: lo = -2; hi = 1; return true;
     default: return false;
   }
 }
 
 const DTypeSet kScaleTypes{DType::Float32, DType::Float16, DType::BFloat16};
+
+}  // namespace
+
+bool quantized_type(DType t, int64_t opset, int64_t* lo, int64_t* hi) {
+  int64_t l = 0, h = 0;
+  bool ok;
+  switch (t) {
+    case DType::UInt8: case DType::Int8: ok = true; break;
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+      ok = opset >= 19;
+      break;
+    case DType::Float4E2M1: ok = opset >= 23; break;
+    case DType::UInt16: case DType::Int16: case DType::UInt4: case DType::Int4: case DType::UInt2: case DType::Int2:
+      ok = opset >= 21;
+      break;
+    default: ok = false;
+  }
+  if (ok && !dtype_is_narrow_float(t)) int_range(t, l, h);
+  if (lo) *lo = l;
+  if (hi) *hi = h;
+  return ok;
+}
+
+namespace {
 
 // Checks the inputs' count, the scale (input 1) and zero point (input 2, optional) against x (input 0);
 // returns the parameters with which scale each element takes.
@@ -99,10 +127,10 @@ LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, co
   if (p.zero_point && output_dtype && DType(output_dtype) != p.out)
     raise(fail, "output_dtype " + std::to_string(output_dtype) + " differs from the type of " +
                     label(node, 2, "y_zero_point") + ", " + type_of(in[2]));
-  const bool sixteen = p.out == DType::UInt16 || p.out == DType::Int16;
-  if (!int_range(p.out, p.lo, p.hi) || (sixteen && opset < 21)) {
+  if (!quantized_type(p.out, opset, &p.lo, &p.hi)) {
     const std::string expected = std::string(", expected uint8 or int8") +
-                                 (opset >= 21 ? ", uint16 or int16 (int4, uint4, int2, uint2 and float8 are not supported)" : "");
+                                 (opset >= 19 ? ", float8" : "") + (opset >= 21 ? ", uint16, int16, uint4, int4, uint2, int2" : "") +
+                                 (opset >= 23 ? ", float4e2m1" : "");
     if (p.zero_point) raise(fail, label(node, 2, "y_zero_point") + " has type " + type_of(in[2]) + expected);
     raise(fail, "output_dtype " + std::to_string(output_dtype) + " (" + std::string(dtype_name(p.out)) + ") is not supported" +
                     expected);
@@ -114,10 +142,10 @@ LinearQuantParams dequantize_linear_params(const ir::Node& node, int64_t opset, 
                                            const Fail& fail) {
   if (!in.empty() && in[0].given()) {
     const DType t = in[0].dtype;
-    const bool sixteen = t == DType::UInt16 || t == DType::Int16;
-    if ((t != DType::UInt8 && t != DType::Int8 && t != DType::Int32 && !sixteen) || (sixteen && opset < 21))
+    if (t != DType::Int32 && !quantized_type(t, opset))
       raise(fail, label(node, 0, "x") + " has type " + type_of(in[0]) + ", expected int8, uint8" +
-                      (opset >= 21 ? ", int16, uint16" : "") + " or int32 (int4, uint4, int2, uint2 and float8 are not supported)");
+                      (opset >= 19 ? ", float8" : "") + (opset >= 21 ? ", int16, uint16, int4, uint4, int2, uint2" : "") +
+                      (opset >= 23 ? ", float4e2m1" : "") + " or int32");
     if (in.size() > 2 && in[2].given() && in[2].dtype != t)
       raise(fail, label(node, 2, "x_zero_point") + " has type " + type_of(in[2]) + ", expected " + type_of(in[0]) +
                       " like input 'x'");

@@ -6,9 +6,11 @@
 // the axis, x's dims elsewhere: element i takes the scale of its block along the axis). The integer
 // types: int8, uint8, and from opset 21 int16, uint16 (DequantizeLinear also int32); the scale is
 // float32, or from opset 19 float16 / bfloat16, the type DequantizeLinear returns. QuantizeLinear's
-// output type is its zero point's, else the attribute output_dtype (opset 21), else uint8. The int4,
-// uint4, int2, uint2 and float8 / float4 types are not supported (the engine has no such dtypes).
-// Used by the CPU reference (src/cpu/quantize.cpp) and the GPU kernel (src/webgpu/kernels/quantize.cpp).
+// output type is its zero point's, else the attribute output_dtype (opset 21), else uint8. The narrow types
+// (dtype.h) too: float8 from opset 19, int4, uint4, int2, uint2 from 21, float4e2m1 from 23; a float8 or
+// float4 result is x / scale + zero point rounded to nearest even, saturated unless `saturate` is 0.
+// Used by the CPU reference (src/cpu/quantize.cpp) and the GPU kernel (src/webgpu/kernels/quantize.cpp,
+// which has no narrow types: their nodes run on the CPU, or fold).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -39,6 +41,9 @@ struct LinearQuantParams {
     return 0;
   }
 };
+
+// Whether t is a quantized type at this opset (the types above, not int32); its range when an integer.
+bool quantized_type(DType t, int64_t opset, int64_t* lo = nullptr, int64_t* hi = nullptr);
 
 LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& inputs,
                                          const Fail& fail);

@@ -27,6 +27,21 @@ CompareResult compare_tensors(const Tensor& got, const Tensor& want, Tolerance t
       }
     return r;
   }
+  if (dtype_is_narrow(got.dtype())) {  // exact, as the type's values (every NaN pattern alike)
+    const uint8_t* a = static_cast<const uint8_t*>(got.raw());
+    const uint8_t* b = static_cast<const uint8_t*>(want.raw());
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double x = narrow_to_double(got.dtype(), a[i]), y = narrow_to_double(got.dtype(), b[i]);
+      if ((std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y))) continue;
+      r.passed = false;
+      r.max_abs_diff = INFINITY;
+      std::ostringstream os;
+      os << "element " << i << ": got " << x << ", expected " << y;
+      r.message = os.str();
+      return r;
+    }
+    return r;
+  }
   int64_t first_bad = -1;
   visit_dtype(got.dtype(), [&]<class T>() {
     const T* a = got.data<T>();

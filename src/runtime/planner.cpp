@@ -42,7 +42,7 @@ size_t Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   readers_ = value_readers(g_);
   for (const AppendPair& p : append_pairs(g_)) {
     auto d = device_feeds.find(p.input);
-    if (d != device_feeds.end() && webgpu::shader::type_info(d->second.dtype(), policy_).storage_bits >= 32)
+    if (d != device_feeds.end() && webgpu::shader::storage_bits(d->second.dtype(), policy_) >= 32)
       appendable_[p.node].push_back(p);
   }
   for (auto it = appendable_.begin(); it != appendable_.end();) {  // GroupQueryAttention: both pasts or neither
@@ -65,7 +65,7 @@ size_t Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
 void Planner::add_inputs(const std::unordered_map<std::string, Tensor>& feeds,
                          const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   auto add = [&](const std::string& name, DType dtype, const Shape& shape) {
-    webgpu::shader::type_info(dtype, policy_);  // throws for types the GPU cannot hold
+    webgpu::shader::storage_bits(dtype, policy_);  // throws for types the GPU cannot hold
     int slot = alloc(gpu_bytes(dtype, shape, policy_), true);
     values_[name] = Value{dtype, shape, nullptr, slot};
     plan_.inputs.emplace_back(name, slot);
@@ -77,7 +77,7 @@ void Planner::add_inputs(const std::unordered_map<std::string, Tensor>& feeds,
   }
   for (const auto& [name, t] : device_feeds) {
     if (unplaced_.count(name)) {  // its slot comes with its Concat (make_resident) or when first bound
-      webgpu::shader::type_info(t.dtype(), policy_);
+      webgpu::shader::storage_bits(t.dtype(), policy_);
       values_[name] = Value{t.dtype(), t.shape(), nullptr, -1};
       plan_.input_shapes[name] = t.shape();
       continue;
@@ -682,7 +682,7 @@ void Planner::run_on_cpu(const ir::Node& node) {
     if (!sv.name.empty() && k < outs.size() && outs[k].defined()) {
       sv.dtype = outs[k].dtype();
       sv.shape = outs[k].shape();
-      webgpu::shader::type_info(sv.dtype, policy_);  // throws for types the GPU cannot hold
+      webgpu::shader::storage_bits(sv.dtype, policy_);  // throws for types the GPU cannot hold
       sv.slot = alloc(gpu_bytes(sv.dtype, sv.shape, policy_), graph_outputs_.count(sv.name) != 0);
       plan_.upload(sv.slot, outs[k], policy_, sv.name);
       values_[sv.name] = Value{sv.dtype, sv.shape, nullptr, sv.slot, true};

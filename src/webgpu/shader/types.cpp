@@ -33,7 +33,11 @@ TypeInfo type_info(DType dtype, const Int64Policy& policy) {
   return t;
 }
 
-size_t gpu_element_size(DType dtype, const Int64Policy& policy) { return size_t(type_info(dtype, policy).storage_bits / 8); }
+uint32_t storage_bits(DType dtype, const Int64Policy& policy) {
+  return dtype_is_narrow(dtype) ? 8u : uint32_t(type_info(dtype, policy).storage_bits);
+}
+
+size_t gpu_element_size(DType dtype, const Int64Policy& policy) { return size_t(storage_bits(dtype, policy) / 8); }
 
 namespace {
 

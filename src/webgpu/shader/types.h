@@ -36,6 +36,10 @@ TypeInfo type_info(DType dtype, const Int64Policy& policy);
 
 // Bytes per element in a GPU buffer (differs from dtype_size only for narrowed int64).
 size_t gpu_element_size(DType dtype, const Int64Policy& policy);
+// The bits an element takes in a GPU buffer: type_info's, and 8 for the narrow types (dtype.h), which
+// buffers hold as their bytes (a CPU node's result, a graph input or output) though no kernel reads them.
+// Throws NotImplemented for types that cannot be stored (string).
+uint32_t storage_bits(DType dtype, const Int64Policy& policy);
 
 // Bytes of one w64 value, the int64 every family converts to and from (to_i64_<fam>, from_i64_<fam>):
 // for workgroup memory that holds such values.
