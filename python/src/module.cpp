@@ -38,7 +38,7 @@ std::mutex& gpu_mutex() {
 
 // ---- numpy <-> Tensor ----------------------------------------------------------------------------
 
-// The numpy dtype of a DType (bfloat16 has none: it is returned as float32).
+// The numpy dtype of a DType (bfloat16 has none: it is returned as float32; the narrow types, below).
 py::dtype numpy_dtype(DType t) {
   switch (t) {
     case DType::Float32: return py::dtype("float32");
@@ -117,6 +117,19 @@ py::array numpy_from_tensor(const Tensor& t) {
     return out;
   }
   if (t.dtype() == DType::BFloat16) return numpy_from_tensor(t.cast(DType::Float32));
+  if (dtype_is_narrow(t.dtype())) {  // numpy has none: float8 / float4 as float32, int4 / int2 as int8, uint4 / uint2 as uint8
+    const DType as = dtype_is_narrow_float(t.dtype()) ? DType::Float32
+                     : (t.dtype() == DType::Int4 || t.dtype() == DType::Int2) ? DType::Int8 : DType::UInt8;
+    Tensor v(as, t.shape());
+    const uint8_t* codes = static_cast<const uint8_t*>(t.raw());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double x = narrow_to_double(t.dtype(), codes[i]);
+      if (as == DType::Float32) v.data<float>()[i] = float(x);
+      else if (as == DType::Int8) v.data<int8_t>()[i] = int8_t(x);
+      else v.data<uint8_t>()[i] = uint8_t(x);
+    }
+    return numpy_from_tensor(v);
+  }
   py::array out(numpy_dtype(t.dtype()), shape);
   if (t.nbytes() != 0) std::memcpy(out.mutable_data(), t.raw(), t.nbytes());
   return out;

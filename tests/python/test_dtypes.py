@@ -110,3 +110,24 @@ def test_outputs_do_not_alias_the_session(provider):
     y, z, wo = sess.run(None, {"x": x})
     np.testing.assert_array_equal(wo, w)
     np.testing.assert_array_equal(y, x)
+
+
+@pytest.mark.parametrize("provider", ["WebGpuExecutionProvider", "CPUExecutionProvider"])
+def test_narrow_outputs_come_back_as_their_values(provider):
+    """numpy has no float8, float4, int4 or int2: such outputs come back as float32, int8 or uint8 values."""
+    from onnx import helper, TensorProto
+    x = np.array([-9.0, -1.5, 0.26, 3.0, 500.0], dtype=np.float32)
+    # (to, numpy dtype returned, expected values: float8 e4m3fn rounds to nearest even and saturates at 448,
+    # int4 wraps to its low four bits, uint2 to its low two)
+    cases = [(17, np.float32, [-9.0, -1.5, 0.25, 3.0, 448.0]), (22, np.int8, [7, -1, 0, 3, 4]),
+             (25, np.uint8, [3, 3, 0, 3, 0])]
+    for to, dt, want in cases:
+        node = helper.make_node("Cast", ["x"], ["y"], to=to)
+        graph = helper.make_graph([node], "narrow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
+                                  [helper.make_tensor_value_info("y", to, [5])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+        model.ir_version = 10
+        sess = onnxgpu.InferenceSession(model.SerializeToString(), providers=[provider])
+        (y,) = sess.run(None, {"x": x})
+        assert y.dtype == dt, (to, y.dtype)
+        np.testing.assert_array_equal(y, np.array(want, dtype=dt))
