@@ -37,6 +37,7 @@ enum class DType : int32_t {
   UInt4 = 21,
   Int4 = 22,
   Float4E2M1 = 23,
+  Float8E8M0 = 24,  // a power of two: 2^(e - 127), 255 NaN (no sign, no zero)
   UInt2 = 25,
   Int2 = 26,
 };
@@ -82,6 +83,10 @@ double narrow_to_double(DType t, uint8_t code);
 // past the largest finite value a float saturates to it (`saturate`, Cast's default and float4's only
 // way) or becomes the type's infinity, else its NaN.
 uint8_t narrow_from_double(DType t, double v, bool saturate = true);
+// float8e8m0's rounding (Cast-24's round_mode): the power of two of |v| (as float32) rounded up, down, or to
+// the nearest (ties up); past 2^127 it saturates to it, else NaN. narrow_from_double rounds it up.
+enum class E8M0Rounding { Up, Down, Nearest };
+uint8_t e8m0_from_double(double v, bool saturate, E8M0Rounding mode);
 
 // C++ type of each DType.
 template <DType D> struct dtype_cpp;

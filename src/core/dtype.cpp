@@ -1,6 +1,7 @@
 #include "onnxgpu/dtype.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <string>
 
@@ -96,6 +97,7 @@ constexpr Names kNames[] = {
     {DType::Float8E5M2, "float8e5m2", "tensor(float8e5m2)"},
     {DType::Float8E5M2FNUZ, "float8e5m2fnuz", "tensor(float8e5m2fnuz)"},
     {DType::Float4E2M1, "float4e2m1", "tensor(float4e2m1)"},
+    {DType::Float8E8M0, "float8e8m0", "tensor(float8e8m0)"},
     {DType::UInt4, "uint4", "tensor(uint4)"},        {DType::Int4, "int4", "tensor(int4)"},
     {DType::UInt2, "uint2", "tensor(uint2)"},        {DType::Int2, "int2", "tensor(int2)"},
 };
@@ -129,7 +131,7 @@ bool dtype_is_narrow(DType t) {
 
 bool dtype_is_narrow_float(DType t) {
   return t == DType::Float8E4M3FN || t == DType::Float8E4M3FNUZ || t == DType::Float8E5M2 ||
-         t == DType::Float8E5M2FNUZ || t == DType::Float4E2M1;
+         t == DType::Float8E5M2FNUZ || t == DType::Float4E2M1 || t == DType::Float8E8M0;
 }
 
 int dtype_bits(DType t) {
@@ -173,6 +175,7 @@ double narrow_to_double(DType t, uint8_t code) {
     case DType::Int2: return double(int8_t(uint8_t(code << 6)) >> 6);
     case DType::UInt4: return double(code & 0xfu);
     case DType::UInt2: return double(code & 0x3u);
+    case DType::Float8E8M0: return code == 0xff ? std::nan("") : std::ldexp(1.0, int(code) - 127);
     default: break;
   }
   const MiniFloat f = mini_float(t);
@@ -200,6 +203,7 @@ uint8_t narrow_from_double(DType t, double v, bool saturate) {
     if (t == DType::Int2) return uint8_t(int8_t(uint8_t(low << 6)) >> 6);
     return low;
   }
+  if (t == DType::Float8E8M0) return e8m0_from_double(v, saturate, E8M0Rounding::Up);
   const MiniFloat f = mini_float(t);
   const int bits = 1 + f.exp_bits + f.man_bits;
   const uint8_t sign = std::signbit(v) ? uint8_t(1u << (bits - 1)) : 0;
@@ -229,6 +233,22 @@ uint8_t narrow_from_double(DType t, double v, bool saturate) {
     code = (uint32_t(re + f.bias) << f.man_bits) | m;
   }
   return uint8_t(sign | code);
+}
+
+uint8_t e8m0_from_double(double v, bool saturate, E8M0Rounding mode) {
+  // The power of two of |v| as float32 (as ONNX's reference, which reads float32's exponent), moved by the
+  // rest: 2^e <= |v| < 2^(e + 1).
+  const double a = std::fabs(double(float(v)));
+  if (std::isnan(a)) return 0xff;
+  if (std::isinf(a)) return saturate ? 0xfe : 0xff;
+  if (a == 0) return 0;  // no zero: the smallest, 2^-127
+  int e = std::ilogb(a);
+  const double p = std::ldexp(1.0, e);
+  if ((mode == E8M0Rounding::Up && a > p) || (mode == E8M0Rounding::Nearest && a >= 1.5 * p)) ++e;
+  const int code = e + 127;
+  if (code < 0) return 0;
+  if (code > 254) return saturate ? 0xfe : 0xff;
+  return uint8_t(code);
 }
 
 void throw_unsupported_dtype(DType t, std::string_view where) {

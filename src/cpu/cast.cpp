@@ -95,14 +95,17 @@ T from_string_value(const KernelContext& ctx, const std::string& s) {
 // A cast from or to a narrow type (dtype.h), through double; an integer into int4 / int2 / uint4 / uint2
 // keeps its low bits exactly. `saturate` (Cast-19's attribute): float8 values past the largest finite one
 // become it, else infinity or NaN.
-Tensor cast_narrow(const Tensor& x, DType to, bool saturate) {
+Tensor cast_narrow(const Tensor& x, DType to, bool saturate, E8M0Rounding rounding) {
   Tensor out(to, x.shape());
   const int64_t n = x.numel();
+  auto encode = [&](double v) {
+    return to == DType::Float8E8M0 ? e8m0_from_double(v, saturate, rounding) : narrow_from_double(to, v, saturate);
+  };
   if (dtype_is_narrow(x.dtype())) {
     const uint8_t* src = static_cast<const uint8_t*>(x.raw());
     if (dtype_is_narrow(to)) {
       uint8_t* dst = static_cast<uint8_t*>(out.raw());
-      for (int64_t i = 0; i < n; ++i) dst[i] = narrow_from_double(to, narrow_to_double(x.dtype(), src[i]), saturate);
+      for (int64_t i = 0; i < n; ++i) dst[i] = encode(narrow_to_double(x.dtype(), src[i]));
       return out;
     }
     visit_only<kAllTypes>(to, [&]<class D>() {
@@ -119,10 +122,9 @@ Tensor cast_narrow(const Tensor& x, DType to, bool saturate) {
     for (int64_t i = 0; i < n; ++i) {
       if constexpr (is_int_v<S> || std::is_same_v<S, bool>) {
         // The low bits of the integer (a double would round an int64 beyond 2^53).
-        dst[i] = int_to ? narrow_from_double(to, double(int64_t(uint64_t(src[i]) & 0xfu)))
-                        : narrow_from_double(to, double(src[i]), saturate);
+        dst[i] = int_to ? narrow_from_double(to, double(int64_t(uint64_t(src[i]) & 0xfu))) : encode(double(src[i]));
       } else {
-        dst[i] = narrow_from_double(to, double(src[i]), saturate);
+        dst[i] = encode(double(src[i]));
       }
     }
     return Tensor();
@@ -130,9 +132,18 @@ Tensor cast_narrow(const Tensor& x, DType to, bool saturate) {
   return out;
 }
 
+// Cast-24's round_mode (float8e8m0 targets only): "up" (the default), "down" or "nearest".
+E8M0Rounding e8m0_rounding(const KernelContext& ctx) {
+  const ir::Attribute* a = ctx.node.attr("round_mode");
+  if (!a || a->s == "up") return E8M0Rounding::Up;
+  if (a->s == "down") return E8M0Rounding::Down;
+  if (a->s == "nearest") return E8M0Rounding::Nearest;
+  ctx.fail("attribute 'round_mode' is \"" + a->s + "\", expected \"up\", \"down\" or \"nearest\"");
+}
+
 Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to, bool saturate = true) {
   if (x.dtype() == to) return x.clone();
-  if (dtype_is_narrow(x.dtype()) || dtype_is_narrow(to)) return cast_narrow(x, to, saturate);
+  if (dtype_is_narrow(x.dtype()) || dtype_is_narrow(to)) return cast_narrow(x, to, saturate, e8m0_rounding(ctx));
   Tensor out(to, x.shape());
   int64_t n = x.numel();
   if (to == DType::String) {

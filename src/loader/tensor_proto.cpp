@@ -32,7 +32,7 @@ constexpr size_t kTakeMinBytes = 4096;
 DType dtype_from_onnx(int32_t t, const std::string& what) {
   switch (t) {
     case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
-    case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 25: case 26:
+    case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 24: case 25: case 26:
       return DType(t);
     default:
       throw NotImplemented(what + ": unsupported ONNX element type " + std::to_string(t));

@@ -1,4 +1,4 @@
-// The narrow element types (float8 in its four kinds, float4e2m1, int4, uint4, int2, uint2): their values and
+// The narrow element types (float8 in its four kinds and e8m0, float4e2m1, int4, uint4, int2, uint2): their values and
 // rounding (dtype.h's narrow_to_double / narrow_from_double), the loader's packing, and the models that use
 // them: Cast, QuantizeLinear, DequantizeLinear on the CPU reference, and on WebGPU, where their nodes run on
 // the CPU or fold into constants (an int4 weight-only model's products stay on the GPU).
@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -38,7 +39,9 @@ Tensor narrow(DType t, const Shape& shape, const std::vector<double>& values) {
 double value(const Tensor& t, int64_t i) { return narrow_to_double(t.dtype(), static_cast<const uint8_t*>(t.raw())[i]); }
 
 TEST(NarrowTypes, EveryFloatPatternComesBackThroughItsValue) {
-  for (DType t : kNarrowFloats) {
+  std::vector<DType> types(std::begin(kNarrowFloats), std::end(kNarrowFloats));
+  types.push_back(DType::Float8E8M0);
+  for (DType t : types) {
     const int bits = dtype_bits(t);
     for (uint32_t c = 0; c < (1u << bits); ++c) {
       const double v = narrow_to_double(t, uint8_t(c));
@@ -82,6 +85,24 @@ TEST(NarrowTypes, FloatsRoundToNearestEvenAndSaturate) {
   EXPECT_EQ(narrow_from_double(DType::Float4E2M1, -3.5), 0xe);  // -4.0
   EXPECT_EQ(narrow_from_double(DType::Float4E2M1, 1e6, false), 0x7);
   EXPECT_EQ(narrow_from_double(DType::Float4E2M1, nan), 0x8);
+}
+
+TEST(NarrowTypes, E8M0RoundsItsPowerOfTwoAsAsked) {
+  using R = E8M0Rounding;
+  EXPECT_EQ(e8m0_from_double(0.124, true, R::Up), 124);  // 0.124 = 1.984 x 2^-4: up to 2^-3
+  EXPECT_EQ(e8m0_from_double(0.124, true, R::Down), 123);
+  EXPECT_EQ(e8m0_from_double(0.124, true, R::Nearest), 124);
+  EXPECT_EQ(e8m0_from_double(1.5, true, R::Nearest), 128);  // a tie goes up
+  EXPECT_EQ(e8m0_from_double(1.4, true, R::Nearest), 127);
+  EXPECT_EQ(e8m0_from_double(-2.0, true, R::Up), 128);  // no sign: the magnitude's power
+  EXPECT_EQ(e8m0_from_double(0.0, true, R::Up), 0);     // no zero: the smallest, 2^-127
+  EXPECT_EQ(e8m0_from_double(INFINITY, true, R::Up), 254);
+  EXPECT_EQ(e8m0_from_double(INFINITY, false, R::Up), 255);
+  EXPECT_EQ(e8m0_from_double(3e38, false, R::Up), 255);  // rounds past 2^127
+  EXPECT_EQ(e8m0_from_double(std::nan(""), true, R::Up), 255);
+  EXPECT_EQ(narrow_to_double(DType::Float8E8M0, 0), std::ldexp(1.0, -127));
+  EXPECT_EQ(narrow_to_double(DType::Float8E8M0, 130), 8.0);
+  EXPECT_TRUE(std::isnan(narrow_to_double(DType::Float8E8M0, 255)));
 }
 
 TEST(NarrowTypes, IntegersWrapToTheirLowBits) {
