@@ -241,6 +241,31 @@ TEST(NarrowTypes, Int4WeightsFoldAndTheProductRunsOnTheGpu) {
                              });
 }
 
+TEST(NarrowTypes, DataMovementKeepsTheValues) {
+  // Ops that move elements take narrow tensors byte for byte (on WebGPU, on the CPU: no kernel takes them).
+  const Tensor w = narrow(DType::Int4, {2, 3}, {7, -1, 0, 3, -8, 2});
+  auto model = [&](const std::string& op, const std::vector<Operand>& extra, const testing::Attrs& attrs) {
+    std::vector<Operand> in{{"w", w}};
+    in.insert(in.end(), extra.begin(), extra.end());
+    return std::make_pair(testing::one_node_model(op, in, {"y"}, 21, attrs), in);
+  };
+  const std::vector<std::pair<std::string, std::pair<std::string, std::vector<Operand>>>> cases = {
+      {"Transpose", model("Transpose", {}, {})},
+      {"Gather", model("Gather", {{"i", Tensor::from_vector<int64_t>({3}, {1, 0, 1}), true}}, {})},
+      {"Concat", model("Concat", {{"v", w}}, [](onnx::NodeProto& n) { testing::set_int(n, "axis", 1); })},
+      {"Slice", model("Slice", {{"s", Tensor::from_vector<int64_t>({1}, {1}), true}, {"e", Tensor::from_vector<int64_t>({1}, {3}), true},
+                                {"a", Tensor::from_vector<int64_t>({1}, {1}), true}}, {})},
+  };
+  for (const auto& [what, m] : cases) check_on_webgpu(what, m.first, m.second);
+  // Transpose's result, element by element.
+  SessionOptions cpu;
+  cpu.ep = "cpu";
+  const Tensor t = Session::from_bytes(cases[0].second.first, cpu).run(testing::feeds_of(cases[0].second.second))[0];
+  ASSERT_EQ(t.dtype(), DType::Int4);
+  const std::vector<double> want = {7, 3, -1, -8, 0, 2};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(value(t, i), want[size_t(i)]) << "element " << i;
+}
+
 TEST(NarrowTypes, KernelsThatComputeOnThemSayWhichType) {
   // Add has no narrow types: the CPU reference names the node and the type.
   std::vector<Operand> in{{"a", narrow(DType::Int4, {3}, {1, 2, 3})}, {"b", narrow(DType::Int4, {3}, {1, 1, 1})}};
