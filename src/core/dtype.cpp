@@ -1,7 +1,6 @@
 #include "onnxgpu/dtype.h"
 
 #include <cmath>
-#include <cstring>
 #include <cstdint>
 #include <string>
 
@@ -125,9 +124,11 @@ bool dtype_is_float(DType t) { return kFloatTypes.has(t); }
 bool dtype_is_integer(DType t) { return kIntTypes.has(t); }
 bool dtype_is_signed(DType t) { return kFloatTypes.has(t) || kSignedIntTypes.has(t); }
 
-bool dtype_is_narrow(DType t) {
-  return dtype_is_narrow_float(t) || t == DType::UInt4 || t == DType::Int4 || t == DType::UInt2 || t == DType::Int2;
-}
+namespace {
+bool is_narrow_int(DType t) { return t == DType::Int4 || t == DType::UInt4 || t == DType::Int2 || t == DType::UInt2; }
+}  // namespace
+
+bool dtype_is_narrow(DType t) { return dtype_is_narrow_float(t) || is_narrow_int(t); }
 
 bool dtype_is_narrow_float(DType t) {
   return t == DType::Float8E4M3FN || t == DType::Float8E4M3FNUZ || t == DType::Float8E5M2 ||
@@ -144,75 +145,81 @@ int dtype_bits(DType t) {
 
 namespace {
 
-// A small float format: exponent and mantissa bits, bias, its largest finite value, and how it spells NaN
-// and infinity. FNUZ types have no -0 (its pattern, 0x80, is their NaN) and no infinity; FN types have no
-// infinity (all-ones is NaN); float4 has neither.
+// How a small float format spells its special values.
+enum class Specials {
+  Ieee,        // E5M2: an all-ones exponent is infinity (zero mantissa) or NaN; -0 exists
+  AllOnesNaN,  // E4M3FN: no infinity; S.1111.111 is NaN
+  NegZeroNaN,  // FNUZ: no infinity and no -0; 0x80 is the one NaN
+  None,        // float4e2m1: no infinity, no NaN (ONNX writes NaN as -0)
+};
+
+// A small float format: exponent and mantissa bits, bias, its largest finite value and that value's pattern.
 struct MiniFloat {
   int exp_bits, man_bits, bias;
   double max;
-  uint8_t max_code;  // its pattern
-  bool has_inf;      // all-ones exponent and zero mantissa (E5M2)
-  bool nan_is_80;    // FNUZ: NaN is 0x80, and there is no -0
-  int nan_code;      // else the positive NaN's pattern (-1: none)
+  uint8_t max_code;
+  Specials specials;
+  int bits() const { return 1 + exp_bits + man_bits; }
+  uint8_t sign_bit() const { return uint8_t(1u << (bits() - 1)); }
 };
 
 MiniFloat mini_float(DType t) {
   switch (t) {
-    case DType::Float8E4M3FN: return {4, 3, 7, 448.0, 0x7e, false, false, 0x7f};
-    case DType::Float8E4M3FNUZ: return {4, 3, 8, 240.0, 0x7f, false, true, 0x80};
-    case DType::Float8E5M2: return {5, 2, 15, 57344.0, 0x7b, true, false, 0x7f};
-    case DType::Float8E5M2FNUZ: return {5, 2, 16, 57344.0, 0x7f, false, true, 0x80};
-    case DType::Float4E2M1: return {2, 1, 1, 6.0, 0x7, false, false, -1};
+    case DType::Float8E4M3FN: return {4, 3, 7, 448.0, 0x7e, Specials::AllOnesNaN};
+    case DType::Float8E4M3FNUZ: return {4, 3, 8, 240.0, 0x7f, Specials::NegZeroNaN};
+    case DType::Float8E5M2: return {5, 2, 15, 57344.0, 0x7b, Specials::Ieee};
+    case DType::Float8E5M2FNUZ: return {5, 2, 16, 57344.0, 0x7f, Specials::NegZeroNaN};
+    case DType::Float4E2M1: return {2, 1, 1, 6.0, 0x7, Specials::None};
     default: throw_unsupported_dtype(t, "a small float format");
+  }
+}
+
+// An int4 / int2 / uint4 / uint2 value from the low bits of `code`: sign-extended for the signed types.
+int64_t narrow_int(DType t, uint64_t code) {
+  switch (t) {
+    case DType::Int4: return int8_t(uint8_t(code << 4)) >> 4;
+    case DType::Int2: return int8_t(uint8_t(code << 6)) >> 6;
+    case DType::UInt4: return int64_t(code & 0xfu);
+    default: return int64_t(code & 0x3u);  // UInt2
   }
 }
 
 }  // namespace
 
 double narrow_to_double(DType t, uint8_t code) {
-  switch (t) {
-    case DType::Int4: return double(int8_t(uint8_t(code << 4)) >> 4);
-    case DType::Int2: return double(int8_t(uint8_t(code << 6)) >> 6);
-    case DType::UInt4: return double(code & 0xfu);
-    case DType::UInt2: return double(code & 0x3u);
-    case DType::Float8E8M0: return code == 0xff ? std::nan("") : std::ldexp(1.0, int(code) - 127);
-    default: break;
-  }
+  if (is_narrow_int(t)) return double(narrow_int(t, code));
+  if (t == DType::Float8E8M0) return code == 0xff ? std::nan("") : std::ldexp(1.0, int(code) - 127);
   const MiniFloat f = mini_float(t);
-  const int bits = 1 + f.exp_bits + f.man_bits;
-  code &= uint8_t((1u << bits) - 1u);
-  const uint32_t sign = code >> (bits - 1), e = (code >> f.man_bits) & ((1u << f.exp_bits) - 1u),
-                 m = code & ((1u << f.man_bits) - 1u);
-  const double nan = std::nan("");
-  if (f.nan_is_80 && code == 0x80) return nan;
-  if (f.nan_code >= 0 && !f.nan_is_80 && (code & 0x7fu) == uint32_t(f.nan_code) && !f.has_inf) return nan;
+  code &= uint8_t((1u << f.bits()) - 1u);
   const uint32_t e_max = (1u << f.exp_bits) - 1u;
-  if (f.has_inf && e == e_max) return m == 0 ? (sign ? -INFINITY : INFINITY) : nan;
+  const uint32_t e = (code >> f.man_bits) & e_max, m = code & ((1u << f.man_bits) - 1u);
+  const bool negative = (code & f.sign_bit()) != 0;
+  const double nan = std::nan("");
+  if (f.specials == Specials::NegZeroNaN && code == 0x80) return nan;
+  if (f.specials == Specials::AllOnesNaN && (code & 0x7fu) == 0x7fu) return nan;
+  if (f.specials == Specials::Ieee && e == e_max) return m != 0 ? nan : negative ? -INFINITY : INFINITY;
   const double mag = e == 0 ? std::ldexp(double(m), 1 - f.bias - f.man_bits)
                             : std::ldexp(double(m + (1u << f.man_bits)), int(e) - f.bias - f.man_bits);
-  return sign ? -mag : mag;
+  return negative ? -mag : mag;
 }
 
 uint8_t narrow_from_double(DType t, double v, bool saturate) {
-  if (t == DType::Int4 || t == DType::UInt4 || t == DType::Int2 || t == DType::UInt2) {
+  if (is_narrow_int(t)) {
     // As a cast to a wider integer, then the low bits (NaN and out-of-range values as that cast gives them).
     const int64_t i = std::isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : int64_t(v);
-    const uint8_t mask = (t == DType::Int4 || t == DType::UInt4) ? 0xf : 0x3;
-    const uint8_t low = uint8_t(uint64_t(i) & mask);
-    if (t == DType::Int4) return uint8_t(int8_t(uint8_t(low << 4)) >> 4);
-    if (t == DType::Int2) return uint8_t(int8_t(uint8_t(low << 6)) >> 6);
-    return low;
+    return uint8_t(narrow_int(t, uint64_t(i)));
   }
   if (t == DType::Float8E8M0) return e8m0_from_double(v, saturate, E8M0Rounding::Up);
   const MiniFloat f = mini_float(t);
-  const int bits = 1 + f.exp_bits + f.man_bits;
-  const uint8_t sign = std::signbit(v) ? uint8_t(1u << (bits - 1)) : 0;
+  const uint8_t sign = std::signbit(v) ? f.sign_bit() : 0;
+  const uint8_t nan = f.specials == Specials::NegZeroNaN ? 0x80 : f.specials == Specials::None ? f.sign_bit()
+                                                                                               : uint8_t(sign | 0x7f);
+  if (std::isnan(v)) return nan;
   auto overflow = [&]() -> uint8_t {
-    if (saturate || f.nan_code < 0) return uint8_t(sign | f.max_code);  // float4 has only its largest value
-    if (f.has_inf) return uint8_t(sign | (((1u << f.exp_bits) - 1u) << f.man_bits));
-    return f.nan_is_80 ? 0x80 : uint8_t(sign | f.nan_code);
+    if (saturate || f.specials == Specials::None) return uint8_t(sign | f.max_code);
+    if (f.specials == Specials::Ieee) return uint8_t(sign | (((1u << f.exp_bits) - 1u) << f.man_bits));  // infinity
+    return nan;
   };
-  if (std::isnan(v)) return f.nan_code < 0 ? uint8_t(1u << (bits - 1)) : f.nan_is_80 ? 0x80 : uint8_t(sign | f.nan_code);
   const double a = std::fabs(v);
   if (std::isinf(a)) return overflow();
   // Round to nearest even on the format's grid: a quantum of 2^(e - man_bits) at exponent e, the smallest
@@ -223,8 +230,8 @@ uint8_t narrow_from_double(DType t, double v, bool saturate) {
   const double quantum = std::ldexp(1.0, e - f.man_bits);
   const double r = std::nearbyint(a / quantum) * quantum;  // the default rounding mode: to nearest even
   if (r > f.max) return overflow();
-  if (r == 0) return f.nan_is_80 ? 0 : sign;
-  int re = std::ilogb(r);
+  if (r == 0) return f.specials == Specials::NegZeroNaN ? 0 : sign;
+  const int re = std::ilogb(r);
   uint32_t code;
   if (re < emin) {
     code = uint32_t(r / std::ldexp(1.0, emin - f.man_bits));

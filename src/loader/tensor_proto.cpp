@@ -155,7 +155,7 @@ Tensor narrow_from_proto(const onnx::TensorProto& p, Raw raw, const ExternalData
                          DType dt, const Shape& shape) {
   const int bits = dtype_bits(dt);
   const int64_t numel = shape_numel(shape);
-  const int64_t stored = (numel * bits + 7) / 8;  // (numel is below 2^62: the tensor's bytes were checked)
+  const int64_t stored = (numel * bits + 7) / 8;  // (numel is at most 2^40: from_proto)
   Tensor bytes;
   if (p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     onnx::TensorProto as_bytes(p);
@@ -181,9 +181,10 @@ Tensor narrow_from_proto(const onnx::TensorProto& p, Raw raw, const ExternalData
   const uint8_t* in = bytes.data<uint8_t>();
   uint8_t* out = static_cast<uint8_t*>(t.raw());
   const unsigned mask = (1u << bits) - 1u;
+  const bool pattern = dtype_is_narrow_float(dt);  // else an integer, kept sign-extended
   for (int64_t i = 0; i < numel; ++i) {
     const uint8_t v = uint8_t((in[i * bits / 8] >> (i * bits % 8)) & mask);
-    out[i] = dtype_is_narrow_float(dt) ? v : narrow_from_double(dt, narrow_to_double(dt, v));
+    out[i] = pattern ? v : narrow_from_double(dt, narrow_to_double(dt, v));
   }
   return t;
 }

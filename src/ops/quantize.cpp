@@ -58,6 +58,12 @@ bool quantized_type(DType t, int64_t opset, int64_t* lo, int64_t* hi) {
 
 namespace {
 
+// The quantized types quantized_type admits at this opset, for the errors: ", float8, uint16, ...".
+std::string quantized_types_from(int64_t opset) {
+  return std::string(opset >= 19 ? ", float8" : "") + (opset >= 21 ? ", uint16, int16, uint4, int4, uint2, int2" : "") +
+         (opset >= 23 ? ", float4e2m1" : "");
+}
+
 // Checks the inputs' count, the scale (input 1) and zero point (input 2, optional) against x (input 0);
 // returns the parameters with which scale each element takes.
 LinearQuantParams check_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& in, const char* sname,
@@ -128,9 +134,7 @@ LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, co
     raise(fail, "output_dtype " + std::to_string(output_dtype) + " differs from the type of " +
                     label(node, 2, "y_zero_point") + ", " + type_of(in[2]));
   if (!quantized_type(p.out, opset, &p.lo, &p.hi)) {
-    const std::string expected = std::string(", expected uint8 or int8") +
-                                 (opset >= 19 ? ", float8" : "") + (opset >= 21 ? ", uint16, int16, uint4, int4, uint2, int2" : "") +
-                                 (opset >= 23 ? ", float4e2m1" : "");
+    const std::string expected = ", expected uint8, int8" + quantized_types_from(opset);
     if (p.zero_point) raise(fail, label(node, 2, "y_zero_point") + " has type " + type_of(in[2]) + expected);
     raise(fail, "output_dtype " + std::to_string(output_dtype) + " (" + std::string(dtype_name(p.out)) + ") is not supported" +
                     expected);
@@ -143,9 +147,8 @@ LinearQuantParams dequantize_linear_params(const ir::Node& node, int64_t opset, 
   if (!in.empty() && in[0].given()) {
     const DType t = in[0].dtype;
     if (t != DType::Int32 && !quantized_type(t, opset))
-      raise(fail, label(node, 0, "x") + " has type " + type_of(in[0]) + ", expected int8, uint8" +
-                      (opset >= 19 ? ", float8" : "") + (opset >= 21 ? ", int16, uint16, int4, uint4, int2, uint2" : "") +
-                      (opset >= 23 ? ", float4e2m1" : "") + " or int32");
+      raise(fail, label(node, 0, "x") + " has type " + type_of(in[0]) + ", expected uint8, int8" +
+                      quantized_types_from(opset) + " or int32");
     if (in.size() > 2 && in[2].given() && in[2].dtype != t)
       raise(fail, label(node, 2, "x_zero_point") + " has type " + type_of(in[2]) + ", expected " + type_of(in[0]) +
                       " like input 'x'");
