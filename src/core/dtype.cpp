@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/narrow_float.h"
 #include "onnxgpu/error.h"
 
 namespace onnxgpu {
@@ -145,35 +146,6 @@ int dtype_bits(DType t) {
 
 namespace {
 
-// How a small float format spells its special values.
-enum class Specials {
-  Ieee,        // E5M2: an all-ones exponent is infinity (zero mantissa) or NaN; -0 exists
-  AllOnesNaN,  // E4M3FN: no infinity; S.1111.111 is NaN
-  NegZeroNaN,  // FNUZ: no infinity and no -0; 0x80 is the one NaN
-  None,        // float4e2m1: no infinity, no NaN (ONNX writes NaN as -0)
-};
-
-// A small float format: exponent and mantissa bits, bias, its largest finite value and that value's pattern.
-struct MiniFloat {
-  int exp_bits, man_bits, bias;
-  double max;
-  uint8_t max_code;
-  Specials specials;
-  int bits() const { return 1 + exp_bits + man_bits; }
-  uint8_t sign_bit() const { return uint8_t(1u << (bits() - 1)); }
-};
-
-MiniFloat mini_float(DType t) {
-  switch (t) {
-    case DType::Float8E4M3FN: return {4, 3, 7, 448.0, 0x7e, Specials::AllOnesNaN};
-    case DType::Float8E4M3FNUZ: return {4, 3, 8, 240.0, 0x7f, Specials::NegZeroNaN};
-    case DType::Float8E5M2: return {5, 2, 15, 57344.0, 0x7b, Specials::Ieee};
-    case DType::Float8E5M2FNUZ: return {5, 2, 16, 57344.0, 0x7f, Specials::NegZeroNaN};
-    case DType::Float4E2M1: return {2, 1, 1, 6.0, 0x7, Specials::None};
-    default: throw_unsupported_dtype(t, "a small float format");
-  }
-}
-
 // An int4 / int2 / uint4 / uint2 value from the low bits of `code`: sign-extended for the signed types.
 int64_t narrow_int(DType t, uint64_t code) {
   switch (t) {
@@ -186,18 +158,30 @@ int64_t narrow_int(DType t, uint64_t code) {
 
 }  // namespace
 
+NarrowFloatFormat narrow_float_format(DType t) {
+  using S = NarrowSpecials;
+  switch (t) {
+    case DType::Float8E4M3FN: return {4, 3, 7, 448.0, 0x7e, S::AllOnesNaN};
+    case DType::Float8E4M3FNUZ: return {4, 3, 8, 240.0, 0x7f, S::NegZeroNaN};
+    case DType::Float8E5M2: return {5, 2, 15, 57344.0, 0x7b, S::Ieee};
+    case DType::Float8E5M2FNUZ: return {5, 2, 16, 57344.0, 0x7f, S::NegZeroNaN};
+    case DType::Float4E2M1: return {2, 1, 1, 6.0, 0x7, S::None};
+    default: throw_unsupported_dtype(t, "a small float format");
+  }
+}
+
 double narrow_to_double(DType t, uint8_t code) {
   if (is_narrow_int(t)) return double(narrow_int(t, code));
   if (t == DType::Float8E8M0) return code == 0xff ? std::nan("") : std::ldexp(1.0, int(code) - 127);
-  const MiniFloat f = mini_float(t);
+  const NarrowFloatFormat f = narrow_float_format(t);
   code &= uint8_t((1u << f.bits()) - 1u);
   const uint32_t e_max = (1u << f.exp_bits) - 1u;
   const uint32_t e = (code >> f.man_bits) & e_max, m = code & ((1u << f.man_bits) - 1u);
   const bool negative = (code & f.sign_bit()) != 0;
   const double nan = std::nan("");
-  if (f.specials == Specials::NegZeroNaN && code == 0x80) return nan;
-  if (f.specials == Specials::AllOnesNaN && (code & 0x7fu) == 0x7fu) return nan;
-  if (f.specials == Specials::Ieee && e == e_max) return m != 0 ? nan : negative ? -INFINITY : INFINITY;
+  if (f.specials == NarrowSpecials::NegZeroNaN && code == 0x80) return nan;
+  if (f.specials == NarrowSpecials::AllOnesNaN && (code & 0x7fu) == 0x7fu) return nan;
+  if (f.specials == NarrowSpecials::Ieee && e == e_max) return m != 0 ? nan : negative ? -INFINITY : INFINITY;
   const double mag = e == 0 ? std::ldexp(double(m), 1 - f.bias - f.man_bits)
                             : std::ldexp(double(m + (1u << f.man_bits)), int(e) - f.bias - f.man_bits);
   return negative ? -mag : mag;
@@ -210,27 +194,20 @@ uint8_t narrow_from_double(DType t, double v, bool saturate) {
     return uint8_t(narrow_int(t, uint64_t(i)));
   }
   if (t == DType::Float8E8M0) return e8m0_from_double(v, saturate, E8M0Rounding::Up);
-  const MiniFloat f = mini_float(t);
+  const NarrowFloatFormat f = narrow_float_format(t);
   const uint8_t sign = std::signbit(v) ? f.sign_bit() : 0;
-  const uint8_t nan = f.specials == Specials::NegZeroNaN ? 0x80 : f.specials == Specials::None ? f.sign_bit()
-                                                                                               : uint8_t(sign | 0x7f);
-  if (std::isnan(v)) return nan;
-  auto overflow = [&]() -> uint8_t {
-    if (saturate || f.specials == Specials::None) return uint8_t(sign | f.max_code);
-    if (f.specials == Specials::Ieee) return uint8_t(sign | (((1u << f.exp_bits) - 1u) << f.man_bits));  // infinity
-    return nan;
-  };
+  if (std::isnan(v)) return f.nan_code(sign);
   const double a = std::fabs(v);
-  if (std::isinf(a)) return overflow();
+  if (std::isinf(a)) return f.overflow_code(sign, saturate);
   // Round to nearest even on the format's grid: a quantum of 2^(e - man_bits) at exponent e, the smallest
   // normal exponent's below it (subnormals).
-  const int emin = 1 - f.bias;
+  const int emin = f.min_exponent();
   int e = a == 0 ? emin : std::ilogb(a);
   if (e < emin) e = emin;
   const double quantum = std::ldexp(1.0, e - f.man_bits);
   const double r = std::nearbyint(a / quantum) * quantum;  // the default rounding mode: to nearest even
-  if (r > f.max) return overflow();
-  if (r == 0) return f.specials == Specials::NegZeroNaN ? 0 : sign;
+  if (r > f.max) return f.overflow_code(sign, saturate);
+  if (r == 0) return f.specials == NarrowSpecials::NegZeroNaN ? 0 : sign;
   const int re = std::ilogb(r);
   uint32_t code;
   if (re < emin) {

@@ -11,6 +11,7 @@
 #include "cpu/elementwise_util.h"
 #include "cpu/kernel.h"
 #include "ops/bitcast.h"
+#include "ops/cast.h"
 
 namespace onnxgpu::cpu {
 namespace {
@@ -93,13 +94,12 @@ T from_string_value(const KernelContext& ctx, const std::string& s) {
 }
 
 // A cast from or to a narrow type (dtype.h), through double; an integer into int4 / int2 / uint4 / uint2
-// keeps its low bits exactly. `saturate` (Cast-19's attribute): float8 values past the largest finite one
-// become it, else infinity or NaN.
-Tensor cast_narrow(const Tensor& x, DType to, bool saturate, E8M0Rounding rounding) {
+// keeps its low bits exactly. `mode`: the node's `saturate` and `round_mode` (ops/cast.h).
+Tensor cast_narrow(const Tensor& x, DType to, const NarrowConversion& mode) {
   Tensor out(to, x.shape());
   const int64_t n = x.numel();
   auto encode = [&](double v) {
-    return to == DType::Float8E8M0 ? e8m0_from_double(v, saturate, rounding) : narrow_from_double(to, v, saturate);
+    return to == DType::Float8E8M0 ? e8m0_from_double(v, mode.saturate, mode.rounding) : narrow_from_double(to, v, mode.saturate);
   };
   if (dtype_is_narrow(x.dtype())) {
     const uint8_t* src = static_cast<const uint8_t*>(x.raw());
@@ -132,18 +132,9 @@ Tensor cast_narrow(const Tensor& x, DType to, bool saturate, E8M0Rounding roundi
   return out;
 }
 
-// Cast-24's round_mode (float8e8m0 targets only): "up" (the default), "down" or "nearest".
-E8M0Rounding e8m0_rounding(const KernelContext& ctx) {
-  const ir::Attribute* a = ctx.node.attr("round_mode");
-  if (!a || a->s == "up") return E8M0Rounding::Up;
-  if (a->s == "down") return E8M0Rounding::Down;
-  if (a->s == "nearest") return E8M0Rounding::Nearest;
-  ctx.fail("attribute 'round_mode' is \"" + a->s + "\", expected \"up\", \"down\" or \"nearest\"");
-}
-
-Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to, bool saturate = true) {
+Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to) {
   if (x.dtype() == to) return x.clone();
-  if (dtype_is_narrow(x.dtype()) || dtype_is_narrow(to)) return cast_narrow(x, to, saturate, e8m0_rounding(ctx));
+  if (dtype_is_narrow(x.dtype()) || dtype_is_narrow(to)) return cast_narrow(x, to, ops::cast_conversion(ctx.node, ctx.fail_fn()));
   Tensor out(to, x.shape());
   int64_t n = x.numel();
   if (to == DType::String) {
@@ -228,12 +219,9 @@ Tensor bitcast_kernel(const KernelContext& ctx) {
 }  // namespace
 
 void register_cast(KernelRegistry& r) {
-  // saturate (opset 19): for float8 and float4 targets only.
-  r.add("Cast", [](KernelContext& ctx) -> std::vector<Tensor> {
-    return {cast_tensor(ctx, ctx.input(0), cast_target(ctx), ctx.node.attr_int("saturate", 1) != 0)};
-  });
+  r.add("Cast", [](KernelContext& ctx) -> std::vector<Tensor> { return {cast_tensor(ctx, ctx.input(0), cast_target(ctx))}; });
   r.add("CastLike", [](KernelContext& ctx) -> std::vector<Tensor> {
-    return {cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype(), ctx.node.attr_int("saturate", 1) != 0)};
+    return {cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype())};
   });
   r.add("Clip", [](KernelContext& ctx) -> std::vector<Tensor> { return {clip_kernel(ctx)}; });
   r.add("BitCast", [](KernelContext& ctx) -> std::vector<Tensor> { return {bitcast_kernel(ctx)}; });

@@ -9,8 +9,7 @@
 // output type is its zero point's, else the attribute output_dtype (opset 21), else uint8. The narrow types
 // (dtype.h) too: float8 from opset 19, int4, uint4, int2, uint2 from 21, float4e2m1 from 23; a float8 or
 // float4 result is x / scale + zero point rounded to nearest even, saturated unless `saturate` is 0.
-// Used by the CPU reference (src/cpu/quantize.cpp) and the GPU kernel (src/webgpu/kernels/quantize.cpp,
-// which has no narrow types: their nodes run on the CPU, or fold).
+// Used by the CPU reference (src/cpu/quantize.cpp) and the GPU kernel (src/webgpu/kernels/quantize.cpp).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -13,6 +13,7 @@
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/math_wgsl.h"
 #include "ops/bitcast.h"
+#include "ops/cast.h"
 #include "ops/broadcast.h"
 
 namespace onnxgpu::webgpu {
@@ -22,12 +23,13 @@ namespace {
 
 // y = expr(v) for every element; `expr` sees `v` (x's value) and `$x` (x's family).
 void unary(GpuKernelContext& ctx, const std::string& name, const std::string& expr, DType out_dtype,
-           const std::string& decls = "") {
+           const std::string& decls = "", std::optional<shader::NarrowStore> narrow = {}) {
   const Shape& shape = ctx.shape(0);
   ctx.set_output(0, out_dtype, shape);
   auto p = ctx.program(name);
   p.input("x", ctx.dtype(0), shape);
   p.output("y", out_dtype, shape);
+  if (narrow) p.admit_narrow(*narrow);
   if (!decls.empty()) p.declare(decls);
   p.set_threads(uint64_t(shape_numel(shape)));
   p.body("  let v = x_load(gi);\n  y_store(gi, " + expr + ");");
@@ -243,8 +245,8 @@ GpuKernel variadic(const std::string& op) {
 
 // Casts to and from float64 that its bits make exact (the value path would round through f32): float64
 // to a float type rounds the bits to f32 once (f64_to_f32; float16 / bfloat16 then round again, as their
-// stores do), and float32, float16, bfloat16, bool and the 8- and 16-bit integers widen exactly
-// (f32_to_f64). Others (int32 and the 64-bit integers, either way) keep the value path, which the shader
+// stores do), and float32, float16, bfloat16, bool, the 8- and 16-bit integers and the narrow types widen
+// exactly (f32_to_f64). Others (int32 and the 64-bit integers, either way) keep the value path, which the shader
 // layer refuses, so they run on the CPU. Returns false when the pair is not one of these.
 bool cast_float64_bits(GpuKernelContext& ctx, DType to) {
   const DType from = ctx.dtype(0);
@@ -252,13 +254,14 @@ bool cast_float64_bits(GpuKernelContext& ctx, DType to) {
   if (from == DType::Float64 && dtype_is_float(to) && to != DType::Float64) store = "y_store(gi, f64_to_f32(x_raw(gi)));";
   const DTypeSet widen{DType::Float32, DType::Float16, DType::BFloat16, DType::Bool,
                        DType::Int8,    DType::UInt8,   DType::Int16,    DType::UInt16};
-  if (to == DType::Float64 && widen.has(from)) store = "y_store_raw(gi, f32_to_f64(to_f32_$x(x_load(gi))));";
+  if (to == DType::Float64 && (widen.has(from) || dtype_is_narrow(from))) store = "y_store_raw(gi, f32_to_f64(to_f32_$x(x_load(gi))));";
   if (store.empty()) return false;
   const Shape& shape = ctx.shape(0);
   ctx.set_output(0, to, shape);
   auto p = ctx.program("cast_f64_bits");
   p.input("x", from, shape);
   p.output("y", to, shape);
+  if (dtype_is_narrow(from)) p.admit_narrow();
   p.set_threads(uint64_t(shape_numel(shape)));
   p.body("  " + store);
   ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
@@ -268,7 +271,12 @@ bool cast_float64_bits(GpuKernelContext& ctx, DType to) {
 void cast_to(GpuKernelContext& ctx, DType to) {
   if (ctx.dtype(0) == DType::String || to == DType::String) ctx.unsupported("string casts");
   if (ctx.dtype(0) != to && (ctx.dtype(0) == DType::Float64 || to == DType::Float64) && cast_float64_bits(ctx, to)) return;
-  unary(ctx, "cast", shader::convert_value("v", shader::type_info(ctx.dtype(0), ctx.policy), shader::type_info(to, ctx.policy)), to);
+  // The narrow types convert through their family's value (f32, i32 or u32: exact), their stores as the
+  // node's saturate and round_mode say.
+  std::optional<shader::NarrowStore> narrow;
+  if (dtype_is_narrow(ctx.dtype(0)) || dtype_is_narrow(to)) narrow = ops::cast_conversion(ctx.node, ctx.fail_fn());
+  unary(ctx, "cast", shader::convert_value("v", shader::type_info(ctx.dtype(0), ctx.policy), shader::type_info(to, ctx.policy)),
+        to, "", narrow);
 }
 
 void cast_kernel(GpuKernelContext& ctx) {

@@ -82,9 +82,7 @@ void GpuKernelContext::dispatch(const shader::Program& p, std::vector<ValueRef> 
   if (bindings.size() != p.tensors().size())
     fail("program " + p.name() + " declares " + std::to_string(p.tensors().size()) + " tensors, dispatch binds " +
          std::to_string(bindings.size()));
-  if (const shader::TensorDecl* t = p.inexact_value_use())
-    unsupported("computes on " + std::string(dtype_name(t->dtype)) + " values (tensor '" + t->name +
-                "'), which the GPU would round to float32");
+  if (std::string why = p.refused_value_use(); !why.empty()) unsupported(why);
   if (const shader::Program* r = p.checked_against(); r && !p.same_text(*r))
     throw Error(node.describe() + ": program " + p.name() + " of key '" + p.key() +
                 "' builds another WGSL than the recorded one of that key (the key misses a choice)");

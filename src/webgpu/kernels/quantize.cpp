@@ -7,6 +7,10 @@
 //   the float32 quotient x / scale rounded half to even, plus the zero point, saturated (NaN: 0). The
 //   rounding decides ties, so the quotient must be the correctly rounded one, which WGSL's division
 //   (2.5 ulp) is not: div_rn computes it by long division of the significands where it matters.
+//   Into a float8 or float4: the quotient plus the zero point, rounded to the type by its store
+//   (shader/narrow.h), saturated unless `saturate` is 0.
+// The narrow types (int4, uint4, int2, uint2, float8, float4) load and store through the shader layer
+// (admit_narrow): the kernels see their values only.
 #include "ops/quantize.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/strided_util.h"
@@ -82,7 +86,8 @@ void quantize_linear(GpuKernelContext& ctx) {
   const int64_t n = shape_numel(xs);
   if (n == 0) return;
   strided::u32_dim(ctx, n, "x");
-  auto p = ctx.program(std::string("quantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : ""));
+  auto p = ctx.program(std::string("quantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : "") +
+                       (dtype_is_narrow_float(q.out) ? "_float" : ""));
   p.input("x", DType::Float32, Shape{n});
   p.input("scale", DType::Float32, Shape{shape_numel(ctx.shape(1))});
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
@@ -92,16 +97,20 @@ void quantize_linear(GpuKernelContext& ctx) {
   }
   p.output("y", q.out, Shape{n});
   binds.push_back(ctx.out(0));
+  const bool to_float = dtype_is_narrow_float(q.out);
+  if (dtype_is_narrow(q.out)) p.admit_narrow({.saturate = ctx.node.attr_int("saturate", 1) != 0});
   declare_params(p, q);
-  p.uniform_f32("lo", float(q.lo));
-  p.uniform_f32("hi", float(q.hi));
+  if (!to_float) {
+    p.uniform_f32("lo", float(q.lo));
+    p.uniform_f32("hi", float(q.hi));
+  }
   p.declare(kDivRn);
   p.set_threads(uint64_t(n));
   std::string b = scale_index(q.mode);
-  b += "  var v = round(div_rn(x_load(gi), scale_load(c)));\n";
+  b += to_float ? "  var v = div_rn(x_load(gi), scale_load(c));\n" : "  var v = round(div_rn(x_load(gi), scale_load(c)));\n";
   if (q.zero_point) b += "  v = v + f32(zp_load(c));\n";
-  b += "  v = select(clamp(v, lo(), hi()), 0.0, isnan_f32(v));\n"
-       "  y_store(gi, from_f32_$y(v));\n";
+  if (!to_float) b += "  v = select(clamp(v, lo(), hi()), 0.0, isnan_f32(v));\n";
+  b += "  y_store(gi, from_f32_$y(v));\n";
   p.body(b);
   ctx.dispatch(p, binds);
 }
@@ -113,7 +122,8 @@ void dequantize_linear(GpuKernelContext& ctx) {
   const int64_t n = shape_numel(xs);
   if (n == 0) return;
   strided::u32_dim(ctx, n, "x");
-  auto p = ctx.program(std::string("dequantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : ""));
+  auto p = ctx.program(std::string("dequantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : "") +
+                       (dtype_is_narrow_float(ctx.dtype(0)) ? "_float" : ""));
   p.input("x", ctx.dtype(0), Shape{n});
   p.input("scale", ctx.dtype(1), Shape{shape_numel(ctx.shape(1))});
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
@@ -123,12 +133,19 @@ void dequantize_linear(GpuKernelContext& ctx) {
   }
   p.output("y", q.out, Shape{n});
   binds.push_back(ctx.out(0));
+  if (dtype_is_narrow(ctx.dtype(0))) p.admit_narrow();
   declare_params(p, q);
   p.set_threads(uint64_t(n));
   std::string b = scale_index(q.mode);
-  b += "  var d = to_i64_$x(x_load(gi));\n";
-  if (q.zero_point) b += "  d = w64_sub(d, to_i64_$zp(zp_load(c)));\n";
-  b += "  y_store(gi, from_i64_f32(d) * scale_load(c));\n";
+  if (dtype_is_narrow_float(ctx.dtype(0))) {  // float8 / float4: (x - zero point) * scale in f32, as the CPU
+    b += "  var d = x_load(gi);\n";
+    if (q.zero_point) b += "  d = d - zp_load(c);\n";
+    b += "  y_store(gi, d * scale_load(c));\n";
+  } else {
+    b += "  var d = to_i64_$x(x_load(gi));\n";
+    if (q.zero_point) b += "  d = w64_sub(d, to_i64_$zp(zp_load(c)));\n";
+    b += "  y_store(gi, from_i64_f32(d) * scale_load(c));\n";
+  }
   p.body(b);
   ctx.dispatch(p, binds);
 }

@@ -291,7 +291,7 @@ std::string Program::accessors(const TensorDecl& t) const {
     case DType::Int16: load = "bitcast<i32>(" + n + "_bits(i) << 16u) >> 16u"; break;
     case DType::UInt8: case DType::UInt16: load = n + "_bits(i)"; break;
     case DType::Bool: load = "select(0u, 1u, " + n + "_bits(i) != 0u)"; break;
-    default: load = slot; break;
+    default: load = t.type.narrow ? narrow_value(t.dtype, n + "_bits(i)") : slot; break;
   }
   s += "fn " + n + "_load(i: u32) -> " + v + " { return " + load + "; }\n";
   // Raw element access: the element's storage bits, whatever the dtype (vec2<u32> for 64-bit ones, u32
@@ -319,7 +319,7 @@ std::string Program::accessors(const TensorDecl& t) const {
         case DType::Float16: case DType::BFloat16: bits = half_bits(t.dtype, "v"); break;
         case DType::Int8: case DType::Int16: bits = "bitcast<u32>(v)"; break;
         case DType::Bool: bits = "select(0u, 1u, v != 0u)"; break;
-        default: bits = "v"; break;
+        default: bits = t.type.narrow ? narrow_byte(t.dtype, "v", narrow_store_) : "v"; break;
       }
       s += "fn " + n + "_store(i: u32, v: " + v + ") { " + n + "_store_raw(i, " + bits + "); }\n";
     } else {
@@ -343,13 +343,17 @@ bool calls(const std::string& text, const std::string& fn) {
 }
 }  // namespace
 
-const TensorDecl* Program::inexact_value_use() const {
+std::string Program::refused_value_use() const {
   for (const auto& t : tensors_) {
-    if (t.type.exact) continue;
+    if (t.type.exact && (!t.type.narrow || narrow_admitted_)) continue;
     for (const std::string& fn : {t.name + "_load", t.name + "_store"})
-      if (calls(decls_.str(), fn) || calls(body_.str(), fn)) return &t;
+      if (calls(decls_.str(), fn) || calls(body_.str(), fn)) {
+        const std::string what = "computes on " + std::string(dtype_name(t.dtype)) + " values (tensor '" + t.name + "')";
+        return t.type.narrow ? what + ", which only Cast, CastLike, QuantizeLinear and DequantizeLinear do on the GPU"
+                             : what + ", which the GPU would round to float32";
+      }
   }
-  return nullptr;
+  return "";
 }
 
 std::string Program::source() const {
@@ -364,6 +368,9 @@ std::string Program::source() const {
   std::set<std::string> families{"f32"};  // conversions through f32 are always available
   for (const auto& t : tensors_) families.insert(t.type.family);
   for (const auto& f : families) s += family_helpers(f);
+  std::set<DType> narrow;
+  for (const auto& t : tensors_)
+    if (t.type.narrow && narrow.insert(t.dtype).second) s += narrow_helpers(t.dtype);
   for (const auto& t : tensors_) s += accessors(t);
   s += uniform_fns_.str();
   std::map<std::string, std::string> fam;
@@ -387,7 +394,8 @@ std::vector<uint32_t> Program::uniform_data() const { return uniforms_; }
 bool Program::same_source(const Program& o) const {
   // source() is a function of these (and of constant texts); a tensor's accessors of its name,
   // binding, direction, rank and type (sizes come from uniforms).
-  if (name_ != o.name_ || wg_ != o.wg_ || guard_ != o.guard_ || uniforms_.size() != o.uniforms_.size() ||
+  if (name_ != o.name_ || wg_ != o.wg_ || guard_ != o.guard_ || narrow_store_ != o.narrow_store_ ||
+      uniforms_.size() != o.uniforms_.size() ||
       tensors_.size() != o.tensors_.size() || uniform_fns_ != o.uniform_fns_ || decls_ != o.decls_ || body_ != o.body_)
     return false;
   for (size_t i = 0; i < tensors_.size(); ++i) {

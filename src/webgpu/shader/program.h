@@ -27,6 +27,7 @@
 
 #include "onnxgpu/int64_policy.h"
 #include "onnxgpu/tensor.h"
+#include "webgpu/shader/narrow.h"
 #include "webgpu/shader/types.h"
 
 namespace onnxgpu::webgpu::shader {
@@ -86,6 +87,15 @@ class Program {
   // pitched tensor (pitch()) reads its four elements one by one.
   void vec4(size_t index);
 
+  // The kernel computes on values of the narrow types (shader/narrow.h: Cast, QuantizeLinear,
+  // DequantizeLinear): their x_load and x_store convert between the stored byte and the family's value,
+  // small-float outputs as `mode` says. A program that loads or stores narrow values without this is
+  // refused (refused_value_use), as the ONNX schemas admit these types only in those ops.
+  void admit_narrow(NarrowStore mode = {}) {
+    narrow_admitted_ = true;
+    narrow_store_ = mode;
+  }
+
   // Broadcast index: adds `fn <fn_name>(i: u32) -> u32`, the element of `from` that broadcasts to
   // element i of a tensor of shape `to` (numpy rules).
   void broadcast_index(const std::string& fn_name, const Shape& from, const Shape& to);
@@ -126,10 +136,11 @@ class Program {
   const std::string& name() const { return name_; }
   const std::vector<TensorDecl>& tensors() const { return tensors_; }
 
-  // The first tensor whose values the kernel's own WGSL (declarations and body) loads or stores
-  // although its value type cannot represent them (TypeInfo::exact: float64), or nullptr. Moving such
-  // elements whole is exact; computing on them would silently round.
-  const TensorDecl* inexact_value_use() const;
+  // Why the kernel may not run on the GPU as written, or "": its own WGSL (declarations and body) loads
+  // or stores the values of a tensor that its value type cannot represent (TypeInfo::exact: float64,
+  // which would silently round), or of a narrow type it has not admitted (admit_narrow). Moving such
+  // elements whole (x_raw, x_store_raw) is exact and allowed.
+  std::string refused_value_use() const;
 
   std::string source() const;                 // the whole WGSL module
   // Whether two programs have the same source(), told without assembling it.
@@ -151,6 +162,8 @@ class Program {
   uint32_t wg_;
   uint64_t threads_ = 0;
   bool guard_ = false;
+  bool narrow_admitted_ = false;  // admit_narrow
+  NarrowStore narrow_store_;
   std::vector<TensorDecl> tensors_;
   std::vector<uint32_t> uniforms_{0};  // slot 0: status slot of this dispatch
   // WGSL text shared between copies of a program until one appends (a refresh copies a recorded

@@ -26,6 +26,11 @@ TypeInfo type_info(DType dtype, const Int64Policy& policy) {
         t.family = "i64"; t.value = "vec2<u32>"; t.storage_bits = 64;
       }
       break;
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+    case DType::Float4E2M1: case DType::Float8E8M0:
+      t.family = "f32"; t.value = "f32"; t.storage_bits = 8; t.narrow = true; break;
+    case DType::Int4: case DType::Int2: t.family = "i32"; t.value = "i32"; t.storage_bits = 8; t.narrow = true; break;
+    case DType::UInt4: case DType::UInt2: t.family = "u32"; t.value = "u32"; t.storage_bits = 8; t.narrow = true; break;
     default:
       throw NotImplemented("element type " + std::string(dtype_name(dtype)) + " has no GPU representation");
   }
@@ -33,9 +38,7 @@ TypeInfo type_info(DType dtype, const Int64Policy& policy) {
   return t;
 }
 
-uint32_t storage_bits(DType dtype, const Int64Policy& policy) {
-  return dtype_is_narrow(dtype) ? 8u : uint32_t(type_info(dtype, policy).storage_bits);
-}
+uint32_t storage_bits(DType dtype, const Int64Policy& policy) { return uint32_t(type_info(dtype, policy).storage_bits); }
 
 size_t gpu_element_size(DType dtype, const Int64Policy& policy) { return size_t(storage_bits(dtype, policy) / 8); }
 
@@ -624,6 +627,9 @@ std::string convert_value(const std::string& v, const TypeInfo& from, const Type
   if (tf == "bool") return "from_bool_bool(to_bool_" + ff + "(" + v + "))";
   if (ff == "bool") return "from_bool_" + tf + "(to_bool_bool(" + v + "))";
   if (tf == "f32") return "to_f32_" + ff + "(" + v + ")";
+  // A float into uint4 / uint2 keeps the low bits of its signed integer part, as the CPU's cast through
+  // int64 does (ONNX's tests wrap -9 to 7); from_f32_u32 would clamp it to 0.
+  if (ff == "f32" && to.narrow && tf == "u32") return "bitcast<u32>(i32(trunc(" + v + ")))";
   if (ff == "f32") return "from_f32_" + tf + "(" + v + ")";
   return "from_i64_" + tf + "(to_i64_" + ff + "(" + v + "))";
 }

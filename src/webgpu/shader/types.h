@@ -11,10 +11,11 @@
 namespace onnxgpu::webgpu::shader {
 
 // A helper family: the WGSL value type that kernels compute with, and the helper-name suffix.
-//   f32  : f32           (float32; float16 and bfloat16 are loaded into f32 and stored back; float64's
-//                         values would be rounded to f32, so a kernel may only move them: see `exact`)
-//   i32  : i32           (int8, int16, int32)
-//   u32  : u32           (uint8, uint16, uint32)
+//   f32  : f32           (float32; float16, bfloat16, float8 and float4 are loaded into f32 and stored
+//                         back; float64's values would be rounded to f32, so a kernel may only move them:
+//                         see `exact`)
+//   i32  : i32           (int8, int16, int32, int4, int2)
+//   u32  : u32           (uint8, uint16, uint32, uint4, uint2)
 //   bool : u32 0/1       (bool)
 //   i64  : vec2<u32>     (int64 as (lo, hi) words: exact two's complement arithmetic)
 //   u64  : vec2<u32>     (uint64 likewise)
@@ -28,17 +29,19 @@ struct TypeInfo {
   bool narrowed = false;  // int64 stored as i32 (cast_to_i32)
   // false: the value type cannot hold every value of the dtype (float64 in f32). Such a tensor's
   // elements may be moved whole (raw word copies) but not loaded or stored as values: a kernel that
-  // does is refused (Program::inexact_value_use) and its node runs on the CPU.
+  // does is refused (Program::refused_value_use) and its node runs on the CPU.
   bool exact = true;
+  // A narrow type (dtype.h; one byte an element, shader/narrow.h): only kernels that admit them
+  // (Program::admit_narrow) may load or store its values; others move the bytes or are refused.
+  bool narrow = false;
 };
 
 TypeInfo type_info(DType dtype, const Int64Policy& policy);
 
 // Bytes per element in a GPU buffer (differs from dtype_size only for narrowed int64).
 size_t gpu_element_size(DType dtype, const Int64Policy& policy);
-// The bits an element takes in a GPU buffer: type_info's, and 8 for the narrow types (dtype.h), which
-// buffers hold as their bytes (a CPU node's result, a graph input or output) though no kernel reads them.
-// Throws NotImplemented for types that cannot be stored (string).
+// The bits an element takes in a GPU buffer (type_info's). Throws NotImplemented for types that cannot be
+// stored (string).
 uint32_t storage_bits(DType dtype, const Int64Policy& policy);
 
 // Bytes of one w64 value, the int64 every family converts to and from (to_i64_<fam>, from_i64_<fam>):
