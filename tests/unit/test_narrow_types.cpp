@@ -1,7 +1,8 @@
 // The narrow element types (float8 in its four kinds and e8m0, float4e2m1, int4, uint4, int2, uint2): their values and
 // rounding (dtype.h's narrow_to_double / narrow_from_double), the loader's packing, and the models that use
-// them: Cast, QuantizeLinear, DequantizeLinear on the CPU reference, and on WebGPU, where their nodes run on
-// the CPU or fold into constants (an int4 weight-only model's products stay on the GPU).
+// them: Cast, CastLike, QuantizeLinear, DequantizeLinear and data movement on the CPU reference and on
+// WebGPU, where they run on the GPU (shader/narrow.h: the shader layer's loads and stores) and an int4
+// weight-only model's dequantized weights fold into constants.
 //
 // Run: XDG_RUNTIME_DIR=/tmp build/tests/unit_tests --gtest_filter='NarrowTypes*'
 #include <gtest/gtest.h>
@@ -158,43 +159,90 @@ void expect_same(const Tensor& got, const Tensor& want, const std::string& what)
   EXPECT_TRUE(r.passed) << what << ": " << r.message;
 }
 
-// The model on WebGPU (captured, three runs) against the CPU reference: equal outputs, and each node that
-// falls back says which narrow type kept it off the GPU.
+// The model on WebGPU (captured, three runs, fail-loud: no node may fall back) against the CPU reference:
+// equal outputs, NaN patterns and signed zeros included.
 void check_on_webgpu(const std::string& what, const std::string& model, const std::vector<Operand>& in) {
   const auto feeds = testing::feeds_of(in);
   SessionOptions cpu;
   cpu.ep = "cpu";
   const std::vector<Tensor> want = Session::from_bytes(model, cpu).run(feeds);
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
   std::unique_ptr<Session> gpu;
   try {
-    gpu = std::make_unique<Session>(Session::from_bytes(model, testing::webgpu_options()));
+    gpu = std::make_unique<Session>(Session::from_bytes(model, o));
   } catch (const std::exception& e) {
     if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU session: " << e.what();
     FAIL() << what << ": " << e.what();
   }
   for (int run = 0; run < 3; ++run) {
-    const std::vector<Tensor> got = gpu->run(feeds);
+    std::vector<Tensor> got;
+    try {
+      got = gpu->run(feeds);
+    } catch (const std::exception& e) {
+      FAIL() << what << ": " << e.what();
+    }
     ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k) expect_same(got[k], want[k], what + " output " + std::to_string(k));
-    EXPECT_GT(gpu->last_plan().cpu_nodes, 0) << what;  // (x is an input: nothing folds)
-    for (const auto& f : gpu->last_plan().fallbacks)
-      EXPECT_NE(f.reason.find("has no GPU representation"), std::string::npos) << what << ": " << f.node << ": " << f.reason;
+    for (size_t k = 0; k < got.size(); ++k) {
+      expect_same(got[k], want[k], what + " output " + std::to_string(k));
+      for (int64_t i = 0; dtype_is_narrow(got[k].dtype()) && i < got[k].numel(); ++i)  // the very bytes
+        EXPECT_EQ(static_cast<const uint8_t*>(got[k].raw())[i], static_cast<const uint8_t*>(want[k].raw())[i])
+            << what << " output " << k << " element " << i;
+    }
+    EXPECT_EQ(gpu->last_plan().cpu_nodes, 0) << what;
   }
 }
 
+std::string cast_model(DType to, const std::vector<Operand>& in, int saturate = 1, const std::string& round_mode = "") {
+  return testing::one_node_model("Cast", in, {"y"}, 24, [&](onnx::NodeProto& nd) {
+    testing::set_int(nd, "to", int64_t(to));
+    if (!saturate) testing::set_int(nd, "saturate", 0);
+    if (!round_mode.empty()) {
+      auto* a = nd.add_attribute();
+      a->set_name("round_mode");
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(round_mode);
+    }
+  });
+}
+
 TEST(NarrowTypes, CastsAndQuantizationMatchTheCpuOnWebGpu) {
-  // On WebGPU these nodes run on the CPU (no kernel takes a narrow type); their values cross the GPU's
-  // buffers as bytes, captured and replayed.
+  // Values that round, tie, overflow and underflow in some format; the float targets also get NaN and the
+  // infinities (float to integer beyond the integer's range is left to the implementation by ONNX).
   const std::vector<float> xs = {-9.f, -2.5f, -0.3f, 0.f, 0.26f, 1.5f, 3.f, 7.75f, 100.f, -1e6f};
-  const int64_t n = int64_t(xs.size());
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> fs = xs;
+  fs.insert(fs.end(), {std::nanf(""), inf, -inf, -0.f, 464.f, 470.f, 5.f, -6.5f, 61440.f, 1e-3f, 3e-8f, 1e-40f,
+                       240.f, 248.f, 0.0625f, 0.09375f});
+  const int64_t n = int64_t(xs.size()), nf = int64_t(fs.size());
+  for (DType t : kNarrowFloats)
+    for (int saturate : {1, 0}) {
+      std::vector<Operand> in{{"x", Tensor::from_vector<float>({nf}, fs)}};
+      check_on_webgpu("Cast to " + std::string(dtype_name(t)) + " saturate " + std::to_string(saturate),
+                      cast_model(t, in, saturate), in);
+      // And back from every pattern of the type, to float32 and to another narrow type.
+      std::vector<double> all(t == DType::Float4E2M1 ? 16 : 256);
+      Tensor codes(t, {int64_t(all.size())});
+      for (size_t c = 0; c < all.size(); ++c) static_cast<uint8_t*>(codes.raw())[c] = uint8_t(c);
+      std::vector<Operand> back{{"x", codes}};
+      check_on_webgpu("Cast from " + std::string(dtype_name(t)), cast_model(DType::Float32, back), back);
+      check_on_webgpu("Cast from " + std::string(dtype_name(t)) + " to float8e5m2fnuz",
+                      cast_model(DType::Float8E5M2FNUZ, back, saturate), back);
+    }
+  for (const char* mode : {"up", "down", "nearest"})
+    for (int saturate : {1, 0}) {
+      std::vector<float> es = fs;
+      es.insert(es.end(), {3.4e38f, 1.5f, 1.4999999f, 1.2e-38f, 5.9e-39f, 1.7e38f});
+      std::vector<Operand> in{{"x", Tensor::from_vector<float>({int64_t(es.size())}, es)}};
+      check_on_webgpu(std::string("Cast to float8e8m0, round_mode ") + mode,
+                      cast_model(DType::Float8E8M0, in, saturate, mode), in);
+    }
   for (DType t : kNarrowFloats)
     for (DType u : kNarrowInts) {
-      for (DType to : {t, u}) {
-        std::vector<Operand> in{{"x", Tensor::from_vector<float>({n}, xs)}};
-        std::string model = testing::one_node_model("Cast", in, {"y"}, 23,
-                                                    [to](onnx::NodeProto& nd) { testing::set_int(nd, "to", int64_t(to)); });
-        check_on_webgpu(std::string("Cast to ") + std::string(dtype_name(to)), model, in);
-      }
+      std::vector<Operand> in{{"x", Tensor::from_vector<float>({n}, xs)}};
+      check_on_webgpu("Cast to " + std::string(dtype_name(u)), cast_model(u, in), in);
+      std::vector<Operand> ints{{"x", Tensor::from_vector<int64_t>({4}, {-9, 7, (int64_t(1) << 40) + 5, -(int64_t(1) << 40) - 3})}};
+      check_on_webgpu("Cast int64 to " + std::string(dtype_name(u)), cast_model(u, ints), ints);
       // Quantized with a scale, then back.
       testing::ModelBuilder b(23);
       b.input("x", DType::Float32, {n});
@@ -205,8 +253,7 @@ TEST(NarrowTypes, CastsAndQuantizationMatchTheCpuOnWebGpu) {
       b.node("DequantizeLinear", {"q", "s", "z"}, {"y"});
       b.node("QuantizeLinear", {"x", "s", "zf"}, {"qf"});
       b.node("DequantizeLinear", {"qf", "s", "zf"}, {"yf"});
-      b.output("y", DType::Float32).output("yf", DType::Float32);
-      std::vector<Operand> in{{"x", Tensor::from_vector<float>({n}, xs)}};
+      b.output("q", u).output("y", DType::Float32).output("qf", t).output("yf", DType::Float32);
       check_on_webgpu(std::string("quantized to ") + std::string(dtype_name(u)) + " and " + std::string(dtype_name(t)),
                       b.bytes(), in);
     }
@@ -242,7 +289,7 @@ TEST(NarrowTypes, Int4WeightsFoldAndTheProductRunsOnTheGpu) {
 }
 
 TEST(NarrowTypes, DataMovementKeepsTheValues) {
-  // Ops that move elements take narrow tensors byte for byte (on WebGPU, on the CPU: no kernel takes them).
+  // Ops that move elements take narrow tensors byte for byte (on WebGPU on the GPU, as raw bytes).
   const Tensor w = narrow(DType::Int4, {2, 3}, {7, -1, 0, 3, -8, 2});
   auto model = [&](const std::string& op, const std::vector<Operand>& extra, const testing::Attrs& attrs) {
     std::vector<Operand> in{{"w", w}};
@@ -267,7 +314,8 @@ TEST(NarrowTypes, DataMovementKeepsTheValues) {
 }
 
 TEST(NarrowTypes, KernelsThatComputeOnThemSayWhichType) {
-  // Add has no narrow types: the CPU reference names the node and the type.
+  // Add has no narrow types: the CPU reference names the node and the type; on WebGPU the shader layer
+  // refuses the Add kernel's loads of int4 values, so under fail-loud that is the error.
   std::vector<Operand> in{{"a", narrow(DType::Int4, {3}, {1, 2, 3})}, {"b", narrow(DType::Int4, {3}, {1, 1, 1})}};
   std::string model = testing::one_node_model("Add", in, {"y"}, 21);
   SessionOptions cpu;
@@ -277,6 +325,18 @@ TEST(NarrowTypes, KernelsThatComputeOnThemSayWhichType) {
     FAIL() << "Add ran on int4";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("int4"), std::string::npos) << e.what();
+  }
+  SessionOptions o = testing::webgpu_options();
+  o.int64.fail_loud = true;
+  try {
+    Session::from_bytes(model, o).run(testing::feeds_of(in));
+    FAIL() << "Add ran on int4 on WebGPU";
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    if (testing::skip_gpu() && m.find("WebGPU") != std::string::npos && m.find("int4") == std::string::npos)
+      GTEST_SKIP() << "no WebGPU session: " << m;
+    EXPECT_NE(m.find("Add"), std::string::npos) << m;
+    EXPECT_NE(m.find("computes on int4 values"), std::string::npos) << m;
   }
 }
 
