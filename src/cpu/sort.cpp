@@ -86,7 +86,7 @@ int three_way(const T& a, const T& b) {
 std::vector<Tensor> unique(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   DTypeSet types = kNumericTypes | DTypeSet{DType::Bool, DType::String};
-  if (!types.has(x.dtype()) || x.dtype() == DType::BFloat16)
+  if (!types.has(x.dtype()))
     ctx.fail("input 0 ('" + ctx.input_name(0) + "') has unsupported element type " + std::string(dtype_name(x.dtype())));
   bool sorted = ctx.node.attr_int("sorted", 1) != 0;
   bool has_axis = ctx.node.has_attr("axis");
