@@ -1,6 +1,7 @@
 // The ops composite_ops.h lists, each call's body built from its inputs, attributes and the model's opsets.
 #include "loader/composite_ops.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,14 @@ onnx::FunctionProto signature(const char* name, std::vector<std::string> in, std
   for (auto& s : in) f.add_input(s);
   for (auto& s : out) f.add_output(s);
   return f;
+}
+
+// An activation node `op` from `in` to `out` with float attributes.
+onnx::NodeProto activation_node(const std::string& op, const std::string& in, const std::string& out,
+                                const std::vector<std::pair<const char*, float>>& attrs) {
+  auto n = make_node(op.c_str(), "", {in}, {out});
+  for (const auto& [name, v] : attrs) set_float(n, name, v);
+  return n;
 }
 
 // "node 'name' (com.microsoft.Op)", for the errors.
@@ -243,23 +252,12 @@ onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) 
     if (const auto* a = attribute(call, name)) *conv.add_attribute() = *a;
   *f.add_node() = conv;
   if (given(call, 3)) *f.add_node() = make_node("Add", "", {"conv", "Z"}, {"pre"});
-  const auto* act = attribute(call, "activation");
-  const std::string op = act ? act->s() : "";
   std::vector<float> params;
   if (const auto* p = attribute(call, "activation_params")) params.assign(p->floats().begin(), p->floats().end());
   auto param = [&](size_t i, float fallback) { return i < params.size() ? params[i] : fallback; };
-  if (op == "Relu" || op == "Tanh" || op == "Sigmoid") {
-    *f.add_node() = make_node(op.c_str(), "", {"pre"}, {"Y"});
-  } else if (op == "LeakyRelu") {
-    auto n = make_node("LeakyRelu", "", {"pre"}, {"Y"});
-    set_float(n, "alpha", param(0, 0.01f));
-    *f.add_node() = n;
-  } else if (op == "HardSigmoid") {
-    auto n = make_node("HardSigmoid", "", {"pre"}, {"Y"});
-    set_float(n, "alpha", param(0, 0.2f));
-    set_float(n, "beta", param(1, 0.5f));
-    *f.add_node() = n;
-  } else if (op == "Clip") {
+  const auto* act = attribute(call, "activation");
+  const std::string op = act ? act->s() : "";
+  if (op == "Clip") {  // bounds as attributes before opset 11, inputs after
     auto n = make_node("Clip", "", {"pre"}, {"Y"});
     if (opset < 11) {
       set_float(n, "min", param(0, -3.402823466e38f));
@@ -271,9 +269,47 @@ onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) 
       n.add_input("clip_max");
     }
     *f.add_node() = n;
-  } else {
-    throw NotImplemented(what + ": activation '" + op + "' is not supported (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid are)");
+    return f;
   }
+  // The other activations take their parameters in order, as attributes alpha, beta.
+  std::vector<std::pair<const char*, float>> attrs;
+  if (op == "LeakyRelu") attrs = {{"alpha", param(0, 0.01f)}};
+  else if (op == "HardSigmoid") attrs = {{"alpha", param(0, 0.2f)}, {"beta", param(1, 0.5f)}};
+  else if (op != "Relu" && op != "Tanh" && op != "Sigmoid")
+    throw NotImplemented(what + ": activation '" + op + "' is not supported (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid are)");
+  *f.add_node() = activation_node(op, "pre", "Y", attrs);
+  return f;
+}
+
+// com.microsoft's FusedGemm (Gemm + activation, as ONNX Runtime's optimizer saves it): Gemm with its
+// transA, transB, alpha and beta, then the activation, which takes the call's activation_<name>
+// attributes as its own <name> (ONNX Runtime's rule), those of ONNX's schema only.
+onnx::FunctionProto fused_gemm(const onnx::NodeProto& call, const Model&) {
+  const std::string what = describe(call);
+  onnx::FunctionProto f = signature("FusedGemm", {"A", "B", "C"}, {"Y"});
+  const auto* act = attribute(call, "activation");
+  const std::string op = act ? act->s() : "";
+  auto gemm = make_node("Gemm", "", {"A", "B"}, {op.empty() ? "Y" : "pre"});
+  if (given(call, 2)) gemm.add_input("C");
+  for (const char* name : {"transA", "transB", "alpha", "beta"})
+    if (const auto* a = attribute(call, name)) *gemm.add_attribute() = *a;
+  *f.add_node() = gemm;
+  if (op.empty()) return f;
+  // The parameters each activation's ONNX schema takes, with its defaults.
+  static const std::map<std::string, std::vector<std::pair<const char*, float>>> kParams = {
+      {"Relu", {}}, {"Tanh", {}}, {"Sigmoid", {}}, {"Softsign", {}}, {"Softplus", {}},
+      {"LeakyRelu", {{"alpha", 0.01f}}}, {"Elu", {{"alpha", 1.0f}}}, {"ThresholdedRelu", {{"alpha", 1.0f}}},
+      {"HardSigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}}}, {"Selu", {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}}}};
+  auto known = kParams.find(op);
+  if (known == kParams.end())
+    throw NotImplemented(what + ": activation '" + op +
+                         "' is not supported (Relu, Tanh, Sigmoid, Softsign, Softplus, LeakyRelu, Elu, ThresholdedRelu, HardSigmoid, Selu are)");
+  std::vector<std::pair<const char*, float>> attrs;
+  for (const auto& [name, fallback] : known->second) {
+    const auto* a = attribute(call, std::string("activation_") + name);
+    attrs.push_back({name, a ? a->f() : fallback});
+  }
+  *f.add_node() = activation_node(op, "pre", "Y", attrs);
   return f;
 }
 
@@ -430,6 +466,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.op_type() == "Attention") return attention;
   if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
   if (n.op_type() == "FusedConv") return fused_conv;
+  if (n.op_type() == "FusedGemm") return fused_gemm;
   if (n.op_type() == "FusedMatMul") return fused_matmul;
   if (n.op_type() == "BiasSplitGelu") return bias_split_gelu;
   if (n.op_type() == "MatMulBnb4") return matmul_bnb4;

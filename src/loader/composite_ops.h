@@ -9,6 +9,8 @@
 //     LayerNormalization, the mask's count per sequence;
 //   - com.microsoft FusedConv (Conv + activation, as ONNX Runtime's optimizer saves it): Conv, Z added, the
 //     activation;
+//   - com.microsoft FusedGemm (Gemm + activation, as ONNX Runtime's optimizer saves it): Gemm, then the
+//     activation with the call's activation_alpha / _beta / _gamma as its alpha / beta / gamma;
 //   - com.microsoft FusedMatMul (MatMul with transposed operands and a scale): the last two dims of A and B
 //     swapped where asked (a Transpose where the model declares the rank, else an Einsum), MatMul, times
 //     alpha (cast to A's type: CastLike from opset 15, else a Cast to A's declared type);

@@ -719,6 +719,34 @@ def fused_conv_cases():
     return cases
 
 
+def fused_gemm_cases():
+    """com.microsoft's FusedGemm (ONNX Runtime's Gemm + activation, in models its optimizer saved): each
+    activation with its activation_* parameters (given or defaulted), transposes, alpha, beta, with and
+    without C."""
+    cases = []
+
+    def fg(name, m, k, n, act, params=None, trans_a=0, trans_b=0, c="row", attrs=None):
+        r = rng(name)
+        ins = [("A", values(r, (k, m) if trans_a else (m, k)), False),
+               ("B", values(r, (n, k) if trans_b else (k, n), lo=-0.5, hi=0.5), True)]
+        if c:
+            ins.append(("C", values(r, {"row": (n,), "full": (m, n), "scalar": ()}[c]), True))
+        a = {"activation": act, "transA": trans_a, "transB": trans_b}
+        a.update({"activation_" + key: v for key, v in (params or {}).items()})
+        a.update(attrs or {})
+        cases.append(Case(name, "FusedGemm", ins, [("Y", F32)], a))
+
+    fg("fused_gemm_relu", 4, 6, 5, "Relu")
+    fg("fused_gemm_leaky_relu_trans_b", 3, 8, 4, "LeakyRelu", {"alpha": 0.2}, trans_b=1)
+    fg("fused_gemm_sigmoid_full_c_alpha_beta", 5, 4, 3, "Sigmoid", c="full", attrs={"alpha": 0.5, "beta": 2.0})
+    fg("fused_gemm_tanh_trans_a_no_c", 4, 3, 6, "Tanh", trans_a=1, c=None)
+    fg("fused_gemm_hard_sigmoid", 2, 5, 4, "HardSigmoid", {"alpha": 0.3, "beta": 0.4}, c="scalar")
+    fg("fused_gemm_elu", 3, 4, 5, "Elu", {"alpha": 0.8})
+    fg("fused_gemm_selu", 3, 4, 5, "Selu", {"alpha": 1.5, "gamma": 1.1})
+    fg("fused_gemm_softplus", 3, 4, 5, "Softplus")
+    return cases
+
+
 def fused_matmul_cases():
     """com.microsoft's FusedMatMul (ONNX Runtime's MatMul + Transpose + scale fusion): attention scores
     (Q K^T times 1/sqrt(H), 4-D), a transposed A, batch broadcasting, float16, declared or undeclared ranks."""
@@ -800,7 +828,7 @@ def optimized_bert_cases():
 
 ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
        qlinear_cases() + qoperator_model_cases() + optimized_bert_cases() + fused_conv_cases() +
-       fused_matmul_cases())
+       fused_gemm_cases() + fused_matmul_cases())
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
