@@ -28,8 +28,9 @@ enum class DType : int32_t {
   BFloat16 = 16,
   // Narrow types, one byte per element in memory (packed two or four to a byte only in ONNX files):
   // float8 and float4 as their bit pattern, int4 / int2 as the sign-extended value, uint4 / uint2 as the
-  // value. The CPU reference casts, quantizes and dequantizes them (narrow_to_double, narrow_from_double);
-  // other kernels refuse them.
+  // value. Cast, CastLike, QuantizeLinear and DequantizeLinear compute on them (the CPU reference through
+  // narrow_to_double / narrow_from_double, the GPU through the shader layer: webgpu/shader/narrow.h); other
+  // kernels move their bytes or refuse them.
   Float8E4M3FN = 17,
   Float8E4M3FNUZ = 18,
   Float8E5M2 = 19,
