@@ -621,5 +621,23 @@ TEST(GpuOps, CasesRunOnTheCpu) {
   std::printf("[GpuOps] %zu cases, %d (case, dtype) pairs run on the CPU\n", all_cases().size(), runs);
 }
 
+// ONNX leaves a float cast to an integer type it cannot hold to the implementation; a negative float into an
+// unsigned type keeps the low bits of its integer part on both providers (the CPU reference casts through
+// int64, as ONNX Runtime's CPU EP does), where the GPU's own conversion would clamp it to 0.
+TEST(GpuOps, NegativeFloatsCastToUnsignedWrapAsOnTheCpu) {
+  const std::vector<testing::Operand> in{
+      {"x", Tensor::from_vector<float>({8}, {-9.f, -1.5f, -0.5f, 0.f, 3.7f, 200.f, -200.f, -70000.f})}};
+  for (DType to : {DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt4, DType::UInt2}) {
+    const std::string model = testing::one_node_model("Cast", in, {"y"}, 21, [to](onnx::NodeProto& n) {
+      testing::set_int(n, "to", int64_t(to));
+    });
+    testing::check_against_cpu("Cast to " + std::string(dtype_name(to)), model, in, testing::webgpu_options(),
+                               [](const Tensor& got, const Tensor& want, const std::string& what) {
+                                 ASSERT_EQ(got.nbytes(), want.nbytes()) << what;
+                                 EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0) << what;
+                               });
+  }
+}
+
 }  // namespace
 }  // namespace onnxgpu
