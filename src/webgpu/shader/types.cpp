@@ -627,9 +627,10 @@ std::string convert_value(const std::string& v, const TypeInfo& from, const Type
   if (tf == "bool") return "from_bool_bool(to_bool_" + ff + "(" + v + "))";
   if (ff == "bool") return "from_bool_" + tf + "(to_bool_bool(" + v + "))";
   if (tf == "f32") return "to_f32_" + ff + "(" + v + ")";
-  // A float into uint4 / uint2 keeps the low bits of its signed integer part, as the CPU's cast through
-  // int64 does (ONNX's tests wrap -9 to 7); from_f32_u32 would clamp it to 0.
-  if (ff == "f32" && to.narrow && tf == "u32") return "bitcast<u32>(i32(trunc(" + v + ")))";
+  // A negative float into an unsigned type keeps the low bits of its integer part, as the CPU reference's
+  // cast through int64 and ONNX Runtime's CPU EP do (ONNX's tests wrap -9 to 7 in uint4); from_f32_u32
+  // alone would clamp it to 0.
+  if (ff == "f32" && tf == "u32") return "select(from_f32_u32(" + v + "), bitcast<u32>(i32(trunc(" + v + "))), " + v + " < 0.0)";
   if (ff == "f32") return "from_f32_" + tf + "(" + v + ")";
   return "from_i64_" + tf + "(to_i64_" + ff + "(" + v + "))";
 }
