@@ -17,27 +17,10 @@ namespace onnxgpu::cpu {
 namespace {
 using namespace ew;
 
-// The 'to' attribute: an ONNX TensorProto.DataType number, or (Cast-1) its name such as "FLOAT".
+// The 'to' attribute (ops/cast.h); a type the engine does not know is out of scope.
 DType cast_target(const KernelContext& ctx) {
-  const ir::Attribute* a = ctx.node.attr("to");
-  if (!a) ctx.fail("attribute 'to' is required");
-  if (a->kind == ir::Attribute::Kind::String) {
-    std::string n;
-    for (char c : a->s) n += char(std::toupper(static_cast<unsigned char>(c)));
-    static const std::pair<const char*, DType> kNames[] = {
-        {"FLOAT", DType::Float32},   {"DOUBLE", DType::Float64}, {"FLOAT16", DType::Float16},
-        {"BFLOAT16", DType::BFloat16}, {"INT8", DType::Int8},      {"UINT8", DType::UInt8},
-        {"INT16", DType::Int16},     {"UINT16", DType::UInt16},  {"INT32", DType::Int32},
-        {"UINT32", DType::UInt32},   {"INT64", DType::Int64},    {"UINT64", DType::UInt64},
-        {"BOOL", DType::Bool},       {"STRING", DType::String}};
-    for (const auto& [name, t] : kNames)
-      if (n == name) return t;
-    ctx.fail("attribute 'to' names an unknown type \"" + a->s + "\"");
-  }
-  int64_t v = ctx.node.attr_int("to", 0);
-  DType t = DType(int32_t(v));
-  if (t != DType::String && !kAllTypes.has(t) && !dtype_is_narrow(t))
-    ctx.unsupported("cast to ONNX data type " + std::to_string(v) + " is not supported");
+  const DType t = ops::cast_target(ctx.node, ctx.fail_fn());
+  if (!ops::cast_target_known(t)) ctx.unsupported("cast to ONNX data type " + std::to_string(int(t)) + " is not supported");
   return t;
 }
 

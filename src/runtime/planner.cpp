@@ -62,10 +62,20 @@ size_t Planner::build(const std::unordered_map<std::string, Tensor>& feeds,
   return executed_;
 }
 
+// A value of this type can live in a GPU buffer (every type but string); else an error naming `what`.
+void Planner::gpu_storable(DType dtype, const std::string& what) const {
+  try {
+    webgpu::shader::storage_bits(dtype, policy_);
+  } catch (const NotImplemented&) {
+    throw NotImplemented(what + " is a " + std::string(dtype_name(dtype)) +
+                         " tensor, which a WebGPU session cannot hold (strings run on the CPU execution provider)");
+  }
+}
+
 void Planner::add_inputs(const std::unordered_map<std::string, Tensor>& feeds,
                          const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   auto add = [&](const std::string& name, DType dtype, const Shape& shape) {
-    webgpu::shader::storage_bits(dtype, policy_);  // throws for types the GPU cannot hold
+    gpu_storable(dtype, "input '" + name + "'");
     int slot = alloc(gpu_bytes(dtype, shape, policy_), true);
     values_[name] = Value{dtype, shape, nullptr, slot};
     plan_.inputs.emplace_back(name, slot);
@@ -77,7 +87,7 @@ void Planner::add_inputs(const std::unordered_map<std::string, Tensor>& feeds,
   }
   for (const auto& [name, t] : device_feeds) {
     if (unplaced_.count(name)) {  // its slot comes with its Concat (make_resident) or when first bound
-      webgpu::shader::storage_bits(t.dtype(), policy_);
+      gpu_storable(t.dtype(), "input '" + name + "'");
       values_[name] = Value{t.dtype(), t.shape(), nullptr, -1};
       plan_.input_shapes[name] = t.shape();
       continue;
@@ -682,7 +692,7 @@ void Planner::run_on_cpu(const ir::Node& node) {
     if (!sv.name.empty() && k < outs.size() && outs[k].defined()) {
       sv.dtype = outs[k].dtype();
       sv.shape = outs[k].shape();
-      webgpu::shader::storage_bits(sv.dtype, policy_);  // throws for types the GPU cannot hold
+      gpu_storable(sv.dtype, node.describe() + ": output '" + sv.name + "'");
       sv.slot = alloc(gpu_bytes(sv.dtype, sv.shape, policy_), graph_outputs_.count(sv.name) != 0);
       plan_.upload(sv.slot, outs[k], policy_, sv.name);
       values_[sv.name] = Value{sv.dtype, sv.shape, nullptr, sv.slot, true};

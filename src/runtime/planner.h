@@ -62,6 +62,7 @@ class Planner {
     const Tensor* feed = nullptr;   // a graph input's host value in this run
   };
 
+  void gpu_storable(DType dtype, const std::string& what) const;
   void add_inputs(const std::unordered_map<std::string, Tensor>& feeds,
                   const std::unordered_map<std::string, DeviceTensor>& device_feeds);
   void place_nodes();

@@ -425,6 +425,28 @@ TEST(Reliability, DeclaredOutputTypeIsChecked) {
   }
 }
 
+TEST(Reliability, CastErrorsNameTheNodeOnBothEps) {
+  // A target type the engine does not know, and a string result a WebGPU session cannot hold: each names
+  // the node (and the output), with or without fail-loud.
+  const std::vector<Operand> in{{"x", Tensor::from_vector<float>({2}, {1.f, 2.f})}};
+  auto cast = [&](int64_t to) {
+    return testing::one_node_model("Cast", in, {"y"}, 21, [to](onnx::NodeProto& n) { testing::set_int(n, "to", to); });
+  };
+  for (bool fail_loud : {false, true})
+    for (const char* ep : {"cpu", "webgpu"}) {
+      SessionOptions o = ep_options(ep);
+      o.int64.fail_loud = fail_loud;
+      std::string e = error_of([&] { Session::from_bytes(cast(99), o).run(testing::feeds_of(in)); });
+      if (std::string(ep) == "webgpu" && e.find("no WebGPU adapter") != std::string::npos) continue;
+      EXPECT_NE(e.find("node 'Cast_0' (Cast)"), std::string::npos) << ep << ": " << e;
+      EXPECT_NE(e.find("cast to ONNX data type 99 is not supported"), std::string::npos) << ep << ": " << e;
+    }
+  SessionOptions o = ep_options("webgpu");
+  std::string e = error_of([&] { Session::from_bytes(cast(8), o).run(testing::feeds_of(in)); });
+  if (e.find("no WebGPU adapter") == std::string::npos)
+    EXPECT_NE(e.find("node 'Cast_0' (Cast): output 'y' is a string tensor"), std::string::npos) << e;
+}
+
 TEST(Reliability, AttributeOfTheWrongTypeIsRejectedByBothEps) {
   for (const char* ep : {"cpu", "webgpu"}) {
     std::string e = error_of([&] { Session(kCases + "minor/bn_momentum_string_attr.onnx", ep_options(ep)); });

@@ -280,8 +280,9 @@ void cast_to(GpuKernelContext& ctx, DType to) {
 }
 
 void cast_kernel(GpuKernelContext& ctx) {
-  int64_t to = ctx.node.attr_int("to", 0);
-  cast_to(ctx, DType(to));
+  const DType to = ops::cast_target(ctx.node, ctx.fail_fn());
+  if (!ops::cast_target_known(to)) ctx.unsupported("cast to ONNX data type " + std::to_string(int(to)) + " is not supported");
+  cast_to(ctx, to);
 }
 
 void castlike_kernel(GpuKernelContext& ctx) { cast_to(ctx, ctx.dtype(1)); }
