@@ -1,6 +1,7 @@
 #include "webgpu/shader/narrow.h"
 
 #include <cstring>
+#include <optional>
 
 #include "core/narrow_float.h"
 #include "onnxgpu/error.h"
@@ -101,27 +102,38 @@ fn float8e8m0_byte(v: f32, saturate: bool, rounding: u32) -> u32 {
 
 uint32_t rounding_code(E8M0Rounding r) { return r == E8M0Rounding::Up ? 0u : r == E8M0Rounding::Down ? 1u : 2u; }
 
+// int4, int2, uint4, uint2: the integer's bits and whether it is signed (the value sign-extends from them).
+struct NarrowInt {
+  uint32_t bits;
+  bool is_signed;
+};
+std::optional<NarrowInt> narrow_int(DType t) {
+  switch (t) {
+    case DType::Int4: return NarrowInt{4, true};
+    case DType::Int2: return NarrowInt{2, true};
+    case DType::UInt4: return NarrowInt{4, false};
+    case DType::UInt2: return NarrowInt{2, false};
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::string narrow_value(DType dtype, const std::string& bits) {
-  switch (dtype) {
-    case DType::Int4: return "(bitcast<i32>(" + bits + " << 28u) >> 28u)";
-    case DType::Int2: return "(bitcast<i32>(" + bits + " << 30u) >> 30u)";
-    case DType::UInt4: return "(" + bits + " & 0xfu)";
-    case DType::UInt2: return "(" + bits + " & 3u)";
-    default: break;
+  if (auto n = narrow_int(dtype)) {
+    const std::string shift = u(32 - n->bits);
+    return n->is_signed ? "(bitcast<i32>(" + bits + " << " + shift + ") >> " + shift + ")"
+                        : "(" + bits + " & " + u((1u << n->bits) - 1u) + ")";
   }
   if (!dtype_is_narrow_float(dtype)) throw Error("narrow_value: " + prefix(dtype) + " is not a narrow type");
   return prefix(dtype) + "_value(" + bits + ")";
 }
 
 std::string narrow_byte(DType dtype, const std::string& v, const NarrowStore& mode) {
-  switch (dtype) {
-    case DType::Int4: return "(bitcast<u32>((" + v + " << 28u) >> 28u) & 0xffu)";
-    case DType::Int2: return "(bitcast<u32>((" + v + " << 30u) >> 30u) & 0xffu)";
-    case DType::UInt4: return "(" + v + " & 0xfu)";
-    case DType::UInt2: return "(" + v + " & 3u)";
-    default: break;
+  if (auto n = narrow_int(dtype)) {  // the low bits; a signed value sign-extended through the byte
+    const std::string shift = u(32 - n->bits);
+    return n->is_signed ? "(bitcast<u32>((" + v + " << " + shift + ") >> " + shift + ") & 0xffu)"
+                        : "(" + v + " & " + u((1u << n->bits) - 1u) + ")";
   }
   if (!dtype_is_narrow_float(dtype)) throw Error("narrow_byte: " + prefix(dtype) + " is not a narrow type");
   const std::string sat = mode.saturate ? "true" : "false";
