@@ -25,6 +25,7 @@ squeeze-and-excitation), lraspp (segmentation: the bilinear Resize back to the i
 encoder exported with its layers and LayerNorms as model-local functions).
 """
 
+import math
 import os
 import subprocess
 import sys
@@ -70,6 +71,139 @@ def cases():
         nn.init.normal_(m.heads.head.weight, std=0.02)
         return m
 
+    class ConvBnSiLU(nn.Sequential):
+        def __init__(self, cin, cout, k=1, s=1):
+            super().__init__(nn.Conv2d(cin, cout, k, s, k // 2, bias=False), nn.BatchNorm2d(cout), nn.SiLU())
+
+    class C2f(nn.Module):  # YOLOv8's block: split in halves, bottlenecks on one, everything concatenated
+        def __init__(self, cin, cout, n=1):
+            super().__init__()
+            self.c = cout // 2
+            self.cv1, self.cv2 = ConvBnSiLU(cin, 2 * self.c), ConvBnSiLU((2 + n) * self.c, cout)
+            self.m = nn.ModuleList(nn.Sequential(ConvBnSiLU(self.c, self.c, 3), ConvBnSiLU(self.c, self.c, 3)) for _ in range(n))
+
+        def forward(self, x):
+            y = list(self.cv1(x).split((self.c, self.c), 1))
+            for m in self.m:
+                y.append(y[-1] + m(y[-1]))
+            return self.cv2(torch.cat(y, 1))
+
+    class YoloLike(nn.Module):
+        """A YOLOv8-style detector: C2f backbone, SPPF, a PAN neck (nearest upsampling, concatenations),
+        decoupled heads, the DFL (a softmax over 16 bins times their index) and the boxes decoded against
+        the anchor grid: scores and boxes [1, 4 + classes, anchors], as its exports end before NMS."""
+
+        def __init__(self, classes=8, reg=16):
+            super().__init__()
+            self.reg = reg
+            self.stem = nn.Sequential(ConvBnSiLU(3, 16, 3, 2), ConvBnSiLU(16, 32, 3, 2), C2f(32, 32))
+            self.p4 = nn.Sequential(ConvBnSiLU(32, 64, 3, 2), C2f(64, 64))
+            self.p5 = nn.Sequential(ConvBnSiLU(64, 64, 3, 2), C2f(64, 64), ConvBnSiLU(64, 32))
+            self.pool = nn.MaxPool2d(5, 1, 2)
+            self.sppf = ConvBnSiLU(128, 64)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.n4, self.n3 = C2f(128, 64), C2f(96, 32)
+            self.d3, self.o4 = ConvBnSiLU(32, 32, 3, 2), C2f(96, 64)
+            self.box = nn.ModuleList(nn.Sequential(ConvBnSiLU(c, 32, 3), nn.Conv2d(32, 4 * reg, 1)) for c in (32, 64))
+            self.cls = nn.ModuleList(nn.Sequential(ConvBnSiLU(c, 32, 3), nn.Conv2d(32, classes, 1)) for c in (32, 64))
+            self.dfl = nn.Conv2d(reg, 1, 1, bias=False).requires_grad_(False)
+            self.dfl.weight.data[:] = torch.arange(reg, dtype=torch.float).view(1, reg, 1, 1)
+
+        def forward(self, x):
+            p3 = self.stem(x)
+            p4 = self.p4(p3)
+            p5 = self.p5(p4)
+            a = self.pool(p5)
+            b = self.pool(a)
+            p5 = self.sppf(torch.cat([p5, a, b, self.pool(b)], 1))
+            n4 = self.n4(torch.cat([self.up(p5), p4], 1))
+            n3 = self.n3(torch.cat([self.up(n4), p3], 1))
+            o4 = self.o4(torch.cat([self.d3(n3), n4], 1))
+            outs, anchors, strides = [], [], []
+            for i, (f, stride) in enumerate(((n3, 8), (o4, 16))):
+                h, w = f.shape[2:]
+                outs.append(torch.cat([self.box[i](f), self.cls[i](f)], 1).flatten(2))
+                sy, sx = torch.meshgrid(torch.arange(h, dtype=torch.float32) + 0.5, torch.arange(w, dtype=torch.float32) + 0.5,
+                                        indexing="ij")
+                anchors.append(torch.stack((sx, sy), 0).flatten(1))
+                strides.append(torch.full((1, h * w), float(stride)))
+            y = torch.cat(outs, 2)
+            box, cls = y.split((4 * self.reg, y.shape[1] - 4 * self.reg), 1)
+            n = box.shape[2]
+            dist = self.dfl(box.view(1, 4, self.reg, n).transpose(2, 1).softmax(1)).view(1, 4, n)
+            lt, rb = dist.chunk(2, 1)
+            anchor, stride = torch.cat(anchors, 1).unsqueeze(0), torch.cat(strides, 1)
+            xy = (anchor + (rb - lt) / 2) * stride
+            wh = (lt + rb) * stride
+            return torch.cat((xy, wh, cls.sigmoid()), 1)
+
+    class SamLikeDecoder(nn.Module):
+        """SAM's mask decoder in small: prompt tokens and image embeddings through two-way attention (tokens to
+        image, image to tokens), then the embeddings upscaled by transposed convolutions with a channel
+        LayerNorm and GELU, and masks as a product of per-token MLP outputs with the upscaled map."""
+
+        def __init__(self, d=64, tokens=4):
+            super().__init__()
+            self.t2i = nn.MultiheadAttention(d, 4, batch_first=True)
+            self.i2t = nn.MultiheadAttention(d, 4, batch_first=True)
+            self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(3))
+            self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, d))
+            self.up1 = nn.ConvTranspose2d(d, d // 4, 2, 2)
+            self.ln = nn.GroupNorm(1, d // 4)  # one group: a LayerNorm over channels and positions
+            self.up2 = nn.ConvTranspose2d(d // 4, d // 8, 2, 2)
+            self.hyper = nn.ModuleList(nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d // 8)) for _ in range(tokens))
+
+        def forward(self, tokens, image):
+            b, c, h, w = image.shape
+            src = image.flatten(2).transpose(1, 2)
+            q = self.norms[0](tokens + self.t2i(tokens, src, src)[0])
+            q = self.norms[1](q + self.mlp(q))
+            src = self.norms[2](src + self.i2t(src, q, q)[0])
+            up = self.up2(nn.functional.gelu(self.ln(self.up1(src.transpose(1, 2).reshape(b, c, h, w)))))
+            hyper = torch.stack([m(q[:, i]) for i, m in enumerate(self.hyper)], 1)
+            return (hyper @ up.flatten(2)).view(b, -1, 4 * h, 4 * w), q
+
+    class ResBlock(nn.Module):  # a diffusion UNet's: GroupNorm, SiLU, conv, the timestep added per channel
+        def __init__(self, cin, cout, temb):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(8, cin), nn.Conv2d(cin, cout, 3, padding=1)
+            self.t = nn.Linear(temb, cout)
+            self.n2, self.c2 = nn.GroupNorm(8, cout), nn.Conv2d(cout, cout, 3, padding=1)
+            self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+        def forward(self, x, t):
+            h = self.c1(nn.functional.silu(self.n1(x))) + self.t(t)[:, :, None, None]
+            return self.skip(x) + self.c2(nn.functional.silu(self.n2(h)))
+
+    class UNetLike(nn.Module):
+        """A diffusion UNet in small: the timestep's sinusoidal embedding and MLP, residual blocks with
+        GroupNorm and SiLU, a self-attention block over the positions at the bottom, a strided-conv
+        downsampling and a nearest upsampling joined to the skip by concatenation."""
+
+        def __init__(self, c=32, temb=64):
+            super().__init__()
+            self.temb = temb
+            self.tmlp = nn.Sequential(nn.Linear(temb, temb), nn.SiLU(), nn.Linear(temb, temb))
+            self.inp = nn.Conv2d(4, c, 3, padding=1)
+            self.r1, self.down = ResBlock(c, c, temb), nn.Conv2d(c, c, 3, 2, 1)
+            self.r2 = ResBlock(c, 2 * c, temb)
+            self.norm, self.attn = nn.GroupNorm(8, 2 * c), nn.MultiheadAttention(2 * c, 4, batch_first=True)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.r3 = ResBlock(3 * c, c, temb)
+            self.out = nn.Sequential(nn.GroupNorm(8, c), nn.SiLU(), nn.Conv2d(c, 4, 3, padding=1))
+
+        def forward(self, x, step):
+            half = self.temb // 2
+            freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / half)
+            args = step[:, None].float() * freqs[None]
+            t = self.tmlp(torch.cat([torch.cos(args), torch.sin(args)], 1))
+            h1 = self.r1(self.inp(x), t)
+            h = self.r2(self.down(h1), t)
+            b, c, hh, ww = h.shape
+            s = self.norm(h).flatten(2).transpose(1, 2)
+            h = h + self.attn(s, s, s)[0].transpose(1, 2).reshape(b, c, hh, ww)
+            return self.out(self.r3(torch.cat([self.up(h), h1], 1), t))
+
     i224 = image(1, 3, 224, 224)
     return {
         "squeezenet1_1": (lambda: M.squeezenet1_1(), i224),
@@ -95,6 +229,9 @@ def cases():
                            image(1, 3, 256, 256)),
         "r3d_18": (lambda: V.r3d_18(), image(1, 3, 8, 112, 112)),  # Conv3d
         "raft_small": (lambda: F.raft_small(), lambda: (torch.rand(1, 3, 128, 128), torch.rand(1, 3, 128, 128))),
+        "yolo_like": (YoloLike, image(1, 3, 160, 160)),
+        "unet_like": (UNetLike, lambda: (torch.randn(2, 4, 16, 16), torch.tensor([10, 500]))),
+        "sam_like_decoder": (SamLikeDecoder, lambda: (torch.randn(1, 4, 64), torch.randn(1, 64, 16, 16))),
         "nn_transformer": (Encoder, tokens),
         # The same encoder with its layers and their LayerNorms kept as model-local functions (a function
         # calling another), as torch exports them on request.
@@ -119,17 +256,20 @@ def save(path, array, name):
 
 def to_float16(model):
     """The model in float16: float initializers and Constant values, Casts to float, float graph inputs and
-    outputs (intermediate types are left to shape inference)."""
-    def convert(t):
-        if t.data_type == TensorProto.FLOAT:
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    outputs (intermediate types are left to shape inference). Resize's roi and scales stay float32, as its
+    schema asks."""
     g = model.graph
+    keep = {name for n in g.node if n.op_type == "Resize" for name in n.input[1:3]}
+
+    def convert(t, name):
+        if t.data_type == TensorProto.FLOAT and name not in keep:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
     for t in g.initializer:
-        convert(t)
+        convert(t, t.name)
     for n in g.node:
         for a in n.attribute:
             if a.type == onnx.AttributeProto.TENSOR:
-                convert(a.t)
+                convert(a.t, n.output[0])
             if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
                 a.i = TensorProto.FLOAT16
     for v in list(g.input) + list(g.output):
