@@ -204,6 +204,53 @@ def cases():
             h = h + self.attn(s, s, s)[0].transpose(1, 2).reshape(b, c, hh, ww)
             return self.out(self.r3(torch.cat([self.up(h), h1], 1), t))
 
+    class ClipTextLike(nn.Module):
+        """CLIP's text tower in small: token and learned position embeddings, a causal mask (triu), pre-norm
+        layers with QuickGELU, and the pooled output taken at each row's end-of-text token: the argmax of the
+        ids, gathered with advanced indexing (int64 indices), then projected."""
+
+        def __init__(self, vocab=1000, d=64, ctx=16):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Parameter(torch.randn(ctx, d) * 0.02)
+            layer = nn.TransformerEncoderLayer(d, 4, 4 * d, batch_first=True, norm_first=True, activation=lambda x: x * torch.sigmoid(1.702 * x))
+            self.enc = nn.TransformerEncoder(layer, 2)
+            self.ln, self.proj = nn.LayerNorm(d), nn.Linear(d, 32, bias=False)
+            self.register_buffer("mask", torch.full((ctx, ctx), float("-inf")).triu(1))
+
+        def forward(self, ids):
+            x = self.ln(self.enc(self.tok(ids) + self.pos[: ids.shape[1]], mask=self.mask[: ids.shape[1], : ids.shape[1]]))
+            return self.proj(x[torch.arange(x.shape[0]), ids.argmax(-1)])
+
+    def clip_tokens():
+        ids = torch.randint(1, 998, (3, 16))
+        for row, end in enumerate((5, 15, 9)):  # the end-of-text token (the largest id), then padding
+            ids[row, end] = 999
+            ids[row, end + 1:] = 0
+        return (ids,)
+
+    class Wav2VecLike(nn.Module):
+        """wav2vec 2.0's front end in small: strided Conv1d feature extraction (GroupNorm with a group per
+        channel on the first layer), GELU, a feature projection, the grouped positional Conv1d (its extra
+        frame cut), LayerNorm and two encoder layers."""
+
+        def __init__(self, c=64, d=64):
+            super().__init__()
+            self.conv = nn.ModuleList([nn.Conv1d(1, c, 10, 5, bias=False), nn.Conv1d(c, c, 3, 2, bias=False), nn.Conv1d(c, c, 2, 2, bias=False)])
+            self.gn = nn.GroupNorm(c, c)
+            self.proj = nn.Sequential(nn.LayerNorm(c), nn.Linear(c, d))
+            self.pos = nn.Conv1d(d, d, 16, padding=8, groups=4)
+            self.ln = nn.LayerNorm(d)
+            self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(d, 4, 2 * d, batch_first=True, activation="gelu"), 2)
+
+        def forward(self, wave):
+            x = wave[:, None]
+            for i, conv in enumerate(self.conv):
+                x = conv(x)
+                x = nn.functional.gelu(self.gn(x) if i == 0 else x)
+            x = self.proj(x.transpose(1, 2))
+            p = nn.functional.gelu(self.pos(x.transpose(1, 2))[:, :, :-1]).transpose(1, 2)
+            return self.enc(self.ln(x + p))
+
     i224 = image(1, 3, 224, 224)
     return {
         "squeezenet1_1": (lambda: M.squeezenet1_1(), i224),
@@ -230,6 +277,8 @@ def cases():
         "r3d_18": (lambda: V.r3d_18(), image(1, 3, 8, 112, 112)),  # Conv3d
         "raft_small": (lambda: F.raft_small(), lambda: (torch.rand(1, 3, 128, 128), torch.rand(1, 3, 128, 128))),
         "yolo_like": (YoloLike, image(1, 3, 160, 160)),
+        "clip_text_like": (ClipTextLike, clip_tokens),
+        "wav2vec_like": (Wav2VecLike, lambda: (torch.randn(2, 4000),)),
         "unet_like": (UNetLike, lambda: (torch.randn(2, 4, 16, 16), torch.tensor([10, 500]))),
         "sam_like_decoder": (SamLikeDecoder, lambda: (torch.randn(1, 4, 64), torch.randn(1, 64, 16, 16))),
         "nn_transformer": (Encoder, tokens),
