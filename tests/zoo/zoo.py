@@ -130,7 +130,8 @@ def cases():
             y = torch.cat(outs, 2)
             box, cls = y.split((4 * self.reg, y.shape[1] - 4 * self.reg), 1)
             n = box.shape[2]
-            dist = self.dfl(box.view(1, 4, self.reg, n).transpose(2, 1).softmax(1)).view(1, 4, n)
+            b = box.shape[0]
+            dist = self.dfl(box.view(b, 4, self.reg, n).transpose(2, 1).softmax(1)).view(b, 4, n)
             lt, rb = dist.chunk(2, 1)
             anchor, stride = torch.cat(anchors, 1).unsqueeze(0), torch.cat(strides, 1)
             xy = (anchor + (rb - lt) / 2) * stride
