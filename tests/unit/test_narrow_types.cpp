@@ -302,6 +302,11 @@ TEST(NarrowTypes, DataMovementKeepsTheValues) {
       {"Concat", model("Concat", {{"v", w}}, [](onnx::NodeProto& n) { testing::set_int(n, "axis", 1); })},
       {"Slice", model("Slice", {{"s", Tensor::from_vector<int64_t>({1}, {1}), true}, {"e", Tensor::from_vector<int64_t>({1}, {3}), true},
                                 {"a", Tensor::from_vector<int64_t>({1}, {1}), true}}, {})},
+      {"Pad", model("Pad", {{"p", Tensor::from_vector<int64_t>({4}, {1, 0, 0, 2}), true}, {"v", narrow(DType::Int4, {}, {-3}), true}},
+                    {})},
+      {"Expand", model("Expand", {{"s", Tensor::from_vector<int64_t>({3}, {2, 2, 3}), true}}, {})},
+      {"Tile", model("Tile", {{"r", Tensor::from_vector<int64_t>({2}, {2, 1}), true}}, {})},
+      {"Flatten", model("Flatten", {}, [](onnx::NodeProto& n) { testing::set_int(n, "axis", 0); })},
   };
   for (const auto& [what, m] : cases) check_on_webgpu(what, m.first, m.second);
   // Transpose's result, element by element.
