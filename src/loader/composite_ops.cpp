@@ -136,31 +136,18 @@ onnx::FunctionProto dynamic_quantize_matmul(const onnx::NodeProto&, const Model&
   return f;
 }
 
-// com.microsoft's Attention (ONNX Runtime's BERT- and GPT-2-style fused attention): the packed weights
-// [D_in, Dq + Dk + Dv] split into Q, K and V's (constants: folded at plan time), three products, then
-// MultiHeadAttention with the packed bias, mask_index as its key_padding_mask ([B] lengths or [B, T] 0/1),
-// attention_bias, num_heads, scale, mask_filter_value and unidirectional. A past [2, B, N, P, H] is split
-// into MultiHeadAttention's past_key and past_value, and its presents stacked into present [2, B, N, P + S, H].
-// past_sequence_length (a shared past and present buffer) and do_rotary are refused.
-onnx::FunctionProto attention(const onnx::NodeProto& call, const Model& model) {
+// Attention's and QAttention's part after the projections q, k, v: MultiHeadAttention with the packed bias,
+// mask_index as its key_padding_mask ([B] lengths or [B, T] 0/1), `attention_bias` (a formal input, or "" for
+// none), num_heads, scale, mask_filter_value and unidirectional. A past [2, B, N, P, H] is split into
+// MultiHeadAttention's past_key and past_value, and its presents stacked into present [2, B, N, P + S, H].
+void attend(onnx::FunctionProto& f, const onnx::NodeProto& call, const Model& model, bool past,
+            const std::string& attention_bias) {
   const std::string what = describe(call);
-  if (given(call, 6)) throw NotImplemented(what + ": past_sequence_length (a past shared with the present) is not supported");
-  const bool past = given(call, 4), present = call.output_size() > 1 && !call.output(1).empty();
+  const bool present = call.output_size() > 1 && !call.output(1).empty();
   if (present && !past) throw NotImplemented(what + ": a present without a past is not supported");
-  const int64_t opset = model.onnx_opset();
   if (const auto* r = attribute(call, "do_rotary"); r && r->i() != 0)
     throw NotImplemented(what + ": do_rotary is not supported");
-  onnx::FunctionProto f = signature("Attention", {"input", "weights", "bias", "mask_index", "past", "attention_bias",
-                                                  "past_sequence_length"}, {"output", "present"});
-  auto split = make_node("Split", "", {"weights"}, {"w_q", "w_k", "w_v"});
-  set_int(split, "axis", 1);
-  if (const auto* sizes = attribute(call, "qkv_hidden_sizes"))
-    int64s_by_opset(f, split, opset, "split", "qkv_sizes", {sizes->ints().begin(), sizes->ints().end()});
-  *f.add_node() = split;
-  *f.add_node() = make_node("MatMul", "", {"input", "w_q"}, {"q"});
-  *f.add_node() = make_node("MatMul", "", {"input", "w_k"}, {"k"});
-  *f.add_node() = make_node("MatMul", "", {"input", "w_v"}, {"v"});
-  auto mha = make_node("MultiHeadAttention", "com.microsoft", {"q", "k", "v", "bias", "mask_index", "attention_bias"}, {"output"});
+  auto mha = make_node("MultiHeadAttention", "com.microsoft", {"q", "k", "v", "bias", "mask_index", attention_bias}, {"output"});
   if (past) {
     *f.add_node() = int64_constant("zero", {0}, true);
     *f.add_node() = int64_constant("one", {1}, true);
@@ -180,13 +167,55 @@ onnx::FunctionProto attention(const onnx::NodeProto& call, const Model& model) {
     // present = [present_key, present_value] stacked on a new first axis.
     for (const char* kv : {"key", "value"}) {
       auto u = make_node("Unsqueeze", "", {std::string("present_") + kv}, {std::string("stacked_") + kv});
-      int64s_by_opset(f, u, opset, "axes", std::string("axis0_") + kv, {0});
+      int64s_by_opset(f, u, model.onnx_opset(), "axes", std::string("axis0_") + kv, {0});
       *f.add_node() = u;
     }
     auto cat = make_node("Concat", "", {"stacked_key", "stacked_value"}, {"present"});
     set_int(cat, "axis", 0);
     *f.add_node() = cat;
   }
+}
+
+// com.microsoft's Attention (ONNX Runtime's BERT- and GPT-2-style fused attention): the packed weights
+// [D_in, Dq + Dk + Dv] split into Q, K and V's (constants: folded at plan time), three products, then
+// attend(). past_sequence_length (a shared past and present buffer), do_rotary and a present without a past
+// are refused.
+onnx::FunctionProto attention(const onnx::NodeProto& call, const Model& model) {
+  const std::string what = describe(call);
+  if (given(call, 6)) throw NotImplemented(what + ": past_sequence_length (a past shared with the present) is not supported");
+  onnx::FunctionProto f = signature("Attention", {"input", "weights", "bias", "mask_index", "past", "attention_bias",
+                                                  "past_sequence_length"}, {"output", "present"});
+  auto split = make_node("Split", "", {"weights"}, {"w_q", "w_k", "w_v"});
+  set_int(split, "axis", 1);
+  if (const auto* sizes = attribute(call, "qkv_hidden_sizes"))
+    int64s_by_opset(f, split, model.onnx_opset(), "split", "qkv_sizes", {sizes->ints().begin(), sizes->ints().end()});
+  else if (model.onnx_opset() >= 18)
+    set_int(split, "num_outputs", 3);
+  *f.add_node() = split;
+  *f.add_node() = make_node("MatMul", "", {"input", "w_q"}, {"q"});
+  *f.add_node() = make_node("MatMul", "", {"input", "w_k"}, {"k"});
+  *f.add_node() = make_node("MatMul", "", {"input", "w_v"}, {"v"});
+  attend(f, call, model, given(call, 4), "attention_bias");
+  return f;
+}
+
+// com.microsoft's QAttention (Attention on a quantized input and weights, as ONNX Runtime's quantize_dynamic
+// writes it after its optimizer): the packed product as MatMulIntegerToFloat (input_scale times weight_scale,
+// per tensor or per column, and the zero points), split into Q, K and V, then as Attention. Refused as
+// Attention's forms are, and past_present_share_buffer.
+onnx::FunctionProto qattention(const onnx::NodeProto& call, const Model& model) {
+  const std::string what = describe(call);
+  if (const auto* a = attribute(call, "past_present_share_buffer"); a && a->i() != 0)
+    throw NotImplemented(what + ": past_present_share_buffer is not supported");
+  onnx::FunctionProto f = signature("QAttention", {"input", "weight", "bias", "input_scale", "weight_scale", "mask_index",
+                                                   "input_zero_point", "weight_zero_point", "past"}, {"output", "present"});
+  *f.add_node() = make_node("MatMulIntegerToFloat", "com.microsoft",
+                            {"input", "weight", "input_scale", "weight_scale", "input_zero_point", "weight_zero_point"}, {"qkv"});
+  auto split = make_node("Split", "", {"qkv"}, {"q", "k", "v"});
+  set_int(split, "axis", -1);
+  if (model.onnx_opset() >= 18) set_int(split, "num_outputs", 3);
+  *f.add_node() = split;
+  attend(f, call, model, given(call, 8), "");
   return f;
 }
 
@@ -464,6 +493,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.domain() != "com.microsoft") return nullptr;
   if (n.op_type() == "DynamicQuantizeMatMul") return dynamic_quantize_matmul;
   if (n.op_type() == "Attention") return attention;
+  if (n.op_type() == "QAttention") return qattention;
   if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
   if (n.op_type() == "FusedConv") return fused_conv;
   if (n.op_type() == "FusedGemm") return fused_gemm;

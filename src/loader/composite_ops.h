@@ -5,6 +5,8 @@
 //   - com.microsoft Attention (ONNX Runtime's BERT- and GPT-2-style fused attention): a Split of the packed
 //     weights, three MatMuls and MultiHeadAttention (a past split into its keys and values, the presents
 //     stacked);
+//   - com.microsoft QAttention (Attention on quantized input and weights): MatMulIntegerToFloat of the packed
+//     weights, a Split into Q, K and V, then as Attention;
 //   - com.microsoft EmbedLayerNormalization (BERT's fused embeddings): Gathers of the tables, their sum,
 //     LayerNormalization, the mask's count per sequence;
 //   - com.microsoft FusedConv (Conv + activation, as ONNX Runtime's optimizer saves it): Conv, Z added, the

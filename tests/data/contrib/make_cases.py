@@ -451,6 +451,36 @@ def mha_cases():
     attention("attention_gpt2_past_decode_opset12", 2, 1, 16, 2, 8, past=6, mask=[[1] * 7, [0] + [1] * 6],
               attrs={"unidirectional": 1}, opset=12)
 
+    # com.microsoft's QAttention (Attention after ONNX Runtime's quantize_dynamic): a uint8 input with its scale
+    # and zero point (as DynamicQuantizeLinear makes them), int8 or uint8 packed weights with a scale per
+    # tensor or per column and zero points, the float bias; key-length masks, unidirectional with a past.
+    def qattention(name, b, s, d_in, n, h, mask=None, attrs=None, per_column=False, weight_type=np.int8, zero_points=True,
+                   past=None):
+        r = rng(name)
+        d = 3 * n * h
+        lo, hi = (-128, 128) if weight_type == np.int8 else (0, 256)
+        ins = [("input", r.integers(0, 256, size=(b, s, d_in)).astype(np.uint8), False),
+               ("weight", r.integers(lo, hi, size=(d_in, d)).astype(weight_type), True),
+               ("bias", values(r, (d,), lo=-0.2, hi=0.2), True),
+               ("input_scale", np.array(0.02, dtype=np.float32), False),
+               ("weight_scale", (values(r, (d,), lo=0.001, hi=0.004) if per_column else np.array(0.003, dtype=np.float32)), True),
+               ("mask_index", np.array(mask, dtype=np.int32), False) if mask is not None else ("", None, False),
+               ("input_zero_point", np.array(128, dtype=np.uint8), False) if zero_points else ("", None, False),
+               ("weight_zero_point", np.array(3 if weight_type == np.int8 else 128, dtype=weight_type), True) if zero_points
+               else ("", None, False),
+               ("past", values(r, (2, b, n, past, h), lo=-1.0, hi=1.0), False) if past else ("", None, False)]
+        while ins and not ins[-1][0]:
+            ins.pop()
+        a = {"num_heads": n}
+        a.update(attrs or {})
+        outs = [("output", F32)] + ([("present", F32)] if past else [])
+        cases.append(Case(name, "QAttention", ins, outs, a))
+
+    qattention("qattention_bert_key_lengths", 2, 5, 16, 2, 8, mask=[5, 3])
+    qattention("qattention_per_column_uint8_weights", 1, 4, 12, 3, 4, per_column=True, weight_type=np.uint8)
+    qattention("qattention_no_zero_points_scale", 2, 3, 8, 2, 4, zero_points=False, attrs={"scale": 0.25})
+    qattention("qattention_gpt2_past", 2, 2, 16, 2, 8, past=3, mask=[[1] * 5, [0, 1, 1, 1, 1]], attrs={"unidirectional": 1})
+
     # com.microsoft's EmbedLayerNormalization (BERT's embeddings): word, position and segment tables
     # (initializers), int32 ids, a 0/1 mask (its per-sequence count is mask_index), positions given or not.
     def embed(name, b, s, h, segments=True, mask=True, position_ids=False, sum_out=False, attrs=None, opset=17):
