@@ -268,6 +268,29 @@ onnx::FunctionProto embed_layer_normalization(const onnx::NodeProto& call, const
   return f;
 }
 
+// com.microsoft's QEmbedLayerNormalization (EmbedLayerNormalization on uint8 tables, as ONNX Runtime's
+// quantize_dynamic writes it): each table, gamma and beta dequantized with its scale and zero point (all
+// initializers: folded at plan time), then EmbedLayerNormalization with the call's epsilon.
+onnx::FunctionProto qembed_layer_normalization(const onnx::NodeProto& call, const Model&) {
+  onnx::FunctionProto f = signature("QEmbedLayerNormalization",
+                                    {"input_ids", "segment_ids", "word_q", "position_q", "segment_q", "gamma_q", "beta_q", "mask",
+                                     "word_scale", "position_scale", "segment_scale", "gamma_scale", "beta_scale", "word_zero_point",
+                                     "position_zero_point", "segment_zero_point", "gamma_zero_point", "beta_zero_point"},
+                                    {"output", "mask_index"});
+  const bool segments = given(call, 4);
+  for (const char* t : {"word", "position", "segment", "gamma", "beta"}) {
+    if (std::string(t) == "segment" && !segments) continue;
+    const std::string n = t;
+    *f.add_node() = make_node("DequantizeLinear", "", {n + "_q", n + "_scale", n + "_zero_point"}, {n});
+  }
+  auto embed = make_node("EmbedLayerNormalization", "com.microsoft",
+                         {"input_ids", "segment_ids", "word", "position", segments ? "segment" : "", "gamma", "beta", "mask"},
+                         {"output", "mask_index"});
+  if (const auto* e = attribute(call, "epsilon")) *embed.add_attribute() = *e;
+  *f.add_node() = embed;
+  return f;
+}
+
 // com.microsoft's FusedConv (ONNX Runtime's Conv + activation, saved by its optimizer): Conv with the
 // call's convolution attributes, plus Z when given, then `activation` with activation_params (Relu, Tanh,
 // Sigmoid, LeakyRelu alpha, Clip min max, HardSigmoid alpha beta). The engine's own fusion joins them
@@ -495,6 +518,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.op_type() == "Attention") return attention;
   if (n.op_type() == "QAttention") return qattention;
   if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
+  if (n.op_type() == "QEmbedLayerNormalization") return qembed_layer_normalization;
   if (n.op_type() == "FusedConv") return fused_conv;
   if (n.op_type() == "FusedGemm") return fused_gemm;
   if (n.op_type() == "FusedMatMul") return fused_matmul;

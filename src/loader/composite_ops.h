@@ -9,6 +9,8 @@
 //     weights, a Split into Q, K and V, then as Attention;
 //   - com.microsoft EmbedLayerNormalization (BERT's fused embeddings): Gathers of the tables, their sum,
 //     LayerNormalization, the mask's count per sequence;
+//   - com.microsoft QEmbedLayerNormalization (on uint8 tables): each table, gamma and beta dequantized, then
+//     EmbedLayerNormalization;
 //   - com.microsoft FusedConv (Conv + activation, as ONNX Runtime's optimizer saves it): Conv, Z added, the
 //     activation;
 //   - com.microsoft FusedGemm (Gemm + activation, as ONNX Runtime's optimizer saves it): Gemm, then the

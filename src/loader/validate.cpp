@@ -91,6 +91,7 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
        {{"activation", Kind::String}, {"activation_alpha", Kind::Float}, {"activation_beta", Kind::Float},
         {"activation_gamma", Kind::Float}, {"alpha", Kind::Float}, {"beta", Kind::Float}, {"transA", Kind::Int}, {"transB", Kind::Int}}},
       {{ir::kMsDomain, "EmbedLayerNormalization"}, {{"epsilon", Kind::Float}, {"mask_index_type", Kind::Int}}},
+      {{ir::kMsDomain, "QEmbedLayerNormalization"}, {{"epsilon", Kind::Float}}},
       {{ir::kMsDomain, "Attention"},
        {{"num_heads", Kind::Int}, {"unidirectional", Kind::Int}, {"qkv_hidden_sizes", Kind::Ints}, {"mask_filter_value", Kind::Float},
         {"scale", Kind::Float}, {"do_rotary", Kind::Int}, {"rotary_embedding_dim", Kind::Int}, {"past_present_share_buffer", Kind::Int}}},

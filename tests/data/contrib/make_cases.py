@@ -500,6 +500,33 @@ def mha_cases():
     embed("embed_layer_norm_bert", 2, 7, 16)
     embed("embed_layer_norm_no_segments_no_mask_sum", 3, 5, 8, segments=False, mask=False, sum_out=True, attrs={"epsilon": 1e-5})
     embed("embed_layer_norm_position_ids_opset12", 2, 6, 8, position_ids=True, opset=12)
+
+    # com.microsoft's QEmbedLayerNormalization (EmbedLayerNormalization after quantize_dynamic): uint8 tables,
+    # gamma and beta, each with its scale and zero point; segments and a mask or neither.
+    def qembed(name, b, s, h, segments=True, mask=True, attrs=None):
+        r = rng(name)
+        def q(shape):
+            return r.integers(0, 256, size=shape).astype(np.uint8)
+        def scale(lo, hi):
+            return np.array(r.uniform(lo, hi), dtype=np.float32)
+        def zp():
+            return np.array(r.integers(100, 156), dtype=np.uint8)
+        none = ("", None, False)
+        ins = [("input_ids", r.integers(0, 30, size=(b, s)).astype(np.int32), False),
+               ("segment_ids", r.integers(0, 2, size=(b, s)).astype(np.int32), False) if segments else none,
+               ("word_q", q((30, h)), True), ("position_q", q((16, h)), True), ("segment_q", q((2, h)), True) if segments else none,
+               ("gamma_q", q((h,)), True), ("beta_q", q((h,)), True),
+               ("mask", (r.uniform(size=(b, s)) > 0.3).astype(np.int32), False) if mask else none,
+               ("word_scale", scale(0.01, 0.02), True), ("position_scale", scale(0.01, 0.02), True),
+               ("segment_scale", scale(0.01, 0.02), True) if segments else none,
+               ("gamma_scale", scale(0.005, 0.01), True), ("beta_scale", scale(0.002, 0.004), True),
+               ("word_zero_point", zp(), True), ("position_zero_point", zp(), True),
+               ("segment_zero_point", zp(), True) if segments else none,
+               ("gamma_zero_point", np.array(0, dtype=np.uint8), True), ("beta_zero_point", zp(), True)]
+        cases.append(Case(name, "QEmbedLayerNormalization", ins, [("output", F32), ("mask_index", I32)], attrs))
+
+    qembed("qembed_layer_norm_bert", 2, 7, 16)
+    qembed("qembed_layer_norm_no_segments_no_mask_epsilon", 3, 5, 8, segments=False, mask=False, attrs={"epsilon": 1e-5})
     return cases
 
 
