@@ -291,6 +291,19 @@ onnx::FunctionProto qembed_layer_normalization(const onnx::NodeProto& call, cons
   return f;
 }
 
+// com.microsoft's QLinearWhere (Where on quantized X and Y, as ONNX Runtime's QOperator quantizer writes it):
+// X and Y dequantized, Where, the result quantized with z's scale and zero point. ONNX Runtime's tables give
+// the same bytes: x_scale * (x - x_zero_point), then round-half-even(v / z_scale) + z_zero_point, saturated.
+onnx::FunctionProto qlinear_where(const onnx::NodeProto&, const Model&) {
+  onnx::FunctionProto f = signature("QLinearWhere", {"condition", "X", "x_scale", "x_zero_point", "Y", "y_scale", "y_zero_point",
+                                                     "z_scale", "z_zero_point"}, {"Z"});
+  *f.add_node() = make_node("DequantizeLinear", "", {"X", "x_scale", "x_zero_point"}, {"x"});
+  *f.add_node() = make_node("DequantizeLinear", "", {"Y", "y_scale", "y_zero_point"}, {"y"});
+  *f.add_node() = make_node("Where", "", {"condition", "x", "y"}, {"z"});
+  *f.add_node() = make_node("QuantizeLinear", "", {"z", "z_scale", "z_zero_point"}, {"Z"});
+  return f;
+}
+
 // com.microsoft's FusedConv (ONNX Runtime's Conv + activation, saved by its optimizer): Conv with the
 // call's convolution attributes, plus Z when given, then `activation` with activation_params (Relu, Tanh,
 // Sigmoid, LeakyRelu alpha, Clip min max, HardSigmoid alpha beta). The engine's own fusion joins them
@@ -520,6 +533,7 @@ Make find(const onnx::NodeProto& n) {
   if (n.op_type() == "EmbedLayerNormalization") return embed_layer_normalization;
   if (n.op_type() == "QEmbedLayerNormalization") return qembed_layer_normalization;
   if (n.op_type() == "FusedConv") return fused_conv;
+  if (n.op_type() == "QLinearWhere") return qlinear_where;
   if (n.op_type() == "FusedGemm") return fused_gemm;
   if (n.op_type() == "FusedMatMul") return fused_matmul;
   if (n.op_type() == "BiasSplitGelu") return bias_split_gelu;

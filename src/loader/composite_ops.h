@@ -11,6 +11,7 @@
 //     LayerNormalization, the mask's count per sequence;
 //   - com.microsoft QEmbedLayerNormalization (on uint8 tables): each table, gamma and beta dequantized, then
 //     EmbedLayerNormalization;
+//   - com.microsoft QLinearWhere: X and Y dequantized, Where, the result quantized with Z's parameters;
 //   - com.microsoft FusedConv (Conv + activation, as ONNX Runtime's optimizer saves it): Conv, Z added, the
 //     activation;
 //   - com.microsoft FusedGemm (Gemm + activation, as ONNX Runtime's optimizer saves it): Gemm, then the

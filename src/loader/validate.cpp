@@ -110,6 +110,7 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
        {{"bits", Kind::Int}, {"block_size", Kind::Int}, {"gather_axis", Kind::Int}, {"quantize_axis", Kind::Int}}},
       {{ir::kMsDomain, "QLinearAdd"}, {}},
       {{ir::kMsDomain, "QLinearMul"}, {}},
+      {{ir::kMsDomain, "QLinearWhere"}, {}},
       {{ir::kMsDomain, "QLinearSigmoid"}, {}},
       {{ir::kMsDomain, "QLinearLeakyRelu"}, {{"alpha", Kind::Float}}},
       {{ir::kMsDomain, "QLinearGlobalAveragePool"}, {{"channels_last", Kind::Int}}},

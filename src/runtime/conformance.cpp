@@ -40,7 +40,7 @@ const std::set<std::string>& in_scope_ops() {
       "SimplifiedLayerNormalization", "RMSNormalization", "com.microsoft.SkipLayerNormalization",
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
       "com.microsoft.Gelu", "com.microsoft.Attention", "com.microsoft.EmbedLayerNormalization",
-      "com.microsoft.FusedConv", "com.microsoft.FusedGemm", "com.microsoft.QAttention", "com.microsoft.QEmbedLayerNormalization", "com.microsoft.FusedMatMul", "com.microsoft.BiasSplitGelu",
+      "com.microsoft.FusedConv", "com.microsoft.FusedGemm", "com.microsoft.QAttention", "com.microsoft.QEmbedLayerNormalization", "com.microsoft.QLinearWhere", "com.microsoft.FusedMatMul", "com.microsoft.BiasSplitGelu",
       "com.microsoft.MatMulBnb4",
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
       "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized", "com.microsoft.QLinearAdd",

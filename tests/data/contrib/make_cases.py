@@ -37,7 +37,7 @@ MS = "com.microsoft"
 F32, F16, I64, I32 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32
 NP = {F32: np.float32, F16: np.float16, I64: np.int64, I32: np.int32}
 ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8: TensorProto.UINT8,
-        np.int8: TensorProto.INT8}
+        np.int8: TensorProto.INT8, np.bool_: TensorProto.BOOL}
 
 
 class Case:
@@ -566,6 +566,22 @@ def qlinear_cases():
     binary("QLinearAdd", "int8", (2, 5), (5,), (0.02, 0.06))
     binary("QLinearMul", "uint8", (2, 3, 4), (1, 4), (0.05, 0.2))
     binary("QLinearMul", "int8", (4, 6), (4, 1), (0.05, 0.2))
+
+    def where(tname, c_shape, x_shape, y_shape, same_scales=False):
+        name = f"qlinear_where_{tname}" + ("_same_scales" if same_scales else "")
+        r = rng(name)
+        dt, elem = types[tname]
+        xs, xz = scale(r, 0.01, 0.05), zero(r, dt)
+        ys, yz = (xs, xz) if same_scales else (scale(r, 0.01, 0.05), zero(r, dt))
+        zs, zz = (xs, xz) if same_scales else (scale(r, 0.02, 0.06), zero(r, dt))
+        ins = [("condition", r.uniform(size=c_shape) > 0.5, False), ("X", tensor(r, x_shape, dt), False),
+               ("x_scale", xs, True), ("x_zero_point", xz, True), ("Y", tensor(r, y_shape, dt), False),
+               ("y_scale", ys, True), ("y_zero_point", yz, True), ("z_scale", zs, True), ("z_zero_point", zz, True)]
+        cases.append(Case(name, "QLinearWhere", ins, [("Z", elem)]))
+
+    where("uint8", (2, 3, 4), (3, 4), (2, 1, 4))
+    where("int8", (5,), (2, 5), (1,))
+    where("uint8", (3, 4), (3, 4), (3, 4), same_scales=True)
 
     def unary(op, tname, attrs=None):
         name = f"qlinear_{op[7:].lower()}_{tname}"
