@@ -260,6 +260,18 @@ TEST(GpuGemv, VectorLoads) {
   ::unsetenv("ONNXGPU_GEMV");
 }
 
+// Overrides that make columns per invocation not a power of two: the column invocations stay a power of
+// two, so the sum over the k lanes covers every lane (with cpi=3 and ct=128, ct was 256 / 3 = 85).
+TEST(GpuGemv, ColumnsPerInvocationNotAPowerOfTwo) {
+  for (const char* over : {"cpi=3,ct=128", "cpi=5,ct=64,small=0", "cpi=7,ct=256"}) {
+    SCOPED_TRACE(std::string("ONNXGPU_GEMV=") + over);
+    ::setenv("ONNXGPU_GEMV", over, 1);
+    check_matmul(DType::Float32, {1, 300}, {300, 1000}, 730, true);
+    check_matmul(DType::Float32, {2, 1, 37}, {37, 21}, 731);
+  }
+  ::unsetenv("ONNXGPU_GEMV");
+}
+
 // A weight over the one-pass bound (8M elements): 64-column workgroups, K split, the sum pass.
 TEST(GpuGemv, LargeWeight) {
   check_matmul(DType::Float32, {1, 1, 2048}, {2048, 4100}, 232, true);

@@ -156,7 +156,8 @@ std::optional<Gemv> shape_for(const GpuKernelContext& ctx, DType t, const Produc
   } else {
     // No more column invocations than the columns need (a narrow product gives its invocations to k).
     g.cpi = std::min(s.cpi, g.wg);
-    g.ct = std::min({pow2_floor(std::max(1u, ct)), pow2_ceil((uint64_t(pr.N) + g.cpi - 1) / g.cpi), g.wg / g.cpi});
+    // A power of two (the sum over the k lanes halves STEP = WG / CT), whatever cpi an override gives.
+    g.ct = std::min({pow2_floor(std::max(1u, ct)), pow2_ceil((uint64_t(pr.N) + g.cpi - 1) / g.cpi), pow2_floor(g.wg / g.cpi)});
     g.step = g.wg / g.ct;
     g.per_group = g.ct * g.cpi;
     g.v4 = s.vec && g.cpi == 4 && t == DType::Float32 && pr.N % 4 == 0 && !pr.lb.strided && !pr.trans_b;
