@@ -322,25 +322,17 @@ std::vector<Tensor> rms_norm(KernelContext& ctx) {
 std::vector<Tensor> mvn(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   check_float(ctx, X, "X");
-  const ir::Node& node = ctx.node;
-  std::vector<bool> reduced(size_t(X.rank()), false);
-  bool normalize_variance = true;
-  if (ctx.opset < 9) {  // MVN-1: across_channels, normalize_variance; input [N, C, H, W]
-    if (X.rank() < 2) ctx.fail("X must have rank >= 2, got " + X.describe());
-    for (size_t d = 2; d < reduced.size(); ++d) reduced[d] = true;
-    if (node.attr_int("across_channels", 0) != 0) reduced[1] = true;
-    normalize_variance = node.attr_int("normalize_variance", 1) != 0;
-  } else {
-    std::vector<int64_t> axes = node.attr_ints("axes", {0, 2, 3});
-    for (int64_t a : axes) reduced[size_t(ctx.normalize_axis(a, X.rank()))] = true;
-  }
+  const ops::MvnParams mp = ops::mvn_params(ctx.node, ctx.opset, X.rank(), ctx.fail_fn());
+  const std::vector<bool>& reduced = mp.reduced;
+  const bool normalize_variance = mp.normalize_variance;
   std::vector<double> x = nn::to_doubles(X);
   Stats st = group_stats(x, X.shape(), reduced);
   std::vector<double> y(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     size_t g = size_t(st.group_of[i]);
     double d = x[i] - st.mean[g];
-    y[i] = normalize_variance ? d / (std::sqrt(std::max(0.0, st.var[g])) + 1e-9) : d;
+    const double var = st.var[g] < 0.0 ? 0.0 : st.var[g];  // a NaN variance (an infinite or NaN element) stays NaN
+    y[i] = normalize_variance ? d / (std::sqrt(var) + 1e-9) : d;
   }
   return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
 }

@@ -7,6 +7,24 @@
 
 namespace onnxgpu::ops {
 
+MvnParams mvn_params(const ir::Node& node, int64_t opset, int64_t rank, const Fail& fail) {
+  MvnParams p;
+  p.reduced.assign(size_t(rank), false);
+  if (opset < 9) {
+    if (rank < 2) raise(fail, "X must have rank >= 2, got rank " + std::to_string(rank));
+    for (size_t d = 2; d < p.reduced.size(); ++d) p.reduced[d] = true;
+    if (node.attr_int("across_channels", 0) != 0) p.reduced[1] = true;
+    p.normalize_variance = node.attr_int("normalize_variance", 1) != 0;
+    return p;
+  }
+  for (int64_t a : node.attr_ints("axes", {0, 2, 3})) {
+    if (a < -rank || a >= rank)
+      raise(fail, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    p.reduced[size_t(a < 0 ? a + rank : a)] = true;
+  }
+  return p;
+}
+
 LayerNormParams layer_norm_params(const ir::Node& node, int64_t rank, const Fail& fail) {
   if (rank == 0) raise(fail, "X is a scalar: LayerNormalization needs an axis to normalize over");
   int64_t axis = node.attr_int("axis", -1);

@@ -26,6 +26,15 @@ LayerNormParams layer_norm_params(const ir::Node& node, int64_t rank, const Fail
 void check_instance_norm(DType x_dtype, const Shape& x, DType scale_dtype, const Shape& scale, DType b_dtype,
                          const Shape& b, const Fail& fail);
 
+// MeanVarianceNormalization: Y = (X - mean) / (sqrt(variance) + 1e-9) over the reduced axes (opset 9:
+// attribute axes, default [0, 2, 3]; MVN-1: the spatial axes of [N, C, ...], the channels too with
+// across_channels, and only the mean subtracted when normalize_variance is 0).
+struct MvnParams {
+  std::vector<bool> reduced;  // per axis of X
+  bool normalize_variance = true;
+};
+MvnParams mvn_params(const ir::Node& node, int64_t opset, int64_t rank, const Fail& fail);
+
 // SkipLayerNormalization and SkipSimplifiedLayerNormalization (com.microsoft): the rows of
 // v = input + skip (+ bias) normalized over the last axis, then scaled by gamma (and shifted by beta).
 //   inputs   input [B, S, H] or [N, H]; skip of input's shape, or [1, S, H] or [S, H] under a 3-D input

@@ -856,6 +856,12 @@ std::vector<Case> build() {
   add(B("GroupNormalization", "opset 18, per group").opset(18).without_schema(kFloats).x("X", {2, 6, 3}).x("scale", {3})
           .x("bias", {3}).i("num_groups", 3).fl("epsilon", 1e-3f).tol(10)
           .note("GroupNormalization-18 (no schema in ONNX 1.12): scale and bias per group"));
+  // MeanVarianceNormalization: the default axes (batch and spatial: rows not contiguous), the last axis, a
+  // middle one and all of them.
+  add(B("MeanVarianceNormalization").x("X", {2, 3, 2, 2}).tol(10));
+  add(B("MeanVarianceNormalization", "axes -1").x("X", S3).ints("axes", {-1}).tol(10));
+  add(B("MeanVarianceNormalization", "axes 1").x("X", {2, 5, 3}).ints("axes", {1}).tol(10));
+  add(B("MeanVarianceNormalization", "every axis").x("X", S3).ints("axes", {0, 1, 2}).tol(10));
   add(B("LpNormalization").x("input", S3, Dom::NonZero).tol(10));
   add(B("LpNormalization", "p 1, axis 1").x("input", S3, Dom::NonZero).i("p", 1).i("axis", 1).tol(10));
 
@@ -1274,7 +1280,7 @@ std::vector<Case> build() {
                                               "CumSum", "AveragePool", "GlobalAveragePool", "Einsum",
                                               "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "GroupNormalization",
                                               "LpNormalization", "LRN", "Col2Im", "RoiAlign", "CumProd", "RNN", "GRU",
-                                              "LSTM"};
+                                              "LSTM", "MeanVarianceNormalization"};
   for (Case& c : v)
     if (accumulating.count(c.op) && c.extremes == Extremes::All) {
       c.extremes = Extremes::NoOverflow;

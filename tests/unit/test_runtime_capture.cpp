@@ -122,19 +122,20 @@ TEST(RuntimeInt64, GpuRoundTripAndArithmeticBeyond32Bits) {
   EXPECT_GE(g.last_plan().int64_on_gpu, 2);
 }
 
-// A node without a GPU kernel (MeanVarianceNormalization) runs on the CPU alone; the rest stays
-// captured around it.
+// A node without a GPU kernel (MaxUnpool) runs on the CPU alone; the rest stays captured around it.
 static std::string cpu_node_model() {
   ModelBuilder b;
-  b.input("x", DType::Float32, {2, 3, 3});
+  b.input("x", DType::Float32, {2, 3, 2, 2});
+  b.initializer("where", Tensor::from_vector<int64_t>({2, 3, 2, 2}, [] {
+    std::vector<int64_t> w(24);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = int64_t(i % 4) * 5;  // each value's place in its 4 x 4 plane
+    return w;
+  }()));
   b.node("Add", {"x", "x"}, {"twice"});
-  onnx::NodeProto& mvn = b.node("MeanVarianceNormalization", {"twice"}, {"mvn"}, "the_mvn");
-  auto* axes = mvn.add_attribute();
-  axes->set_name("axes");
-  axes->set_type(onnx::AttributeProto_AttributeType_INTS);
-  axes->add_ints(1);
-  axes->add_ints(2);
-  b.node("Mul", {"mvn", "mvn"}, {"y"});
+  onnx::NodeProto& unpool = b.node("MaxUnpool", {"twice", "where"}, {"unpooled"}, "the_unpool");
+  ModelBuilder::attr(unpool, "kernel_shape", std::vector<int64_t>{2, 2});
+  ModelBuilder::attr(unpool, "strides", std::vector<int64_t>{2, 2});
+  b.node("Mul", {"unpooled", "unpooled"}, {"y"});
   b.output("y", DType::Float32);
   return b.bytes();
 }
@@ -143,9 +144,9 @@ TEST(RuntimeCapture, OneCpuNodeSplitsTheCaptureInsteadOfDroppingIt) {
   SKIP_WITHOUT_GPU();
   Session g = Session::from_bytes(cpu_node_model(), gpu());
   Session c = Session::from_bytes(cpu_node_model(), cpu());
-  std::vector<float> v(18);
+  std::vector<float> v(24);
   for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 7) * 0.25f - 0.5f + (i % 4 == 0 ? 1.0f : 0.0f);
-  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 3}, v)}};
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 2, 2}, v)}};
   auto want = c.run(feeds);
   for (int run = 0; run < 3; ++run) expect_same(g.run(feeds).at(0), want.at(0));
   const PlanReport& p = g.last_plan();
@@ -156,8 +157,8 @@ TEST(RuntimeCapture, OneCpuNodeSplitsTheCaptureInsteadOfDroppingIt) {
   EXPECT_EQ(p.gpu_nodes, 2);
   EXPECT_EQ(p.segments, 2);
   ASSERT_EQ(p.fallbacks.size(), 1u);
-  EXPECT_EQ(p.fallbacks[0].op, "MeanVarianceNormalization");
-  EXPECT_EQ(p.fallbacks[0].node, "the_mvn");
+  EXPECT_EQ(p.fallbacks[0].op, "MaxUnpool");
+  EXPECT_EQ(p.fallbacks[0].node, "the_unpool");
 }
 
 TEST(RuntimeCapture, FailLoudNamesNodeOpDtypesAndReason) {
@@ -165,13 +166,13 @@ TEST(RuntimeCapture, FailLoudNamesNodeOpDtypesAndReason) {
   SessionOptions o = gpu();
   o.int64.fail_loud = true;
   Session g = Session::from_bytes(cpu_node_model(), o);
-  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor(DType::Float32, {2, 3, 3})}};
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor(DType::Float32, {2, 3, 2, 2})}};
   try {
     g.run(feeds);
     FAIL() << "expected fail_loud to refuse the CPU fallback";
   } catch (const Error& e) {
     std::string m = e.what();
-    for (const char* part : {"fail_loud", "the_mvn", "MeanVarianceNormalization", "float32", "no GPU kernel"})
+    for (const char* part : {"fail_loud", "the_unpool", "MaxUnpool", "float32", "no GPU kernel"})
       EXPECT_NE(m.find(part), std::string::npos) << "missing '" << part << "' in: " << m;
   }
 }
@@ -182,7 +183,7 @@ TEST(RuntimeCapture, WholeGraphFallbackWhenPerOpFallbackIsOff) {
   o.int64.fallback_per_op_not_whole_graph = false;
   Session g = Session::from_bytes(cpu_node_model(), o);
   Session c = Session::from_bytes(cpu_node_model(), cpu());
-  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 3}, std::vector<float>(18, 0.5f))}};
+  std::unordered_map<std::string, Tensor> feeds{{"x", Tensor::from_vector<float>({2, 3, 2, 2}, std::vector<float>(24, 0.5f))}};
   expect_same(g.run(feeds).at(0), c.run(feeds).at(0));
   EXPECT_TRUE(g.last_plan().whole_graph_fallback);
 }

@@ -1,13 +1,13 @@
-// LayerNormalization, InstanceNormalization, GroupNormalization, LpNormalization, BatchNormalization
-// (inference) and the transformer
+// LayerNormalization, InstanceNormalization, GroupNormalization, LpNormalization, MeanVarianceNormalization,
+// BatchNormalization (inference) and the transformer
 // normalizations (com.microsoft SkipLayerNormalization and SkipSimplifiedLayerNormalization,
 // SimplifiedLayerNormalization, RMSNormalization) on the GPU, in f32 (float16, bfloat16 and float64 are
 // loaded into f32 and stored back; float64 arithmetic is refused by the shader layer, so those nodes run
 // on the CPU).
 //
-// All but BatchNormalization normalize contiguous rows (the dims from `axis` on, the last dim, or the
-// spatial dims of one (n, c)): one workgroup per row, whose sums are reduced in workgroup memory
-// (row_body), then the row is normalized and scaled.
+// All but BatchNormalization normalize rows (the dims from `axis` on, the last dim, the spatial dims of one
+// (n, c), or MeanVarianceNormalization's reduced axes, mapped to X's elements): one workgroup per row,
+// whose sums are reduced in workgroup memory (row_body), then the row is normalized and scaled.
 // BatchNormalization in inference mode is elementwise with per-channel parameters; training mode runs on
 // the CPU.
 #include <algorithm>
@@ -256,6 +256,61 @@ void instance_norm(GpuKernelContext& ctx) {
   row_norm::dispatch(ctx, p, {ctx.in(0), ctx.in(1), ctx.in(2), ctx.out(0)}, rows);
 }
 
+// -------------------------------------------------------------------------- MeanVarianceNormalization
+
+// Rows of the reduced axes, whichever they are: row r numbers the kept axes' indices and element j the
+// reduced axes' (each in X's order), and `at` maps the pair to X's element through X's strides, for xv and
+// for the stores, so the rows need not be contiguous. (x - mean) / (sqrt(variance) + 1e-9), as the CPU
+// reference and ONNX's function body; MVN-1 without normalize_variance runs on the CPU.
+void mvn(GpuKernelContext& ctx) {
+  check_float(ctx, 0, "X");
+  const Shape& xs = ctx.shape(0);
+  const DType t = ctx.dtype(0);
+  const ops::MvnParams mp = ops::mvn_params(ctx.node, ctx.opset, int64_t(xs.size()), ctx.fail_fn());
+  if (!mp.normalize_variance) ctx.unsupported("MeanVarianceNormalization-1 with normalize_variance 0");
+  const auto strides = shape_strides(xs);
+  std::vector<uint32_t> kept_dims, kept_strides, red_dims, red_strides;
+  int64_t rows = 1, len = 1;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    auto& dims = mp.reduced[d] ? red_dims : kept_dims;
+    (mp.reduced[d] ? red_strides : kept_strides).push_back(uint32_t(strides[d]));
+    dims.push_back(u32_size(ctx, xs[d]));
+    (mp.reduced[d] ? len : rows) *= xs[d];
+  }
+  for (auto* v : {&kept_dims, &red_dims})
+    if (v->empty()) v->push_back(1);  // no axis of that kind: one index, 0
+  kept_strides.resize(kept_dims.size(), 0);
+  red_strides.resize(red_dims.size(), 0);
+  ctx.set_output(0, t, xs);
+  const uint32_t wgs = row_norm::workgroup(ctx.limits);
+  auto p = ctx.program("mvn_rows", wgs);
+  p.input("x", t, xs);
+  p.output("out", t, xs);
+  p.uniform("rows", u32_size(ctx, rows));
+  p.uniform("len", u32_size(ctx, len));
+  p.uniform_f32("eps", 1e-9f);
+  p.uniform_array("kept_dim", kept_dims);
+  p.uniform_array("kept_stride", kept_strides);
+  p.uniform_array("red_dim", red_dims);
+  p.uniform_array("red_stride", red_strides);
+  const std::string nk = std::to_string(kept_dims.size()) + "u", nr = std::to_string(red_dims.size()) + "u";
+  p.declare(row_norm::sum_decl(wgs));
+  p.declare("fn at(i: u32) -> u32 {\n"
+            "  var r = i / len();\n"
+            "  var j = i % len();\n"
+            "  var a = 0u;\n"
+            "  for (var d = " + nk + "; d > 0u; d = d - 1u) { a = a + (r % kept_dim(d - 1u)) * kept_stride(d - 1u); r = r / kept_dim(d - 1u); }\n"
+            "  for (var d = " + nr + "; d > 0u; d = d - 1u) { a = a + (j % red_dim(d - 1u)) * red_stride(d - 1u); j = j / red_dim(d - 1u); }\n"
+            "  return a;\n"
+            "}\n"
+            "fn xv(i: u32) -> f32 { return x_load(at(i)); }\n"
+            "fn y_store(i: u32, v: f32) { out_store(at(i), v); }\n");
+  row_norm::RowSpec r;
+  r.eps_on_std = true;
+  p.body(row_norm::body(r));
+  row_norm::dispatch(ctx, p, {ctx.in(0), ctx.out(0)}, uint64_t(rows));
+}
+
 // --------------------------------------------------------------------------------- GroupNormalization
 
 // Rows of (batch, group): C / num_groups channels' spatial elements, contiguous; scale and bias per
@@ -375,6 +430,7 @@ void register_normalization(GpuKernelRegistry& r) {
   r.add("LpNormalization", lp_norm);
   r.add("LayerNormalization", layer_norm);
   r.add("InstanceNormalization", instance_norm);
+  r.add("MeanVarianceNormalization", mvn);
   r.add("BatchNormalization", batch_norm);
   r.add("SimplifiedLayerNormalization", rms_norm);
   r.add("RMSNormalization", rms_norm);

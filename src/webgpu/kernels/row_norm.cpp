@@ -67,10 +67,9 @@ std::string body(const RowSpec& r) {
        "    " + accumulate("j", "xj") + "\n"
        "  }\n"
        "  let t = row_sum(lid, acc) / f32(n);\n";
-  s += r.centered ? "  let mean = shift + t.x;\n"
-                    "  let inv = 1.0 / sqrt_f32(max_f32(t.y - t.x * t.x, 0.0) + eps());\n"  // NaN stays NaN
-                  : "  let mean = 0.0;\n"
-                    "  let inv = 1.0 / sqrt_f32(t.y + eps());\n";
+  s += r.centered ? "  let mean = shift + t.x;\n" : "  let mean = 0.0;\n";
+  const std::string var = r.centered ? "max_f32(t.y - t.x * t.x, 0.0)" : "t.y";  // NaN stays NaN
+  s += r.eps_on_std ? "  let inv = 1.0 / (sqrt_f32(" + var + ") + eps());\n" : "  let inv = 1.0 / sqrt_f32(" + var + " + eps());\n";
   auto write = [&](const std::string& j, const std::string& v) {
     std::string w = "    let i = base + " + j + ";\n    var r = (" + v + " - mean) * inv;\n";
     if (!r.scale.empty()) w += "    r = r * " + r.scale + ";\n";

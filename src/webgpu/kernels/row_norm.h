@@ -31,6 +31,8 @@ struct RowSpec {
   std::string sum;           // a statement storing `v` as element `i` of an output (empty: none)
   std::string stats;         // statements after the row's `mean` and `inv` are known
   bool centered = true;      // false: RMS normalization (the mean is 0, the variance the mean square)
+  bool eps_on_std = false;   // true: divide by sqrt(variance) + eps (MeanVarianceNormalization's rule), not
+                             // by sqrt(variance + eps)
   // Statements that set v0 ... v3 (declared `var`, 0.0), the values of the row's elements j0 ... j3 =
   // lid + c * WG (those below n; the others are not read), all at once: a kernel whose values each take
   // many loads (a product's partial sums) issues them together rather than one element's after another's.
