@@ -1,8 +1,9 @@
-// The row kernels of the normalizations: one workgroup per row of len() contiguous elements, whose sums
-// are reduced in workgroup memory, then the row normalized and scaled. normalization.cpp's kernels
-// (LayerNormalization, the transformer normalizations, Instance/GroupNormalization) and the product's
-// post-normalization (matmul.cpp: a normalization that reads a product's result, computed in the
-// product's summing pass) share them, so that a row is normalized by one rule.
+// The row kernels of the normalizations: one workgroup per row of len() elements (element i = row * len + j
+// as the program's xv and y_store see it; MeanVarianceNormalization maps it to a non-contiguous element),
+// whose sums are reduced in workgroup memory, then the row normalized and scaled. normalization.cpp's
+// kernels (LayerNormalization, the transformer normalizations, Instance/Group/MeanVarianceNormalization)
+// and the product's post-normalization (matmul.cpp: a normalization that reads a product's result,
+// computed in the product's summing pass) share them, so that a row is normalized by one rule.
 #pragma once
 #include <cstdint>
 #include <string>
