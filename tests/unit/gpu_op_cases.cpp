@@ -838,6 +838,12 @@ std::vector<Case> build() {
   add(B("BatchNormalization").x("X", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).x("input_mean", {3}).x("input_var", {3}, Dom::Positive).tol(10));
   add(B("BatchNormalization", "T1 T2 float32").x("X", {2, 3, 2, 2}).f("scale", DType::Float32, {3}).f("B", DType::Float32, {3})
           .f("input_mean", DType::Float32, {3}).f("input_var", DType::Float32, {3}, Dom::Positive).tol(10));
+  // Training mode: the batch's statistics, the running averages (opset 15), and before opset 14 the batch's
+  // mean and variance too (training told by the outputs the node has).
+  add(B("BatchNormalization", "training mode").opset(15).x("X", {2, 3, 2, 2}).x("scale", {3}).x("B", {3})
+          .x("input_mean", {3}).x("input_var", {3}, Dom::Positive).i("training_mode", 1).fl("momentum", 0.8f).outs(3).tol(10));
+  add(B("BatchNormalization", "opset 9, five outputs").opset(9).x("X", {3, 2, 5}).x("scale", {2}).x("B", {2})
+          .x("mean", {2}).x("var", {2}, Dom::Positive).outs(5).tol(10));
   add(B("InstanceNormalization").x("input", {2, 3, 2, 2}).x("scale", {3}).x("B", {3}).tol(10));
   // The transformer normalizations (com.microsoft; SimplifiedLayerNormalization is ONNX Runtime's, in
   // ai.onnx; RMSNormalization is opset 23). No schema in ONNX 1.12: dtypes from ONNX Runtime's schemas

@@ -8,8 +8,8 @@
 // All but BatchNormalization normalize rows (the dims from `axis` on, the last dim, the spatial dims of one
 // (n, c), or MeanVarianceNormalization's reduced axes, mapped to X's elements): one workgroup per row,
 // whose sums are reduced in workgroup memory (row_body), then the row is normalized and scaled.
-// BatchNormalization in inference mode is elementwise with per-channel parameters; training mode runs on
-// the CPU.
+// BatchNormalization in inference mode is elementwise with per-channel parameters; in training mode it
+// normalizes rows over the batch and spatial axes as MeanVarianceNormalization does.
 #include <algorithm>
 
 #include "ops/broadcast.h"
@@ -258,43 +258,31 @@ void instance_norm(GpuKernelContext& ctx) {
 
 // -------------------------------------------------------------------------- MeanVarianceNormalization
 
-// Rows of the reduced axes, whichever they are: row r numbers the kept axes' indices and element j the
-// reduced axes' (each in X's order), and `at` maps the pair to X's element through X's strides, for xv and
-// for the stores, so the rows need not be contiguous. (x - mean) / (sqrt(variance) + 1e-9), as the CPU
-// reference and ONNX's function body; MVN-1 without normalize_variance runs on the CPU.
-void mvn(GpuKernelContext& ctx) {
-  check_float(ctx, 0, "X");
-  const Shape& xs = ctx.shape(0);
-  const DType t = ctx.dtype(0);
-  const ops::MvnParams mp = ops::mvn_params(ctx.node, ctx.opset, int64_t(xs.size()), ctx.fail_fn());
-  if (!mp.normalize_variance) ctx.unsupported("MeanVarianceNormalization-1 with normalize_variance 0");
+// Rows over X's `reduced` axes, whichever they are (MeanVarianceNormalization's, BatchNormalization's in
+// training mode): row r numbers the kept axes' indices and element j the reduced axes' (each in X's order),
+// and `at` maps the pair to X's element through X's strides, for xv and for the stores into output `out`,
+// so the rows need not be contiguous. The program has declared input x and output out; this declares the
+// uniforms rows() and len(), the map, xv and y_store, and returns the number of rows.
+uint32_t reduced_rows(GpuKernelContext& ctx, shader::Program& p, const Shape& xs, const std::vector<bool>& reduced) {
   const auto strides = shape_strides(xs);
   std::vector<uint32_t> kept_dims, kept_strides, red_dims, red_strides;
   int64_t rows = 1, len = 1;
   for (size_t d = 0; d < xs.size(); ++d) {
-    auto& dims = mp.reduced[d] ? red_dims : kept_dims;
-    (mp.reduced[d] ? red_strides : kept_strides).push_back(uint32_t(strides[d]));
-    dims.push_back(u32_size(ctx, xs[d]));
-    (mp.reduced[d] ? len : rows) *= xs[d];
+    (reduced[d] ? red_dims : kept_dims).push_back(u32_size(ctx, xs[d]));
+    (reduced[d] ? red_strides : kept_strides).push_back(uint32_t(strides[d]));
+    (reduced[d] ? len : rows) *= xs[d];
   }
   for (auto* v : {&kept_dims, &red_dims})
     if (v->empty()) v->push_back(1);  // no axis of that kind: one index, 0
   kept_strides.resize(kept_dims.size(), 0);
   red_strides.resize(red_dims.size(), 0);
-  ctx.set_output(0, t, xs);
-  const uint32_t wgs = row_norm::workgroup(ctx.limits);
-  auto p = ctx.program("mvn_rows", wgs);
-  p.input("x", t, xs);
-  p.output("out", t, xs);
   p.uniform("rows", u32_size(ctx, rows));
   p.uniform("len", u32_size(ctx, len));
-  p.uniform_f32("eps", 1e-9f);
   p.uniform_array("kept_dim", kept_dims);
   p.uniform_array("kept_stride", kept_strides);
   p.uniform_array("red_dim", red_dims);
   p.uniform_array("red_stride", red_strides);
   const std::string nk = std::to_string(kept_dims.size()) + "u", nr = std::to_string(red_dims.size()) + "u";
-  p.declare(row_norm::sum_decl(wgs));
   p.declare("fn at(i: u32) -> u32 {\n"
             "  var r = i / len();\n"
             "  var j = i % len();\n"
@@ -305,10 +293,29 @@ void mvn(GpuKernelContext& ctx) {
             "}\n"
             "fn xv(i: u32) -> f32 { return x_load(at(i)); }\n"
             "fn y_store(i: u32, v: f32) { out_store(at(i), v); }\n");
+  return uint32_t(rows);
+}
+
+// (x - mean) / (sqrt(variance) + 1e-9) over the reduced axes, as the CPU reference and ONNX's function
+// body; MVN-1 without normalize_variance runs on the CPU.
+void mvn(GpuKernelContext& ctx) {
+  check_float(ctx, 0, "X");
+  const Shape& xs = ctx.shape(0);
+  const DType t = ctx.dtype(0);
+  const ops::MvnParams mp = ops::mvn_params(ctx.node, ctx.opset, int64_t(xs.size()), ctx.fail_fn());
+  if (!mp.normalize_variance) ctx.unsupported("MeanVarianceNormalization-1 with normalize_variance 0");
+  ctx.set_output(0, t, xs);
+  const uint32_t wgs = row_norm::workgroup(ctx.limits);
+  auto p = ctx.program("mvn_rows", wgs);
+  p.input("x", t, xs);
+  p.output("out", t, xs);
+  const uint32_t rows = reduced_rows(ctx, p, xs, mp.reduced);
+  p.uniform_f32("eps", 1e-9f);
+  p.declare(row_norm::sum_decl(wgs));
   row_norm::RowSpec r;
   r.eps_on_std = true;
   p.body(row_norm::body(r));
-  row_norm::dispatch(ctx, p, {ctx.in(0), ctx.out(0)}, uint64_t(rows));
+  row_norm::dispatch(ctx, p, {ctx.in(0), ctx.out(0)}, rows);
 }
 
 // --------------------------------------------------------------------------------- GroupNormalization
@@ -380,6 +387,64 @@ void lp_norm(GpuKernelContext& ctx) {
 
 // ---------------------------------------------------------------------------------- BatchNormalization
 
+// Training mode: the batch's statistics per parameter (a channel; opset < 9 without `spatial`, an element of
+// a sample) over the other axes, rows of reduced_rows. Y normalized with them, and the running averages
+// input_mean * momentum + mean * (1 - momentum) (and the variance's likewise, the population variance) as
+// outputs 1 and 2; before opset 14 also the batch's mean and variance as outputs 3 and 4. In f32, as the
+// normalizations are (the CPU reference sums in double).
+void batch_norm_training(GpuKernelContext& ctx, bool spatial, float eps) {
+  const Shape& xs = ctx.shape(0);
+  const DType t = ctx.dtype(0), pt = ctx.dtype(3);
+  const Shape& ps = ctx.shape(3);
+  std::vector<bool> reduced(xs.size(), true);
+  for (size_t d = 1; d < xs.size(); ++d)
+    if (d == 1 || !spatial) reduced[d] = false;
+  ctx.set_output(0, t, xs);
+  std::vector<size_t> wanted;  // the statistics outputs the node asks for
+  for (size_t i = 1; i < ctx.num_outputs() && i <= (ctx.opset < 14 ? 4u : 2u); ++i)
+    if (ctx.output_wanted(i)) {
+      ctx.set_output(i, pt, ps);
+      wanted.push_back(i);
+    }
+  // Five inputs, Y and the status buffer take 7 storage bindings; the statistics outputs share what the
+  // device allows beyond them (opset < 14's four need two dispatches under WebGPU's default 10, the second
+  // writing Y again, the same values).
+  const uint32_t most = ctx.limits.max_storage_buffers_per_shader_stage ? ctx.limits.max_storage_buffers_per_shader_stage : 8;
+  const size_t per = most > 8 ? most - 7 : 1;
+  const char* stat_names[] = {"rm", "rv", "sm", "sv"};
+  const char* value[] = {"m_load(row) * momentum() + mean * (1.0 - momentum())",
+                         "v_load(row) * momentum() + batch_var * (1.0 - momentum())", "mean", "batch_var"};
+  const uint32_t wgs = row_norm::workgroup(ctx.limits);
+  for (size_t first = 0; first < std::max<size_t>(wanted.size(), 1); first += per) {
+    const std::vector<size_t> outs(wanted.begin() + std::min(first, wanted.size()),
+                                   wanted.begin() + std::min(first + per, wanted.size()));
+    auto p = ctx.program("batch_norm_training", wgs);
+    p.input("x", t, xs);
+    p.input("s", ctx.dtype(1), ctx.shape(1));
+    p.input("b", ctx.dtype(2), ctx.shape(2));
+    p.input("m", pt, ps);
+    p.input("v", ctx.dtype(4), ctx.shape(4));
+    p.output("out", t, xs);
+    std::vector<ValueRef> binds{ctx.in(0), ctx.in(1), ctx.in(2), ctx.in(3), ctx.in(4), ctx.out(0)};
+    for (size_t i : outs) {
+      p.output(stat_names[i - 1], pt, ps);
+      binds.push_back(ctx.out(i));
+    }
+    const uint32_t rows = reduced_rows(ctx, p, xs, reduced);
+    p.uniform_f32("eps", eps);
+    p.uniform_f32("momentum", ctx.node.attr_float("momentum", 0.9f));
+    p.declare(row_norm::sum_decl(wgs));
+    row_norm::RowSpec r;
+    r.scale = "s_load(row)";
+    r.shift = "b_load(row)";
+    std::string stats = "  if (lid == 0u) {\n    let batch_var = max_f32(t.y - t.x * t.x, 0.0);\n";
+    for (size_t i : outs) stats += "    " + std::string(stat_names[i - 1]) + "_store(row, " + value[i - 1] + ");\n";
+    r.stats = stats + "  }\n";
+    p.body(row_norm::body(r));
+    row_norm::dispatch(ctx, p, binds, rows);
+  }
+}
+
 void batch_norm(GpuKernelContext& ctx) {
   check_float(ctx, 0, "X");
   const Shape& xs = ctx.shape(0);
@@ -391,9 +456,9 @@ void batch_norm(GpuKernelContext& ctx) {
   bool training = ctx.opset >= 14 ? node.attr_int("training_mode", 0) != 0
                                   : (ctx.opset < 7 ? node.attr_int("is_test", 0) == 0 && ctx.num_outputs() > 1
                                                    : ctx.num_outputs() > 1);
-  if (training) ctx.unsupported("training mode (batch statistics and running averages)");
-  for (size_t i = 1; i < ctx.num_outputs(); ++i)
-    if (ctx.output_wanted(i)) ctx.unsupported("outputs other than Y in inference mode");
+  if (!training)
+    for (size_t i = 1; i < ctx.num_outputs(); ++i)
+      if (ctx.output_wanted(i)) ctx.unsupported("outputs other than Y in inference mode");
   Shape pshape = spatial ? Shape{xs[1]} : Shape(xs.begin() + 1, xs.end());
   const char* names[] = {"scale", "B", "input_mean", "input_var"};
   for (size_t i = 1; i <= 4; ++i) {
@@ -401,6 +466,10 @@ void batch_norm(GpuKernelContext& ctx) {
     if (shape_numel(ctx.shape(i)) != shape_numel(pshape))
       ctx.fail(std::string(names[i - 1]) + " " + shape_str(ctx.shape(i)) + " does not match X " + shape_str(xs) +
                ": expected " + shape_str(pshape));
+  }
+  if (training) {
+    batch_norm_training(ctx, spatial, eps);
+    return;
   }
   int64_t per_sample = xs[0] == 0 ? 0 : shape_numel(xs) / xs[0];
   int64_t inner = spatial ? (xs[1] == 0 ? 0 : per_sample / xs[1]) : 1;
