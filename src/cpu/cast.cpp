@@ -20,7 +20,7 @@ using namespace ew;
 // The 'to' attribute (ops/cast.h); a type the engine does not know is out of scope.
 DType cast_target(const KernelContext& ctx) {
   const DType t = ops::cast_target(ctx.node, ctx.fail_fn());
-  if (!ops::cast_target_known(t)) ctx.unsupported("cast to ONNX data type " + std::to_string(int(t)) + " is not supported");
+  if (const std::string why = ops::cast_target_unsupported(t); !why.empty()) ctx.unsupported(why);
   return t;
 }
 

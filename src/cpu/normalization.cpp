@@ -63,10 +63,8 @@ std::vector<Tensor> batch_norm(KernelContext& ctx) {
   if (X.rank() < 2) ctx.fail("X must be [N, C, ...] (rank >= 2), got " + X.describe());
   const ir::Node& node = ctx.node;
   double eps = node.attr_float("epsilon", 1e-5f), momentum = node.attr_float("momentum", 0.9f);
-  bool spatial = ctx.opset >= 9 || node.attr_int("spatial", 1) != 0;
-  bool training = ctx.opset >= 14 ? node.attr_int("training_mode", 0) != 0
-                                  : (ctx.opset < 7 ? node.attr_int("is_test", 0) == 0 && ctx.num_outputs() > 1
-                                                   : ctx.num_outputs() > 1);
+  const ops::BatchNormMode mode = ops::batch_norm_mode(node, ctx.opset, ctx.num_outputs(), X.rank());
+  const bool spatial = mode.spatial, training = mode.training;
   // Per-channel parameters (spatial) or per-element-of-a-sample parameters (spatial = 0, opset < 9).
   Shape pshape = spatial ? Shape{X.dim(1)} : Shape(X.shape().begin() + 1, X.shape().end());
   const char* names[] = {"scale", "B", "input_mean", "input_var"};
@@ -89,10 +87,7 @@ std::vector<Tensor> batch_norm(KernelContext& ctx) {
   std::vector<Tensor> res;
   std::vector<double> saved_mean, saved_var;
   if (training) {
-    std::vector<bool> reduced(size_t(X.rank()), true);
-    if (spatial) reduced[1] = false;
-    else for (size_t d = 1; d < reduced.size(); ++d) reduced[d] = false;
-    Stats s = group_stats(x, X.shape(), reduced);
+    Stats s = group_stats(x, X.shape(), mode.reduced);
     saved_mean = s.mean;
     saved_var = s.var;
   }

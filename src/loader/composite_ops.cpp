@@ -114,9 +114,21 @@ onnx::FunctionProto signature(const char* name, std::vector<std::string> in, std
   return f;
 }
 
+// The float attributes of the activations ONNX Runtime fuses into FusedConv and FusedGemm, in the order
+// FusedConv's activation_params gives them, with ONNX's defaults; nullptr for another op.
+using ActivationParams = std::vector<std::pair<const char*, float>>;
+const ActivationParams* activation_params(const std::string& op) {
+  static const std::map<std::string, ActivationParams> kParams = {
+      {"Relu", {}}, {"Tanh", {}}, {"Sigmoid", {}}, {"Softsign", {}}, {"Softplus", {}},
+      {"LeakyRelu", {{"alpha", 0.01f}}}, {"Elu", {{"alpha", 1.0f}}}, {"ThresholdedRelu", {{"alpha", 1.0f}}},
+      {"HardSigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}}},
+      {"Selu", {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}}}};
+  auto it = kParams.find(op);
+  return it == kParams.end() ? nullptr : &it->second;
+}
+
 // An activation node `op` from `in` to `out` with float attributes.
-onnx::NodeProto activation_node(const std::string& op, const std::string& in, const std::string& out,
-                                const std::vector<std::pair<const char*, float>>& attrs) {
+onnx::NodeProto activation_node(const std::string& op, const std::string& in, const std::string& out, const ActivationParams& attrs) {
   auto n = make_node(op.c_str(), "", {in}, {out});
   for (const auto& [name, v] : attrs) set_float(n, name, v);
   return n;
@@ -336,12 +348,12 @@ onnx::FunctionProto fused_conv(const onnx::NodeProto& call, const Model& model) 
     *f.add_node() = n;
     return f;
   }
-  // The other activations take their parameters in order, as attributes alpha, beta.
-  std::vector<std::pair<const char*, float>> attrs;
-  if (op == "LeakyRelu") attrs = {{"alpha", param(0, 0.01f)}};
-  else if (op == "HardSigmoid") attrs = {{"alpha", param(0, 0.2f)}, {"beta", param(1, 0.5f)}};
-  else if (op != "Relu" && op != "Tanh" && op != "Sigmoid")
+  // The other activations take their parameters in order, as their attributes alpha, beta.
+  const ActivationParams* known = activation_params(op);
+  if (!known || (op != "Relu" && op != "Tanh" && op != "Sigmoid" && op != "LeakyRelu" && op != "HardSigmoid"))
     throw NotImplemented(what + ": activation '" + op + "' is not supported (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid are)");
+  ActivationParams attrs = *known;
+  for (size_t i = 0; i < attrs.size(); ++i) attrs[i].second = param(i, attrs[i].second);
   *f.add_node() = activation_node(op, "pre", "Y", attrs);
   return f;
 }
@@ -360,20 +372,13 @@ onnx::FunctionProto fused_gemm(const onnx::NodeProto& call, const Model&) {
     if (const auto* a = attribute(call, name)) *gemm.add_attribute() = *a;
   *f.add_node() = gemm;
   if (op.empty()) return f;
-  // The parameters each activation's ONNX schema takes, with its defaults.
-  static const std::map<std::string, std::vector<std::pair<const char*, float>>> kParams = {
-      {"Relu", {}}, {"Tanh", {}}, {"Sigmoid", {}}, {"Softsign", {}}, {"Softplus", {}},
-      {"LeakyRelu", {{"alpha", 0.01f}}}, {"Elu", {{"alpha", 1.0f}}}, {"ThresholdedRelu", {{"alpha", 1.0f}}},
-      {"HardSigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}}}, {"Selu", {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}}}};
-  auto known = kParams.find(op);
-  if (known == kParams.end())
+  const ActivationParams* known = activation_params(op);
+  if (!known)
     throw NotImplemented(what + ": activation '" + op +
                          "' is not supported (Relu, Tanh, Sigmoid, Softsign, Softplus, LeakyRelu, Elu, ThresholdedRelu, HardSigmoid, Selu are)");
-  std::vector<std::pair<const char*, float>> attrs;
-  for (const auto& [name, fallback] : known->second) {
-    const auto* a = attribute(call, std::string("activation_") + name);
-    attrs.push_back({name, a ? a->f() : fallback});
-  }
+  ActivationParams attrs = *known;
+  for (auto& [name, v] : attrs)
+    if (const auto* a = attribute(call, std::string("activation_") + name)) v = a->f();
   *f.add_node() = activation_node(op, "pre", "Y", attrs);
   return f;
 }

@@ -14,7 +14,7 @@
 namespace onnxgpu::ops {
 
 // Cast's attribute `to`: an ONNX TensorProto.DataType number, or (Cast-1) its name such as "FLOAT". A number
-// the engine has no type for comes back as it is (cast_target_known says so).
+// the engine has no type for comes back as it is (cast_target_unsupported says so).
 inline DType cast_target(const ir::Node& n, const Fail& fail) {
   const ir::Attribute* a = n.attr("to");
   if (!a) raise(fail, "attribute 'to' is required");
@@ -34,7 +34,11 @@ inline DType cast_target(const ir::Node& n, const Fail& fail) {
   return DType(int32_t(n.attr_int("to", 0)));
 }
 
-inline bool cast_target_known(DType t) { return t == DType::String || kAllTypes.has(t) || dtype_is_narrow(t); }
+// Why a cast to `t` is out of the engine's scope (a type number it does not know), or "".
+inline std::string cast_target_unsupported(DType t) {
+  if (t == DType::String || kAllTypes.has(t) || dtype_is_narrow(t)) return "";
+  return "cast to ONNX data type " + std::to_string(int(t)) + " is not supported";
+}
 
 inline NarrowConversion cast_conversion(const ir::Node& n, const Fail& fail) {
   NarrowConversion c;

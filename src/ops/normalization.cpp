@@ -7,6 +7,19 @@
 
 namespace onnxgpu::ops {
 
+BatchNormMode batch_norm_mode(const ir::Node& node, int64_t opset, size_t num_outputs, int64_t rank) {
+  BatchNormMode m;
+  m.spatial = opset >= 9 || node.attr_int("spatial", 1) != 0;
+  m.training = opset >= 14 ? node.attr_int("training_mode", 0) != 0
+                           : (opset < 7 ? node.attr_int("is_test", 0) == 0 && num_outputs > 1 : num_outputs > 1);
+  if (m.training) {
+    m.reduced.assign(size_t(rank), true);
+    for (size_t d = 1; d < m.reduced.size(); ++d)
+      if (d == 1 || !m.spatial) m.reduced[d] = false;
+  }
+  return m;
+}
+
 MvnParams mvn_params(const ir::Node& node, int64_t opset, int64_t rank, const Fail& fail) {
   MvnParams p;
   p.reduced.assign(size_t(rank), false);

@@ -26,6 +26,17 @@ LayerNormParams layer_norm_params(const ir::Node& node, int64_t rank, const Fail
 void check_instance_norm(DType x_dtype, const Shape& x, DType scale_dtype, const Shape& scale, DType b_dtype,
                          const Shape& b, const Fail& fail);
 
+// BatchNormalization's mode: `spatial` (always from opset 9; before, per-channel parameters when 1, else one
+// per element of a sample) and training (opset 14's training_mode; before, told by the extra outputs, and
+// before opset 7 also by is_test 0). In training mode the statistics are the batch's, over `reduced`: every
+// axis but the channel (spatial), or the batch axis only.
+struct BatchNormMode {
+  bool spatial = true;
+  bool training = false;
+  std::vector<bool> reduced;  // per axis of X, training mode only
+};
+BatchNormMode batch_norm_mode(const ir::Node& node, int64_t opset, size_t num_outputs, int64_t rank);
+
 // MeanVarianceNormalization: Y = (X - mean) / (sqrt(variance) + 1e-9) over the reduced axes (opset 9:
 // attribute axes, default [0, 2, 3]; MVN-1: the spatial axes of [N, C, ...], the channels too with
 // across_channels, and only the mean subtracted when normalize_variance is 0).

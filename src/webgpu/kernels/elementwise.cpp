@@ -281,7 +281,7 @@ void cast_to(GpuKernelContext& ctx, DType to) {
 
 void cast_kernel(GpuKernelContext& ctx) {
   const DType to = ops::cast_target(ctx.node, ctx.fail_fn());
-  if (!ops::cast_target_known(to)) ctx.unsupported("cast to ONNX data type " + std::to_string(int(to)) + " is not supported");
+  if (const std::string why = ops::cast_target_unsupported(to); !why.empty()) ctx.unsupported(why);
   cast_to(ctx, to);
 }
 

@@ -388,17 +388,14 @@ void lp_norm(GpuKernelContext& ctx) {
 // ---------------------------------------------------------------------------------- BatchNormalization
 
 // Training mode: the batch's statistics per parameter (a channel; opset < 9 without `spatial`, an element of
-// a sample) over the other axes, rows of reduced_rows. Y normalized with them, and the running averages
+// a sample) over the `reduced` axes (ops::batch_norm_mode), rows of reduced_rows. Y normalized with them, and the running averages
 // input_mean * momentum + mean * (1 - momentum) (and the variance's likewise, the population variance) as
 // outputs 1 and 2; before opset 14 also the batch's mean and variance as outputs 3 and 4. In f32, as the
 // normalizations are (the CPU reference sums in double).
-void batch_norm_training(GpuKernelContext& ctx, bool spatial, float eps) {
+void batch_norm_training(GpuKernelContext& ctx, const std::vector<bool>& reduced, float eps) {
   const Shape& xs = ctx.shape(0);
   const DType t = ctx.dtype(0), pt = ctx.dtype(3);
   const Shape& ps = ctx.shape(3);
-  std::vector<bool> reduced(xs.size(), true);
-  for (size_t d = 1; d < xs.size(); ++d)
-    if (d == 1 || !spatial) reduced[d] = false;
   ctx.set_output(0, t, xs);
   std::vector<size_t> wanted;  // the statistics outputs the node asks for
   for (size_t i = 1; i < ctx.num_outputs() && i <= (ctx.opset < 14 ? 4u : 2u); ++i)
@@ -452,10 +449,8 @@ void batch_norm(GpuKernelContext& ctx) {
   if (xs.size() < 2) ctx.fail("X must be [N, C, ...] (rank >= 2), got " + shape_str(xs));
   const ir::Node& node = ctx.node;
   float eps = node.attr_float("epsilon", 1e-5f);
-  bool spatial = ctx.opset >= 9 || node.attr_int("spatial", 1) != 0;
-  bool training = ctx.opset >= 14 ? node.attr_int("training_mode", 0) != 0
-                                  : (ctx.opset < 7 ? node.attr_int("is_test", 0) == 0 && ctx.num_outputs() > 1
-                                                   : ctx.num_outputs() > 1);
+  const ops::BatchNormMode mode = ops::batch_norm_mode(node, ctx.opset, ctx.num_outputs(), int64_t(xs.size()));
+  const bool spatial = mode.spatial, training = mode.training;
   if (!training)
     for (size_t i = 1; i < ctx.num_outputs(); ++i)
       if (ctx.output_wanted(i)) ctx.unsupported("outputs other than Y in inference mode");
@@ -468,7 +463,7 @@ void batch_norm(GpuKernelContext& ctx) {
                ": expected " + shape_str(pshape));
   }
   if (training) {
-    batch_norm_training(ctx, spatial, eps);
+    batch_norm_training(ctx, mode.reduced, eps);
     return;
   }
   int64_t per_sample = xs[0] == 0 ? 0 : shape_numel(xs) / xs[0];
