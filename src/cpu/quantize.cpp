@@ -63,13 +63,12 @@ std::vector<Tensor> quantize_linear(KernelContext& ctx) {
   const bool float32 = x.dtype() == DType::Float32 && ctx.input(1).dtype() == DType::Float32;
   const std::vector<double> xs = nn::to_doubles(x);
   if (dtype_is_narrow_float(out_type)) {  // float8 / float4: x / scale + zero point, rounded to the type
-    const bool saturate = ctx.node.attr_int("saturate", 1) != 0;
     uint8_t* q = static_cast<uint8_t*>(y.raw());
     for (int64_t i = 0; i < x.numel(); ++i) {
       const int64_t c = qa.index(i);
       const double v = float32 ? double(float(xs[size_t(i)]) / float(scale[size_t(c)]) + float(zp[size_t(c)]))
                                : xs[size_t(i)] / scale[size_t(c)] + zp[size_t(c)];
-      q[i] = narrow_from_double(out_type, v, saturate);
+      q[i] = narrow_from_double(out_type, v, qa.saturate);
     }
     return {y};
   }

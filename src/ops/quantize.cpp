@@ -139,6 +139,7 @@ LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, co
     raise(fail, "output_dtype " + std::to_string(output_dtype) + " (" + std::string(dtype_name(p.out)) + ") is not supported" +
                     expected);
   }
+  p.saturate = node.attr_int("saturate", 1) != 0;
   return p;
 }
 

@@ -30,6 +30,7 @@ struct LinearQuantParams {
   DType out = DType::Undefined;  // the output's type
   int64_t lo = 0, hi = 0;        // QuantizeLinear: the output type's range
   bool zero_point = false;       // given (else 0)
+  bool saturate = true;          // QuantizeLinear into float8 / float4: attribute `saturate` (opset 19)
   // The index of element i's scale and zero point.
   int64_t index(int64_t i) const {
     switch (mode) {

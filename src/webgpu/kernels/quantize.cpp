@@ -86,8 +86,8 @@ void quantize_linear(GpuKernelContext& ctx) {
   const int64_t n = shape_numel(xs);
   if (n == 0) return;
   strided::u32_dim(ctx, n, "x");
-  auto p = ctx.program(std::string("quantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : "") +
-                       (dtype_is_narrow_float(q.out) ? "_float" : ""));
+  const bool to_float = dtype_is_narrow_float(q.out);  // float8 / float4: rounded by the store, not to integers
+  auto p = ctx.program(std::string("quantize_") + mode_name(q.mode) + (q.zero_point ? "_zp" : "") + (to_float ? "_float" : ""));
   p.input("x", DType::Float32, Shape{n});
   p.input("scale", DType::Float32, Shape{shape_numel(ctx.shape(1))});
   std::vector<ValueRef> binds{ctx.in(0), ctx.in(1)};
@@ -97,8 +97,7 @@ void quantize_linear(GpuKernelContext& ctx) {
   }
   p.output("y", q.out, Shape{n});
   binds.push_back(ctx.out(0));
-  const bool to_float = dtype_is_narrow_float(q.out);
-  if (dtype_is_narrow(q.out)) p.admit_narrow({.saturate = ctx.node.attr_int("saturate", 1) != 0});
+  if (dtype_is_narrow(q.out)) p.admit_narrow({.saturate = q.saturate});
   declare_params(p, q);
   if (!to_float) {
     p.uniform_f32("lo", float(q.lo));
