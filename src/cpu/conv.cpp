@@ -1,7 +1,8 @@
-// Conv, ConvInteger, QLinearConv, ConvTranspose (1-D, 2-D, 3-D and beyond), Col2Im. float32 Conv goes through the
+// Conv, ConvInteger, QLinearConv, ConvTranspose (1-D, 2-D, 3-D and beyond), Col2Im, DeformConv (2-D). float32 Conv goes through the
 // library (src/cpu/blas.h: im2col + sgemm) while it is enabled; the reference kernels below compute
 // in double and are the other types' path and the check.
 #include <algorithm>
+#include <cmath>
 
 #include "cpu/blas.h"
 #include "cpu/kernel.h"
@@ -283,11 +284,60 @@ std::vector<Tensor> col2im(KernelContext& ctx) {
   return {nn::tensor_from_doubles(x.dtype(), g.out, y)};
 }
 
+// X's plane (H x W) sampled bilinearly at (h, w): the four neighbours, each outside the plane reading 0
+// (ops::DeformConvGeometry); a NaN coordinate reads 0.
+double bilinear_zero_padded(const double* plane, int64_t H, int64_t W, double h, double w) {
+  if (!(h > -1.0 && h < double(H) && w > -1.0 && w < double(W))) return 0.0;
+  const double h0 = std::floor(h), w0 = std::floor(w);
+  const double fh = h - h0, fw = w - w0;
+  const int64_t r0 = int64_t(h0), c0 = int64_t(w0);
+  auto at = [&](int64_t r, int64_t c) { return r >= 0 && r < H && c >= 0 && c < W ? plane[r * W + c] : 0.0; };
+  return (1 - fh) * ((1 - fw) * at(r0, c0) + fw * at(r0, c0 + 1)) + fh * ((1 - fw) * at(r0 + 1, c0) + fw * at(r0 + 1, c0 + 1));
+}
+
+// DeformConv (ops::deform_conv_geometry), in double.
+std::vector<Tensor> deform_conv(KernelContext& ctx) {
+  const ops::DeformConvGeometry g = ops::deform_conv_geometry(ctx.node, ctx.operands(), ctx.fail_fn());
+  const std::vector<double> x = nn::to_doubles(ctx.input(0)), w = nn::to_doubles(ctx.input(1)),
+                            off = nn::to_doubles(ctx.input(2));
+  const std::vector<double> bias = g.has_bias ? nn::to_doubles(ctx.input(3)) : std::vector<double>{};
+  const std::vector<double> mask = g.has_mask ? nn::to_doubles(ctx.input(4)) : std::vector<double>{};
+  const int64_t Cg = g.C / g.group, Mg = g.M / g.group, Cog = g.C / g.offset_group, K = g.kh * g.kw;
+  const int64_t plane = g.oh * g.ow, taps = g.offset_group * K;
+  std::vector<double> y(size_t(shape_numel(g.out())), 0.0);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t m = 0; m < g.M; ++m) {
+      const int64_t grp = m / Mg;
+      double* ym = y.data() + (n * g.M + m) * plane;
+      for (int64_t p = 0; p < plane; ++p) {
+        const int64_t oh = p / g.ow, ow = p % g.ow;
+        double acc = g.has_bias ? bias[size_t(m)] : 0.0;
+        for (int64_t c = 0; c < Cg; ++c) {
+          const int64_t ci = grp * Cg + c, t0 = (ci / Cog) * K;
+          const double* xc = x.data() + (n * g.C + ci) * g.H * g.W;
+          for (int64_t k = 0; k < K; ++k) {
+            const int64_t t = t0 + k, i = k / g.kw, j = k % g.kw;
+            const double dh = off[size_t((n * 2 * taps + 2 * t) * plane + p)];
+            const double dw = off[size_t((n * 2 * taps + 2 * t + 1) * plane + p)];
+            const double h = double(oh * g.stride_h - g.pad_top + i * g.dil_h) + dh;
+            const double wc = double(ow * g.stride_w - g.pad_left + j * g.dil_w) + dw;
+            double v = bilinear_zero_padded(xc, g.H, g.W, h, wc);
+            if (g.has_mask) v *= mask[size_t((n * taps + t) * plane + p)];
+            acc += w[size_t((m * Cg + c) * K + k)] * v;
+          }
+        }
+        ym[p] = acc;
+      }
+    }
+  return {nn::tensor_from_doubles(ctx.input(0).dtype(), g.out(), y)};
+}
+
 }  // namespace
 
 void register_conv(KernelRegistry& r) {
   r.add("Col2Im", col2im);
   r.add("Conv", conv);
+  r.add("DeformConv", deform_conv);
   r.add("ConvInteger", conv_integer);
   r.add("ConvTranspose", conv_transpose);
   r.add("QLinearConv", qlinear_conv);

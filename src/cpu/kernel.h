@@ -90,7 +90,7 @@ void register_layout(KernelRegistry&);         // Transpose, Concat, Split, Slic
 void register_generators(KernelRegistry&);     // Constant, ConstantOfShape, Range, EyeLike, OneHot, Trilu
 void register_indexing(KernelRegistry&);       // Gather*, Scatter*, Compress, TensorScatter
 void register_matmul(KernelRegistry&);         // MatMul, MatMulInteger, QLinearMatMul, MatMulIntegerToFloat, Gemm, Einsum, Det
-void register_conv(KernelRegistry&);           // Conv, ConvInteger, QLinearConv, ConvTranspose, Col2Im
+void register_conv(KernelRegistry&);           // Conv, ConvInteger, QLinearConv, ConvTranspose, Col2Im, DeformConv
 void register_pool(KernelRegistry&);           // AveragePool, MaxPool, Global*Pool, LRN, RoiAlign
 void register_normalization(KernelRegistry&);  // BatchNormalization, InstanceNormalization, LayerNormalization, MVN,
                                                // GroupNormalization, LpNormalization,

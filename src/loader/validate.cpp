@@ -149,6 +149,9 @@ const AttributeKinds* extra_schema(const std::string& domain, const std::string&
       {{"", "CenterCropPad"}, {{"axes", Kind::Ints}}},
       {{"", "TensorScatter"}, {{"axis", Kind::Int}, {"mode", Kind::String}}},
       {{"", "Col2Im"}, {{"dilations", Kind::Ints}, {"pads", Kind::Ints}, {"strides", Kind::Ints}}},
+      {{"", "DeformConv"},
+       {{"dilations", Kind::Ints}, {"group", Kind::Int}, {"kernel_shape", Kind::Ints}, {"offset_group", Kind::Int},
+        {"pads", Kind::Ints}, {"strides", Kind::Ints}}},
       {{"", "DFT"}, {{"axis", Kind::Int}, {"inverse", Kind::Int}, {"onesided", Kind::Int}}},
   };
   auto it = table.find({domain, op});

@@ -186,4 +186,48 @@ Col2ImGeometry col2im_geometry(const ir::Node& node, const Shape& input, const s
   return g;
 }
 
+DeformConvGeometry deform_conv_geometry(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail) {
+  auto input = [&](size_t i) { return i < in.size() ? in[i] : Operand{}; };
+  const Operand x = input(0), w = input(1), off = input(2), b = input(3), mask = input(4);
+  const DTypeSet types{DType::Float16, DType::Float32, DType::Float64, DType::BFloat16};
+  if (!types.has(x.dtype)) raise(fail, "input 'X' must be float16, float32, float64 or bfloat16, got " + x.describe());
+  auto same_type = [&](const char* name, const Operand& o) {
+    if (o.dtype != x.dtype)
+      raise(fail, std::string("input '") + name + "' must have X's type (" + x.describe() + "), got " + o.describe());
+  };
+  same_type("W", w);
+  same_type("offset", off);
+  if (b.given()) same_type("B", b);
+  if (mask.given()) same_type("mask", mask);
+  if (x.shape.size() != 4) raise(fail, "input 'X' must be a 2-D image [N, C, H, W] (DeformConv is 2-D), got " + x.describe());
+  DeformConvGeometry g;
+  g.group = conv_group(node, fail);
+  if (b.given() && b.shape.size() != 1) raise(fail, "input 'B' must be 1-D, got " + b.describe());
+  check_conv_shapes(x.shape, w.shape, g.group, b.given() ? b.shape[0] : -1, fail);
+  const Shape kernel(w.shape.begin() + 2, w.shape.end());
+  check_kernel_shape(node, kernel, fail);
+  g.offset_group = node.attr_int("offset_group", 1);
+  g.N = x.shape[0], g.C = x.shape[1], g.H = x.shape[2], g.W = x.shape[3], g.M = w.shape[0];
+  g.kh = kernel[0], g.kw = kernel[1];
+  if (g.offset_group <= 0 || g.C % g.offset_group != 0)
+    raise(fail, "offset_group " + std::to_string(g.offset_group) + " must be positive and divide X's " +
+                    std::to_string(g.C) + " channels");
+  Window win = make_window(node, Shape(x.shape.begin() + 2, x.shape.end()), kernel, false, fail);
+  g.oh = win.out[0], g.ow = win.out[1];
+  g.stride_h = win.strides[0], g.stride_w = win.strides[1];
+  g.dil_h = win.dilations[0], g.dil_w = win.dilations[1];
+  g.pad_top = win.pad_begin[0], g.pad_left = win.pad_begin[1];
+  const int64_t taps = g.offset_group * g.kh * g.kw;
+  const Shape want_off{g.N, 2 * taps, g.oh, g.ow}, want_mask{g.N, taps, g.oh, g.ow};
+  if (off.shape != want_off)
+    raise(fail, "input 'offset' must be [N, offset_group * 2 * kH * kW, oH, oW] = " + shape_str(want_off) + ", got " +
+                    off.describe());
+  if (mask.given() && mask.shape != want_mask)
+    raise(fail, "input 'mask' must be [N, offset_group * kH * kW, oH, oW] = " + shape_str(want_mask) + ", got " +
+                    mask.describe());
+  g.has_bias = b.given();
+  g.has_mask = mask.given();
+  return g;
+}
+
 }  // namespace onnxgpu::ops

@@ -67,4 +67,21 @@ struct Col2ImGeometry {
 Col2ImGeometry col2im_geometry(const ir::Node& node, const Shape& input, const std::vector<int64_t>& image_shape,
                                const std::vector<int64_t>& block_shape, const Fail& fail);
 
+// DeformConv (opset 19; bfloat16 from 22), 2-D: inputs X [N, C, H, W], W [M, C / group, kH, kW], offset
+// [N, offset_group * 2 * kH * kW, oH, oW], B [M] (optional), mask [N, offset_group * kH * kW, oH, oW]
+// (optional), all of one float type. Output position (oh, ow) of output channel m sums, over the input
+// channels c of m's group and the kernel taps (i, j), W[m, c, i, j] * mask * X[n, c] sampled bilinearly at
+//   h = oh * stride_h - pad_top + i * dilation_h + dh,  w = ow * stride_w - pad_left + j * dilation_w + dw
+// where (dh, dw) are offset channels 2 * t and 2 * t + 1 of offset group g = c / (C / offset_group) and the
+// mask channel is t, t = g * kH * kW + i * kW + j (ONNX's reference: GridSample, bilinear, zeros padding,
+// align_corners). A tap's four neighbours outside the image read 0; a coordinate that is NaN reads 0.
+struct DeformConvGeometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, M = 0, kh = 0, kw = 0, oh = 0, ow = 0, group = 1, offset_group = 1;
+  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, pad_top = 0, pad_left = 0;
+  bool has_bias = false, has_mask = false;
+  Shape out() const { return {N, M, oh, ow}; }
+};
+// Inputs in the node's order (X, W, offset, B, mask); the checks name the input at fault.
+DeformConvGeometry deform_conv_geometry(const ir::Node& node, const std::vector<Operand>& in, const Fail& fail);
+
 }  // namespace onnxgpu::ops

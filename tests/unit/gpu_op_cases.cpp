@@ -1031,6 +1031,17 @@ std::vector<Case> build() {
   add(B("Conv", "group 2, stride 2, dilation 2").x("X", {1, 4, 7, 7}).x("W", {4, 2, 2, 2}).i("group", 2)
           .ints("strides", {2, 2}).ints("dilations", {2, 2}).tol(10));
   add(B("Conv", "1-D").x("X", {2, 2, 7}).x("W", {3, 2, 3}).x("B", {3}).s("auto_pad", "SAME_UPPER").tol(10));
+  // DeformConv: offsets in [-3, 3] move taps across pixels and out of the image (into the zeros).
+  const std::vector<DType> deform_types = {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64};
+  const std::string deform_note = "DeformConv-22 (no schema in ONNX 1.12): float types; no overflowing extremes (the CPU "
+                                  "sums the samples in double)";
+  add(B("DeformConv", "padding").opset(22).without_schema(deform_types).x("X", {1, 2, 4, 5}).x("W", {3, 2, 2, 2})
+          .x("offset", {1, 8, 5, 6}).ints("pads", {1, 1, 1, 1}).tol(10)
+          .extremes(Extremes::NoOverflow, "samples summed in double on the CPU").note(deform_note));
+  add(B("DeformConv", "bias, mask, groups, offset groups, stride, dilation").opset(22).without_schema(deform_types)
+          .x("X", {2, 4, 6, 5}).x("W", {4, 2, 2, 3}).x("offset", {2, 24, 3, 2}).x("B", {4}).x("mask", {2, 12, 3, 2})
+          .i("group", 2).i("offset_group", 2).ints("strides", {2, 2}).ints("dilations", {2, 1}).ints("pads", {0, 1, 1, 0})
+          .tol(10).extremes(Extremes::NoOverflow, "samples summed in double on the CPU").note(deform_note));
   add(B("ConvTranspose").x("X", {1, 2, 3, 3}).x("W", {2, 3, 3, 3}).x("B", {3}).tol(10));
   add(B("ConvTranspose", "stride 2, pads, output_padding").x("X", {1, 2, 3, 3}).x("W", {2, 2, 3, 3})
           .ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).ints("output_padding", {1, 1}).tol(10));

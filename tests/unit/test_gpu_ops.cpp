@@ -121,6 +121,7 @@ const char* short_name(DType t) {
     case DType::Float32: return "f32";
     case DType::Float16: return "f16";
     case DType::Float64: return "f64";
+    case DType::BFloat16: return "bf16";
     case DType::Int8: return "i8";
     case DType::UInt8: return "u8";
     case DType::Int16: return "i16";

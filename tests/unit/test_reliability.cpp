@@ -432,7 +432,7 @@ TEST(Reliability, CastErrorsNameTheNodeOnBothEps) {
   auto cast = [&](int64_t to) {
     return testing::one_node_model("Cast", in, {"y"}, 21, [to](onnx::NodeProto& n) { testing::set_int(n, "to", to); });
   };
-  for (bool fail_loud : {false, true})
+  for (bool fail_loud : {false, true}) {
     for (const char* ep : {"cpu", "webgpu"}) {
       SessionOptions o = ep_options(ep);
       o.int64.fail_loud = fail_loud;
@@ -441,10 +441,34 @@ TEST(Reliability, CastErrorsNameTheNodeOnBothEps) {
       EXPECT_NE(e.find("node 'Cast_0' (Cast)"), std::string::npos) << ep << ": " << e;
       EXPECT_NE(e.find("cast to ONNX data type 99 is not supported"), std::string::npos) << ep << ": " << e;
     }
+  }
   SessionOptions o = ep_options("webgpu");
   std::string e = error_of([&] { Session::from_bytes(cast(8), o).run(testing::feeds_of(in)); });
-  if (e.find("no WebGPU adapter") == std::string::npos)
+  if (e.find("no WebGPU adapter") == std::string::npos) {
     EXPECT_NE(e.find("node 'Cast_0' (Cast): output 'y' is a string tensor"), std::string::npos) << e;
+  }
+}
+
+TEST(Reliability, DeformConvShapeErrorsNameTheInput) {
+  // An offset of the wrong size for the output, and a mask that is not the offset's half: each error names
+  // the node and the input, and gives the shape expected, on both EPs.
+  auto zeros = [](Shape s) { return Tensor(DType::Float32, s); };
+  auto model = [&](Shape offset, Shape mask) {
+    std::vector<Operand> in{{"X", zeros({1, 2, 4, 4})}, {"W", zeros({3, 2, 3, 3})}, {"offset", zeros(offset)},
+                            {"B", Tensor{}}, {"mask", zeros(mask)}};
+    return std::make_pair(testing::one_node_model("DeformConv", in, {"y"}, 19), in);
+  };
+  const std::pair<Shape, Shape> cases[] = {{{1, 18, 3, 3}, {1, 9, 2, 2}}, {{1, 18, 2, 2}, {1, 18, 2, 2}}};
+  const char* want[] = {"input 'offset' must be [N, offset_group * 2 * kH * kW, oH, oW] = [1,18,2,2], got float32[1,18,3,3]",
+                        "input 'mask' must be [N, offset_group * kH * kW, oH, oW] = [1,9,2,2], got float32[1,18,2,2]"};
+  for (size_t i = 0; i < 2; ++i)
+    for (const char* ep : {"cpu", "webgpu"}) {
+      auto [bytes, in] = model(cases[i].first, cases[i].second);
+      std::string e = error_of([&] { Session::from_bytes(bytes, ep_options(ep)).run(testing::feeds_of(in)); });
+      if (std::string(ep) == "webgpu" && e.find("no WebGPU adapter") != std::string::npos) continue;
+      EXPECT_NE(e.find("node 'DeformConv_0' (DeformConv)"), std::string::npos) << ep << ": " << e;
+      EXPECT_NE(e.find(want[i]), std::string::npos) << ep << ": " << e;
+    }
 }
 
 TEST(Reliability, AttributeOfTheWrongTypeIsRejectedByBothEps) {

@@ -1,5 +1,6 @@
 // Conv, ConvInteger, QLinearConv and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe);
-// Col2Im (one invocation per image pixel, summing the block elements that cover it).
+// Col2Im (one invocation per image pixel, summing the block elements that cover it); DeformConv (2-D, one
+// invocation per output element, each kernel tap sampled bilinearly at its offset).
 // Float Conv takes one of three kernels, chosen by shape (the choice shows in the program's name, so a
 // refresh for other sizes that would choose another is planned anew):
 //   - an implicit GEMM per group: Y[m, col] = sum_k W[m, k] X̂[k, col], k = (input channel, kernel tap),
@@ -46,6 +47,7 @@
 #include "webgpu/kernels/fused_steps.h"
 #include "webgpu/kernels/kernel.h"
 #include "webgpu/kernels/matmul.h"
+#include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
 
@@ -1112,11 +1114,85 @@ void col2im(GpuKernelContext& ctx) {
   ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
 
+// DeformConv (ops::deform_conv_geometry), one invocation per output element over its group's input channels
+// and the kernel taps, each tap's sample computed in f32 from its offset (and mask) at the output position.
+void deform_conv(GpuKernelContext& ctx) {
+  const ops::DeformConvGeometry g = ops::deform_conv_geometry(ctx.node, ctx.operands(), ctx.fail_fn());
+  const DType t = ctx.dtype(0);
+  ctx.set_output(0, t, g.out());
+  if (shape_numel(g.out()) == 0) return;
+  auto p = ctx.program(std::string("deform_conv") + (g.has_bias ? "_b" : "") + (g.has_mask ? "_mask" : ""));
+  p.input("x", t, ctx.shape(0));
+  p.input("w", t, ctx.shape(1));
+  p.input("o", t, ctx.shape(2));
+  std::vector<ValueRef> binds{ctx.in(0), ctx.in(1), ctx.in(2)};
+  if (g.has_bias) {
+    p.input("b", t, ctx.shape(3));
+    binds.push_back(ctx.in(3));
+  }
+  if (g.has_mask) {
+    p.input("mk", t, ctx.shape(4));
+    binds.push_back(ctx.in(4));
+  }
+  p.output("y", t, g.out());
+  binds.push_back(ctx.out(0));
+  auto u = [&](const char* name, int64_t v) { p.uniform(name, strided::u32_dim(ctx, v, name)); };
+  u("C", g.C), u("H", g.H), u("W", g.W), u("M", g.M), u("OW", g.ow), u("PLANE", g.oh * g.ow);
+  u("CG", g.C / g.group), u("MG", g.M / g.group), u("COG", g.C / g.offset_group), u("KK", g.kh * g.kw), u("KW", g.kw);
+  u("TAPS", g.offset_group * g.kh * g.kw), u("SH", g.stride_h), u("SW", g.stride_w), u("DH", g.dil_h), u("DW", g.dil_w);
+  u("PT", g.pad_top), u("PL", g.pad_left);
+  // X's plane at `base` sampled at (h, w): four neighbours, each outside the plane reading 0.
+  p.declare(
+      "fn at(base: u32, r: i32, c: i32) -> f32 {\n"
+      "  let inside = r >= 0i && r < i32(H()) && c >= 0i && c < i32(W());\n"
+      "  return select(0.0, to_f32_$x(x_load(base + u32(select(0i, r * i32(W()) + c, inside)))), inside);\n"
+      "}\n"
+      "fn sample(base: u32, h: f32, w: f32) -> f32 {\n"
+      "  if (!(h > -1.0 && h < f32(H()) && w > -1.0 && w < f32(W()))) { return 0.0; }\n"
+      "  let h0 = floor(h);\n"
+      "  let w0 = floor(w);\n"
+      "  let fh = h - h0;\n"
+      "  let fw = w - w0;\n"
+      "  let r = i32(h0);\n"
+      "  let c = i32(w0);\n"
+      "  return (1.0 - fh) * ((1.0 - fw) * at(base, r, c) + fw * at(base, r, c + 1i)) +\n"
+      "         fh * ((1.0 - fw) * at(base, r + 1i, c) + fw * at(base, r + 1i, c + 1i));\n"
+      "}\n");
+  p.set_threads(uint64_t(shape_numel(g.out())));
+  p.body(std::string(
+             "  let pos = gi % PLANE();\n"
+             "  let nm = gi / PLANE();\n"
+             "  let m = nm % M();\n"
+             "  let n = nm / M();\n"
+             "  let oy = i32((pos / OW()) * SH()) - i32(PT());\n"
+             "  let ox = i32((pos % OW()) * SW()) - i32(PL());\n"
+             "  let grp = m / MG();\n"
+             "  var acc = 0.0;\n"
+             "  for (var c = 0u; c < CG(); c = c + 1u) {\n"
+             "    let ci = grp * CG() + c;\n"
+             "    let t0 = (ci / COG()) * KK();\n"
+             "    let base = (n * C() + ci) * H() * W();\n"
+             "    for (var k = 0u; k < KK(); k = k + 1u) {\n"
+             "      let t = t0 + k;\n"
+             "      let at_off = (n * 2u * TAPS() + 2u * t) * PLANE() + pos;\n"
+             "      let h = f32(oy + i32((k / KW()) * DH())) + to_f32_$o(o_load(at_off));\n"
+             "      let w = f32(ox + i32((k % KW()) * DW())) + to_f32_$o(o_load(at_off + PLANE()));\n"
+             "      var v = sample(base, h, w);\n") +
+         (g.has_mask ? "      v = v * to_f32_$mk(mk_load((n * TAPS() + t) * PLANE() + pos));\n" : "") +
+         "      acc = acc + to_f32_$w(w_load((m * CG() + c) * KK() + k)) * v;\n"
+         "    }\n"
+         "  }\n" +
+         (g.has_bias ? "  acc = acc + to_f32_$b(b_load(m));\n" : "") +
+         "  y_store(gi, from_f32_$y(acc));");
+  ctx.dispatch(p, binds);
+}
+
 }  // namespace
 
 void register_conv(GpuKernelRegistry& r) {
   r.add("Col2Im", col2im);
   r.add("Conv", conv_float);
+  r.add("DeformConv", deform_conv);
   r.add("ConvInteger", [](GpuKernelContext& ctx) { conv_integer(ctx, IntegerInputs{}); });
   r.add_fused("Conv", conv_float);
   r.add("ConvTranspose", conv_transpose);

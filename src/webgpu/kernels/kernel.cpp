@@ -86,7 +86,7 @@ void GpuKernelContext::dispatch(const shader::Program& p, std::vector<ValueRef> 
   if (const shader::Program* r = p.checked_against(); r && !p.same_text(*r))
     throw Error(node.describe() + ": program " + p.name() + " of key '" + p.key() +
                 "' builds another WGSL than the recorded one of that key (the key misses a choice)");
-  DispatchSpec d{p};
+  DispatchSpec d{p, {}, {}};
   d.program.forget_check();
   d.uniforms = p.uniform_data();
   d.bindings = std::move(bindings);

@@ -229,7 +229,7 @@ void register_normalization(GpuKernelRegistry&);  // LayerNormalization, BatchNo
                                                   // GroupNormalization, LpNormalization,
                                                   // RMSNormalization, SimplifiedLayerNormalization; com.microsoft
                                                   // SkipLayerNormalization, SkipSimplifiedLayerNormalization
-void register_conv(GpuKernelRegistry&);           // Conv, ConvInteger, QLinearConv, ConvTranspose, Col2Im
+void register_conv(GpuKernelRegistry&);           // Conv, ConvInteger, QLinearConv, ConvTranspose, Col2Im, DeformConv
 void register_pool(GpuKernelRegistry&);           // AveragePool, QLinearAveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool, LRN, RoiAlign
 void register_resize(GpuKernelRegistry&);         // Resize
 void register_loss(GpuKernelRegistry&);           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
