@@ -71,6 +71,7 @@ const KernelRegistry& registry() {
     register_grid(r);
     register_spectral(r);
     register_qlinear(r);
+    register_text(r);
     return r;
   }();
   return reg;

@@ -109,6 +109,7 @@ void register_attention(KernelRegistry&);      // Attention; com.microsoft Group
 void register_grid(KernelRegistry&);           // GridSample, AffineGrid
 void register_qlinear(KernelRegistry&);         // com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
                                                // QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm
+void register_text(KernelRegistry&);           // TfIdfVectorizer
 void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 
 }  // namespace onnxgpu::cpu

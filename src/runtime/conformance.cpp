@@ -52,7 +52,7 @@ const std::set<std::string>& in_scope_ops() {
       "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitCast", "CumProd", "Swish", "Mish", "SwiGLU",
       "GridSample", "AffineGrid", "DFT", "STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix",
       "GroupNormalization", "LpNormalization", "CenterCropPad", "ReverseSequence", "TensorScatter", "Col2Im",
-      "RoiAlign", "QLinearMatMul", "DeformConv"};
+      "RoiAlign", "QLinearMatMul", "DeformConv", "TfIdfVectorizer"};
   return ops;
 }
 

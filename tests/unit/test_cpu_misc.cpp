@@ -1,5 +1,5 @@
 // CPU reference kernels of the misc families: RNN/GRU/LSTM, (De)QuantizeLinear, DynamicQuantizeLinear,
-// NonMaxSuppression. Hand-built nodes, hand-computed expectations.
+// NonMaxSuppression, TfIdfVectorizer. Hand-built nodes, hand-computed expectations.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -478,4 +478,55 @@ TEST(CpuMiscErrors, NonMaxSuppressionNamesNodeAndInput) {
                {"node 'n' (NonMaxSuppression)", "'score_threshold'", "in4", "scalar"});
   expect_error([&] { run("NonMaxSuppression", {boxes, scores}, {"s"}, {{"center_point_box", attr_i(2)}}); },
                {"node 'n' (NonMaxSuppression)", "'center_point_box'"});
+}
+
+// ---------------------------------------------------------------------------------------------- TfIdfVectorizer
+
+namespace {
+ir::Attribute attr_is(const std::vector<int64_t>& v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::Ints;
+  a.ints = v;
+  return a;
+}
+// Pool: unigrams 1 and 5000000000 (beyond 32 bits), bigrams (1, 2) and (1, 3); columns 0 to 3.
+std::map<std::string, ir::Attribute> tfidf_attrs(const std::string& mode, std::vector<float> weights = {}) {
+  std::map<std::string, ir::Attribute> a{{"mode", attr_s(mode)},
+                                         {"min_gram_length", attr_i(1)},
+                                         {"max_gram_length", attr_i(2)},
+                                         {"max_skip_count", attr_i(1)},
+                                         {"ngram_counts", attr_is({0, 2})},
+                                         {"ngram_indexes", attr_is({0, 1, 2, 3})},
+                                         {"pool_int64s", attr_is({1, 5000000000LL, 1, 2, 1, 3})}};
+  if (!weights.empty()) a["weights"] = attr_fs(weights);
+  return a;
+}
+}  // namespace
+
+TEST(CpuMiscTfIdf, CountsSkippedBigramsAndUnigramsOnce) {
+  // 705032704 is 5000000000's low 32 bits: it must not count as the pool's unigram.
+  Tensor x = Tensor::from_vector<int64_t>({6}, {1, 2, 3, 1, 5000000000LL, 705032704});
+  // Unigram 1 twice and 5000000000 once (at skip 1 only); bigram (1, 2) at skip 1, (1, 3) at skip 2.
+  expect_near(run("TfIdfVectorizer", {x}, {"y"}, tfidf_attrs("TF"))[0], {2, 1, 1, 1});
+  expect_near(run("TfIdfVectorizer", {x}, {"y"}, tfidf_attrs("TFIDF", {0.5f, 2, 3, 4}))[0], {1, 2, 3, 4});
+}
+
+TEST(CpuMiscTfIdf, BatchRowsAndIdfWeights) {
+  Tensor x = Tensor::from_vector<int32_t>({2, 3}, {1, 2, 3, 1, 7, 9});
+  Tensor y = run("TfIdfVectorizer", {x}, {"y"}, tfidf_attrs("IDF", {0.5f, 2, 3, 4}))[0];
+  ASSERT_EQ(y.shape(), (Shape{2, 4}));
+  expect_near(y, {0.5f, 0, 3, 4, 0.5f, 0, 0, 0});
+  expect_near(run("TfIdfVectorizer", {x}, {"y"}, tfidf_attrs("IDF"))[0], {1, 0, 1, 1, 1, 0, 0, 0});
+}
+
+TEST(CpuMiscTfIdf, BadPoolIsAClearError) {
+  auto a = tfidf_attrs("TF");
+  a["ngram_counts"] = attr_is({0, 3});  // 3 ids left for bigrams: not whole bigrams
+  Tensor x = Tensor::from_vector<int64_t>({2}, {1, 2});
+  try {
+    run("TfIdfVectorizer", {x}, {"y"}, a);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("does not delimit whole 2-grams of the pool"), std::string::npos) << e.what();
+  }
 }
