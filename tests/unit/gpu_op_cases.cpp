@@ -1042,6 +1042,10 @@ std::vector<Case> build() {
           .x("X", {2, 4, 6, 5}).x("W", {4, 2, 2, 3}).x("offset", {2, 24, 3, 2}).x("B", {4}).x("mask", {2, 12, 3, 2})
           .i("group", 2).i("offset_group", 2).ints("strides", {2, 2}).ints("dilations", {2, 1}).ints("pads", {0, 1, 1, 0})
           .tol(10).extremes(Extremes::NoOverflow, "samples summed in double on the CPU").note(deform_note));
+  add(B("DeformConv", "several tiles: 40 channels, 90 columns, 54 taps").opset(22).without_schema(deform_types)
+          .x("X", {1, 6, 9, 10}).x("W", {40, 6, 3, 3}).x("offset", {1, 18, 9, 10}).x("B", {40})
+          .ints("pads", {1, 1, 1, 1}).tol(10).extremes(Extremes::NoOverflow, "samples summed in double on the CPU")
+          .note(deform_note + "; the tile edges in every direction"));
   add(B("ConvTranspose").x("X", {1, 2, 3, 3}).x("W", {2, 3, 3, 3}).x("B", {3}).tol(10));
   add(B("ConvTranspose", "stride 2, pads, output_padding").x("X", {1, 2, 3, 3}).x("W", {2, 2, 3, 3})
           .ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).ints("output_padding", {1, 1}).tol(10));

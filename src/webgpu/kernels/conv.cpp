@@ -1,6 +1,6 @@
 // Conv, ConvInteger, QLinearConv and ConvTranspose on the GPU, 1-D to 3-D (any spatial rank the uniforms can describe);
-// Col2Im (one invocation per image pixel, summing the block elements that cover it); DeformConv (2-D, one
-// invocation per output element, each kernel tap sampled bilinearly at its offset).
+// Col2Im (one invocation per image pixel, summing the block elements that cover it); DeformConv (2-D: a GEMM per
+// group whose columns are the taps sampled bilinearly at their offsets, computed as the tiles are staged).
 // Float Conv takes one of three kernels, chosen by shape (the choice shows in the program's name, so a
 // refresh for other sizes that would choose another is planned anew):
 //   - an implicit GEMM per group: Y[m, col] = sum_k W[m, k] X̂[k, col], k = (input channel, kernel tap),
@@ -1114,14 +1114,28 @@ void col2im(GpuKernelContext& ctx) {
   ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
 }
 
-// DeformConv (ops::deform_conv_geometry), one invocation per output element over its group's input channels
-// and the kernel taps, each tap's sample computed in f32 from its offset (and mask) at the output position.
+// DeformConv (ops::deform_conv_geometry) as a GEMM per group with the columns sampled on the fly:
+//   Y[n, g * Mg + m, p] = B[m] + sum_k W[g * Mg + m, k] * S[g, k, n * P + p],  k = (c, tap), P = oH * oW,
+// S being the bilinear sample of X[n, g * Cg + c] at the tap's offset position, times the mask. Each workgroup
+// computes DM output channels x DN columns; per slice of DK values of k it stages the weights and the samples
+// in workgroup memory (each sample computed once for the DM channels that use it), then each invocation
+// accumulates 4 x 4 outputs (rows ty + 8i, columns tx + 16j: neighbouring invocations read neighbouring words).
+constexpr uint32_t kDeformRows = 32, kDeformCols = 64, kDeformDepth = 16, kDeformThreads = 128;
+static_assert(kDeformThreads == 16 * 8 && kDeformRows == 8 * 4 && kDeformCols == 16 * 4,
+              "the body's invocations are 16 columns x 8 rows, each computing 4 x 4 outputs");
+
 void deform_conv(GpuKernelContext& ctx) {
   const ops::DeformConvGeometry g = ops::deform_conv_geometry(ctx.node, ctx.operands(), ctx.fail_fn());
   const DType t = ctx.dtype(0);
   ctx.set_output(0, t, g.out());
   if (shape_numel(g.out()) == 0) return;
-  auto p = ctx.program(std::string("deform_conv") + (g.has_bias ? "_b" : "") + (g.has_mask ? "_mask" : ""));
+  const int64_t Mg = g.M / g.group, cols = g.N * g.oh * g.ow;
+  const uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
+  const uint64_t gx = uint64_t(cols + kDeformCols - 1) / kDeformCols, gy = uint64_t(Mg + kDeformRows - 1) / kDeformRows;
+  if (gx > max_dim || gy > max_dim || uint64_t(g.group) > max_dim) ctx.unsupported("a DeformConv too large for the device's grid");
+  for (const Shape& s : {ctx.shape(0), ctx.shape(1), ctx.shape(2), g.out()})
+    if (uint64_t(shape_numel(s)) >= (uint64_t(1) << 32)) ctx.unsupported("tensors of 2^32 elements or more");
+  auto p = ctx.program(std::string("deform_conv") + (g.has_bias ? "_b" : "") + (g.has_mask ? "_mask" : ""), kDeformThreads);
   p.input("x", t, ctx.shape(0));
   p.input("w", t, ctx.shape(1));
   p.input("o", t, ctx.shape(2));
@@ -1137,12 +1151,16 @@ void deform_conv(GpuKernelContext& ctx) {
   p.output("y", t, g.out());
   binds.push_back(ctx.out(0));
   auto u = [&](const char* name, int64_t v) { p.uniform(name, strided::u32_dim(ctx, v, name)); };
-  u("C", g.C), u("H", g.H), u("W", g.W), u("M", g.M), u("OW", g.ow), u("PLANE", g.oh * g.ow);
-  u("CG", g.C / g.group), u("MG", g.M / g.group), u("COG", g.C / g.offset_group), u("KK", g.kh * g.kw), u("KW", g.kw);
-  u("TAPS", g.offset_group * g.kh * g.kw), u("SH", g.stride_h), u("SW", g.stride_w), u("DH", g.dil_h), u("DW", g.dil_w);
-  u("PT", g.pad_top), u("PL", g.pad_left);
-  // X's plane at `base` sampled at (h, w): four neighbours, each outside the plane reading 0.
+  u("C", g.C), u("H", g.H), u("W", g.W), u("M", g.M), u("OW", g.ow), u("PLANE", g.oh * g.ow), u("COLS", cols);
+  u("CG", g.C / g.group), u("MG", Mg), u("COG", g.C / g.offset_group), u("KK", g.kh * g.kw), u("KW", g.kw);
+  u("KD", g.C / g.group * g.kh * g.kw), u("TAPS", g.offset_group * g.kh * g.kw);
+  u("SH", g.stride_h), u("SW", g.stride_w), u("DH", g.dil_h), u("DW", g.dil_w), u("PT", g.pad_top), u("PL", g.pad_left);
   p.declare(
+      "const DM: u32 = " + u32_lit(kDeformRows) + ";\nconst DN: u32 = " + u32_lit(kDeformCols) + ";\nconst DK: u32 = " +
+      u32_lit(kDeformDepth) + ";\nconst NT: u32 = " + u32_lit(kDeformThreads) + ";\n"
+      "var<workgroup> Ws: array<array<f32, DK>, DM>;  // Ws[m][k]\n"
+      "var<workgroup> Ss: array<array<f32, DN>, DK>;  // Ss[k][column]\n"
+      // X's plane at `base` sampled at (h, w): four neighbours, each outside the plane reading 0.
       "fn at(base: u32, r: i32, c: i32) -> f32 {\n"
       "  let inside = r >= 0i && r < i32(H()) && c >= 0i && c < i32(W());\n"
       "  return select(0.0, to_f32_$x(x_load(base + u32(select(0i, r * i32(W()) + c, inside)))), inside);\n"
@@ -1157,34 +1175,60 @@ void deform_conv(GpuKernelContext& ctx) {
       "  let c = i32(w0);\n"
       "  return (1.0 - fh) * ((1.0 - fw) * at(base, r, c) + fw * at(base, r, c + 1i)) +\n"
       "         fh * ((1.0 - fw) * at(base, r + 1i, c) + fw * at(base, r + 1i, c + 1i));\n"
+      "}\n"
+      // S[grp, k, col]: 0 outside the GEMM.
+      "fn column(grp: u32, k: u32, col: u32) -> f32 {\n"
+      "  if (k >= KD() || col >= COLS()) { return 0.0; }\n"
+      "  let c = k / KK();\n"
+      "  let tap = k % KK();\n"
+      "  let n = col / PLANE();\n"
+      "  let pos = col % PLANE();\n"
+      "  let ci = grp * CG() + c;\n"
+      "  let t = (ci / COG()) * KK() + tap;\n"
+      "  let at_off = (n * 2u * TAPS() + 2u * t) * PLANE() + pos;\n"
+      "  let h = f32(i32((pos / OW()) * SH() + (tap / KW()) * DH()) - i32(PT())) + to_f32_$o(o_load(at_off));\n"
+      "  let w = f32(i32((pos % OW()) * SW() + (tap % KW()) * DW()) - i32(PL())) + to_f32_$o(o_load(at_off + PLANE()));\n"
+      "  let v = sample((n * C() + ci) * H() * W(), h, w);\n" +
+      std::string(g.has_mask ? "  return v * to_f32_$mk(mk_load((n * TAPS() + t) * PLANE() + pos));\n" : "  return v;\n") +
       "}\n");
-  p.set_threads(uint64_t(shape_numel(g.out())));
   p.body(std::string(
-             "  let pos = gi % PLANE();\n"
-             "  let nm = gi / PLANE();\n"
-             "  let m = nm % M();\n"
-             "  let n = nm / M();\n"
-             "  let oy = i32((pos / OW()) * SH()) - i32(PT());\n"
-             "  let ox = i32((pos % OW()) * SW()) - i32(PL());\n"
-             "  let grp = m / MG();\n"
-             "  var acc = 0.0;\n"
-             "  for (var c = 0u; c < CG(); c = c + 1u) {\n"
-             "    let ci = grp * CG() + c;\n"
-             "    let t0 = (ci / COG()) * KK();\n"
-             "    let base = (n * C() + ci) * H() * W();\n"
-             "    for (var k = 0u; k < KK(); k = k + 1u) {\n"
-             "      let t = t0 + k;\n"
-             "      let at_off = (n * 2u * TAPS() + 2u * t) * PLANE() + pos;\n"
-             "      let h = f32(oy + i32((k / KW()) * DH())) + to_f32_$o(o_load(at_off));\n"
-             "      let w = f32(ox + i32((k % KW()) * DW())) + to_f32_$o(o_load(at_off + PLANE()));\n"
-             "      var v = sample(base, h, w);\n") +
-         (g.has_mask ? "      v = v * to_f32_$mk(mk_load((n * TAPS() + t) * PLANE() + pos));\n" : "") +
-         "      acc = acc + to_f32_$w(w_load((m * CG() + c) * KK() + k)) * v;\n"
+             "  let tx = lid % 16u;\n"
+             "  let ty = lid / 16u;\n"
+             "  let col0 = wid.x * DN;\n"
+             "  let m0 = wid.y * DM;\n"
+             "  let grp = wid.z;\n"
+             "  var acc: array<array<f32, 4>, 4>;\n"
+             "  for (var k0 = 0u; k0 < KD(); k0 = k0 + DK) {\n"
+             "    for (var e = lid; e < DM * DK; e = e + NT) {\n"
+             "      let m = m0 + e / DK;\n"
+             "      let k = k0 + e % DK;\n"
+             "      let inside = m < MG() && k < KD();\n"
+             "      Ws[e / DK][e % DK] = select(0.0, to_f32_$w(w_load(select(0u, (grp * MG() + m) * KD() + k, inside))), inside);\n"
+             "    }\n"
+             "    for (var e = lid; e < DK * DN; e = e + NT) {\n"
+             "      Ss[e / DN][e % DN] = column(grp, k0 + e / DN, col0 + e % DN);\n"
+             "    }\n"
+             "    workgroupBarrier();\n"
+             "    for (var kk = 0u; kk < DK; kk = kk + 1u) {\n"
+             "      for (var i = 0u; i < 4u; i = i + 1u) {\n"
+             "        let a = Ws[ty + 8u * i][kk];\n"
+             "        for (var j = 0u; j < 4u; j = j + 1u) { acc[i][j] = acc[i][j] + a * Ss[kk][tx + 16u * j]; }\n"
+             "      }\n"
+             "    }\n"
+             "    workgroupBarrier();\n"
+             "  }\n"
+             "  for (var i = 0u; i < 4u; i = i + 1u) {\n"
+             "    let m = m0 + ty + 8u * i;\n"
+             "    if (m >= MG()) { continue; }\n"
+             "    let oc = grp * MG() + m;\n") +
+         (g.has_bias ? "    let bias = to_f32_$b(b_load(oc));\n" : "    let bias = 0.0;\n") +
+         "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
+         "      let col = col0 + tx + 16u * j;\n"
+         "      if (col < COLS()) { y_store(((col / PLANE()) * M() + oc) * PLANE() + col % PLANE(), from_f32_$y(acc[i][j] + bias)); }\n"
          "    }\n"
-         "  }\n" +
-         (g.has_bias ? "  acc = acc + to_f32_$b(b_load(m));\n" : "") +
-         "  y_store(gi, from_f32_$y(acc));");
-  ctx.dispatch(p, binds);
+         "  }");
+  ctx.dispatch(p, binds, uint32_t(gx), uint32_t(gy), uint32_t(g.group));
+  ctx.count_flops(2 * uint64_t(g.M) * uint64_t(cols) * uint64_t(g.C / g.group * g.kh * g.kw));
 }
 
 }  // namespace
