@@ -132,6 +132,8 @@ std::vector<Tensor> dynamic_quantize_linear(KernelContext& ctx) {
 void register_quantize(KernelRegistry& r) {
   r.add("QuantizeLinear", quantize_linear);
   r.add("DequantizeLinear", dequantize_linear);
+  r.add("QuantizeLinear", quantize_linear, ir::kMsDomain);  // ONNX's at opset 21 (ops::quantize_linear_params)
+  r.add("DequantizeLinear", dequantize_linear, ir::kMsDomain);
   r.add("DynamicQuantizeLinear", dynamic_quantize_linear);
 }
 

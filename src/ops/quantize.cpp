@@ -117,10 +117,15 @@ LinearQuantParams check_params(const ir::Node& node, int64_t opset, const std::v
   return p;
 }
 
+// com.microsoft's QuantizeLinear and DequantizeLinear (ONNX Runtime's QDQ models with 16-bit or 4-bit types)
+// are ONNX's at opset 21 (their types; no block_size in their schema): both are checked, and computed, as that.
+int64_t onnx_opset_of(const ir::Node& node, int64_t opset) { return node.domain == ir::kMsDomain ? 21 : opset; }
+
 }  // namespace
 
-LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& in,
+LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t node_opset, const std::vector<Operand>& in,
                                          const Fail& fail) {
+  const int64_t opset = onnx_opset_of(node, node_opset);
   const DTypeSet x_types = opset >= 19 ? DTypeSet{DType::Float32, DType::Float16, DType::BFloat16, DType::Int32}
                                        : DTypeSet{DType::Float32, DType::Int32};
   if (!in.empty() && in[0].given() && !x_types.has(in[0].dtype))
@@ -143,8 +148,9 @@ LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, co
   return p;
 }
 
-LinearQuantParams dequantize_linear_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& in,
+LinearQuantParams dequantize_linear_params(const ir::Node& node, int64_t node_opset, const std::vector<Operand>& in,
                                            const Fail& fail) {
+  const int64_t opset = onnx_opset_of(node, node_opset);
   if (!in.empty() && in[0].given()) {
     const DType t = in[0].dtype;
     if (t != DType::Int32 && !quantized_type(t, opset))

@@ -45,6 +45,8 @@ struct LinearQuantParams {
 // Whether t is a quantized type at this opset (the types above, not int32); its range when an integer.
 bool quantized_type(DType t, int64_t opset, int64_t* lo = nullptr, int64_t* hi = nullptr);
 
+// QuantizeLinear's and DequantizeLinear's checks and parameters at the node's opset; com.microsoft's (ONNX
+// Runtime's QDQ ops, for 16-bit and 4-bit types) are read as ONNX's at opset 21.
 LinearQuantParams quantize_linear_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& inputs,
                                          const Fail& fail);
 LinearQuantParams dequantize_linear_params(const ir::Node& node, int64_t opset, const std::vector<Operand>& inputs,

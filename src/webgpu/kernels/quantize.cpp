@@ -230,6 +230,8 @@ void dynamic_quantize_linear(GpuKernelContext& ctx) {
 void register_quantize(GpuKernelRegistry& r) {
   r.add("QuantizeLinear", quantize_linear);
   r.add("DequantizeLinear", dequantize_linear);
+  r.add("QuantizeLinear", quantize_linear, ir::kMsDomain);  // ONNX's at opset 21 (ops::quantize_linear_params)
+  r.add("DequantizeLinear", dequantize_linear, ir::kMsDomain);
   r.add("DynamicQuantizeLinear", dynamic_quantize_linear);
 }
 

@@ -37,7 +37,8 @@ MS = "com.microsoft"
 F32, F16, I64, I32 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32
 NP = {F32: np.float32, F16: np.float16, I64: np.int64, I32: np.int32}
 ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8: TensorProto.UINT8,
-        np.int8: TensorProto.INT8, np.bool_: TensorProto.BOOL}
+        np.int8: TensorProto.INT8, np.bool_: TensorProto.BOOL, np.uint16: TensorProto.UINT16,
+        np.int16: TensorProto.INT16}
 
 
 class Case:
@@ -704,6 +705,51 @@ class GraphCase(Case):
         return helper.make_model(graph, opset_imports=imports, ir_version=7, producer_name="tests/data/contrib/make_cases.py")
 
 
+def qdq_cases():
+    """ONNX Runtime's own QuantizeLinear and DequantizeLinear (its quantizer writes them for 16-bit QDQ models
+    below ONNX opset 21): uint16 and int16, per tensor and per axis; inputs beyond the types' ranges saturate.
+    Float16 scales only for DequantizeLinear: a float16 QuantizeLinear divides on the CPU (the GPU refuses it, as it
+    does ONNX's), so it would fail the fail-loud configuration every contrib case must pass."""
+    cases = []
+    types = {"uint16": (np.uint16, TensorProto.UINT16), "int16": (np.int16, TensorProto.INT16)}
+
+    def quantize(tname, shape, axis, scale_dt):
+        name = f"qdq_quantize_{tname}" + ("" if axis is None else f"_axis{axis}") + ("_float16" if scale_dt == np.float16 else "")
+        r = rng(name)
+        dt, elem = types[tname]
+        info = np.iinfo(dt)
+        n = 1 if axis is None else shape[axis]
+        scale = r.uniform(0.001, 0.01, size=() if axis is None else (n,)).astype(scale_dt)
+        zero = r.integers(info.min // 4, info.max // 4 + 1, size=scale.shape).astype(dt)
+        x = r.uniform(-80.0, 400.0, size=shape).astype(scale_dt)
+        attrs = {} if axis is None else {"axis": axis}
+        cases.append(Case(name, "QuantizeLinear", [("x", x, False), ("y_scale", scale, True), ("y_zero_point", zero, True)],
+                          [("y", elem)], attrs))
+
+    def dequantize(tname, shape, axis, scale_dt, zero_point=True):
+        name = f"qdq_dequantize_{tname}" + ("" if axis is None else f"_axis{axis}") + (
+            "_float16" if scale_dt == np.float16 else "") + ("" if zero_point else "_no_zero_point")
+        r = rng(name)
+        dt, _ = types[tname]
+        info = np.iinfo(dt)
+        n = 1 if axis is None else shape[axis]
+        scale = r.uniform(0.001, 0.01, size=() if axis is None else (n,)).astype(scale_dt)
+        x = r.integers(info.min, info.max + 1, size=shape).astype(dt)
+        ins = [("x", x, False), ("x_scale", scale, True)]
+        if zero_point:
+            ins.append(("x_zero_point", r.integers(info.min // 4, info.max // 4 + 1, size=scale.shape).astype(dt), True))
+        attrs = {} if axis is None else {"axis": axis}
+        cases.append(Case(name, "DequantizeLinear", ins, [("y", F16 if scale_dt == np.float16 else F32)], attrs))
+
+    quantize("uint16", (2, 3, 4), None, np.float32)
+    quantize("int16", (3, 5), 1, np.float32)
+    dequantize("uint16", (2, 3, 4), None, np.float32)
+    dequantize("int16", (3, 5), 1, np.float32)
+    dequantize("uint16", (4, 3), 0, np.float16)
+    dequantize("int16", (2, 6), None, np.float32, zero_point=False)
+    return cases
+
+
 def qoperator_model_cases():
     """A small int8 CNN in ONNX Runtime's QOperator format, as its quantizer writes a ResNet-style model:
     QuantizeLinear, QLinearConv (a ReLU folded into its output range), uint8 MaxPool, a residual
@@ -900,7 +946,7 @@ def optimized_bert_cases():
 
 
 ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
-       qlinear_cases() + qoperator_model_cases() + optimized_bert_cases() + fused_conv_cases() +
+       qlinear_cases() + qdq_cases() + qoperator_model_cases() + optimized_bert_cases() + fused_conv_cases() +
        fused_gemm_cases() + fused_matmul_cases())
 
 

@@ -1,0 +1,1 @@
+ByJ`ÑMùAÕã®C—¢®BzëLBŽ¢™ÁŠK¨CR©ÂƒlÁBijÃC`‡B¶‰CQœC²-yÂÆÏYÁ¸:Cy¥›CÚGBõø­CÖ£“CôïBCBCŒ®qÂ­$Â'ÇC

@@ -1,0 +1,2 @@
+
+ByJy_OYø¹jMFW7Dr\†\YSU7T-

@@ -1,0 +1,1 @@
+BxJ`ƒ&C…1ΆΑ³OΒ(	C%δBζ‹yΒZΒ @ΗCθΎ£C'ϊBhCx!*Bγο‡CWσσBcEΌC¦­&C*I®C€J”B–χBφ+Cd9·Cν·uCQQ―C_uC
