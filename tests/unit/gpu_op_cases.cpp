@@ -946,6 +946,14 @@ std::vector<Case> build() {
   add(B("DequantizeLinear", "blocked, float16 scales").opset(21).x("x", {2, 5, 4})
           .f("x_scale", DType::Float16, {2, 3, 4}, Dom::Positive).xg("x_zero_point", {2, 3, 4}, ints_in(0, 5))
           .i("axis", 1).i("block_size", 2));
+  // com.microsoft's (ONNX Runtime's 16-bit QDQ models): ONNX's at opset 21, so the 16-bit types at any ai.onnx opset.
+  const std::vector<DType> ms_quantized = {DType::UInt8, DType::Int8, DType::UInt16, DType::Int16};
+  add(B("QuantizeLinear", "com.microsoft, per axis").ms().tp("T2").without_schema(ms_quantized).f("x", DType::Float32, S3)
+          .f("y_scale", DType::Float32, {3}, Dom::Positive).xg("y_zero_point", {3}, ints_in(0, 5))
+          .note("com.microsoft.QuantizeLinear (no schema in ONNX 1.12): ONNX Runtime's quantized types"));
+  add(B("DequantizeLinear", "com.microsoft").ms().without_schema(ms_quantized).x("x", S3)
+          .f("x_scale", DType::Float32, {}, Dom::Positive).xg("x_zero_point", {}, ints_in(0, 5))
+          .note("com.microsoft.DequantizeLinear (no schema in ONNX 1.12): ONNX Runtime's quantized types"));
   // DynamicQuantizeLinear: the range in one workgroup, then the elements (its scale and zero point are outputs).
   add(B("DynamicQuantizeLinear").tp("T1").x("x", S3).outs(3));
   // -- GroupQueryAttention (com.microsoft) ---------------------------------------------------------------------
