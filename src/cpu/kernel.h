@@ -108,7 +108,7 @@ void register_block_quant(KernelRegistry&);    // com.microsoft MatMulNBits, Gat
 void register_attention(KernelRegistry&);      // Attention; com.microsoft GroupQueryAttention, MultiHeadAttention
 void register_grid(KernelRegistry&);           // GridSample, AffineGrid
 void register_qlinear(KernelRegistry&);         // com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-                                               // QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm
+                                               // QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm, QLinearSoftmax
 void register_text(KernelRegistry&);           // TfIdfVectorizer
 void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 

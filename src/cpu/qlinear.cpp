@@ -136,9 +136,30 @@ std::vector<Tensor> qlinear_concat(KernelContext& ctx) {
   return {nn::tensor_from_doubles(t, out, y)};
 }
 
+// QLinearSoftmax (ops::QLinearSoftmaxParams): each row's maximum, its sum of table entries in float32 in the
+// row's order, then each value requantized.
+std::vector<Tensor> qlinear_softmax(KernelContext& ctx) {
+  const ops::QLinearSoftmaxParams p =
+      ops::qlinear_softmax_params(ctx.node, ctx.operands(), scale_of(ctx, 1), scale_of(ctx, 3), zero_of(ctx, 4), ctx.fail_fn());
+  const Tensor& X = ctx.input(0);
+  std::vector<double> y(size_t(X.numel()));
+  for (int64_t o = 0; o < p.outer; ++o)
+    for (int64_t in = 0; in < p.inner; ++in) {
+      auto at = [&](int64_t d) { return (o * p.D + d) * p.inner + in; };
+      int64_t top = X.int_at(at(0));
+      for (int64_t d = 1; d < p.D; ++d) top = std::max(top, X.int_at(at(d)));
+      auto e = [&](int64_t d) { return p.table[size_t(255 - (top - X.int_at(at(d))))]; };
+      float sum = 0.0f;
+      for (int64_t d = 0; d < p.D; ++d) sum += e(d);
+      for (int64_t d = 0; d < p.D; ++d) y[size_t(at(d))] = ops::requantize(e(d) * p.y_factor / sum, p.y_zero, p.type);
+    }
+  return {nn::tensor_from_doubles(X.dtype(), X.shape(), y)};
+}
+
 }  // namespace
 
 void register_qlinear(KernelRegistry& r) {
+  r.add("QLinearSoftmax", qlinear_softmax, ir::kMsDomain);
   r.add("QLinearAdd", [](KernelContext& ctx) { return qlinear_binary(ctx, false); }, ir::kMsDomain);
   r.add("QLinearMul", [](KernelContext& ctx) { return qlinear_binary(ctx, true); }, ir::kMsDomain);
   r.add("QLinearSigmoid", qlinear_unary, ir::kMsDomain);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "ops/axis.h"
 #include "ops/broadcast.h"
 
 
@@ -188,6 +190,31 @@ DType check_qlinear_concat(const ir::Node& node, const std::vector<Operand>& in,
     out[size_t(axis)] += s[size_t(axis)];
   }
   return yz.dtype;
+}
+
+QLinearSoftmaxParams qlinear_softmax_params(const ir::Node& node, const std::vector<Operand>& in, float x_scale,
+                                            float y_scale, int32_t y_zero, const Fail& fail) {
+  QLinearSoftmaxParams p;
+  p.type = check_qlinear_unary(in, fail);
+  if (!node.has_attr("opset")) raise(fail, "attribute 'opset' (the opset of the Softmax it replaces) is required");
+  const int64_t opset = node.attr_int("opset", 13);
+  const Shape& x = in[0].shape;
+  const int64_t rank = int64_t(x.size());
+  if (rank == 0) raise(fail, "input X must have a rank of at least 1, got " + in[0].describe());
+  const int64_t axis = normalize_axis(node.attr_int("axis", opset < 13 ? 1 : -1), rank, fail);
+  p.outer = 1;
+  for (int64_t d = 0; d < axis; ++d) p.outer *= x[size_t(d)];
+  p.D = x[size_t(axis)];
+  p.inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d) (opset < 13 ? p.D : p.inner) *= x[size_t(d)];
+  if (!(x_scale > 0.0f) || !(y_scale > 0.0f))
+    raise(fail, "x_scale and y_scale must be positive, got " + std::to_string(x_scale) + " and " + std::to_string(y_scale));
+  const double shift =
+      p.D > 0 ? std::max(0.0, std::log(double(std::numeric_limits<float>::max() / float(p.D))) - 5.0) / double(x_scale) : 0.0;
+  for (int k = 0; k < 256; ++k) p.table[size_t(k)] = float(std::exp((double(k) - 255.0 + shift) * double(x_scale)));
+  p.y_factor = std::floor(1.0f / y_scale);
+  p.y_zero = y_zero;
+  return p;
 }
 
 }  // namespace onnxgpu::ops

@@ -19,6 +19,7 @@
 //                    Y = acc f (float32), or requantize(acc (f / y_s)) (ONNX Runtime's, measured bit for bit)
 //   QLinearConcat    inputs y_scale, y_zero_point, then (X, x_scale, x_zero_point) per tensor; axis:
 //                    each X requantized to Y's parameters through its table, then concatenated
+//   QLinearSoftmax   ONNX Runtime's table of exponentials and float32 row sums (QLinearSoftmaxParams)
 // Used by the CPU reference (src/cpu/qlinear.cpp) and the GPU kernels (src/webgpu/kernels/qlinear.cpp),
 // which compute the same float32 expressions (and read the same tables), so the two agree bit for bit
 // except where a GPU contracts a multiply-add.
@@ -96,5 +97,26 @@ inline float qgemm_factor(float alpha, float a_scale, float b_scale) { return al
 
 // QLinearConcat: checks the inputs; returns the output's dtype and shape (axis normalized in `axis`).
 DType check_qlinear_concat(const ir::Node& node, const std::vector<Operand>& in, int64_t& axis, Shape& out, const Fail& fail);
+
+// QLinearSoftmax (inputs X, x_scale, x_zero_point, y_scale, y_zero_point as check_qlinear_unary's; attributes
+// opset, required, and axis, default 1 below opset 13, else -1): ONNX Runtime's approximation, reproduced.
+// Rows of D values: below opset 13 the dims from axis on, flattened; from 13 the axis alone (`inner` apart).
+// Each value's exponential is read from a table of 256 float32 entries by its distance to the row's maximum,
+//   e(x) = table[255 - (max - x)],  table[k] = float(exp((k - 255 + shift) x_s)),
+//   shift = max(0, ln(FLT_MAX / D) - 5) / x_s  (the sum of a row stays finite),
+// the row's sum s is accumulated in float32 in the row's order, and
+//   y = round_half_to_even(e(x) * floor(1 / y_s) / s) + y_z  (float32 arithmetic), saturated to Y's type.
+// X's zero point does not enter (a softmax does not see a shift). Where ONNX Runtime wraps an int8 result
+// above 127 (its conversion), it is saturated here.
+struct QLinearSoftmaxParams {
+  DType type = DType::UInt8;
+  int64_t outer = 0, D = 0, inner = 1;  // X is [outer, D, inner]
+  std::array<float, 256> table{};
+  float y_factor = 0.0f;  // floor(1 / y_s)
+  int32_t y_zero = 0;
+};
+// The scales and zero point are the values of inputs 1, 3 and 4 (`scales`: x_s, y_s; `y_zero`).
+QLinearSoftmaxParams qlinear_softmax_params(const ir::Node& node, const std::vector<Operand>& in, float x_scale,
+                                            float y_scale, int32_t y_zero, const Fail& fail);
 
 }  // namespace onnxgpu::ops

@@ -41,7 +41,7 @@ const std::set<std::string>& in_scope_ops() {
       "com.microsoft.SkipSimplifiedLayerNormalization", "com.microsoft.FastGelu", "com.microsoft.BiasGelu",
       "com.microsoft.Gelu", "com.microsoft.Attention", "com.microsoft.EmbedLayerNormalization",
       "com.microsoft.FusedConv", "com.microsoft.FusedGemm", "com.microsoft.QAttention", "com.microsoft.QEmbedLayerNormalization", "com.microsoft.QLinearWhere", "com.microsoft.FusedMatMul", "com.microsoft.BiasSplitGelu",
-      "com.microsoft.MatMulBnb4", "com.microsoft.QuantizeLinear", "com.microsoft.DequantizeLinear",
+      "com.microsoft.MatMulBnb4", "com.microsoft.QuantizeLinear", "com.microsoft.DequantizeLinear", "com.microsoft.QLinearSoftmax",
       "com.microsoft.QuickGelu", "com.microsoft.BiasAdd", "RotaryEmbedding", "com.microsoft.RotaryEmbedding",
       "com.microsoft.MatMulNBits", "com.microsoft.GatherBlockQuantized", "com.microsoft.QLinearAdd",
       "com.microsoft.QLinearMul", "com.microsoft.QLinearSigmoid", "com.microsoft.QLinearLeakyRelu",

@@ -1089,6 +1089,9 @@ std::vector<Case> build() {
   for (const char* op : {"QLinearSigmoid", "QLinearLeakyRelu"})
     add(B(op).ms().without_schema(kQ).x("X", {2, 5, 7}).k("X_scale", Tensor::scalar<float>(0.05f)).kx("X_zero_point", {}, fixed({6}))
             .k("Y_scale", Tensor::scalar<float>(0.007f)).kx("Y_zero_point", {}, fixed({2})));
+  add(B("QLinearSoftmax", "axis 1 of 3").ms().without_schema(kQ).x("X", {2, 6, 3}).k("X_scale", Tensor::scalar<float>(0.05f))
+          .kx("X_zero_point", {}, fixed({6})).k("Y_scale", Tensor::scalar<float>(1.0f / 256)).kx("Y_zero_point", {}, fixed({0}))
+          .i("opset", 13).i("axis", 1));
   add(B("QLinearGlobalAveragePool").ms().without_schema(kQ).x("X", {2, 3, 5, 4}).k("x_scale", Tensor::scalar<float>(0.05f))
           .kx("x_zero_point", {}, fixed({9})).k("y_scale", Tensor::scalar<float>(0.01f)).kx("y_zero_point", {}, fixed({3})));
   add(B("QLinearGlobalAveragePool", "channels_last").ms().without_schema(kQ).x("X", {2, 3, 4, 6})

@@ -240,7 +240,7 @@ void register_quantize(GpuKernelRegistry&);       // QuantizeLinear, DequantizeL
 void register_attention_ops(GpuKernelRegistry&);  // com.microsoft GroupQueryAttention
 void register_grid(GpuKernelRegistry&);           // GridSample, AffineGrid
 void register_qlinear(GpuKernelRegistry&);         // com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-                                                  // QLinearGlobalAveragePool, QLinearConcat, QGemm (QLinearAveragePool: register_pool)
+                                                  // QLinearGlobalAveragePool, QLinearConcat, QGemm, QLinearSoftmax (QLinearAveragePool: register_pool)
 void register_spectral(GpuKernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 void register_rnn(GpuKernelRegistry&);            // RNN, GRU, LSTM
 

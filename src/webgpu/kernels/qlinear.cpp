@@ -9,11 +9,16 @@
 //     spatial positions (NCHW or channels last), requantized with ops::qlinear_pool_factor;
 //   - QLinearConcat: one dispatch per input, each element through the input's table into its place;
 //   - QLinearAveragePool: pool.cpp's window kernel, dequantizing as it sums;
-//   - QGemm: one invocation per output element, the exact int32 sum plus C, times the column's factor.
+//   - QGemm: one invocation per output element, the exact int32 sum plus C, times the column's factor;
+//   - QLinearSoftmax: one invocation per row (ONNX Runtime's table of exponentials, the row's float32 sum).
+#include <bit>
+
 #include "ops/broadcast.h"
 #include "ops/qlinear.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/math_wgsl.h"
+#include "webgpu/kernels/strided_util.h"
 
 namespace onnxgpu::webgpu {
 namespace {
@@ -246,9 +251,51 @@ void qgemm(GpuKernelContext& ctx) {
   ctx.dispatch(p, binds);
 }
 
+// QLinearSoftmax (ops::QLinearSoftmaxParams): one invocation per row, which finds the row's maximum, sums its
+// table entries in float32 in the row's order (the CPU reference's sum, bit for bit), then stores each value
+// requantized, the division correctly rounded (div_rn) as the CPU's. Its scales and zero point must be
+// constants (the table is built from them).
+void qlinear_softmax(GpuKernelContext& ctx) {
+  for (size_t i : {1, 3, 4})
+    if (ctx.has_input(i) && !ctx.is_constant(i)) ctx.unsupported("its scales and zero points are computed at run time");
+  const ops::QLinearSoftmaxParams q = ops::qlinear_softmax_params(
+      ctx.node, ctx.operands(), scale_value(ctx, 1, "X_scale"), scale_value(ctx, 3, "Y_scale"), zero_value(ctx, 4, "Y_zero_point"),
+      ctx.fail_fn());
+  const DType t = q.type;
+  ctx.set_output(0, t, ctx.shape(0));
+  if (shape_numel(ctx.shape(0)) == 0) return;
+  auto p = ctx.program("qlinear_softmax");
+  p.input("x", t, ctx.shape(0));
+  p.output("y", t, ctx.shape(0));
+  std::vector<uint32_t> words(q.table.size());
+  for (size_t i = 0; i < words.size(); ++i) words[i] = std::bit_cast<uint32_t>(q.table[i]);
+  p.uniform_array("table", words);
+  p.uniform("D", strided::u32_dim(ctx, q.D, "the softmax's length"));
+  p.uniform("inner", strided::u32_dim(ctx, q.inner, "the inner size"));
+  p.uniform_f32("factor", q.y_factor);
+  p.uniform("zero", uint32_t(q.y_zero));
+  p.declare(kDivRn);
+  p.set_threads(uint64_t(q.outer) * uint64_t(q.inner));
+  p.body(
+      "  let base = (gi / inner()) * D() * inner() + gi % inner();\n"
+      "  var top = i32(x_load(base));\n"
+      "  for (var d = 1u; d < D(); d = d + 1u) { top = max(top, i32(x_load(base + d * inner()))); }\n"
+      "  var sum = 0.0;\n"
+      "  for (var d = 0u; d < D(); d = d + 1u) {\n"
+      "    sum = sum + bitcast<f32>(table(u32(255i - (top - i32(x_load(base + d * inner()))))));\n"
+      "  }\n"
+      "  for (var d = 0u; d < D(); d = d + 1u) {\n"
+      "    let at = base + d * inner();\n"
+      "    let e = bitcast<f32>(table(u32(255i - (top - i32(x_load(at))))));\n"
+      "  " + requantized_store(t, "div_rn(e * factor(), sum)", "bitcast<i32>(zero())", "at") + "\n"
+      "  }");
+  ctx.dispatch(p, {ctx.in(0), ctx.out(0)});
+}
+
 }  // namespace
 
 void register_qlinear(GpuKernelRegistry& r) {
+  r.add("QLinearSoftmax", qlinear_softmax, ir::kMsDomain);
   r.add("QLinearAdd", [](GpuKernelContext& ctx) { qlinear_binary(ctx, false); }, ir::kMsDomain);
   r.add("QLinearMul", [](GpuKernelContext& ctx) { qlinear_binary(ctx, true); }, ir::kMsDomain);
   r.add("QLinearSigmoid", qlinear_unary, ir::kMsDomain);

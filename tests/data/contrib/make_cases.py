@@ -584,6 +584,23 @@ def qlinear_cases():
     where("int8", (5,), (2, 5), (1,))
     where("uint8", (3, 4), (3, 4), (3, 4), same_scales=True)
 
+    def softmax(tname, shape, opset, axis, x_scale, y_scale, y_zero):
+        # ONNX Runtime's table approximation (ops/qlinear.h); its quantizer writes y_scale 1/256 (uint8, zero
+        # point 0) and 1/255 (int8, zero point -128: int8 results stay within 127, which ONNX Runtime wraps).
+        name = f"qlinear_softmax_{tname}_opset{opset}" + ("" if axis is None else f"_axis{axis}")
+        r = rng(name)
+        dt, elem = types[tname]
+        attrs = {"opset": opset} if axis is None else {"opset": opset, "axis": axis}
+        ins = [("X", tensor(r, shape, dt), False), ("X_scale", np.array(x_scale, dtype=np.float32), True),
+               ("X_zero_point", zero(r, dt), True), ("Y_scale", np.array(y_scale, dtype=np.float32), True),
+               ("Y_zero_point", np.array(y_zero, dtype=dt), True)]
+        cases.append(Case(name, "QLinearSoftmax", ins, [("Y", elem)], attrs))
+
+    softmax("uint8", (2, 3, 16), 13, None, 0.05, 1 / 256, 0)
+    softmax("int8", (2, 5, 7), 13, 1, 0.1, 1 / 255, -128)
+    softmax("uint8", (3, 2, 4), 12, 1, 0.02, 1 / 256, 0)
+    softmax("int8", (4, 9), 12, None, 0.2, 1 / 255, -128)
+
     def unary(op, tname, attrs=None):
         name = f"qlinear_{op[7:].lower()}_{tname}"
         r = rng(name)
