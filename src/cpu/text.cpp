@@ -48,8 +48,9 @@ std::vector<Tensor> tfidf_vectorizer(KernelContext& ctx) {
     const int64_t len = int64_t(i) + 1, begin = counts[i];
     const int64_t end = i + 1 < counts.size() ? counts[i + 1] : int64_t(pool.size());
     if (begin < 0 || end < begin || end > int64_t(pool.size()) || (end - begin) % len != 0)
-      ctx.fail("attribute 'ngram_counts' " + std::to_string(i) + " does not delimit whole " + std::to_string(len) +
-               "-grams of the pool (" + std::to_string(pool.size()) + " ids)");
+      ctx.fail("attribute 'ngram_counts' " + shape_str(counts) + ": ids " + std::to_string(begin) + " to " +
+               std::to_string(end) + " of the pool (" + std::to_string(pool.size()) + " ids) are not whole " +
+               std::to_string(len) + "-grams");
     for (int64_t at = begin; at < end; at += len, ++number) {
       if (len < min_n || len > max_n) continue;
       if (number >= int64_t(indexes.size()))
@@ -64,7 +65,8 @@ std::vector<Tensor> tfidf_vectorizer(KernelContext& ctx) {
   std::vector<int64_t> gram;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t* row = ids.data() + r * width;
-    for (int64_t s = 1; s <= max_skip + 1; ++s)
+    // A skip distance of the row's width or more leaves no n-gram longer than one in it.
+    for (int64_t s = 1; s <= std::min(max_skip + 1, std::max<int64_t>(width, 1)); ++s)
       for (int64_t i = 0; i < width; ++i)
         for (int64_t len = std::max<int64_t>(min_n, s > 1 ? 2 : 1); len <= max_n; ++len) {
           if (i + (len - 1) * s >= width) break;

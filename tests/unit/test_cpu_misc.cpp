@@ -527,6 +527,18 @@ TEST(CpuMiscTfIdf, BadPoolIsAClearError) {
     run("TfIdfVectorizer", {x}, {"y"}, a);
     FAIL() << "expected an error";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("does not delimit whole 2-grams of the pool"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("attribute 'ngram_counts' [0,3]: ids 3 to 6 of the pool (6 ids) are not whole 2-grams"), std::string::npos) << e.what();
   }
+}
+
+TEST(CpuMiscTfIdf, SkipCountBeyondTheRowEndsAtTheRow) {
+  // A max_skip_count of 10^12 (a malformed or careless model) counts what the row's width allows, at once.
+  Tensor x = Tensor::from_vector<int64_t>({5}, {1, 2, 9, 9, 3});
+  auto huge = tfidf_attrs("TF");
+  huge["max_skip_count"] = attr_i(1000000000000LL);
+  auto wide = tfidf_attrs("TF");
+  wide["max_skip_count"] = attr_i(4);
+  // Unigram 1; bigram (1, 2) at skip 1; (1, 3) at skip 4.
+  expect_near(run("TfIdfVectorizer", {x}, {"y"}, huge)[0], {1, 0, 1, 1});
+  expect_near(run("TfIdfVectorizer", {x}, {"y"}, wide)[0], {1, 0, 1, 1});
 }
