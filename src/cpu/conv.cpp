@@ -1,6 +1,6 @@
-// Conv, ConvInteger, QLinearConv, ConvTranspose (1-D, 2-D, 3-D and beyond), Col2Im, DeformConv (2-D). float32 Conv goes through the
-// library (src/cpu/blas.h: im2col + sgemm) while it is enabled; the reference kernels below compute
-// in double and are the other types' path and the check.
+// Conv, ConvInteger, QLinearConv, ConvTranspose (1-D, 2-D, 3-D and beyond), Col2Im, DeformConv (2-D). float32 Conv
+// and DeformConv go through the library (src/cpu/blas.h: im2col + sgemm) while it is enabled; the reference
+// kernels below compute in double and are the other types' path and the check.
 #include <algorithm>
 #include <cmath>
 
@@ -295,41 +295,63 @@ double bilinear_zero_padded(const double* plane, int64_t H, int64_t W, double h,
   return (1 - fh) * ((1 - fw) * at(r0, c0) + fw * at(r0, c0 + 1)) + fh * ((1 - fw) * at(r0 + 1, c0) + fw * at(r0 + 1, c0 + 1));
 }
 
-// DeformConv (ops::deform_conv_geometry), in double.
+// DeformConv (ops::deform_conv_geometry) as Conv's library path computes a convolution: per image and group,
+// the columns [Cg * kH * kW, oH * oW] (each tap sampled at its offset, times the mask; in double), then the
+// group's weights times them: sgemm for float32 while the library is enabled, else in double.
 std::vector<Tensor> deform_conv(KernelContext& ctx) {
   const ops::DeformConvGeometry g = ops::deform_conv_geometry(ctx.node, ctx.operands(), ctx.fail_fn());
+  const DType t = ctx.input(0).dtype();
   const std::vector<double> x = nn::to_doubles(ctx.input(0)), w = nn::to_doubles(ctx.input(1)),
                             off = nn::to_doubles(ctx.input(2));
   const std::vector<double> bias = g.has_bias ? nn::to_doubles(ctx.input(3)) : std::vector<double>{};
   const std::vector<double> mask = g.has_mask ? nn::to_doubles(ctx.input(4)) : std::vector<double>{};
   const int64_t Cg = g.C / g.group, Mg = g.M / g.group, Cog = g.C / g.offset_group, K = g.kh * g.kw;
-  const int64_t plane = g.oh * g.ow, taps = g.offset_group * K;
-  std::vector<double> y(size_t(shape_numel(g.out())), 0.0);
+  const int64_t plane = g.oh * g.ow, taps = g.offset_group * K, rows = Cg * K;
+  const bool library = t == DType::Float32 && blas::enabled();
+  std::vector<double> y(size_t(shape_numel(g.out())), 0.0), col(size_t(rows * plane));
+  std::vector<float> wf, colf, yf;  // the library's operands
+  if (library) {
+    wf.assign(w.begin(), w.end());
+    colf.resize(col.size());
+    yf.resize(size_t(Mg * plane));
+  }
   for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t m = 0; m < g.M; ++m) {
-      const int64_t grp = m / Mg;
-      double* ym = y.data() + (n * g.M + m) * plane;
-      for (int64_t p = 0; p < plane; ++p) {
-        const int64_t oh = p / g.ow, ow = p % g.ow;
-        double acc = g.has_bias ? bias[size_t(m)] : 0.0;
-        for (int64_t c = 0; c < Cg; ++c) {
-          const int64_t ci = grp * Cg + c, t0 = (ci / Cog) * K;
-          const double* xc = x.data() + (n * g.C + ci) * g.H * g.W;
-          for (int64_t k = 0; k < K; ++k) {
-            const int64_t t = t0 + k, i = k / g.kw, j = k % g.kw;
-            const double dh = off[size_t((n * 2 * taps + 2 * t) * plane + p)];
-            const double dw = off[size_t((n * 2 * taps + 2 * t + 1) * plane + p)];
-            const double h = double(oh * g.stride_h - g.pad_top + i * g.dil_h) + dh;
-            const double wc = double(ow * g.stride_w - g.pad_left + j * g.dil_w) + dw;
-            double v = bilinear_zero_padded(xc, g.H, g.W, h, wc);
-            if (g.has_mask) v *= mask[size_t((n * taps + t) * plane + p)];
-            acc += w[size_t((m * Cg + c) * K + k)] * v;
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      for (int64_t c = 0; c < Cg; ++c) {
+        const int64_t ci = grp * Cg + c, t0 = (ci / Cog) * K;
+        const double* xc = x.data() + (n * g.C + ci) * g.H * g.W;
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t tap = t0 + k, i = k / g.kw, j = k % g.kw;
+          const double* dh = off.data() + (n * 2 * taps + 2 * tap) * plane;
+          const double* dw = dh + plane;
+          double* dst = col.data() + (c * K + k) * plane;
+          for (int64_t p = 0; p < plane; ++p) {
+            const double h = double((p / g.ow) * g.stride_h - g.pad_top + i * g.dil_h) + dh[p];
+            const double wc = double((p % g.ow) * g.stride_w - g.pad_left + j * g.dil_w) + dw[p];
+            dst[p] = bilinear_zero_padded(xc, g.H, g.W, h, wc);
+            if (g.has_mask) dst[p] *= mask[size_t((n * taps + tap) * plane + p)];
           }
         }
-        ym[p] = acc;
       }
+      double* yg = y.data() + (n * g.M + grp * Mg) * plane;
+      if (library) {
+        std::copy(col.begin(), col.end(), colf.begin());
+        blas::sgemm(false, false, Mg, plane, rows, 1.0f, wf.data() + grp * Mg * rows, rows, colf.data(), plane, 0.0f,
+                    yf.data(), plane);
+        std::copy(yf.begin(), yf.end(), yg);
+      } else {
+        for (int64_t m = 0; m < Mg; ++m)
+          for (int64_t r = 0; r < rows; ++r) {
+            const double wv = w[size_t((grp * Mg + m) * rows + r)];
+            const double* cr = col.data() + r * plane;
+            for (int64_t p = 0; p < plane; ++p) yg[m * plane + p] += wv * cr[p];
+          }
+      }
+      if (g.has_bias)
+        for (int64_t m = 0; m < Mg; ++m)
+          for (int64_t p = 0; p < plane; ++p) yg[m * plane + p] += bias[size_t(grp * Mg + m)];
     }
-  return {nn::tensor_from_doubles(ctx.input(0).dtype(), g.out(), y)};
+  return {nn::tensor_from_doubles(t, g.out(), y)};
 }
 
 }  // namespace
