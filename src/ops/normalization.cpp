@@ -12,11 +12,8 @@ BatchNormMode batch_norm_mode(const ir::Node& node, int64_t opset, size_t num_ou
   m.spatial = opset >= 9 || node.attr_int("spatial", 1) != 0;
   m.training = opset >= 14 ? node.attr_int("training_mode", 0) != 0
                            : (opset < 7 ? node.attr_int("is_test", 0) == 0 && num_outputs > 1 : num_outputs > 1);
-  if (m.training) {
-    m.reduced.assign(size_t(rank), true);
-    for (size_t d = 1; d < m.reduced.size(); ++d)
-      if (d == 1 || !m.spatial) m.reduced[d] = false;
-  }
+  if (m.training)  // the batch axis always; the spatial axes too when the parameters are per channel
+    for (int64_t d = 0; d < rank; ++d) m.reduced.push_back(d == 0 || (m.spatial && d >= 2));
   return m;
 }
 

@@ -28,6 +28,12 @@ int32_t zero_value(GpuKernelContext& ctx, size_t i, const char* what) {
   return ctx.has_input(i) ? int32_t(ctx.constant(i, what).int_at(0)) : 0;
 }
 
+// Input i (a scale or zero point), when given, must be a constant: the kernels that read it on the host (to
+// build a table) cannot take a value computed at run time, so the node then runs on the CPU.
+void require_constant(GpuKernelContext& ctx, size_t i) {
+  if (ctx.has_input(i) && !ctx.is_constant(i)) ctx.unsupported("its scales and zero points are computed at run time");
+}
+
 // A table (ops::QLinearTable) as a uniform array of its entries' bits.
 void table_uniform(shader::Program& p, const std::string& name, const ops::QLinearTable& t) {
   std::vector<uint32_t> words(t.size());
@@ -115,8 +121,7 @@ void qlinear_binary(GpuKernelContext& ctx, bool mul) {
 void qlinear_unary(GpuKernelContext& ctx) {
   const DType t = ops::check_qlinear_unary(ctx.operands(), ctx.fail_fn());
   ctx.set_output(0, t, ctx.shape(0));
-  for (size_t i : {1, 3, 2, 4})
-    if (ctx.has_input(i) && !ctx.is_constant(i)) ctx.unsupported("its scales and zero points are computed at run time");
+  for (size_t i : {1, 3, 2, 4}) require_constant(ctx, i);
   if (shape_numel(ctx.shape(0)) == 0) return;
   const ops::QLinearTable table =
       ops::qlinear_table(t, scale_value(ctx, 1, "X_scale"), zero_value(ctx, 2, "X_zero_point"), scale_value(ctx, 3, "Y_scale"),
@@ -176,8 +181,7 @@ void qlinear_concat(GpuKernelContext& ctx) {
   const DType t = ops::check_qlinear_concat(ctx.node, ctx.operands(), axis, out, ctx.fail_fn());
   ctx.set_output(0, t, out);
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
-    if ((i < 2 || i % 3 != 2) && ctx.has_input(i) && !ctx.is_constant(i))
-      ctx.unsupported("its scales and zero points are computed at run time");
+    if (i < 2 || i % 3 != 2) require_constant(ctx, i);
   if (shape_numel(out) == 0) return;
   const float ys = scale_value(ctx, 0, "Y_scale");
   const int32_t yz = zero_value(ctx, 1, "Y_zero_point");
@@ -256,8 +260,7 @@ void qgemm(GpuKernelContext& ctx) {
 // requantized, the division correctly rounded (div_rn) as the CPU's. Its scales and zero point must be
 // constants (the table is built from them).
 void qlinear_softmax(GpuKernelContext& ctx) {
-  for (size_t i : {1, 3, 4})
-    if (ctx.has_input(i) && !ctx.is_constant(i)) ctx.unsupported("its scales and zero points are computed at run time");
+  for (size_t i : {1, 3, 4}) require_constant(ctx, i);
   const ops::QLinearSoftmaxParams q = ops::qlinear_softmax_params(
       ctx.node, ctx.operands(), scale_value(ctx, 1, "X_scale"), scale_value(ctx, 3, "Y_scale"), zero_value(ctx, 4, "Y_zero_point"),
       ctx.fail_fn());
