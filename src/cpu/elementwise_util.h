@@ -29,9 +29,9 @@ T wrap_mul(T a, T b) { return T(uint64_t(a) * uint64_t(b)); }
 template <class T>
 T wrap_neg(T a) { return T(uint64_t(0) - uint64_t(a)); }
 
-// Float -> integer conversion that truncates toward zero and is defined for every input:
-// NaN gives 0, values outside int64/uint64 saturate, values within int64 wrap to narrower types
-// (what x86 static_cast does for in-range int32 intermediates).
+// Float -> integer conversion that truncates toward zero and is defined for every input (Cast's rule,
+// ops/cast.h, which the GPU's casts follow): NaN gives 0, values within int64 wrap to narrower types,
+// values beyond int64 saturate (a narrower type: its largest value above, 0 below).
 template <class T>
 T float_to_int(double v) {
   static_assert(is_int_v<T>);

@@ -2,6 +2,12 @@
 // (src/webgpu/kernels/elementwise.cpp) share: the target type (attribute `to`), and for the narrow types'
 // targets attribute `saturate` (opset 19: float8 values past the largest finite one become it, else
 // infinity or NaN) and `round_mode` (Cast-24, float8e8m0 targets: "up", the default, "down" or "nearest").
+//
+// A float into an integer type, which ONNX leaves to the implementation where the target cannot hold it,
+// is one rule on both providers (the CPU's float_to_int, the shader layer's cast_f32_*): toward zero, NaN
+// gives 0; within int64, the int64's low bits (numpy's and torch's wrap: 300.7 -> 44 in uint8, -9 -> 7 in
+// uint4); beyond it, int64 and uint64 saturate (uint64 exact up to 2^64), a narrower type takes its
+// largest value above and 0 below.
 #pragma once
 #include <cctype>
 #include <string>

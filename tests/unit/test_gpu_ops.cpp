@@ -640,5 +640,27 @@ TEST(GpuOps, NegativeFloatsCastToUnsignedWrapAsOnTheCpu) {
   }
 }
 
+// Floats no target type can hold (beyond 32 bits, beyond int64, NaN, infinities) follow ops/cast.h's one
+// rule on both providers, for every integer target (float16 and bfloat16 inputs take the same path).
+TEST(GpuOps, FloatsBeyondTheTargetCastAlikeOnBothProviders) {
+  const float big = 9223372036854775808.0f;  // 2^63
+  const std::vector<float> values{3e9f,  -3e9f,     1e20f,  -1e20f,         NAN,    INFINITY,       -INFINITY,
+                                  300.7f, -9.5f,    big,    -big,           1.8e19f, -2147483648.0f, 2147483648.0f,
+                                  -0.5f, 4294967296.0f, 1.5e12f, -1.5e12f, 16777217.0f, -70000.f};
+  const std::vector<testing::Operand> in{{"x", Tensor::from_vector<float>({int64_t(values.size())}, values)}};
+  for (DType to : {DType::Int8, DType::UInt8, DType::Int16, DType::UInt16, DType::Int32, DType::UInt32, DType::Int64,
+                   DType::UInt64}) {
+    const std::string model = testing::one_node_model("Cast", in, {"y"}, 21, [to](onnx::NodeProto& n) {
+      testing::set_int(n, "to", int64_t(to));
+    });
+    testing::check_against_cpu("Cast to " + std::string(dtype_name(to)), model, in, testing::webgpu_options(),
+                               [](const Tensor& got, const Tensor& want, const std::string& what) {
+                                 ASSERT_EQ(got.nbytes(), want.nbytes()) << what;
+                                 EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0)
+                                     << what << ": got " << tensor_str(got) << ", want " << tensor_str(want);
+                               });
+  }
+}
+
 }  // namespace
 }  // namespace onnxgpu

@@ -119,6 +119,34 @@ fn w64_from_f32_unsigned(f: f32) -> w64 {
   let hi = floor(m / 4294967296.0);
   return w64(u32(m - hi * 4294967296.0), u32(hi));
 }
+// Cast's float -> integer rule (ops/cast.h; the CPU's float_to_int): toward zero, NaN 0; a value beyond
+// int64 saturates (int64, uint64 from 2^63 to 2^64) or, for a narrower type, gives its largest value
+// above and 0 below; else the int64's low bits. `tmax`: the target's largest value.
+fn w64_cast_f32(f: f32) -> w64 {
+  if ((bitcast<u32>(f) & 0x7fffffffu) > 0x7f800000u) { return w64(0u, 0u); }
+  if (f >= 9223372036854775808.0) { return w64(0xffffffffu, 0x7fffffffu); }
+  if (f <= -9223372036854775808.0) { return w64(0u, 0x80000000u); }
+  let m = w64_from_f32_unsigned(abs(f));
+  return select(m, w64_neg(m), f < 0.0);
+}
+fn cast_f32_u64(f: f32) -> w64 {
+  if (f >= 18446744073709551616.0) { return w64(0xffffffffu, 0xffffffffu); }
+  if (f >= 9223372036854775808.0) { return w64_from_f32_unsigned(f); }
+  if (f < -9223372036854775808.0) { return w64(0u, 0u); }
+  return w64_cast_f32(f);
+}
+fn cast_f32_i32(f: f32, tmax: i32) -> i32 {
+  if (abs(f) < 2147483648.0) { return i32(trunc(f)); }
+  if (f >= 9223372036854775808.0) { return tmax; }
+  if (f < -9223372036854775808.0) { return 0i; }
+  return bitcast<i32>(w64_cast_f32(f).x);
+}
+fn cast_f32_u32(f: f32, tmax: u32) -> u32 {
+  if (f >= 0.0 && f < 4294967296.0) { return u32(trunc(f)); }
+  if (f >= 9223372036854775808.0) { return tmax; }
+  if (f < -9223372036854775808.0) { return 0u; }
+  return w64_cast_f32(f).x;
+}
 )";
 
 const char* kI64 = R"(
@@ -159,7 +187,7 @@ fn mod_i64(a: w64, b: w64) -> w64 {
   return r;
 }
 fn to_f32_i64(a: w64) -> f32 { return w64_to_f32_signed(a); }
-fn from_f32_i64(f: f32) -> w64 { let m = w64_from_f32_unsigned(abs(f)); return select(m, w64_neg(m), f < 0.0); }
+fn from_f32_i64(f: f32) -> w64 { return w64_cast_f32(f); }
 fn to_i64_i64(a: w64) -> w64 { return a; }
 fn from_i64_i64(a: w64) -> w64 { return a; }
 fn to_bool_i64(a: w64) -> bool { return !w64_is_zero(a); }
@@ -557,7 +585,11 @@ fn ge_i64n(a: i32, b: i32) -> bool { return a >= b; }
 fn min_i64n(a: i32, b: i32) -> i32 { return min(a, b); }
 fn max_i64n(a: i32, b: i32) -> i32 { return max(a, b); }
 fn to_f32_i64n(a: i32) -> f32 { return f32(a); }
-fn from_f32_i64n(f: f32) -> i32 { let t = trunc(f); if (t >= 2147483648.0 || t < -2147483648.0) { flag(FLAG_OVERFLOW); } return i32(t); }
+fn from_f32_i64n(f: f32) -> i32 {
+  let t = select(trunc(f), 0.0, (bitcast<u32>(f) & 0x7fffffffu) > 0x7f800000u);  // NaN: 0, as the CPU's cast
+  if (t >= 2147483648.0 || t < -2147483648.0) { flag(FLAG_OVERFLOW); }
+  return i32(t);
+}
 fn to_i64_i64n(a: i32) -> w64 { return w64_from_i32(a); }
 fn from_i64_i64n(a: w64) -> i32 { if (!w64_fits_i32(a)) { flag(FLAG_OVERFLOW); } return w64_as_i32(a); }
 fn to_bool_i64n(a: i32) -> bool { return a != 0i; }
@@ -627,10 +659,16 @@ std::string convert_value(const std::string& v, const TypeInfo& from, const Type
   if (tf == "bool") return "from_bool_bool(to_bool_" + ff + "(" + v + "))";
   if (ff == "bool") return "from_bool_" + tf + "(to_bool_bool(" + v + "))";
   if (tf == "f32") return "to_f32_" + ff + "(" + v + ")";
-  // A negative float into an unsigned type keeps the low bits of its integer part, as the CPU reference's
-  // cast through int64 and ONNX Runtime's CPU EP do (ONNX's tests wrap -9 to 7 in uint4); from_f32_u32
-  // alone would clamp it to 0.
-  if (ff == "f32" && tf == "u32") return "select(from_f32_u32(" + v + "), bitcast<u32>(i32(trunc(" + v + "))), " + v + " < 0.0)";
+  // A float into an integer type follows Cast's rule (ops/cast.h), not WGSL's clamping conversions: a
+  // negative float into an unsigned type keeps the low bits of its integer part (ONNX's tests wrap -9 to 7
+  // in uint4), and one beyond 32 bits keeps the low bits of its int64.
+  if (ff == "f32" && (tf == "i32" || tf == "u32")) {
+    const int bits = to.narrow ? 32 : to.storage_bits;
+    const uint64_t umax = bits >= 32 ? 0xffffffffull : (uint64_t(1) << bits) - 1;
+    return tf == "i32" ? "cast_f32_i32(" + v + ", " + std::to_string(umax >> 1) + "i)"
+                       : "cast_f32_u32(" + v + ", " + std::to_string(umax) + "u)";
+  }
+  if (ff == "f32" && tf == "u64") return "cast_f32_u64(" + v + ")";
   if (ff == "f32") return "from_f32_" + tf + "(" + v + ")";
   return "from_i64_" + tf + "(to_i64_" + ff + "(" + v + "))";
 }
