@@ -47,6 +47,14 @@ struct TensorInfo {
   std::vector<std::string> dim_params;  // symbolic names ("" where concrete or unnamed)
 };
 
+// What the model file says of itself (ONNX Runtime's ModelMetadata): the producer, the graph's name, the
+// model's domain, doc strings and version, and its metadata_props (custom_metadata_map).
+struct ModelMetadata {
+  std::string producer_name, graph_name, domain, description, graph_description;
+  int64_t version = 0;
+  std::map<std::string, std::string> custom_metadata_map;
+};
+
 // A tensor kept in GPU memory (IO binding): an output of one run that feeds the next run without a
 // round trip through host memory (e.g. a KV cache). Made by Session::run_on_device.
 class DeviceTensor {
@@ -156,6 +164,7 @@ class Session {
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   const SessionOptions& options() const;
+  ModelMetadata metadata() const;
 
   // Runs the model. Every required input must be given, with the declared dtype and a shape that
   // matches every concrete declared dimension. Returns the outputs in graph order.

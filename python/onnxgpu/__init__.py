@@ -18,13 +18,13 @@ from ._onnxgpu import GpuError, InvalidArgument, NotImplemented, OnnxGpuError  #
 from .io_binding import IOBinding, OrtValue
 from .options import (ExecutionMode, ExecutionOrder, GraphOptimizationLevel, Int64Policy, RunOptions,
                       SessionOptions)
-from .session import InferenceSession, NodeArg, get_available_providers, get_device
+from .session import InferenceSession, ModelMetadata, NodeArg, get_available_providers, get_device
 
 SessionIOBinding = IOBinding
 __version__ = "0.1.0"
 
 __all__ = [
     "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
-    "ExecutionOrder", "Int64Policy", "NodeArg", "OrtValue", "IOBinding", "SessionIOBinding",
+    "ExecutionOrder", "Int64Policy", "ModelMetadata", "NodeArg", "OrtValue", "IOBinding", "SessionIOBinding",
     "get_available_providers", "get_device", "OnnxGpuError", "InvalidArgument", "GpuError",
 ]

@@ -54,6 +54,21 @@ class NodeArg:
         return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape!r})"
 
 
+class ModelMetadata:
+    """What the model file says of itself, like onnxruntime.ModelMetadata: producer_name, graph_name,
+    domain, description (the model's doc string), graph_description, version and custom_metadata_map
+    (its metadata_props)."""
+    __slots__ = ("producer_name", "graph_name", "domain", "description", "graph_description", "version",
+                 "custom_metadata_map")
+
+    def __init__(self, fields):
+        for k in self.__slots__:
+            setattr(self, k, fields[k])
+
+    def __repr__(self):
+        return f"ModelMetadata(producer_name={self.producer_name!r}, graph_name={self.graph_name!r}, version={self.version})"
+
+
 def _normalize_providers(providers, provider_options):
     """[(name, {str: str})] in the caller's order; ValueError/TypeError like ORT."""
     if providers is None or len(providers) == 0:
@@ -181,6 +196,9 @@ class InferenceSession:
 
     def get_outputs(self):
         return list(self._outputs_meta)
+
+    def get_modelmeta(self):
+        return ModelMetadata(self._sess.metadata())
 
     def get_overridable_initializers(self):
         return []

@@ -347,6 +347,20 @@ class PySession {
     return l;
   }
 
+  py::dict metadata() {
+    std::shared_ptr<Session> s = session();
+    const ModelMetadata m = s->metadata();
+    py::dict d;
+    d["producer_name"] = m.producer_name;
+    d["graph_name"] = m.graph_name;
+    d["domain"] = m.domain;
+    d["description"] = m.description;
+    d["graph_description"] = m.graph_description;
+    d["version"] = m.version;
+    d["custom_metadata_map"] = m.custom_metadata_map;
+    return d;
+  }
+
   py::dict options() {
     std::shared_ptr<Session> s = session();
     const SessionOptions& o = s->options();
@@ -440,6 +454,7 @@ PYBIND11_MODULE(_onnxgpu, m) {
       .def("inputs", [](PySession& s) { return s.infos(true); })
       .def("outputs", [](PySession& s) { return s.infos(false); })
       .def("options", &PySession::options)
+      .def("metadata", &PySession::metadata)
       .def("close", &PySession::close);
 
   m.def("parse_int64_strategy",

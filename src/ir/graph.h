@@ -80,6 +80,7 @@ struct ValueInfo {
 
 struct Graph {
   std::string name;
+  std::string doc_string;
   std::vector<Node> nodes;  // in topological order (the loader checks and sorts)
   std::vector<ValueInfo> inputs;   // declared inputs, including those with an initializer
   std::vector<ValueInfo> outputs;

@@ -97,6 +97,7 @@ struct Converter {
     if (++depth > 64) throw InvalidArgument("graph nesting is deeper than 64 levels");
     ir::Graph out;
     out.name = g.name();
+    out.doc_string = g.doc_string();
     for (int i = 0; i < g.initializer_size(); ++i) {
       auto& t = *g.mutable_initializer(i);
       if (t.name().empty()) throw InvalidArgument("graph '" + g.name() + "': an initializer has no name");
@@ -206,7 +207,7 @@ ir::Model load(const void* bytes, size_t size, const ExternalDataDir& ext, std::
                           " bytes: a protobuf file holds at most 2 GB (larger models keep their weights in external data)");
   // The weights are parted from the file before protobuf parses it (never copied into its strings);
   // bytes this cannot read are parsed as they are, so protobuf says what is wrong.
-  Converter c{ext};
+  Converter c{ext, 0, nullptr, nullptr, nullptr};
   const auto* data = static_cast<const uint8_t*>(bytes);
   std::optional<wire::Skeleton> skeleton = wire::split(data, size, kPartMinBytes);
   if (skeleton && mp.ParseFromString(skeleton->bytes)) {

@@ -134,6 +134,11 @@ const std::vector<TensorInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs; }
 const SessionOptions& Session::options() const { return impl_->options; }
 
+ModelMetadata Session::metadata() const {
+  const ir::Model& m = impl_->model;
+  return {m.producer_name, m.graph.name, m.domain, m.doc_string, m.graph.doc_string, m.model_version, m.metadata};
+}
+
 std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& feeds) {
   check_feeds(*impl_, feeds);
   std::vector<Tensor> out =

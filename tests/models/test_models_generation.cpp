@@ -126,9 +126,13 @@ TEST_P(ModelsGeneration, DecodeLoopWithGrowingPastReplaysOnePlan) {
       refreshed += report.refreshed;
       ahead += report.refreshed_ahead;  // during the step before's wait (runtime/refresh_ahead.h)
       // Every present a KV cache appended in place, its past found there (no copy) on most steps.
-      if (step >= 1) EXPECT_EQ(report.appended_outputs.size(), kv.present.size());
+      if (step >= 1) {
+        EXPECT_EQ(report.appended_outputs.size(), kv.present.size());
+      }
       // ... and the new keys and values written there by the kernels computing them: no Concat copies.
-      if (step >= 1) EXPECT_EQ(report.rows_written_in_place.size(), kv.present.size());
+      if (step >= 1) {
+        EXPECT_EQ(report.rows_written_in_place.size(), kv.present.size());
+      }
       in_place += report.appended_in_place == int(kv.present.size());
       ASSERT_EQ(outs.size(), want.size());
       for (size_t k = 0; k < outs.size(); ++k) {
@@ -187,7 +191,9 @@ TEST_P(ModelsGeneration, PrefillOfThreeLengthsReplaysOnePlan) {
         EXPECT_TRUE(c.passed) << "output '" << captured.outputs()[k].name << "': " << c.message;
       }
       PlanReport report = captured.last_plan();
-      if (n++ > 0) EXPECT_TRUE(report.replayed && report.refreshed) << report.refresh_refused;
+      if (n++ > 0) {
+        EXPECT_TRUE(report.replayed && report.refreshed) << report.refresh_refused;
+      }
     }
   } catch (const Error& e) {
     FAIL() << e.what();
@@ -314,7 +320,7 @@ TEST(ModelsGenerationGenai, NormalizationsRunInTheProductsKernels) {
   if (path.empty()) return;
   try {
     PrologueSessions sessions(path);
-    Session &fused = sessions.fused, &apart = sessions.apart, &reference = sessions.reference;
+    Session &fused = sessions.fused, &apart = sessions.apart;
     const KvNames kv = kv_names(fused);
     const int64_t kBuffer = 64, p0 = 3;
     std::unordered_map<std::string, Tensor> feeds;
@@ -348,7 +354,7 @@ TEST(ModelsGenerationGpt2, LayerNormsRunInTheProductsKernels) {
   if (path.empty()) return;
   try {
     PrologueSessions sessions(path);
-    Session &fused = sessions.fused, &apart = sessions.apart, &reference = sessions.reference;
+    Session &fused = sessions.fused, &apart = sessions.apart;
     const KvNames kv = kv_names(fused);
     for (int64_t prompt : {7, 3}) {
       std::unordered_map<std::string, Tensor> feeds;

@@ -62,6 +62,24 @@ def test_module_surface():
         assert hasattr(onnxgpu, name), name
 
 
+def test_modelmeta():
+    """get_modelmeta() gives what the file says, as onnxruntime's does (exporters such as Ultralytics' keep
+    class names and strides in metadata_props and read them back through custom_metadata_map)."""
+    import onnx
+    model = onnx.load_from_string(tiny_model("Relu", [("x", np.float32, [2])], [("y", np.float32, [2])]))
+    model.producer_name, model.domain, model.model_version, model.doc_string = "maker", "org.example", 7, "a model"
+    model.graph.doc_string = "its graph"
+    onnx.helper.set_model_props(model, {"names": "{0: 'cat', 1: 'dog'}", "stride": "32"})
+    for provider in ["CPUExecutionProvider", "WebGpuExecutionProvider"]:
+        meta = onnxgpu.InferenceSession(model.SerializeToString(), providers=[provider]).get_modelmeta()
+        assert (meta.producer_name, meta.graph_name, meta.domain, meta.version) == ("maker", "tiny_Relu", "org.example", 7)
+        assert (meta.description, meta.graph_description) == ("a model", "its graph")
+        assert meta.custom_metadata_map == {"names": "{0: 'cat', 1: 'dog'}", "stride": "32"}
+    bare = onnxgpu.InferenceSession(tiny_model("Relu", [("x", np.float32, [2])], [("y", np.float32, [2])]),
+                                    providers=["CPUExecutionProvider"]).get_modelmeta()
+    assert bare.custom_metadata_map == {} and bare.version == 0
+
+
 def test_disable_all_turns_fusion_off():
     from onnx import helper, TensorProto
     nodes = [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])]

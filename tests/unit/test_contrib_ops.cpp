@@ -556,8 +556,9 @@ void static_buffer_loop(bool packed_rotary) {
       EXPECT_TRUE(same.passed) << "step " << step << " output " << k << ", in place vs copying: " << same.message;
     }
     EXPECT_EQ(report.cpu_nodes, 0);
-    if (step >= 1)
+    if (step >= 1) {
       EXPECT_EQ(report.appended_outputs, (std::vector<std::string>{"present_key", "present_value"})) << "step " << step;
+    }
     if (step >= 2) {
       EXPECT_TRUE(report.replayed) << "step " << step;
       EXPECT_EQ(report.appended_in_place, 2) << "step " << step << ": a past copied into its buffer";

@@ -266,7 +266,9 @@ std::vector<int> run_pair(const std::string& what, const std::string& model, int
     for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
       expect_close(got[k], want[k], what + " rows " + std::to_string(rows[r]) + " output " + std::to_string(k));
     EXPECT_EQ(gpu.last_plan().cpu_nodes, 0) << what;
-    if (r > 0 && rows[r] == rows[r - 1]) EXPECT_TRUE(gpu.last_plan().replayed) << what << " run " << r + 1;
+    if (r > 0 && rows[r] == rows[r - 1]) {
+      EXPECT_TRUE(gpu.last_plan().replayed) << what << " run " << r + 1;
+    }
     dispatches.push_back(gpu.last_plan().dispatches);
   }
   return dispatches;
@@ -463,7 +465,9 @@ std::vector<int> run_norm(const NormCase& c, const std::string& model, const std
     for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
       expect_close(got[k], want[k], what + " output " + std::to_string(k));
     EXPECT_EQ(gpu.last_plan().cpu_nodes, 0) << what;
-    if (r > 0 && rows[r] == rows[r - 1]) EXPECT_TRUE(gpu.last_plan().replayed) << what;
+    if (r > 0 && rows[r] == rows[r - 1]) {
+      EXPECT_TRUE(gpu.last_plan().replayed) << what;
+    }
     dispatches.push_back(gpu.last_plan().dispatches);
   }
   return dispatches;

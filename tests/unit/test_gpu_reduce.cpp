@@ -188,7 +188,9 @@ std::vector<Tensor> run_both(const OneNode& n, runtime::Tolerance tol = {},
       EXPECT_TRUE(testing::float64_fallback(f)) << n.op << ": a node fell back to the CPU: " << f.reason;
       float64_on_cpu = true;
     }
-    if (run > 0 && !float64_on_cpu) EXPECT_TRUE(plan.replayed) << n.op << ": run " << run + 1 << " was not a replay";
+    if (run > 0 && !float64_on_cpu) {
+      EXPECT_TRUE(plan.replayed) << n.op << ": run " << run + 1 << " was not a replay";
+    }
     EXPECT_EQ(got.size(), want.size());
     for (size_t k = 0; k < std::min(got.size(), want.size()); ++k) {
       runtime::CompareResult c = runtime::compare_tensors(got[k], want[k], tol);
