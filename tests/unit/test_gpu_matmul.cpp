@@ -23,6 +23,7 @@
 #include "one_node.h"
 #include "webgpu/device.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/row_norm.h"
 
 namespace onnxgpu {
 namespace {
@@ -879,6 +880,23 @@ TEST(GpuLayerNorm, MatchesCpu) {
   Shape last{4}, one{1};
   check_layer_norm(DType::Float32, {2, 3, 4}, 1, true, true, 87, &last);  // scale broadcast over dim 1
   check_layer_norm(DType::Float32, {2, 3, 4}, -1, true, false, 88, &one);
+}
+
+// The row kernels take their workgroup from the row's length (row_norm::workgroup): 32 invocations for
+// rows of up to 128 (ConvNeXt's 96 channels), 64, 128, then 256, which read rows past 1024 in a second
+// loop; and a workgroup forced smaller than the row ($ONNXGPU_ROW_WG) reads it in that loop too.
+TEST(GpuLayerNorm, WorkgroupsByRowLength) {
+  EXPECT_EQ(webgpu::row_norm::workgroup(usual_limits(), 96), 32u);
+  EXPECT_EQ(webgpu::row_norm::workgroup(usual_limits(), 129), 64u);
+  EXPECT_EQ(webgpu::row_norm::workgroup(usual_limits(), 768), 256u);
+  EXPECT_EQ(webgpu::row_norm::workgroup(usual_limits(), 5000), 256u);
+  EXPECT_EQ(webgpu::row_norm::workgroup(usual_limits(), 0), 256u);
+  check_layer_norm(DType::Float32, {7, 96}, -1, true, true, 120);
+  check_layer_norm(DType::Float32, {3, 129}, -1, true, false, 121);
+  check_layer_norm(DType::Float32, {2, 1500}, -1, true, true, 122);
+  ScopedEnv small("ONNXGPU_ROW_WG", "32");
+  EXPECT_EQ(webgpu::row_norm::workgroup(usual_limits(), 768), 32u);
+  check_layer_norm(DType::Float32, {3, 700}, -1, true, true, 123);
 }
 
 TEST(GpuBatchNorm, Inference) {

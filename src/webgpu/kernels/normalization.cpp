@@ -56,7 +56,7 @@ void layer_norm(GpuKernelContext& ctx) {
   if (want_mean) ctx.set_output(1, stash, ms);
   if (want_inv) ctx.set_output(2, stash, ms);
 
-  uint32_t wgs = row_norm::workgroup(ctx.limits);
+  uint32_t wgs = row_norm::workgroup(ctx.limits, len);
   auto p = ctx.program("rows", wgs);
   p.input("x", t, xs);
   std::vector<ValueRef> binds{ctx.in(0)};
@@ -129,7 +129,7 @@ void skip_norm(GpuKernelContext& ctx) {
   if (want_inv) ctx.set_output(2, DType::Float32, sp.stats);
   if (want_sum) ctx.set_output(3, t, xs);
 
-  const uint32_t wgs = row_norm::workgroup(ctx.limits);
+  const uint32_t wgs = row_norm::workgroup(ctx.limits, len);
   auto p = ctx.program(sp.simplified ? "skip_simplified" : "skip", wgs);
   p.input("x", t, xs);
   p.input("sk", t, ctx.shape(1));
@@ -192,7 +192,7 @@ void rms_norm(GpuKernelContext& ctx) {
   const bool want_inv = ctx.output_wanted(1);
   if (want_inv) ctx.set_output(1, rp.stash, rp.stats);
 
-  const uint32_t wgs = row_norm::workgroup(ctx.limits);
+  const uint32_t wgs = row_norm::workgroup(ctx.limits, len);
   auto p = ctx.program("rms", wgs);
   p.input("x", t, xs);
   std::vector<ValueRef> binds{ctx.in(0)};
@@ -237,7 +237,7 @@ void instance_norm(GpuKernelContext& ctx) {
   uint32_t rows = u32_size(ctx, xs[0] * C);
   uint32_t len = u32_size(ctx, shape_numel(Shape(xs.begin() + 2, xs.end())));
   ctx.set_output(0, t, xs);
-  uint32_t wgs = row_norm::workgroup(ctx.limits);
+  uint32_t wgs = row_norm::workgroup(ctx.limits, len);
   auto p = ctx.program("rows", wgs);
   p.input("x", t, xs);
   p.input("s", t, ctx.shape(1));
@@ -333,7 +333,7 @@ void group_norm(GpuKernelContext& ctx) {
   uint32_t len = u32_size(ctx, (C / gp.groups) * int64_t(spatial));
   ctx.set_output(0, t, xs);
   if (shape_numel(xs) == 0) return;
-  uint32_t wgs = row_norm::workgroup(ctx.limits);
+  uint32_t wgs = row_norm::workgroup(ctx.limits, len);
   auto p = ctx.program(gp.per_channel ? "rows_per_channel" : "rows_per_group", wgs);
   p.input("x", t, xs);
   p.input("s", t, ctx.shape(1));

@@ -1,16 +1,20 @@
 #include "webgpu/kernels/row_norm.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "webgpu/device.h"
 
 namespace onnxgpu::webgpu::row_norm {
 
-uint32_t workgroup(const Limits& l) {
+uint32_t workgroup(const Limits& l, uint64_t len) {
   uint32_t cap = std::min(l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256u,
                           l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256u);
-  uint32_t w = 256;
-  while (w > cap) w /= 2;
+  uint64_t want = len == 0 ? 256 : (len + kCached - 1) / kCached;
+  if (const char* e = std::getenv("ONNXGPU_ROW_WG"); e && *e) want = std::strtoull(e, nullptr, 10);
+  uint32_t w = 32;
+  while (w < want && w < 256) w *= 2;
+  while (w > cap && w > 1) w /= 2;
   return w;
 }
 
