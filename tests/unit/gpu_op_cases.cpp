@@ -1288,6 +1288,9 @@ std::vector<Case> build() {
   add(B("MaxPool", "large").x("X", {1, 3, 40, 40}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2})
           .quick({DType::Float32, DType::Int8}));
   add(B("GlobalAveragePool", "large").x("X", {1, 3, 40, 40}).tol(10).quick({DType::Float32, DType::Float16}));
+  // Short rows share a workgroup (segments of 32 and 2 invocations): the last workgroup's rows partly past the end.
+  add(B("GlobalAveragePool", "squeeze-excitation").x("X", {3, 37, 7, 7}).tol(10).quick({DType::Float32}));
+  add(B("GlobalMaxPool", "short rows").x("X", {2, 70, 1, 3}).quick({DType::Float32}));
   add(B("Gather", "large").quick(kBig).x("data", {300, 5}).fg("indices", DType::Int64, {400}, ints_in(-300, 299)));
   add(B("GatherElements", "large").quick(kBig).x("data", {300, 4}).fg("indices", DType::Int64, {300, 4}, ints_in(-300, 299)));
   add(B("ScatterElements", "large").quick(kBig).x("data", {300, 4}).fg("indices", DType::Int64, {300, 4}, distinct_rows(300))

@@ -1,12 +1,15 @@
 // Pools on the GPU: AveragePool (and com.microsoft's QLinearAveragePool), MaxPool (with the optional Indices
-// output), LpPool — one invocation per output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — one workgroup
-// per (n, c) row with a shared-memory tree reduction. Window geometry and output shapes are the CPU
+// output), LpPool — one invocation per output element walking its window — and GlobalAveragePool, GlobalMaxPool, GlobalLpPool — a segment
+// of a workgroup per (n, c) row, sized by the row (reduce_util.h), with a shared-memory tree reduction. Window geometry and output shapes are the CPU
 // reference's (src/cpu/pool.cpp, ops::make_window); sums are accumulated in f32. LRN and RoiAlign: one
 // invocation per output element.
+#include <algorithm>
+
 #include "ops/pool.h"
 #include "ops/qlinear.h"
 #include "webgpu/kernels/conv_util.h"
 #include "webgpu/kernels/kernel.h"
+#include "webgpu/kernels/reduce_util.h"
 #include "webgpu/device.h"
 
 namespace onnxgpu::webgpu {
@@ -215,20 +218,18 @@ void global_pool(GpuKernelContext& ctx, PoolKind kind) {
   out[1] = xs[1];
   ctx.set_output(0, t, out);
   if (rows == 0) return;
-  uint32_t wgs = 256;
-  if (ctx.limits.max_compute_invocations_per_workgroup) wgs = std::min(wgs, ctx.limits.max_compute_invocations_per_workgroup);
-  if (ctx.limits.max_compute_workgroup_size_x) wgs = std::min(wgs, ctx.limits.max_compute_workgroup_size_x);
-  uint32_t pow2 = 1;
-  while (pow2 * 2 <= wgs) pow2 *= 2;
-  wgs = pow2;
+  // Segments of a workgroup per row (reduce_util.h): a squeeze-and-excitation's pool over 7 x 7 positions
+  // takes 32 invocations, not a workgroup of 256 of which 207 idle through eight barriers.
+  const uint32_t wgs = reduce_util::workgroup_size(ctx.limits, 4);
+  uint32_t seg = reduce_util::segment_size(uint64_t(len), wgs);
+  if (const uint32_t forced = reduce_util::forced_row_invocations()) seg = std::min(wgs, forced);
   std::string name = kind == PoolKind::Max ? "globalmax" : kind == PoolKind::Average ? "globalavg" : "globallp";
   auto p = ctx.program(name, wgs);
   p.input("x", t, xs);
   p.output("y", t, out);
-  p.uniform("rows", uint32_t(rows));
+  reduce_util::segment_uniforms(p, uint64_t(rows), seg);
   p.uniform("len", uint32_t(len));
-  std::string W = std::to_string(wgs) + "u";
-  std::string decl = "var<workgroup> part: array<f32, " + std::to_string(wgs) + ">;\n";
+  std::string decl = "const WG: u32 = " + std::to_string(wgs) + "u;\nvar<workgroup> part: array<f32, WG>;\n";
   std::string combine, init = "0.0", value = "v";
   if (kind == PoolKind::Max) {
     // The max of the non-NaN values; a NaN first element makes the result NaN (as the CPU's fold).
@@ -244,31 +245,25 @@ void global_pool(GpuKernelContext& ctx, PoolKind kind) {
   }
   decl += "fn combine(a: f32, b: f32) -> f32 { return " + combine + "; }\n";
   p.declare(decl);
-  std::string body =
-      "  let row = wg;\n"
-      "  if (row >= rows()) { return; }\n"
+  std::string body = std::string(reduce_util::kSegmentPrelude) +
       "  let x0 = row * len();\n"
       "  var acc = " + init + ";\n"
-      "  for (var j = lid; j < len(); j = j + " + W + ") {\n"
-      "    let v = to_f32_$x(x_load(x0 + j));\n"
-      "    acc = combine(acc, " + value + ");\n"
+      "  if (live) {\n"
+      "    for (var j = lane; j < len(); j = j + S) {\n"
+      "      let v = to_f32_$x(x_load(x0 + j));\n"
+      "      acc = combine(acc, " + value + ");\n"
+      "    }\n"
       "  }\n"
-      "  part[lid] = acc;\n"
-      "  workgroupBarrier();\n"
-      "  for (var s = " + W + " / 2u; s > 0u; s = s / 2u) {\n"
-      "    if (lid < s) { part[lid] = combine(part[lid], part[lid + s]); }\n"
-      "    workgroupBarrier();\n"
-      "  }\n"
-      "  if (lid == 0u) {\n"
-      "    var r = part[0];\n";
+      "  part[lid] = acc;\n" +
+      reduce_util::segment_tree("      part[lid] = combine(part[lid], part[lid + s]);\n") +
+      "  if (live && lane == 0u) {\n"
+      "    var r = part[lid];\n";
   if (kind == PoolKind::Max) body += "    if (len() > 0u && isnan_f32(to_f32_$x(x_load(x0)))) { r = f32_nan(); }\n";
   if (kind == PoolKind::Average) body += "    r = select(f32_nan(), r / f32(len()), len() > 0u);\n";
   if (kind == PoolKind::Lp) body += "    r = lp_pow(r, 1.0 / p_exp());\n";
   body += "    y_store(row, from_f32_$y(r));\n  }";
   p.body(body);
-  uint32_t gx, gy;
-  grid_for(uint64_t(rows) * wgs, wgs, ctx.limits, gx, gy);
-  ctx.dispatch(p, {ctx.in(0), ctx.out(0)}, gx, gy, 1);
+  reduce_util::dispatch_rows(ctx, p, {ctx.in(0), ctx.out(0)}, uint64_t(rows), seg);
 }
 
 // LRN: one invocation per element, the sum of squares over its channel window [c - (size-1)/2, c + size/2].

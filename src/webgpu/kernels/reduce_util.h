@@ -2,6 +2,7 @@
 // sizing from the device limits and the [outer, n, inner] view of a tensor around one axis.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "ops/axis.h"
@@ -44,6 +45,14 @@ inline uint32_t segment_size(uint64_t row_length, uint32_t wg) {
   uint32_t s = 1;
   while (s < want && s < wg) s *= 2;
   return s;
+}
+
+// $ONNXGPU_ROW_WG=N: the invocations a row takes in the row kernels that size them by the row
+// (row_norm::workgroup, the global pools' segments) fixed to N, for measuring that sizing on a device
+// (a power of two; 256: a workgroup per row, as before it); 0 when unset.
+inline uint32_t forced_row_invocations() {
+  const char* e = std::getenv("ONNXGPU_ROW_WG");
+  return e && *e ? uint32_t(std::strtoul(e, nullptr, 10)) : 0u;
 }
 
 // Declares the uniforms `groups` (the number of rows) and `seg` (the segment size).

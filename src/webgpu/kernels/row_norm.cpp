@@ -1,9 +1,9 @@
 #include "webgpu/kernels/row_norm.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "webgpu/device.h"
+#include "webgpu/kernels/reduce_util.h"
 
 namespace onnxgpu::webgpu::row_norm {
 
@@ -11,7 +11,7 @@ uint32_t workgroup(const Limits& l, uint64_t len) {
   uint32_t cap = std::min(l.max_compute_invocations_per_workgroup ? l.max_compute_invocations_per_workgroup : 256u,
                           l.max_compute_workgroup_size_x ? l.max_compute_workgroup_size_x : 256u);
   uint64_t want = len == 0 ? 256 : (len + kCached - 1) / kCached;
-  if (const char* e = std::getenv("ONNXGPU_ROW_WG"); e && *e) want = std::strtoull(e, nullptr, 10);
+  if (const uint32_t forced = reduce_util::forced_row_invocations()) want = forced;
   uint32_t w = 32;
   while (w < want && w < 256) w *= 2;
   while (w > cap && w > 1) w /= 2;

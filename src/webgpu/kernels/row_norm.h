@@ -20,7 +20,7 @@ inline constexpr uint32_t kCached = 4;
 // Workgroup size of a row kernel for rows of `len` elements: the fewest invocations, a power of two from 32
 // to 256 within the device's limits, that keep a row in their registers (kCached values each), so that a
 // short row (a ConvNeXt's LayerNormalization over 96 channels) does not leave most of 256 idle at every
-// barrier; len 0 (unknown): the largest. $ONNXGPU_ROW_WG=N fixes it (a power of two, for measuring).
+// barrier; len 0 (unknown): the largest. $ONNXGPU_ROW_WG=N fixes it (reduce_util::forced_row_invocations).
 uint32_t workgroup(const Limits& l, uint64_t len = 0);
 
 // The WGSL shared by the row kernels: `row_sum(lid, v)` sums v over the workgroup in two barriers (every
