@@ -205,7 +205,7 @@ void pool(GpuKernelContext& ctx, PoolKind kind, bool qlinear = false) {
   ctx.dispatch(p, binds);
 }
 
-// One workgroup per (n, c): a strided pass over the row, then a shared-memory tree reduction.
+// A segment per (n, c): a strided pass over the row, then a shared-memory tree reduction.
 void global_pool(GpuKernelContext& ctx, PoolKind kind) {
   check_input(ctx, false);
   const Shape& xs = ctx.shape(0);
