@@ -622,34 +622,11 @@ TEST(GpuOps, CasesRunOnTheCpu) {
   std::printf("[GpuOps] %zu cases, %d (case, dtype) pairs run on the CPU\n", all_cases().size(), runs);
 }
 
-// ONNX leaves a float cast to an integer type it cannot hold to the implementation; a negative float into an
-// unsigned type keeps the low bits of its integer part on both providers (the CPU reference casts through
-// int64, as ONNX Runtime's CPU EP does), where the GPU's own conversion would clamp it to 0.
-TEST(GpuOps, NegativeFloatsCastToUnsignedWrapAsOnTheCpu) {
-  const std::vector<testing::Operand> in{
-      {"x", Tensor::from_vector<float>({8}, {-9.f, -1.5f, -0.5f, 0.f, 3.7f, 200.f, -200.f, -70000.f})}};
-  for (DType to : {DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt4, DType::UInt2}) {
-    const std::string model = testing::one_node_model("Cast", in, {"y"}, 21, [to](onnx::NodeProto& n) {
-      testing::set_int(n, "to", int64_t(to));
-    });
-    testing::check_against_cpu("Cast to " + std::string(dtype_name(to)), model, in, testing::webgpu_options(),
-                               [](const Tensor& got, const Tensor& want, const std::string& what) {
-                                 ASSERT_EQ(got.nbytes(), want.nbytes()) << what;
-                                 EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0) << what;
-                               });
-  }
-}
-
-// Floats no target type can hold (beyond 32 bits, beyond int64, NaN, infinities) follow ops/cast.h's one
-// rule on both providers, for every integer target (float16 and bfloat16 inputs take the same path).
-TEST(GpuOps, FloatsBeyondTheTargetCastAlikeOnBothProviders) {
-  const float big = 9223372036854775808.0f;  // 2^63
-  const std::vector<float> values{3e9f,  -3e9f,     1e20f,  -1e20f,         NAN,    INFINITY,       -INFINITY,
-                                  300.7f, -9.5f,    big,    -big,           1.8e19f, -2147483648.0f, 2147483648.0f,
-                                  -0.5f, 4294967296.0f, 1.5e12f, -1.5e12f, 16777217.0f, -70000.f};
+// Casts float32 `values` to each of `targets` on the GPU (captured, with replays) and compares the bytes
+// with the CPU reference's.
+void check_casts_match_the_cpu(const std::vector<float>& values, const std::vector<DType>& targets) {
   const std::vector<testing::Operand> in{{"x", Tensor::from_vector<float>({int64_t(values.size())}, values)}};
-  for (DType to : {DType::Int8, DType::UInt8, DType::Int16, DType::UInt16, DType::Int32, DType::UInt32, DType::Int64,
-                   DType::UInt64}) {
+  for (DType to : targets) {
     const std::string model = testing::one_node_model("Cast", in, {"y"}, 21, [to](onnx::NodeProto& n) {
       testing::set_int(n, "to", int64_t(to));
     });
@@ -660,6 +637,24 @@ TEST(GpuOps, FloatsBeyondTheTargetCastAlikeOnBothProviders) {
                                      << what << ": got " << tensor_str(got) << ", want " << tensor_str(want);
                                });
   }
+}
+
+// ONNX leaves a float cast to an integer type it cannot hold to the implementation; a negative float into an
+// unsigned type keeps the low bits of its integer part on both providers (the CPU reference casts through
+// int64, as ONNX Runtime's CPU EP does), where the GPU's own conversion would clamp it to 0.
+TEST(GpuOps, NegativeFloatsCastToUnsignedWrapAsOnTheCpu) {
+  check_casts_match_the_cpu({-9.f, -1.5f, -0.5f, 0.f, 3.7f, 200.f, -200.f, -70000.f},
+                            {DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt4, DType::UInt2});
+}
+
+// Floats no target type can hold (beyond 32 bits, beyond int64, NaN, infinities) follow ops/cast.h's one
+// rule on both providers, for every integer target (float16 and bfloat16 inputs take the same path).
+TEST(GpuOps, FloatsBeyondTheTargetCastAlikeOnBothProviders) {
+  const float big = 9223372036854775808.0f;  // 2^63
+  check_casts_match_the_cpu({3e9f, -3e9f, 1e20f, -1e20f, NAN, INFINITY, -INFINITY, 300.7f, -9.5f, big, -big, 1.8e19f,
+                             -2147483648.0f, 2147483648.0f, -0.5f, 4294967296.0f, 1.5e12f, -1.5e12f, 16777217.0f, -70000.f},
+                            {DType::Int8, DType::UInt8, DType::Int16, DType::UInt16, DType::Int32, DType::UInt32,
+                             DType::Int64, DType::UInt64});
 }
 
 }  // namespace
