@@ -329,6 +329,20 @@ def to_float16(model):
     return model
 
 
+def exporter():
+    """Which torch.onnx exporter make uses: None where torch has only one (Debian's 1.13: TorchScript);
+    else $ZOO_EXPORTER, 'torchscript' (default, the graphs ctest's were made with) or 'dynamo' (torch.export's,
+    the default of torch >= 2.9)."""
+    import inspect
+    import torch
+    if "dynamo" not in inspect.signature(torch.onnx.export).parameters:
+        return None
+    choice = os.environ.get("ZOO_EXPORTER", "torchscript")
+    if choice not in ("torchscript", "dynamo"):
+        sys.exit(f"zoo: ZOO_EXPORTER={choice}: expected torchscript or dynamo")
+    return choice
+
+
 def make(out_dir, names, float16):
     import torch
     made = cases()
@@ -348,8 +362,12 @@ def make(out_dir, names, float16):
         in_names = [f"in_{k}" for k in range(len(inputs))]
         out_names = [f"out_{k}" for k in range(len(outputs))]
         tmp = os.path.join(folder, "export.onnx")
-        torch.onnx.export(module, inputs, tmp, opset_version=OPSET, input_names=in_names, output_names=out_names,
-                          **(extra[0] if extra else {}))
+        options = dict(extra[0]) if extra else {}
+        if exporter() is not None:  # torch >= 2.5 has both exporters (and from 2.9 on defaults to dynamo's)
+            options["dynamo"] = exporter() == "dynamo"
+        opset = max(OPSET, 18) if options.get("dynamo") else OPSET  # dynamo's exporter starts at opset 18
+        torch.onnx.export(module, inputs, tmp, opset_version=opset, input_names=in_names, output_names=out_names,
+                          **options)
         model = onnx.load(tmp)
         os.remove(tmp)
         for k, (x, n) in enumerate(zip(inputs, in_names)):
