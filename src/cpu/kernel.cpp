@@ -72,6 +72,7 @@ const KernelRegistry& registry() {
     register_spectral(r);
     register_qlinear(r);
     register_text(r);
+    register_ml(r);
     return r;
   }();
   return reg;

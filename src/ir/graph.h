@@ -17,6 +17,8 @@ struct FusedExpr;  // ir/fused_expr.h
 // ONNX Runtime's contrib domain: the com.microsoft ops of its optimized transformer models
 // (SkipLayerNormalization, FastGelu, RotaryEmbedding, ...), run by both kernel sets.
 inline constexpr const char* kMsDomain = "com.microsoft";
+// ONNX's domain of classical machine-learning models (tree ensembles, linear models, scalers): CPU kernels only.
+inline constexpr const char* kMlDomain = "ai.onnx.ml";
 
 struct Attribute {
   enum class Kind { Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs };

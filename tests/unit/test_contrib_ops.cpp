@@ -6,7 +6,8 @@
 //   - on WebGPU with graph capture and fail-loud (every node on the GPU): recorded with the case's
 //     inputs, replayed with other values (compared with the CPU reference), replayed with the case's
 //     inputs again (compared with ONNX Runtime's outputs).
-// Then the errors: an unknown domain or op, the com.microsoft opset, a domain not imported, attribute
+// ai.onnx.ml's cases (tests/data/ml, the same script) run on the CPU reference and in a WebGPU session,
+// where the node falls back alone (fail-loud refuses it). Then the errors: an unknown domain or op, the com.microsoft opset, a domain not imported, attribute
 // types, bad shapes and out-of-range position ids name the node, the op, the tensor and what was
 // expected, on both EPs.
 //
@@ -127,10 +128,10 @@ struct StoredCase {
   std::vector<Tensor> want;  // ONNX Runtime's outputs
 };
 
-StoredCase load(const std::string& name) {
+StoredCase load_from(const std::string& dir, const std::string& name) {
   StoredCase c;
-  c.model = kCases + name + "/model.onnx";
-  const fs::path data = kCases + name + "/test_data_set_0";
+  c.model = dir + name + "/model.onnx";
+  const fs::path data = dir + name + "/test_data_set_0";
   for (const auto& f : files(data, "input_")) {
     auto [n, t] = loader::read_tensor_pb(f.string());
     c.feeds[n] = t;
@@ -138,6 +139,8 @@ StoredCase load(const std::string& name) {
   for (const auto& f : files(data, "output_")) c.want.push_back(loader::read_tensor_pb(f.string()).second);
   return c;
 }
+
+StoredCase load(const std::string& name) { return load_from(kCases, name); }
 
 // Other values for a replay: floats scaled and shifted (integers, the position ids, kept).
 std::unordered_map<std::string, Tensor> other_values(const std::unordered_map<std::string, Tensor>& feeds) {
@@ -705,6 +708,148 @@ TEST(ContribGqa, TotalComputedOnTheGpu) {
 
 TEST(ContribGqa, GrowingPastDecodeLoopRefreshed) { decode_loop_with_mask_total(false); }
 TEST(ContribGqa, StaticBufferGrowingTotalDecodeLoopRefreshed) { decode_loop_with_mask_total(true); }
+
+
+// ---- ai.onnx.ml (tests/data/ml): CPU kernels only --------------------------------------------------------
+
+const std::string kMlCases = std::string(ONNXGPU_SOURCE_DIR) + "/tests/data/ml/";
+
+std::vector<std::string> ml_case_names() {
+  std::vector<std::string> r;
+  for (const auto& e : fs::directory_iterator(kMlCases))
+    if (fs::exists(e.path() / "model.onnx")) r.push_back(e.path().filename().string());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+class MlOrt : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MlOrt, CpuReferenceMatchesOnnxRuntime) {
+  StoredCase c = load_from(kMlCases, GetParam());
+  SessionOptions o;
+  o.ep = "cpu";
+  expect_close(Session(c.model, o).run(c.feeds), c.want, GetParam() + " (cpu)");
+}
+
+// In a WebGPU session the node falls back alone: it runs on the CPU between captured segments (here the
+// whole model), recorded and replayed like any other; fail-loud refuses it, naming the node.
+TEST_P(MlOrt, WebGpuSessionRunsTheNodeOnTheCpu) {
+  StoredCase c = load_from(kMlCases, GetParam());
+  std::unique_ptr<Session> gpu;
+  try {
+    gpu = std::make_unique<Session>(c.model, testing::webgpu_options());
+  } catch (const std::exception& e) {
+    if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU session: " << e.what();
+    FAIL() << "cannot create a WebGPU session: " << e.what();
+  }
+  expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, recorded)");
+  EXPECT_EQ(gpu->last_plan().cpu_nodes, 1);
+  expect_close(gpu->run(c.feeds), c.want, GetParam() + " (webgpu, replayed)");
+  SessionOptions loud = testing::webgpu_options();
+  loud.int64.fail_loud = true;
+  try {
+    Session(c.model, loud).run(c.feeds);
+    ADD_FAILURE() << "fail-loud ran a CPU-only node";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'node'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot run on the GPU"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ml, MlOrt, ::testing::ValuesIn(ml_case_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+void set_strings(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
+  auto* a = testing::new_attr(n, name, onnx::AttributeProto::STRINGS);
+  for (const auto& x : v) a->add_strings(x);
+}
+
+// A TreeEnsembleRegressor of one tree: node 0 (feature `feature` <= 0.5) to leaves 1 and 2, each edited by `edit`.
+std::string tree_model(const std::vector<Operand>& in, int64_t feature, const testing::Attrs& edit = {}) {
+  return model_of("TreeEnsembleRegressor", in, {"Y"}, "ai.onnx.ml", 1, [&](onnx::NodeProto& n) {
+    testing::set_ints(n, "nodes_treeids", {0, 0, 0});
+    testing::set_ints(n, "nodes_nodeids", {0, 1, 2});
+    testing::set_ints(n, "nodes_featureids", {feature, 0, 0});
+    set_strings(n, "nodes_modes", {"BRANCH_LEQ", "LEAF", "LEAF"});
+    testing::set_floats(n, "nodes_values", {0.5f, 0, 0});
+    testing::set_ints(n, "nodes_truenodeids", {1, 0, 0});
+    testing::set_ints(n, "nodes_falsenodeids", {2, 0, 0});
+    testing::set_ints(n, "target_treeids", {0, 0});
+    testing::set_ints(n, "target_nodeids", {1, 2});
+    testing::set_ints(n, "target_ids", {0, 0});
+    testing::set_floats(n, "target_weights", {1.0f, 2.0f});
+    testing::set_int(n, "n_targets", 1);
+    if (edit) edit(n);
+  });
+}
+
+void replace_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  for (auto& a : *n.mutable_attribute())
+    if (a.name() == name) {
+      a.clear_ints();
+      for (int64_t x : v) a.add_ints(x);
+    }
+}
+
+TEST(MlErrors, TreesNameTheNodeAndWhatIsWrong) {
+  std::vector<Operand> in{{"X", f32({2, 3})}};
+  ASSERT_EQ(error_of(tree_model(in, 2), in, "cpu"), "");
+  expect_error(tree_model(in, 3), in, {"node 'n0' (TreeEnsembleRegressor)", "a node reads feature 3, but input 'X' has 3 per row"});
+  expect_error(tree_model(in, 0, [](onnx::NodeProto& n) { replace_ints(n, "nodes_falsenodeids", {7, 0, 0}); }), in,
+               {"node 'n0' (TreeEnsembleRegressor)", "node 0 of tree 0 has child 7, which the tree does not have"});
+  expect_error(tree_model(in, 0, [](onnx::NodeProto& n) { replace_ints(n, "target_ids", {0, 5}); }), in,
+               {"a leaf's target id 5 is outside [0, n_targets = 1)"});
+  expect_error(tree_model(in, 0, [](onnx::NodeProto& n) { replace_ints(n, "target_nodeids", {1, 0}); }), in,
+               {"a target weight is given to node 0 of tree 0, which is not a leaf"});
+  expect_error(tree_model(in, 0, [](onnx::NodeProto& n) {
+                 for (auto& a : *n.mutable_attribute())
+                   if (a.name() == "nodes_modes") a.set_strings(0, "BRANCH_XX");
+               }), in, {"attribute 'nodes_modes' has 'BRANCH_XX'"});
+  // Two roots in one tree: node 2 is no node's child once node 0's false branch is node 1 too.
+  expect_error(tree_model(in, 0, [](onnx::NodeProto& n) { replace_ints(n, "nodes_falsenodeids", {1, 0, 0}); }), in,
+               {"tree 0 has 2 nodes that are no node's child, expected one root"});
+}
+
+TEST(MlErrors, TreeEnsembleCycleAndOtherOps) {
+  std::vector<Operand> in{{"X", f32({2, 3})}};
+  // TreeEnsemble (opset 5): node 0's true branch is node 0.
+  std::string v5 = model_of("TreeEnsemble", in, {"Y"}, "ai.onnx.ml", 5, [](onnx::NodeProto& n) {
+    testing::set_ints(n, "nodes_featureids", {0});
+    auto* m = testing::new_attr(n, "nodes_modes", onnx::AttributeProto::TENSOR)->mutable_t();
+    m->set_data_type(onnx::TensorProto::UINT8);
+    m->add_dims(1);
+    m->set_raw_data(std::string(1, '\0'));
+    auto* sp = testing::new_attr(n, "nodes_splits", onnx::AttributeProto::TENSOR)->mutable_t();
+    sp->set_data_type(onnx::TensorProto::FLOAT);
+    sp->add_dims(1);
+    sp->add_float_data(0.5f);
+    testing::set_ints(n, "nodes_truenodeids", {0});
+    testing::set_ints(n, "nodes_trueleafs", {0});
+    testing::set_ints(n, "nodes_falsenodeids", {0});
+    testing::set_ints(n, "nodes_falseleafs", {1});
+    testing::set_ints(n, "leaf_targetids", {0});
+    auto* w = testing::new_attr(n, "leaf_weights", onnx::AttributeProto::TENSOR)->mutable_t();
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(1);
+    w->add_float_data(1.0f);
+    testing::set_int(n, "n_targets", 1);
+    testing::set_ints(n, "tree_roots", {0});
+  }, 21);
+  expect_error(v5, in, {"node 'n0' (TreeEnsemble)", "the trees' nodes form a cycle"});
+
+  std::vector<Operand> afe{{"X", f32({2, 3})}, {"Y", Tensor::from_vector<int64_t>({2}, {0, 5})}};
+  expect_error(model_of("ArrayFeatureExtractor", afe, {"Z"}, "ai.onnx.ml"), afe,
+               {"node 'n0' (ArrayFeatureExtractor)", "input 'Y' holds index 5, outside [0, 3) of X's last axis"});
+  expect_error(model_of("Scaler", in, {"Y"}, "ai.onnx.ml", 1, [](onnx::NodeProto& n) {
+                 testing::set_floats(n, "offset", {1, 2});
+                 testing::set_floats(n, "scale", {1});
+               }), in, {"node 'n0' (Scaler)", "attribute 'offset' has 2 values, expected 1 or one per feature (3)"});
+  expect_error(model_of("LinearRegressor", in, {"Y"}, "ai.onnx.ml", 1, [](onnx::NodeProto& n) {
+                 testing::set_floats(n, "coefficients", {1, 2});
+               }), in, {"node 'n0' (LinearRegressor)", "attribute 'coefficients' has 2 values, expected targets x features = 1 x 3"});
+  std::vector<Operand> r3{{"X", f32({2, 3, 4})}};
+  expect_error(model_of("Normalizer", r3, {"Y"}, "ai.onnx.ml"), r3, {"node 'n0' (Normalizer)", "input 'X' must be [N, F] or [F], got float32[2,3,4]"});
+}
 
 }  // namespace
 }  // namespace onnxgpu

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes the ONNX Runtime contrib-op test cases in tests/data/contrib/ (ONNX backend-test layout):
+"""Writes the ONNX Runtime contrib-op test cases in tests/data/contrib/, and those of ai.onnx.ml's numeric ops
+(CPU kernels only) in tests/data/ml/ (ONNX backend-test layout):
 
     <case>/model.onnx                        a one-node model (qoperator_cnn, ort_optimized_bert: a small model
                                              as ONNX Runtime's quantizer or optimizer writes one)
@@ -36,7 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 MS = "com.microsoft"
 F32, F16, I64, I32 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32
 NP = {F32: np.float32, F16: np.float16, I64: np.int64, I32: np.int32}
-ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8: TensorProto.UINT8,
+ELEM = {np.float32: F32, np.float64: TensorProto.DOUBLE, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8: TensorProto.UINT8,
         np.int8: TensorProto.INT8, np.bool_: TensorProto.BOOL, np.uint16: TensorProto.UINT16,
         np.int16: TensorProto.INT16}
 
@@ -44,9 +45,12 @@ ELEM = {np.float32: F32, np.float16: F16, np.int64: I64, np.int32: I32, np.uint8
 class Case:
     """One model: `inputs` [(name, numpy array, initializer?)], `outputs` [(name or "", elem type)]."""
 
-    def __init__(self, name, op, inputs, outputs, attrs=None, domain=MS, opset=17, ep="cpu"):
+    def __init__(self, name, op, inputs, outputs, attrs=None, domain=MS, opset=17, ep="cpu", domain_opset=1):
         self.name, self.op, self.inputs, self.outputs = name, op, inputs, outputs
         self.attrs, self.domain, self.opset, self.ep = attrs or {}, domain, opset, ep
+        self.domain_opset = domain_opset
+        # tests/data/<suite>: contrib (every case on the GPU too) or ml (ai.onnx.ml: CPU kernels only)
+        self.suite = "ml" if domain == "ai.onnx.ml" else "contrib"
 
     def model(self):
         node = helper.make_node(self.op, [n for n, _, _ in self.inputs], [n for n, _ in self.outputs],
@@ -64,7 +68,7 @@ class Case:
         graph = helper.make_graph([node], self.name, graph_inputs, graph_outputs, inits)
         imports = [helper.make_opsetid("", self.opset)]
         if self.domain:
-            imports.append(helper.make_opsetid(self.domain, 1))
+            imports.append(helper.make_opsetid(self.domain, self.domain_opset))
         return helper.make_model(graph, opset_imports=imports, ir_version=8 if self.opset < 21 else 10,
                                  producer_name="tests/data/contrib/make_cases.py")
 
@@ -962,9 +966,143 @@ def optimized_bert_cases():
                       [("last_hidden_state", F32)], build, opset=12)]
 
 
+def random_trees(r, n_trees, n_features, n_targets, modes, depth=3, nan_track=True, weights_per_leaf=(1, 2)):
+    """Random trees in TreeEnsembleRegressor's layout (nodes named by tree and node id, root first). Splits and
+    the inputs' values lie on a grid of quarters, so that ties (LEQ against LT, EQ, NEQ) happen."""
+    a = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
+                         "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true",
+                         "target_treeids", "target_nodeids", "target_ids", "target_weights")}
+    for tree in range(n_trees):
+        nodes = []
+
+        def build(d):
+            nid = len(nodes)
+            nodes.append(None)
+            if d == depth or (d > 0 and r.random() < 0.3):
+                nodes[nid] = ("LEAF", 0, 0.0, 0, 0, 0)
+                k = int(r.integers(weights_per_leaf[0], weights_per_leaf[1] + 1))
+                for t in r.choice(n_targets, size=min(k, n_targets), replace=False):
+                    a["target_treeids"].append(tree)
+                    a["target_nodeids"].append(nid)
+                    a["target_ids"].append(int(t))
+                    a["target_weights"].append(float(np.float32(r.uniform(-1, 1))))
+                return nid
+            mode = str(modes[int(r.integers(len(modes)))])
+            split = float(r.integers(-4, 5)) / 4
+            miss = int(r.random() < 0.5) if nan_track else 0
+            t, f = build(d + 1), build(d + 1)
+            nodes[nid] = (mode, int(r.integers(n_features)), split, t, f, miss)
+            return nid
+        build(0)
+        for nid, (mode, feat, split, t, f, miss) in enumerate(nodes):
+            for k, v in zip(("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
+                             "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true"),
+                            (tree, nid, feat, mode, split, t, f, miss)):
+                a[k].append(v)
+    if not nan_track:
+        del a["nodes_missing_value_tracks_true"]
+    return a
+
+
+def grid_values(r, shape, dtype=np.float32, nan=0.1):
+    """Inputs on the splits' grid of quarters, some NaN (missing values)."""
+    x = (r.integers(-5, 6, size=shape) / 4).astype(np.float64)
+    if nan:
+        x[r.random(shape) < nan] = np.nan
+    return x.astype(dtype)
+
+
+def ml_cases():
+    """ai.onnx.ml's numeric operators (CPU kernels only; in a WebGPU session each node falls back alone)."""
+    cases = []
+    ML = "ai.onnx.ml"
+    all_modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+
+    def regressor(name, n_trees=4, n_features=5, n_targets=2, agg="SUM", post="NONE", base=None, dtype=np.float32,
+                  rows=12, modes=all_modes, as_tensor=False, nan=0.1, weights_per_leaf=(1, 2)):
+        r = rng(name)
+        a = random_trees(r, n_trees, n_features, n_targets, modes, weights_per_leaf=weights_per_leaf)
+        a.update(n_targets=n_targets, aggregate_function=agg, post_transform=post)
+        if base is not None:
+            a["base_values"] = base
+        if as_tensor:  # opset 3's double-precision attributes
+            for k in ("nodes_values", "target_weights", "base_values"):
+                if k in a:
+                    a[k + "_as_tensor"] = numpy_helper.from_array(np.array(a.pop(k), np.float64), k)
+        x = grid_values(r, (rows, n_features), dtype, nan if np.issubdtype(dtype, np.floating) else 0)
+        cases.append(Case(name, "TreeEnsembleRegressor", [("X", x, False)], [("Y", F32)], a, domain=ML,
+                          domain_opset=3 if as_tensor else 1))
+
+    regressor("ml_tree_ensemble_regressor_sum", base=[0.5, -0.25])
+    regressor("ml_tree_ensemble_regressor_average_softmax", n_targets=3, agg="AVERAGE", post="SOFTMAX", n_trees=5)
+    regressor("ml_tree_ensemble_regressor_min_one_target", n_targets=1, agg="MIN", base=[0.125], weights_per_leaf=(1, 1))
+    regressor("ml_tree_ensemble_regressor_max_logistic", n_targets=2, agg="MAX", post="LOGISTIC")
+    regressor("ml_tree_ensemble_regressor_softmax_zero", n_targets=4, post="SOFTMAX_ZERO", weights_per_leaf=(1, 1))
+    regressor("ml_tree_ensemble_regressor_float64_as_tensor", dtype=np.float64, as_tensor=True, base=[1.0, 2.0])
+    regressor("ml_tree_ensemble_regressor_leq_eq_one_target", n_targets=1, weights_per_leaf=(1, 1),
+              modes=["BRANCH_LEQ", "BRANCH_EQ"], nan=0)
+    regressor("ml_tree_ensemble_regressor_many_trees", n_trees=40, n_features=8, n_targets=3, rows=64)
+
+    # TreeEnsemble (opset 5): one tree with set membership, missing values and both leaf kinds of children.
+    r = rng("ml_tree_ensemble_v5")
+    v5 = dict(nodes_featureids=[0, 1, 2, 1], nodes_modes=numpy_helper.from_array(np.array([6, 0, 4, 3], np.uint8), "m"),
+              nodes_splits=numpy_helper.from_array(np.array([0, 0.25, -0.5, 0.5], np.float32), "s"),
+              nodes_truenodeids=[1, 0, 3, 1], nodes_trueleafs=[0, 1, 0, 1],
+              nodes_falsenodeids=[2, 1, 2, 2], nodes_falseleafs=[0, 1, 1, 1],
+              nodes_missing_value_tracks_true=[0, 1, 0, 1],
+              membership_values=numpy_helper.from_array(np.array([-1, 0, 1, np.nan], np.float32), "mv"),
+              leaf_targetids=[0, 1, 0, 2], leaf_weights=numpy_helper.from_array(np.array([1, 10, 100, 1000], np.float32), "w"),
+              n_targets=3, tree_roots=[0], aggregate_function=1, post_transform=0)
+    # The feature tested for membership holds whole numbers: ONNX Runtime tests a float's membership after
+    # converting it to an integer (its categorical splits), the ONNX reference without.
+    xm = grid_values(r, (16, 3))
+    xm[:, 0] = np.floor(xm[:, 0])
+    cases.append(Case("ml_tree_ensemble_v5_member", "TreeEnsemble", [("X", xm, False)], [("Y", F32)],
+                      v5, domain=ML, domain_opset=5, opset=21))
+    xd = grid_values(rng("ml_tree_ensemble_v5_f64"), (16, 3), np.float64)
+    xd[:, 0] = np.floor(xd[:, 0])
+    v5d = dict(v5, leaf_weights=numpy_helper.from_array(np.array([0.5, -1.5, 2.25, 0.75]), "w"),
+               nodes_splits=numpy_helper.from_array(np.array([0, 0.25, -0.5, 0.5]), "s"),
+               membership_values=numpy_helper.from_array(np.array([-1, 0, 1, np.nan]), "mv"),
+               tree_roots=[0, 2], aggregate_function=0)
+    cases.append(Case("ml_tree_ensemble_v5_float64_two_roots_average", "TreeEnsemble",
+                      [("X", xd, False)],
+                      [("Y", TensorProto.DOUBLE)], v5d, domain=ML, domain_opset=5, opset=21))
+
+    r = rng("ml_linear_regressor")
+    cases.append(Case("ml_linear_regressor", "LinearRegressor", [("X", values(r, (6, 4)), False)], [("Y", F32)],
+                      dict(coefficients=values(r, (8,)).tolist(), intercepts=[0.5, -1.0], targets=2), domain=ML))
+    cases.append(Case("ml_linear_regressor_one_target", "LinearRegressor", [("X", values(r, (5, 3)), False)], [("Y", F32)],
+                      dict(coefficients=values(r, (3,)).tolist()), domain=ML))
+    r = rng("ml_scaler")
+    cases.append(Case("ml_scaler_per_feature", "Scaler", [("X", values(r, (4, 3)), False)], [("Y", F32)],
+                      dict(offset=[0.5, -1.0, 2.0], scale=[2.0, 0.5, -1.0]), domain=ML))
+    cases.append(Case("ml_scaler_one_value_int64", "Scaler", [("X", r.integers(-9, 10, size=(3, 5)), False)], [("Y", F32)],
+                      dict(offset=[1.5], scale=[0.25]), domain=ML))
+    r = rng("ml_normalizer")
+    xz = values(r, (4, 5))
+    xz[2] = 0  # a row whose norm is 0: copied
+    for norm in ("MAX", "L1", "L2"):
+        cases.append(Case(f"ml_normalizer_{norm.lower()}", "Normalizer", [("X", xz, False)], [("Y", F32)], dict(norm=norm),
+                          domain=ML))
+    cases.append(Case("ml_normalizer_l2_int32_one_row", "Normalizer", [("X", np.array([3, -4, 0], np.int32), False)],
+                      [("Y", F32)], dict(norm="L2"), domain=ML))
+    r = rng("ml_binarizer")
+    cases.append(Case("ml_binarizer", "Binarizer", [("X", grid_values(r, (3, 4), nan=0), False)], [("Y", F32)],
+                      dict(threshold=0.25), domain=ML))  # values on a grid of quarters: some equal the threshold
+    r = rng("ml_array_feature_extractor")
+    cases.append(Case("ml_array_feature_extractor_rank3", "ArrayFeatureExtractor",
+                      [("X", values(r, (2, 3, 5)), False), ("Y", np.array([4, 0, 4], np.int64), False)], [("Z", F32)],
+                      domain=ML))
+    cases.append(Case("ml_array_feature_extractor_rank1_int64", "ArrayFeatureExtractor",
+                      [("X", r.integers(0, 100, size=(6,)), False), ("Y", np.array([[5, 1]], np.int64), False)],
+                      [("Z", I64)], domain=ML))
+    return cases
+
+
 ALL = (norm_cases() + gelu_cases() + rotary_cases() + block_quant_cases() + gqa_cases() + mha_cases() +
        qlinear_cases() + qdq_cases() + qoperator_model_cases() + optimized_bert_cases() + fused_conv_cases() +
-       fused_gemm_cases() + fused_matmul_cases())
+       fused_gemm_cases() + fused_matmul_cases() + ml_cases())
 
 
 # ---- Running ONNX Runtime ------------------------------------------------------------------------------
@@ -976,7 +1114,7 @@ def default_peer():
 
 
 def write_case(case, peer):
-    out = os.path.join(HERE, case.name)
+    out = os.path.join(os.path.dirname(HERE), case.suite, case.name)
     data = os.path.join(out, "test_data_set_0")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(data)
@@ -999,7 +1137,8 @@ def write_case(case, peer):
         for i in range(k):  # the peer ran on exactly our inputs
             ours = onnx.load_tensor(os.path.join(data, f"input_{i}.pb"))
             theirs = onnx.load_tensor(os.path.join(tmp, f"input_{i}.pb"))
-            if not np.array_equal(numpy_helper.to_array(ours), numpy_helper.to_array(theirs)):
+            a, b = numpy_helper.to_array(ours), numpy_helper.to_array(theirs)
+            if not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
                 sys.exit(f"{case.name}: ort_peer ran on other values of input {i}")
         n_out = sum(1 for n, _ in case.outputs if n)
         for i in range(n_out):

@@ -1,0 +1,490 @@
+// ai.onnx.ml's numeric operators, as ONNX Runtime's CPU EP computes them (the results that users of
+// scikit-learn, XGBoost or LightGBM exports compare with): the tree ensembles (TreeEnsembleRegressor, opsets 1
+// and 3; TreeEnsemble, opset 5), LinearRegressor, Scaler, Normalizer, Binarizer and ArrayFeatureExtractor.
+// CPU only: a tree walk per row has no GPU kernel here; in a WebGPU session each node falls back alone
+// (fail-loud refuses it). Not supported: string values (out of scope everywhere), the classifiers
+// (TreeEnsembleClassifier, LinearClassifier, SVMClassifier) and ZipMap's maps.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include "cpu/kernel.h"
+
+namespace onnxgpu::cpu {
+namespace {
+
+const DTypeSet kMlInputs{DType::Float32, DType::Float64, DType::Int64, DType::Int32};
+
+// X as doubles in rows: [N, F] is N rows of F, [F] one row.
+struct Rows {
+  Tensor values;  // float64, X's shape
+  int64_t n = 0, f = 0;
+  const double* row(int64_t i) const { return values.data<double>() + i * f; }
+};
+
+Rows rows_of(const KernelContext& ctx, const Tensor& x, DTypeSet allowed) {
+  if (!allowed.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+  if (x.rank() != 1 && x.rank() != 2) ctx.fail("input 'X' must be [N, F] or [F], got " + x.describe());
+  return {x.cast(DType::Float64), x.rank() == 2 ? x.dim(0) : 1, x.dim(x.rank() - 1)};
+}
+
+// The post transforms (ONNX Runtime's ml_common.h). Its probit takes erf's inverse through Winitzki's
+// approximation (a = 0.147), as the ONNX reference does; the scores' exact inverse would differ in the third digit.
+enum class Post { None, Logistic, Softmax, SoftmaxZero, Probit };
+
+double probit(double p) {
+  const double x = 2 * p - 1, sign = x < 0 ? -1.0 : 1.0, l = std::log((1 - x) * (1 + x));
+  const double v = 2 / (3.14159 * 0.147) + 0.5 * l;
+  return 1.41421356 * sign * std::sqrt(-v + std::sqrt(v * v - l / 0.147));
+}
+
+double logistic(double v) { return 1 / (1 + std::exp(-v)); }
+
+// The transform of one row's scores. ONNX Runtime applies only PROBIT to a single score (its binary
+// classifiers' cases are elsewhere), every transform to two or more.
+void post_transform(Post post, double* s, int64_t n) {
+  if (post == Post::None) return;
+  if (post == Post::Probit) {
+    for (int64_t i = 0; i < n; ++i) s[i] = probit(s[i]);
+    return;
+  }
+  if (n < 2) return;
+  if (post == Post::Logistic) {
+    for (int64_t i = 0; i < n; ++i) s[i] = logistic(s[i]);
+    return;
+  }
+  double top = -std::numeric_limits<double>::max(), sum = 0;
+  for (int64_t i = 0; i < n; ++i) top = std::max(top, s[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    // SOFTMAX_ZERO leaves a zero score out of the sum (and zero after it).
+    const bool skip = post == Post::SoftmaxZero && std::fabs(s[i]) <= 1e-7;
+    s[i] = skip ? s[i] * std::exp(-top) : std::exp(s[i] - top);
+    if (!skip) sum += s[i];
+  }
+  for (int64_t i = 0; i < n; ++i) s[i] /= sum;
+}
+
+Post post_from_name(const KernelContext& ctx, const std::string& name) {
+  static const std::map<std::string, Post> names{{"NONE", Post::None}, {"LOGISTIC", Post::Logistic}, {"SOFTMAX", Post::Softmax},
+                                                 {"SOFTMAX_ZERO", Post::SoftmaxZero}, {"PROBIT", Post::Probit}};
+  auto it = names.find(name);
+  if (it == names.end()) ctx.fail("attribute 'post_transform' is '" + name + "', expected NONE, LOGISTIC, SOFTMAX, SOFTMAX_ZERO or PROBIT");
+  return it->second;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Tree ensembles. Both attribute layouts (opsets 1-3: nodes named by tree and node ids, leaves' weights
+// listed by the same ids; opset 5: nodes and leaves by index) become one Ensemble.
+
+enum class Mode { Leq, Lt, Gte, Gt, Eq, Neq, Member };
+enum class Aggregate { Average, Sum, Min, Max };
+
+struct Branch {
+  int64_t feature = 0;
+  Mode mode = Mode::Leq;
+  double split = 0;
+  std::vector<double> members;  // Mode::Member: sorted
+  bool nan_true = false;        // a missing value (NaN) takes the true branch
+  int64_t next[2] = {0, 0};     // the true and false branches: >= 0 a branch's index, < 0 leaf -1 - next
+};
+
+struct Ensemble {
+  std::vector<Branch> branches;
+  std::vector<std::vector<std::pair<int64_t, double>>> leaves;  // per leaf: (target, weight)
+  std::vector<int64_t> roots;                                   // as Branch::next
+  int64_t targets = 1;
+  Aggregate aggregate = Aggregate::Sum;
+  Post post = Post::None;
+  std::vector<double> base;  // empty or one per target
+};
+
+bool goes_true(const Branch& b, double x) {
+  if (std::isnan(x)) return b.nan_true || b.mode == Mode::Neq;  // NaN compares false but unequal (and is no member)
+  switch (b.mode) {
+    case Mode::Leq: return x <= b.split;
+    case Mode::Lt: return x < b.split;
+    case Mode::Gte: return x >= b.split;
+    case Mode::Gt: return x > b.split;
+    case Mode::Eq: return x == b.split;
+    case Mode::Neq: return x != b.split;
+    case Mode::Member: return std::binary_search(b.members.begin(), b.members.end(), x);
+  }
+  return false;
+}
+
+// Checks what a walk relies on: features inside the row, branches and leaves that exist, trees without a
+// cycle (every walk ends within as many steps as there are branches).
+void check_ensemble(const KernelContext& ctx, const Ensemble& e, int64_t features) {
+  const int64_t nb = int64_t(e.branches.size()), nl = int64_t(e.leaves.size());
+  auto check_next = [&](int64_t next, const std::string& what) {
+    if (next >= nb || -1 - next >= nl) ctx.fail(what + " names a node or leaf that does not exist");
+  };
+  for (const Branch& b : e.branches) {
+    if (b.feature < 0 || b.feature >= features)
+      ctx.fail("a node reads feature " + std::to_string(b.feature) + ", but input 'X' has " + std::to_string(features) + " per row");
+    check_next(b.next[0], "a node's true branch");
+    check_next(b.next[1], "a node's false branch");
+  }
+  for (int64_t r : e.roots) check_next(r, "a tree's root");
+  for (const auto& leaf : e.leaves)
+    for (const auto& [target, w] : leaf)
+      if (target < 0 || target >= e.targets)
+        ctx.fail("a leaf's target id " + std::to_string(target) + " is outside [0, n_targets = " + std::to_string(e.targets) + ")");
+  if (!e.base.empty() && int64_t(e.base.size()) != e.targets)
+    ctx.fail("the base values have " + std::to_string(e.base.size()) + " entries, expected n_targets = " + std::to_string(e.targets));
+  // A cycle: a walk from some root that has not reached a leaf after visiting every branch once.
+  std::vector<uint8_t> state(size_t(nb), 0);  // 0 unvisited, 1 on the path, 2 done
+  std::vector<std::pair<int64_t, int>> stack;
+  for (int64_t root : e.roots) {
+    if (root < 0 || state[size_t(root)] == 2) continue;
+    stack.assign(1, {root, 0});
+    state[size_t(root)] = 1;
+    while (!stack.empty()) {
+      auto& [at, side] = stack.back();
+      if (side == 2) {
+        state[size_t(at)] = 2;
+        stack.pop_back();
+        continue;
+      }
+      const int64_t next = e.branches[size_t(at)].next[side++];
+      if (next < 0 || state[size_t(next)] == 2) continue;
+      if (state[size_t(next)] == 1) ctx.fail("the trees' nodes form a cycle");
+      state[size_t(next)] = 1;
+      stack.push_back({next, 0});
+    }
+  }
+}
+
+// Scores [N, targets] as ONNX Runtime's aggregators give them: SUM and AVERAGE add the leaves' weights
+// (AVERAGE then divides by the number of trees), MIN and MAX keep the extreme weight a target received;
+// the base values are added after (to a target no leaf scored, the base alone), then the post transform.
+std::vector<double> evaluate(const Ensemble& e, const Rows& x) {
+  const int64_t t = e.targets;
+  std::vector<double> out(size_t(x.n * t));
+  std::vector<double> score(static_cast<size_t>(t));
+  std::vector<uint8_t> has(static_cast<size_t>(t));
+  for (int64_t r = 0; r < x.n; ++r) {
+    const double* row = x.row(r);
+    std::fill(score.begin(), score.end(), 0.0);
+    std::fill(has.begin(), has.end(), 0);
+    for (int64_t at : e.roots) {
+      while (at >= 0) {
+        const Branch& b = e.branches[size_t(at)];
+        at = b.next[goes_true(b, row[b.feature]) ? 0 : 1];
+      }
+      for (const auto& [target, w] : e.leaves[size_t(-1 - at)]) {
+        double& s = score[size_t(target)];
+        if (e.aggregate == Aggregate::Min) s = has[size_t(target)] ? std::min(s, w) : w;
+        else if (e.aggregate == Aggregate::Max) s = has[size_t(target)] ? std::max(s, w) : w;
+        else s += w;
+        has[size_t(target)] = 1;
+      }
+    }
+    double* o = out.data() + r * t;
+    for (int64_t k = 0; k < t; ++k) {
+      double s = score[size_t(k)];
+      if (e.aggregate == Aggregate::Average) s /= double(e.roots.size());
+      o[k] = s + (e.base.empty() ? 0.0 : e.base[size_t(k)]);
+    }
+    post_transform(e.post, o, t);
+  }
+  return out;
+}
+
+// An attribute of floats given either as a list or, from opset 3 on, as a tensor (`<name>_as_tensor`).
+std::vector<double> floats_or_tensor(const KernelContext& ctx, const std::string& name) {
+  const ir::Node& n = ctx.node;
+  if (n.has_attr(name) && n.has_attr(name + "_as_tensor"))
+    ctx.fail("attributes '" + name + "' and '" + name + "_as_tensor' are both given");
+  if (const Tensor* t = n.attr_tensor(name + "_as_tensor")) {
+    const Tensor d = t->cast(DType::Float64);
+    return {d.data<double>(), d.data<double>() + d.numel()};
+  }
+  const std::vector<float> f = n.attr_floats(name);
+  return {f.begin(), f.end()};
+}
+
+// TreeEnsembleRegressor (opsets 1 and 3): nodes and leaf weights named by (tree id, node id).
+Ensemble regressor_ensemble(const KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const auto tree_ids = n.attr_ints("nodes_treeids"), node_ids = n.attr_ints("nodes_nodeids"),
+             features = n.attr_ints("nodes_featureids"), trues = n.attr_ints("nodes_truenodeids"),
+             falses = n.attr_ints("nodes_falsenodeids"), missing = n.attr_ints("nodes_missing_value_tracks_true");
+  const auto modes = n.attr_strings("nodes_modes");
+  const auto values = floats_or_tensor(ctx, "nodes_values");
+  const size_t count = tree_ids.size();
+  for (const auto& [name, size] : std::vector<std::pair<std::string, size_t>>{
+           {"nodes_nodeids", node_ids.size()}, {"nodes_featureids", features.size()}, {"nodes_modes", modes.size()},
+           {"nodes_values", values.size()}, {"nodes_truenodeids", trues.size()}, {"nodes_falsenodeids", falses.size()}})
+    if (size != count) ctx.fail("attribute '" + name + "' has " + std::to_string(size) + " values, nodes_treeids " + std::to_string(count));
+  if (!missing.empty() && missing.size() != count)
+    ctx.fail("attribute 'nodes_missing_value_tracks_true' has " + std::to_string(missing.size()) + " values, nodes_treeids " + std::to_string(count));
+
+  Ensemble e;
+  e.targets = n.attr_int("n_targets", 1);
+  if (e.targets < 1) ctx.fail("attribute 'n_targets' must be positive, got " + std::to_string(e.targets));
+  const std::string agg = n.attr_string("aggregate_function", "SUM");
+  static const std::map<std::string, Aggregate> aggs{{"AVERAGE", Aggregate::Average}, {"SUM", Aggregate::Sum},
+                                                     {"MIN", Aggregate::Min}, {"MAX", Aggregate::Max}};
+  if (!aggs.count(agg)) ctx.fail("attribute 'aggregate_function' is '" + agg + "', expected AVERAGE, SUM, MIN or MAX");
+  e.aggregate = aggs.at(agg);
+  e.post = post_from_name(ctx, n.attr_string("post_transform", "NONE"));
+  e.base = floats_or_tensor(ctx, "base_values");
+
+  // Each (tree, node) id becomes a branch or a leaf; children point at their index.
+  std::map<std::pair<int64_t, int64_t>, int64_t> index;  // (tree, node) -> as Branch::next
+  static const std::map<std::string, Mode> mode_names{{"BRANCH_LEQ", Mode::Leq}, {"BRANCH_LT", Mode::Lt}, {"BRANCH_GTE", Mode::Gte},
+                                                      {"BRANCH_GT", Mode::Gt}, {"BRANCH_EQ", Mode::Eq}, {"BRANCH_NEQ", Mode::Neq}};
+  for (size_t i = 0; i < count; ++i) {
+    const auto id = std::make_pair(tree_ids[i], node_ids[i]);
+    if (index.count(id)) ctx.fail("node " + std::to_string(id.second) + " of tree " + std::to_string(id.first) + " is listed twice");
+    if (modes[i] == "LEAF") {
+      index[id] = -1 - int64_t(e.leaves.size());
+      e.leaves.emplace_back();
+    } else {
+      auto m = mode_names.find(modes[i]);
+      if (m == mode_names.end()) ctx.fail("attribute 'nodes_modes' has '" + modes[i] + "', expected BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ or LEAF");
+      index[id] = int64_t(e.branches.size());
+      Branch b;
+      b.feature = features[i];
+      b.mode = m->second;
+      b.split = values[i];
+      b.nan_true = !missing.empty() && missing[i] != 0;
+      e.branches.push_back(b);
+    }
+  }
+  // Children, and each tree's root: its one node that no node of the tree names as a child.
+  std::map<int64_t, std::vector<int64_t>> nodes_of_tree;
+  std::map<std::pair<int64_t, int64_t>, bool> is_child;
+  for (size_t i = 0; i < count; ++i) {
+    nodes_of_tree[tree_ids[i]].push_back(node_ids[i]);
+    const int64_t at = index.at({tree_ids[i], node_ids[i]});
+    if (at < 0) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int64_t child = side == 0 ? trues[i] : falses[i];
+      auto it = index.find({tree_ids[i], child});
+      if (it == index.end())
+        ctx.fail("node " + std::to_string(node_ids[i]) + " of tree " + std::to_string(tree_ids[i]) + " has child " +
+                 std::to_string(child) + ", which the tree does not have");
+      e.branches[size_t(at)].next[side] = it->second;
+      is_child[{tree_ids[i], child}] = true;
+    }
+  }
+  for (const auto& [tree, nodes] : nodes_of_tree) {
+    int64_t root = 0, roots = 0;
+    for (int64_t id : nodes)
+      if (!is_child.count({tree, id})) root = index.at({tree, id}), ++roots;
+    if (roots != 1) ctx.fail("tree " + std::to_string(tree) + " has " + std::to_string(roots) + " nodes that are no node's child, expected one root");
+    e.roots.push_back(root);
+  }
+
+  const auto w_trees = n.attr_ints("target_treeids"), w_nodes = n.attr_ints("target_nodeids"), w_targets = n.attr_ints("target_ids");
+  const auto weights = floats_or_tensor(ctx, "target_weights");
+  if (w_nodes.size() != w_trees.size() || w_targets.size() != w_trees.size() || weights.size() != w_trees.size())
+    ctx.fail("attributes 'target_treeids', 'target_nodeids', 'target_ids' and 'target_weights' must have as many values each");
+  for (size_t i = 0; i < w_trees.size(); ++i) {
+    auto it = index.find({w_trees[i], w_nodes[i]});
+    if (it == index.end() || it->second >= 0)
+      ctx.fail("a target weight is given to node " + std::to_string(w_nodes[i]) + " of tree " + std::to_string(w_trees[i]) + ", which is not a leaf");
+    e.leaves[size_t(-1 - it->second)].push_back({w_targets[i], weights[i]});
+  }
+  return e;
+}
+
+// TreeEnsemble (opset 5): nodes by index, each branch's children a node or a leaf by index.
+Ensemble tree_ensemble_v5(const KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  auto tensor_values = [&](const std::string& name, bool required) {
+    const Tensor* t = n.attr_tensor(name);
+    if (!t) {
+      if (required) ctx.fail("attribute '" + name + "' is missing");
+      return std::vector<double>{};
+    }
+    const Tensor d = t->cast(DType::Float64);
+    return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+  };
+  const auto features = n.attr_ints("nodes_featureids"), trues = n.attr_ints("nodes_truenodeids"),
+             falses = n.attr_ints("nodes_falsenodeids"), true_leaf = n.attr_ints("nodes_trueleafs"),
+             false_leaf = n.attr_ints("nodes_falseleafs"), missing = n.attr_ints("nodes_missing_value_tracks_true"),
+             leaf_targets = n.attr_ints("leaf_targetids"), roots = n.attr_ints("tree_roots");
+  const auto modes = tensor_values("nodes_modes", true), splits = tensor_values("nodes_splits", true),
+             leaf_weights = tensor_values("leaf_weights", true), members = tensor_values("membership_values", false);
+  const size_t count = features.size();
+  for (const auto& [name, size] : std::vector<std::pair<std::string, size_t>>{
+           {"nodes_truenodeids", trues.size()}, {"nodes_falsenodeids", falses.size()}, {"nodes_trueleafs", true_leaf.size()},
+           {"nodes_falseleafs", false_leaf.size()}, {"nodes_modes", modes.size()}, {"nodes_splits", splits.size()}})
+    if (size != count) ctx.fail("attribute '" + name + "' has " + std::to_string(size) + " values, nodes_featureids " + std::to_string(count));
+  if (!missing.empty() && missing.size() != count)
+    ctx.fail("attribute 'nodes_missing_value_tracks_true' has " + std::to_string(missing.size()) + " values, nodes_featureids " + std::to_string(count));
+  if (leaf_targets.size() != leaf_weights.size())
+    ctx.fail("attributes 'leaf_targetids' and 'leaf_weights' must have as many values each");
+
+  Ensemble e;
+  e.targets = n.attr_int("n_targets", 0);
+  if (e.targets < 1) ctx.fail("attribute 'n_targets' must be positive, got " + std::to_string(e.targets));
+  const int64_t agg = n.attr_int("aggregate_function", 1), post = n.attr_int("post_transform", 0);
+  if (agg < 0 || agg > 3) ctx.fail("attribute 'aggregate_function' is " + std::to_string(agg) + ", expected 0 (AVERAGE) to 3 (MAX)");
+  if (post < 0 || post > 4) ctx.fail("attribute 'post_transform' is " + std::to_string(post) + ", expected 0 (NONE) to 4 (PROBIT)");
+  e.aggregate = Aggregate(agg);
+  e.post = std::array{Post::None, Post::Softmax, Post::Logistic, Post::SoftmaxZero, Post::Probit}[size_t(post)];
+  for (size_t i = 0; i < leaf_targets.size(); ++i) e.leaves.push_back({{leaf_targets[i], leaf_weights[i]}});
+
+  size_t member_at = 0;  // the set of the k-th MEMBER node: the k-th run of membership_values ended by NaN
+  for (size_t i = 0; i < count; ++i) {
+    Branch b;
+    const double mode = modes[i];
+    if (mode < 0 || mode > 6 || mode != std::floor(mode)) ctx.fail("attribute 'nodes_modes' has " + std::to_string(mode) + ", expected 0 (LEQ) to 6 (MEMBER)");
+    b.mode = Mode(int(mode));
+    b.feature = features[i];
+    b.split = splits[i];
+    b.nan_true = !missing.empty() && missing[i] != 0;
+    if (b.mode == Mode::Member) {
+      if (member_at >= members.size()) ctx.fail("attribute 'membership_values' has no set for node " + std::to_string(i) + " (mode MEMBER)");
+      while (member_at < members.size() && !std::isnan(members[member_at])) b.members.push_back(members[member_at++]);
+      ++member_at;  // the NaN that ends the set
+      std::sort(b.members.begin(), b.members.end());
+    }
+    b.next[0] = true_leaf[i] ? -1 - trues[i] : trues[i];
+    b.next[1] = false_leaf[i] ? -1 - falses[i] : falses[i];
+    if (trues[i] < 0 || falses[i] < 0) ctx.fail("node " + std::to_string(i) + " has a negative child index");
+    e.branches.push_back(b);
+  }
+  for (int64_t r : roots) {
+    if (r < 0 || r >= int64_t(count)) ctx.fail("attribute 'tree_roots' names node " + std::to_string(r) + ", outside the " + std::to_string(count) + " nodes");
+    e.roots.push_back(r);
+  }
+  if (e.roots.empty()) ctx.fail("attribute 'tree_roots' is empty");
+  return e;
+}
+
+std::vector<Tensor> run_ensemble(KernelContext& ctx, const Ensemble& e, DType out_type) {
+  const Rows x = rows_of(ctx, ctx.input(0), out_type == DType::Float32 ? kMlInputs : kFloatTypes);
+  check_ensemble(ctx, e, x.f);
+  const std::vector<double> scores = evaluate(e, x);
+  return {Tensor::from_vector<double>({x.n, e.targets}, scores).cast(out_type)};
+}
+
+std::vector<Tensor> tree_ensemble_regressor(KernelContext& ctx) {
+  return run_ensemble(ctx, regressor_ensemble(ctx), DType::Float32);
+}
+
+std::vector<Tensor> tree_ensemble(KernelContext& ctx) {
+  const DType t = ctx.input(0).dtype();
+  if (!kFloatTypes.has(t) || t == DType::BFloat16) ctx.fail("input 'X' is " + ctx.input(0).describe() + ", expected float32, float64 or float16");
+  return run_ensemble(ctx, tree_ensemble_v5(ctx), t);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+// LinearRegressor: Y[N, targets] = X W^T + intercepts, W = coefficients as [targets, F], then the post transform.
+std::vector<Tensor> linear_regressor(KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  const int64_t targets = n.attr_int("targets", 1);
+  const std::vector<float> w = n.attr_floats("coefficients"), b = n.attr_floats("intercepts");
+  if (targets < 1) ctx.fail("attribute 'targets' must be positive, got " + std::to_string(targets));
+  if (int64_t(w.size()) != targets * x.f)
+    ctx.fail("attribute 'coefficients' has " + std::to_string(w.size()) + " values, expected targets x features = " +
+             std::to_string(targets) + " x " + std::to_string(x.f));
+  if (!b.empty() && int64_t(b.size()) != targets)
+    ctx.fail("attribute 'intercepts' has " + std::to_string(b.size()) + " values, expected targets = " + std::to_string(targets));
+  const Post post = post_from_name(ctx, n.attr_string("post_transform", "NONE"));
+  std::vector<double> y(size_t(x.n * targets));
+  for (int64_t r = 0; r < x.n; ++r) {
+    double* o = y.data() + r * targets;
+    for (int64_t t = 0; t < targets; ++t) {
+      double s = b.empty() ? 0.0 : b[size_t(t)];
+      for (int64_t k = 0; k < x.f; ++k) s += double(w[size_t(t * x.f + k)]) * x.row(r)[k];
+      o[t] = s;
+    }
+    post_transform(post, o, targets);
+  }
+  return {Tensor::from_vector<double>({x.n, targets}, y).cast(DType::Float32)};
+}
+
+// Scaler: Y = (X - offset) * scale, each of offset and scale one value for every feature or one per feature.
+std::vector<Tensor> scaler(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const Rows x = rows_of(ctx, in, kMlInputs);
+  const std::vector<float> offset = ctx.node.attr_floats("offset"), scale = ctx.node.attr_floats("scale");
+  for (const auto& [name, v] : {std::pair{"offset", &offset}, std::pair{"scale", &scale}})
+    if (v->size() != 1 && int64_t(v->size()) != x.f)
+      ctx.fail(std::string("attribute '") + name + "' has " + std::to_string(v->size()) + " values, expected 1 or one per feature (" + std::to_string(x.f) + ")");
+  Tensor y(DType::Float32, in.shape());
+  float* o = y.data<float>();
+  for (int64_t i = 0; i < x.n * x.f; ++i) {
+    const size_t k = size_t(i % x.f);
+    o[i] = float((x.values.data<double>()[i] - offset[offset.size() == 1 ? 0 : k]) * scale[scale.size() == 1 ? 0 : k]);
+  }
+  return {y};
+}
+
+// Normalizer: each row divided by its largest value (MAX), its sum of magnitudes (L1) or its Euclidean
+// norm (L2); a row whose divisor is 0 is copied.
+std::vector<Tensor> normalizer(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const Rows x = rows_of(ctx, in, kMlInputs);
+  const std::string norm = ctx.node.attr_string("norm", "MAX");
+  if (norm != "MAX" && norm != "L1" && norm != "L2") ctx.fail("attribute 'norm' is '" + norm + "', expected MAX, L1 or L2");
+  Tensor y(DType::Float32, in.shape());
+  float* o = y.data<float>();
+  for (int64_t r = 0; r < x.n; ++r) {
+    const double* v = x.row(r);
+    double d = norm == "MAX" ? -std::numeric_limits<double>::max() : 0.0;
+    for (int64_t k = 0; k < x.f; ++k) d = norm == "MAX" ? std::max(d, v[k]) : norm == "L1" ? d + std::fabs(v[k]) : d + v[k] * v[k];
+    if (norm == "L2") d = std::sqrt(d);
+    for (int64_t k = 0; k < x.f; ++k) o[r * x.f + k] = float(d != 0 ? v[k] / d : v[k]);
+  }
+  return {y};
+}
+
+// Binarizer: 1 where X > threshold, else 0 (NaN too), in X's type.
+std::vector<Tensor> binarizer(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (!kMlInputs.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+  const double threshold = ctx.node.attr_float("threshold", 0.0f);
+  Tensor y(DType::Float64, x.shape());
+  const Tensor d = x.cast(DType::Float64);
+  for (int64_t i = 0; i < x.numel(); ++i) y.data<double>()[i] = d.data<double>()[i] > threshold ? 1.0 : 0.0;
+  return {y.cast(x.dtype())};
+}
+
+// ArrayFeatureExtractor: X's last axis at the indices Y, [..., F] -> [..., len(Y)]; a rank-1 X gives [1, len(Y)].
+std::vector<Tensor> array_feature_extractor(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& idx = ctx.input(1);
+  if (!kMlInputs.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+  if (idx.dtype() != DType::Int64) ctx.fail("input 'Y' is " + idx.describe() + ", expected int64 indices");
+  if (x.rank() < 1) ctx.fail("input 'X' must have at least one axis, got " + x.describe());
+  const std::vector<int64_t> at = idx.to_int64_vector();
+  const int64_t f = x.dim(x.rank() - 1), rows = f == 0 ? 0 : x.numel() / f, m = int64_t(at.size());
+  if (m == 0) ctx.fail("input 'Y' holds no index");
+  for (int64_t i : at)
+    if (i < 0 || i >= f) ctx.fail("input 'Y' holds index " + std::to_string(i) + ", outside [0, " + std::to_string(f) + ") of X's last axis");
+  Shape shape = x.rank() == 1 ? Shape{1, m} : x.shape();
+  shape.back() = m;
+  Tensor y(x.dtype(), shape);
+  const size_t es = dtype_size(x.dtype());
+  const auto* src = static_cast<const std::byte*>(x.raw());
+  auto* dst = static_cast<std::byte*>(y.raw());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < m; ++j) std::memcpy(dst + (r * m + j) * es, src + (r * f + at[size_t(j)]) * es, es);
+  return {y};
+}
+
+}  // namespace
+
+void register_ml(KernelRegistry& r) {
+  r.add("TreeEnsembleRegressor", tree_ensemble_regressor, ir::kMlDomain);
+  r.add("TreeEnsemble", tree_ensemble, ir::kMlDomain);
+  r.add("LinearRegressor", linear_regressor, ir::kMlDomain);
+  r.add("Scaler", scaler, ir::kMlDomain);
+  r.add("Normalizer", normalizer, ir::kMlDomain);
+  r.add("Binarizer", binarizer, ir::kMlDomain);
+  r.add("ArrayFeatureExtractor", array_feature_extractor, ir::kMlDomain);
+}
+
+}  // namespace onnxgpu::cpu
