@@ -3,7 +3,9 @@
 // and 3; TreeEnsemble, opset 5), LinearRegressor, Scaler, Normalizer, Binarizer and ArrayFeatureExtractor.
 // CPU only: a tree walk per row has no GPU kernel here; in a WebGPU session each node falls back alone
 // (fail-loud refuses it). Not supported: string values (out of scope everywhere), the classifiers
-// (TreeEnsembleClassifier, LinearClassifier, SVMClassifier) and ZipMap's maps.
+// (TreeEnsembleClassifier, LinearClassifier, SVMClassifier) and ZipMap's maps. One difference with ONNX
+// Runtime, on purpose: a float is a member of TreeEnsemble's set only when equal to one of its values (ONNX
+// Runtime tests the float converted to an integer; both agree on whole-numbered categories).
 #include <algorithm>
 #include <array>
 #include <cmath>
