@@ -209,6 +209,16 @@ std::vector<double> floats_or_tensor(const KernelContext& ctx, const std::string
   return {f.begin(), f.end()};
 }
 
+// The per-node attributes have one value per node (`first` counts the nodes); the optional
+// nodes_missing_value_tracks_true has one too, or none.
+void check_node_attributes(const KernelContext& ctx, const std::string& first, size_t count, size_t missing,
+                           const std::vector<std::pair<std::string, size_t>>& sizes) {
+  for (const auto& [name, size] : sizes)
+    if (size != count) ctx.fail("attribute '" + name + "' has " + std::to_string(size) + " values, " + first + " " + std::to_string(count));
+  if (missing != 0 && missing != count)
+    ctx.fail("attribute 'nodes_missing_value_tracks_true' has " + std::to_string(missing) + " values, " + first + " " + std::to_string(count));
+}
+
 // TreeEnsembleRegressor (opsets 1 and 3): nodes and leaf weights named by (tree id, node id).
 Ensemble regressor_ensemble(const KernelContext& ctx) {
   const ir::Node& n = ctx.node;
@@ -218,12 +228,9 @@ Ensemble regressor_ensemble(const KernelContext& ctx) {
   const auto modes = n.attr_strings("nodes_modes");
   const auto values = floats_or_tensor(ctx, "nodes_values");
   const size_t count = tree_ids.size();
-  for (const auto& [name, size] : std::vector<std::pair<std::string, size_t>>{
-           {"nodes_nodeids", node_ids.size()}, {"nodes_featureids", features.size()}, {"nodes_modes", modes.size()},
-           {"nodes_values", values.size()}, {"nodes_truenodeids", trues.size()}, {"nodes_falsenodeids", falses.size()}})
-    if (size != count) ctx.fail("attribute '" + name + "' has " + std::to_string(size) + " values, nodes_treeids " + std::to_string(count));
-  if (!missing.empty() && missing.size() != count)
-    ctx.fail("attribute 'nodes_missing_value_tracks_true' has " + std::to_string(missing.size()) + " values, nodes_treeids " + std::to_string(count));
+  check_node_attributes(ctx, "nodes_treeids", count, missing.size(),
+                        {{"nodes_nodeids", node_ids.size()}, {"nodes_featureids", features.size()}, {"nodes_modes", modes.size()},
+                         {"nodes_values", values.size()}, {"nodes_truenodeids", trues.size()}, {"nodes_falsenodeids", falses.size()}});
 
   Ensemble e;
   e.targets = n.attr_int("n_targets", 1);
@@ -315,12 +322,9 @@ Ensemble tree_ensemble_v5(const KernelContext& ctx) {
   const auto modes = tensor_values("nodes_modes", true), splits = tensor_values("nodes_splits", true),
              leaf_weights = tensor_values("leaf_weights", true), members = tensor_values("membership_values", false);
   const size_t count = features.size();
-  for (const auto& [name, size] : std::vector<std::pair<std::string, size_t>>{
-           {"nodes_truenodeids", trues.size()}, {"nodes_falsenodeids", falses.size()}, {"nodes_trueleafs", true_leaf.size()},
-           {"nodes_falseleafs", false_leaf.size()}, {"nodes_modes", modes.size()}, {"nodes_splits", splits.size()}})
-    if (size != count) ctx.fail("attribute '" + name + "' has " + std::to_string(size) + " values, nodes_featureids " + std::to_string(count));
-  if (!missing.empty() && missing.size() != count)
-    ctx.fail("attribute 'nodes_missing_value_tracks_true' has " + std::to_string(missing.size()) + " values, nodes_featureids " + std::to_string(count));
+  check_node_attributes(ctx, "nodes_featureids", count, missing.size(),
+                        {{"nodes_truenodeids", trues.size()}, {"nodes_falsenodeids", falses.size()}, {"nodes_trueleafs", true_leaf.size()},
+                         {"nodes_falseleafs", false_leaf.size()}, {"nodes_modes", modes.size()}, {"nodes_splits", splits.size()}});
   if (leaf_targets.size() != leaf_weights.size())
     ctx.fail("attributes 'leaf_targetids' and 'leaf_weights' must have as many values each");
 

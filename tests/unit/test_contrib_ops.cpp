@@ -108,9 +108,9 @@ TEST(ContribErrors, DomainAndOpsetAreChecked) {
 
 const std::string kCases = std::string(ONNXGPU_SOURCE_DIR) + "/tests/data/contrib/";
 
-std::vector<std::string> case_names() {
+std::vector<std::string> case_names(const std::string& dir = kCases) {
   std::vector<std::string> r;
-  for (const auto& e : fs::directory_iterator(kCases))
+  for (const auto& e : fs::directory_iterator(dir))
     if (fs::exists(e.path() / "model.onnx")) r.push_back(e.path().filename().string());
   std::sort(r.begin(), r.end());
   return r;
@@ -714,14 +714,6 @@ TEST(ContribGqa, StaticBufferGrowingTotalDecodeLoopRefreshed) { decode_loop_with
 
 const std::string kMlCases = std::string(ONNXGPU_SOURCE_DIR) + "/tests/data/ml/";
 
-std::vector<std::string> ml_case_names() {
-  std::vector<std::string> r;
-  for (const auto& e : fs::directory_iterator(kMlCases))
-    if (fs::exists(e.path() / "model.onnx")) r.push_back(e.path().filename().string());
-  std::sort(r.begin(), r.end());
-  return r;
-}
-
 class MlOrt : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MlOrt, CpuReferenceMatchesOnnxRuntime) {
@@ -756,7 +748,7 @@ TEST_P(MlOrt, WebGpuSessionRunsTheNodeOnTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ml, MlOrt, ::testing::ValuesIn(ml_case_names()),
+INSTANTIATE_TEST_SUITE_P(Ml, MlOrt, ::testing::ValuesIn(case_names(kMlCases)),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 void set_strings(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
