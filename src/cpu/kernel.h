@@ -110,7 +110,7 @@ void register_grid(KernelRegistry&);           // GridSample, AffineGrid
 void register_qlinear(KernelRegistry&);         // com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
                                                // QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm, QLinearSoftmax
 void register_text(KernelRegistry&);           // TfIdfVectorizer
-void register_ml(KernelRegistry&);             // ai.onnx.ml TreeEnsembleRegressor, TreeEnsemble, LinearRegressor, Scaler,
+void register_ml(KernelRegistry&);             // ai.onnx.ml TreeEnsembleRegressor/Classifier, TreeEnsemble, Linear*, Scaler,
                                                // Normalizer, Binarizer, ArrayFeatureExtractor
 void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 

@@ -1,17 +1,21 @@
 // ai.onnx.ml's numeric operators, as ONNX Runtime's CPU EP computes them (the results that users of
-// scikit-learn, XGBoost or LightGBM exports compare with): the tree ensembles (TreeEnsembleRegressor, opsets 1
-// and 3; TreeEnsemble, opset 5), LinearRegressor, Scaler, Normalizer, Binarizer and ArrayFeatureExtractor.
+// scikit-learn, XGBoost or LightGBM exports compare with): the tree ensembles (TreeEnsembleRegressor and
+// TreeEnsembleClassifier, opsets 1 and 3; TreeEnsemble, opset 5), LinearRegressor, LinearClassifier, Scaler,
+// Normalizer, Binarizer and ArrayFeatureExtractor.
 // CPU only: a tree walk per row has no GPU kernel here; in a WebGPU session each node falls back alone
-// (fail-loud refuses it). Not supported: string values (out of scope everywhere), the classifiers
-// (TreeEnsembleClassifier, LinearClassifier, SVMClassifier) and ZipMap's maps. One difference with ONNX
-// Runtime, on purpose: a float is a member of TreeEnsemble's set only when equal to one of its values (ONNX
-// Runtime tests the float converted to an integer; both agree on whole-numbered categories).
+// (fail-loud refuses it). Not supported: string values (out of scope everywhere), the support vector machines
+// (SVMClassifier, SVMRegressor) and ZipMap's maps. Differences with ONNX Runtime 1.30, on purpose, where its
+// results are not a model's: a float is a member of TreeEnsemble's set only when equal to one of its values
+// (ONNX Runtime tests the float converted to an integer; both agree on whole-numbered categories); a two-class
+// TreeEnsembleClassifier with two base values adds each to its class; LinearClassifier refuses PROBIT on a
+// single score (ONNX Runtime writes those scores out of their rows).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "cpu/kernel.h"
 
@@ -101,6 +105,7 @@ struct Ensemble {
   Aggregate aggregate = Aggregate::Sum;
   Post post = Post::None;
   std::vector<double> base;  // empty or one per target
+  bool classifier = false;   // targets are classes
 };
 
 bool goes_true(const Branch& b, double x) {
@@ -135,8 +140,9 @@ void check_ensemble(const KernelContext& ctx, const Ensemble& e, int64_t feature
     for (const auto& [target, w] : leaf)
       if (target < 0 || target >= e.targets)
         ctx.fail("a leaf's target id " + std::to_string(target) + " is outside [0, n_targets = " + std::to_string(e.targets) + ")");
-  if (!e.base.empty() && int64_t(e.base.size()) != e.targets)
-    ctx.fail("the base values have " + std::to_string(e.base.size()) + " entries, expected n_targets = " + std::to_string(e.targets));
+  // A base value per target, or none; a two-class classifier may give one (its single score's).
+  if (!e.base.empty() && int64_t(e.base.size()) != e.targets && !(e.classifier && e.targets == 2 && e.base.size() == 1))
+    ctx.fail("the base values have " + std::to_string(e.base.size()) + " entries, expected one per target (" + std::to_string(e.targets) + ")");
   // A cycle: a walk from some root that has not reached a leaf after visiting every branch once.
   std::vector<uint8_t> state(size_t(nb), 0);  // 0 unvisited, 1 on the path, 2 done
   std::vector<std::pair<int64_t, int>> stack;
@@ -160,31 +166,35 @@ void check_ensemble(const KernelContext& ctx, const Ensemble& e, int64_t feature
   }
 }
 
-// Scores [N, targets] as ONNX Runtime's aggregators give them: SUM and AVERAGE add the leaves' weights
-// (AVERAGE then divides by the number of trees), MIN and MAX keep the extreme weight a target received;
-// the base values are added after (to a target no leaf scored, the base alone), then the post transform.
+// One row through every tree: each reached leaf's weights gathered per target, as ONNX Runtime's
+// aggregators do (SUM and AVERAGE add, MIN and MAX keep the extreme); `has` marks the targets a leaf reached.
+void accumulate(const Ensemble& e, const double* row, std::vector<double>& score, std::vector<uint8_t>& has) {
+  std::fill(score.begin(), score.end(), 0.0);
+  std::fill(has.begin(), has.end(), 0);
+  for (int64_t at : e.roots) {
+    while (at >= 0) {
+      const Branch& b = e.branches[size_t(at)];
+      at = b.next[goes_true(b, row[b.feature]) ? 0 : 1];
+    }
+    for (const auto& [target, w] : e.leaves[size_t(-1 - at)]) {
+      double& s = score[size_t(target)];
+      if (e.aggregate == Aggregate::Min) s = has[size_t(target)] ? std::min(s, w) : w;
+      else if (e.aggregate == Aggregate::Max) s = has[size_t(target)] ? std::max(s, w) : w;
+      else s += w;
+      has[size_t(target)] = 1;
+    }
+  }
+}
+
+// A regression's scores [N, targets]: AVERAGE divides the sums by the number of trees, the base values are
+// added after (to a target no leaf reached, the base alone), then the post transform.
 std::vector<double> evaluate(const Ensemble& e, const Rows& x) {
   const int64_t t = e.targets;
   std::vector<double> out(size_t(x.n * t));
   std::vector<double> score(static_cast<size_t>(t));
   std::vector<uint8_t> has(static_cast<size_t>(t));
   for (int64_t r = 0; r < x.n; ++r) {
-    const double* row = x.row(r);
-    std::fill(score.begin(), score.end(), 0.0);
-    std::fill(has.begin(), has.end(), 0);
-    for (int64_t at : e.roots) {
-      while (at >= 0) {
-        const Branch& b = e.branches[size_t(at)];
-        at = b.next[goes_true(b, row[b.feature]) ? 0 : 1];
-      }
-      for (const auto& [target, w] : e.leaves[size_t(-1 - at)]) {
-        double& s = score[size_t(target)];
-        if (e.aggregate == Aggregate::Min) s = has[size_t(target)] ? std::min(s, w) : w;
-        else if (e.aggregate == Aggregate::Max) s = has[size_t(target)] ? std::max(s, w) : w;
-        else s += w;
-        has[size_t(target)] = 1;
-      }
-    }
+    accumulate(e, x.row(r), score, has);
     double* o = out.data() + r * t;
     for (int64_t k = 0; k < t; ++k) {
       double s = score[size_t(k)];
@@ -219,8 +229,10 @@ void check_node_attributes(const KernelContext& ctx, const std::string& first, s
     ctx.fail("attribute 'nodes_missing_value_tracks_true' has " + std::to_string(missing) + " values, " + first + " " + std::to_string(count));
 }
 
-// TreeEnsembleRegressor (opsets 1 and 3): nodes and leaf weights named by (tree id, node id).
-Ensemble regressor_ensemble(const KernelContext& ctx) {
+// TreeEnsembleRegressor and TreeEnsembleClassifier (opsets 1 and 3): nodes and leaf weights named by (tree id,
+// node id); the weights' attributes are `<weights>_treeids`, `_nodeids`, `_ids` and `_weights`, "target" or "class".
+// A classifier's targets are its classes (`classes` > 0), always summed.
+Ensemble ids_ensemble(const KernelContext& ctx, const std::string& weights_of, int64_t classes = 0) {
   const ir::Node& n = ctx.node;
   const auto tree_ids = n.attr_ints("nodes_treeids"), node_ids = n.attr_ints("nodes_nodeids"),
              features = n.attr_ints("nodes_featureids"), trues = n.attr_ints("nodes_truenodeids"),
@@ -233,9 +245,10 @@ Ensemble regressor_ensemble(const KernelContext& ctx) {
                          {"nodes_values", values.size()}, {"nodes_truenodeids", trues.size()}, {"nodes_falsenodeids", falses.size()}});
 
   Ensemble e;
-  e.targets = n.attr_int("n_targets", 1);
+  e.targets = classes > 0 ? classes : n.attr_int("n_targets", 1);
+  e.classifier = classes > 0;
   if (e.targets < 1) ctx.fail("attribute 'n_targets' must be positive, got " + std::to_string(e.targets));
-  const std::string agg = n.attr_string("aggregate_function", "SUM");
+  const std::string agg = classes > 0 ? "SUM" : n.attr_string("aggregate_function", "SUM");
   static const std::map<std::string, Aggregate> aggs{{"AVERAGE", Aggregate::Average}, {"SUM", Aggregate::Sum},
                                                      {"MIN", Aggregate::Min}, {"MAX", Aggregate::Max}};
   if (!aggs.count(agg)) ctx.fail("attribute 'aggregate_function' is '" + agg + "', expected AVERAGE, SUM, MIN or MAX");
@@ -290,14 +303,15 @@ Ensemble regressor_ensemble(const KernelContext& ctx) {
     e.roots.push_back(root);
   }
 
-  const auto w_trees = n.attr_ints("target_treeids"), w_nodes = n.attr_ints("target_nodeids"), w_targets = n.attr_ints("target_ids");
-  const auto weights = floats_or_tensor(ctx, "target_weights");
+  const std::string w = weights_of;
+  const auto w_trees = n.attr_ints(w + "_treeids"), w_nodes = n.attr_ints(w + "_nodeids"), w_targets = n.attr_ints(w + "_ids");
+  const auto weights = floats_or_tensor(ctx, w + "_weights");
   if (w_nodes.size() != w_trees.size() || w_targets.size() != w_trees.size() || weights.size() != w_trees.size())
-    ctx.fail("attributes 'target_treeids', 'target_nodeids', 'target_ids' and 'target_weights' must have as many values each");
+    ctx.fail("attributes '" + w + "_treeids', '" + w + "_nodeids', '" + w + "_ids' and '" + w + "_weights' must have as many values each");
   for (size_t i = 0; i < w_trees.size(); ++i) {
     auto it = index.find({w_trees[i], w_nodes[i]});
     if (it == index.end() || it->second >= 0)
-      ctx.fail("a target weight is given to node " + std::to_string(w_nodes[i]) + " of tree " + std::to_string(w_trees[i]) + ", which is not a leaf");
+      ctx.fail("a " + w + " weight is given to node " + std::to_string(w_nodes[i]) + " of tree " + std::to_string(w_trees[i]) + ", which is not a leaf");
     e.leaves[size_t(-1 - it->second)].push_back({w_targets[i], weights[i]});
   }
   return e;
@@ -374,7 +388,138 @@ std::vector<Tensor> run_ensemble(KernelContext& ctx, const Ensemble& e, DType ou
 }
 
 std::vector<Tensor> tree_ensemble_regressor(KernelContext& ctx) {
-  return run_ensemble(ctx, regressor_ensemble(ctx), DType::Float32);
+  return run_ensemble(ctx, ids_ensemble(ctx, "target"), DType::Float32);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Classifiers: labels Y [N] (int64) and scores Z [N, classes] (float), as ONNX Runtime writes them, its
+// rules for two classes included (tree_ensemble_aggregator.h and linearclassifier.cc there).
+
+// The class labels (int64; string labels are out of scope).
+std::vector<int64_t> class_labels(const KernelContext& ctx, const std::string& ints_name) {
+  if (ctx.node.has_attr("classlabels_strings")) ctx.unsupported("attribute 'classlabels_strings': string labels are out of scope");
+  std::vector<int64_t> labels = ctx.node.attr_ints(ints_name);
+  if (labels.size() < 2) ctx.fail("attribute '" + ints_name + "' has " + std::to_string(labels.size()) + " labels, expected two or more");
+  return labels;
+}
+
+// One score written as two, by ONNX Runtime's rule for a binary classifier with a single score: `how` 0 or 1
+// (all weights positive: a probability) [1 - s, s]; 2 or 3 (mixed weights: a margin) [-s, s], through the
+// logistic function under LOGISTIC; PROBIT transforms s alone; anything else leaves [s, 0].
+void second_class(int how, Post post, double s, double* z) {
+  if (post == Post::Probit) {
+    z[0] = probit(s), z[1] = 0;
+  } else if (how == 0 || how == 1) {
+    z[0] = 1 - s, z[1] = s;
+  } else if (how == 2 || how == 3) {
+    z[0] = post == Post::Logistic ? logistic(-s) : -s;
+    z[1] = post == Post::Logistic ? logistic(s) : s;
+  } else {
+    z[0] = s, z[1] = 0;
+  }
+}
+
+// TreeEnsembleClassifier. Three classes or more: the base values added, the label of the largest score, the
+// post transform over the scores. Two: ONNX Runtime's binary rules. With weights for one class only (its
+// "binary case") the label is the second one when the score passes 0.5 (all weights positive) or 0; with
+// weights for both, the label is 1 or 0 itself, whatever the class labels are, as ONNX Runtime gives it. A
+// single score (weights for class 0 only, as converters write gradient boosting) becomes two by second_class.
+std::vector<Tensor> tree_ensemble_classifier(KernelContext& ctx) {
+  const std::vector<int64_t> labels = class_labels(ctx, "classlabels_int64s");
+  const int64_t c = int64_t(labels.size());
+  const Ensemble e = ids_ensemble(ctx, "class", c);
+  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  check_ensemble(ctx, e, x.f);
+  bool all_positive = true;
+  std::set<int64_t> weighted;  // the classes that have weights
+  for (const auto& leaf : e.leaves)
+    for (const auto& [k, w] : leaf) all_positive &= w >= 0, weighted.insert(k);
+  const bool binary_case = c == 2 && weighted.size() == 1;
+
+  Tensor y(DType::Int64, {x.n});
+  std::vector<double> z(static_cast<size_t>(x.n * c)), s(static_cast<size_t>(c));
+  std::vector<uint8_t> has(static_cast<size_t>(c));
+  for (int64_t r = 0; r < x.n; ++r) {
+    accumulate(e, x.row(r), s, has);
+    double* zr = z.data() + r * c;
+    int64_t label;
+    if (c > 2) {
+      for (size_t k = 0; k < e.base.size(); ++k) s[k] = has[k] ? s[k] + e.base[k] : e.base[k], has[k] = 1;
+      int64_t best = -1;
+      for (int64_t k = 0; k < c; ++k)
+        if (has[size_t(k)] && (best < 0 || s[size_t(k)] > s[size_t(best)])) best = k;
+      label = labels[size_t(std::max<int64_t>(best, 0))];
+      std::copy(s.begin(), s.end(), zr);
+      post_transform(e.post, zr, c);
+    } else {
+      int how = -1;
+      bool two = true;  // both scores kept (else the first alone, written as two below)
+      if (e.base.size() == 2) {
+        // Each base value added to its class. (Where only the second class has weights, ONNX Runtime 1.30 sets
+        // that class's score to base[1] + the first's, 0: every row the same. Converters do not write this.)
+        s[0] += e.base[0], s[1] += e.base[1];
+      } else {
+        if (e.base.size() == 1) s[0] += e.base[0];
+        else how = 3;
+        two = has[1];
+      }
+      const double positive = two && has[1] ? s[1] : has[0] ? s[0] : 0.0;
+      if (binary_case && all_positive) how = positive > 0.5 ? 0 : 1;
+      else if (binary_case) how = positive > 0 ? 2 : 3;
+      label = binary_case ? labels[how == 0 || how == 2 ? 1 : 0] : positive > 0 ? 1 : 0;
+      if (two) {
+        zr[0] = s[0], zr[1] = s[1];
+        post_transform(e.post, zr, 2);
+      } else {
+        second_class(how, e.post, s[0], zr);
+      }
+    }
+    y.data<int64_t>()[r] = label;
+  }
+  return {y, Tensor::from_vector<double>({x.n, c}, z).cast(DType::Float32)};
+}
+
+// LinearClassifier: scores X W^T + intercepts, one class per intercept. One score s: the second label where it
+// is positive, Z [N, 2] as [1 - p, p] with p = s, or its logistic under LOGISTIC (ONNX Runtime's rule); several:
+// the label of the largest score, then the post transform.
+std::vector<Tensor> linear_classifier(KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const std::vector<int64_t> labels = class_labels(ctx, "classlabels_ints");
+  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  const std::vector<float> w = n.attr_floats("coefficients"), b = n.attr_floats("intercepts");
+  const int64_t c = int64_t(b.size());
+  if (c < 1) ctx.fail("attribute 'intercepts' is empty: it gives the number of classes");
+  if (int64_t(w.size()) != c * x.f)
+    ctx.fail("attribute 'coefficients' has " + std::to_string(w.size()) + " values, expected classes x features = " +
+             std::to_string(c) + " x " + std::to_string(x.f));
+  if (c != int64_t(labels.size()) && !(c == 1 && labels.size() == 2))
+    ctx.fail("there are " + std::to_string(c) + " intercepts but " + std::to_string(labels.size()) +
+             " class labels, expected one intercept per class (or one for two classes)");
+  const Post post = post_from_name(ctx, n.attr_string("post_transform", "NONE"));
+  if (c == 1 && post == Post::Probit)
+    ctx.unsupported("post_transform PROBIT of a single score: ONNX Runtime 1.30 writes those scores out of their rows, "
+                    "so there is no reference to follow");
+  const int64_t out = c == 1 ? 2 : c;
+  Tensor y(DType::Int64, {x.n});
+  std::vector<double> z(static_cast<size_t>(x.n * out)), s(static_cast<size_t>(c));
+  for (int64_t r = 0; r < x.n; ++r) {
+    for (int64_t k = 0; k < c; ++k) {
+      double v = b[size_t(k)];
+      for (int64_t j = 0; j < x.f; ++j) v += double(w[size_t(k * x.f + j)]) * x.row(r)[j];
+      s[size_t(k)] = v;
+    }
+    double* zr = z.data() + r * out;
+    if (c == 1) {
+      y.data<int64_t>()[r] = s[0] > 0 ? labels[1] : labels[0];
+      // ONNX Runtime takes the logistic of the score first there: [1 - p, p].
+      second_class(1, post, post == Post::Logistic ? logistic(s[0]) : s[0], zr);
+    } else {
+      y.data<int64_t>()[r] = labels[size_t(std::max_element(s.begin(), s.end()) - s.begin())];
+      std::copy(s.begin(), s.end(), zr);
+      post_transform(post, zr, c);
+    }
+  }
+  return {y, Tensor::from_vector<double>({x.n, out}, z).cast(DType::Float32)};
 }
 
 std::vector<Tensor> tree_ensemble(KernelContext& ctx) {
@@ -486,6 +631,8 @@ std::vector<Tensor> array_feature_extractor(KernelContext& ctx) {
 void register_ml(KernelRegistry& r) {
   r.add("TreeEnsembleRegressor", tree_ensemble_regressor, ir::kMlDomain);
   r.add("TreeEnsemble", tree_ensemble, ir::kMlDomain);
+  r.add("TreeEnsembleClassifier", tree_ensemble_classifier, ir::kMlDomain);
+  r.add("LinearClassifier", linear_classifier, ir::kMlDomain);
   r.add("LinearRegressor", linear_regressor, ir::kMlDomain);
   r.add("Scaler", scaler, ir::kMlDomain);
   r.add("Normalizer", normalizer, ir::kMlDomain);

@@ -55,7 +55,8 @@ const std::set<std::string>& in_scope_ops() {
       "RoiAlign", "QLinearMatMul", "DeformConv", "TfIdfVectorizer",
       // ai.onnx.ml (CPU kernels only)
       "ai.onnx.ml.TreeEnsembleRegressor", "ai.onnx.ml.TreeEnsemble", "ai.onnx.ml.LinearRegressor", "ai.onnx.ml.Scaler",
-      "ai.onnx.ml.Normalizer", "ai.onnx.ml.Binarizer", "ai.onnx.ml.ArrayFeatureExtractor"};
+      "ai.onnx.ml.Normalizer", "ai.onnx.ml.Binarizer", "ai.onnx.ml.ArrayFeatureExtractor", "ai.onnx.ml.TreeEnsembleClassifier",
+      "ai.onnx.ml.LinearClassifier"};
   return ops;
 }
 

@@ -839,6 +839,20 @@ TEST(MlErrors, TreeEnsembleCycleAndOtherOps) {
   expect_error(model_of("LinearRegressor", in, {"Y"}, "ai.onnx.ml", 1, [](onnx::NodeProto& n) {
                  testing::set_floats(n, "coefficients", {1, 2});
                }), in, {"node 'n0' (LinearRegressor)", "attribute 'coefficients' has 2 values, expected targets x features = 1 x 3"});
+  // Classifiers: string labels (out of scope), too few labels, intercepts that do not match them.
+  auto classifier = [&](const testing::Attrs& labels) {
+    return model_of("LinearClassifier", in, {"Y", "Z"}, "ai.onnx.ml", 1, [&](onnx::NodeProto& n) {
+      testing::set_floats(n, "coefficients", {1, 2, 3, 4, 5, 6});
+      testing::set_floats(n, "intercepts", {0, 1});
+      labels(n);
+    });
+  };
+  expect_error(classifier([](onnx::NodeProto& n) { set_strings(n, "classlabels_strings", {"a", "b"}); }), in,
+               {"node 'n0' (LinearClassifier)", "string labels are out of scope"});
+  expect_error(classifier([](onnx::NodeProto& n) { testing::set_ints(n, "classlabels_ints", {4}); }), in,
+               {"attribute 'classlabels_ints' has 1 labels, expected two or more"});
+  expect_error(classifier([](onnx::NodeProto& n) { testing::set_ints(n, "classlabels_ints", {4, 5, 6}); }), in,
+               {"there are 2 intercepts but 3 class labels"});
   std::vector<Operand> r3{{"X", f32({2, 3, 4})}};
   expect_error(model_of("Normalizer", r3, {"Y"}, "ai.onnx.ml"), r3, {"node 'n0' (Normalizer)", "input 'X' must be [N, F] or [F], got float32[2,3,4]"});
 }

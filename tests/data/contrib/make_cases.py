@@ -966,7 +966,8 @@ def optimized_bert_cases():
                       [("last_hidden_state", F32)], build, opset=12)]
 
 
-def random_trees(r, n_trees, n_features, n_targets, modes, depth=3, nan_track=True, weights_per_leaf=(1, 2)):
+def random_trees(r, n_trees, n_features, n_targets, modes, depth=3, nan_track=True, weights_per_leaf=(1, 2),
+                 targets_used=None, weight_range=(-1, 1)):
     """Random trees in TreeEnsembleRegressor's layout (nodes named by tree and node id, root first). Splits and
     the inputs' values lie on a grid of quarters, so that ties (LEQ against LT, EQ, NEQ) happen."""
     a = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
@@ -981,11 +982,12 @@ def random_trees(r, n_trees, n_features, n_targets, modes, depth=3, nan_track=Tr
             if d == depth or (d > 0 and r.random() < 0.3):
                 nodes[nid] = ("LEAF", 0, 0.0, 0, 0, 0)
                 k = int(r.integers(weights_per_leaf[0], weights_per_leaf[1] + 1))
-                for t in r.choice(n_targets, size=min(k, n_targets), replace=False):
+                used = targets_used if targets_used is not None else list(range(n_targets))
+                for t in r.choice(used, size=min(k, len(used)), replace=False):
                     a["target_treeids"].append(tree)
                     a["target_nodeids"].append(nid)
                     a["target_ids"].append(int(t))
-                    a["target_weights"].append(float(np.float32(r.uniform(-1, 1))))
+                    a["target_weights"].append(float(np.float32(r.uniform(*weight_range))))
                 return nid
             mode = str(modes[int(r.integers(len(modes)))])
             split = float(r.integers(-4, 5)) / 4
@@ -1042,6 +1044,40 @@ def ml_cases():
     regressor("ml_tree_ensemble_regressor_leq_eq_one_target", n_targets=1, weights_per_leaf=(1, 1),
               modes=["BRANCH_LEQ", "BRANCH_EQ"], nan=0)
     regressor("ml_tree_ensemble_regressor_many_trees", n_trees=40, n_features=8, n_targets=3, rows=64)
+
+    def classifier(name, labels, n_trees=4, n_features=5, post="NONE", base=None, used=None, weight_range=(-1, 1),
+                   weights_per_leaf=(1, 2)):
+        r = rng(name)
+        a = random_trees(r, n_trees, n_features, len(labels), all_modes, weights_per_leaf=weights_per_leaf,
+                         targets_used=used, weight_range=weight_range)
+        a = {k.replace("target_", "class_"): v for k, v in a.items()}
+        a.update(classlabels_int64s=labels, post_transform=post)
+        if base is not None:
+            a["base_values"] = base
+        cases.append(Case(name, "TreeEnsembleClassifier", [("X", grid_values(r, (12, n_features)), False)],
+                          [("Y", I64), ("Z", F32)], a, domain=ML))
+
+    classifier("ml_tree_ensemble_classifier_multiclass_softmax", [0, 1, 2], post="SOFTMAX")
+    classifier("ml_tree_ensemble_classifier_multiclass_base", [5, 6, 7, 8], base=[0.1, -0.2, 0.3, 0.0], weights_per_leaf=(1, 1))
+    # Two classes with weights for the second only (ONNX Runtime's binary case): a probability (positive
+    # weights, a random forest's) or a margin (signed weights, gradient boosting's) under LOGISTIC.
+    classifier("ml_tree_ensemble_classifier_binary_probability", [10, 20], used=[1], weight_range=(0, 0.25), weights_per_leaf=(1, 1))
+    classifier("ml_tree_ensemble_classifier_binary_margin_logistic", [0, 1], used=[1], post="LOGISTIC", weights_per_leaf=(1, 1))
+    # scikit-learn's gradient boosting as converters write it: one score (class id 0), its prior as the one base value.
+    classifier("ml_tree_ensemble_classifier_binary_margin_base", [0, 1], used=[0], base=[0.25], post="LOGISTIC",
+               weights_per_leaf=(1, 1))
+    classifier("ml_tree_ensemble_classifier_binary_both_classes", [0, 1], post="SOFTMAX")
+
+    def linear(name, labels, n_classes, post="NONE"):
+        r = rng(name)
+        cases.append(Case(name, "LinearClassifier", [("X", values(r, (6, 4)), False)], [("Y", I64), ("Z", F32)],
+                          dict(coefficients=values(r, (n_classes * 4,)).tolist(), intercepts=values(r, (n_classes,)).tolist(),
+                               classlabels_ints=labels, post_transform=post), domain=ML))
+
+    linear("ml_linear_classifier_multiclass_softmax", [1, 2, 3], 3, "SOFTMAX")
+    linear("ml_linear_classifier_two_rows_logistic", [0, 1], 2, "LOGISTIC")
+    linear("ml_linear_classifier_one_row", [3, 7], 1)
+    linear("ml_linear_classifier_one_row_logistic", [3, 7], 1, "LOGISTIC")
 
     # TreeEnsemble (opset 5): one tree with set membership, missing values and both leaf kinds of children.
     r = rng("ml_tree_ensemble_v5")
