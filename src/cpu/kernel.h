@@ -111,7 +111,8 @@ void register_qlinear(KernelRegistry&);         // com.microsoft QLinearAdd, QLi
                                                // QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QGemm, QLinearSoftmax
 void register_text(KernelRegistry&);           // TfIdfVectorizer
 void register_ml(KernelRegistry&);             // ai.onnx.ml TreeEnsembleRegressor/Classifier, TreeEnsemble, Linear*, Scaler,
-                                               // Normalizer, Binarizer, ArrayFeatureExtractor
+                                               // Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder,
+                                               // LabelEncoder (numbers)
 void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 
 }  // namespace onnxgpu::cpu

@@ -1,7 +1,7 @@
 // ai.onnx.ml's numeric operators, as ONNX Runtime's CPU EP computes them (the results that users of
 // scikit-learn, XGBoost or LightGBM exports compare with): the tree ensembles (TreeEnsembleRegressor and
 // TreeEnsembleClassifier, opsets 1 and 3; TreeEnsemble, opset 5), LinearRegressor, LinearClassifier, Scaler,
-// Normalizer, Binarizer and ArrayFeatureExtractor.
+// Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder and LabelEncoder (numbers).
 // CPU only: a tree walk per row has no GPU kernel here; in a WebGPU session each node falls back alone
 // (fail-loud refuses it). Not supported: string values (out of scope everywhere), the support vector machines
 // (SVMClassifier, SVMRegressor) and ZipMap's maps. Differences with ONNX Runtime 1.30, on purpose, where its
@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "cpu/kernel.h"
@@ -626,6 +627,114 @@ std::vector<Tensor> array_feature_extractor(KernelContext& ctx) {
   return {y};
 }
 
+
+// Imputer: X's values equal to the replaced value (NaN: every NaN) become the imputed value of their feature,
+// or the first imputed value where there is not one per feature (ONNX Runtime's rule). float32 with
+// imputed_value_floats, int64 with imputed_value_int64s.
+std::vector<Tensor> imputer(KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Tensor& x = ctx.input(0);
+  const bool floats = x.dtype() == DType::Float32;
+  if (!floats && x.dtype() != DType::Int64) ctx.fail("input 'X' is " + x.describe() + ", expected float32 or int64");
+  if (x.rank() < 1) ctx.fail("input 'X' must have at least one axis, got " + x.describe());
+  const std::string name = floats ? "imputed_value_floats" : "imputed_value_int64s";
+  std::vector<double> imputed;
+  if (floats) for (float v : n.attr_floats(name)) imputed.push_back(v);
+  else for (int64_t v : n.attr_ints(name)) imputed.push_back(double(v));
+  if (imputed.empty()) ctx.fail("attribute '" + name + "' is missing or empty, for input 'X' of " + x.describe());
+  const double replaced = floats ? n.attr_float("replaced_value_float", 0.0f) : double(n.attr_int("replaced_value_int64", 0));
+  const int64_t f = x.rank() == 1 ? x.dim(0) : x.dim(1);
+  const bool per_feature = int64_t(imputed.size()) == f;
+  Tensor y = x.clone();
+  visit_dtype(x.dtype(), [&]<class T>() {
+    T* v = y.data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double d = double(v[i]);
+      if ((std::isnan(d) && std::isnan(replaced)) || d == replaced) v[i] = T(imputed[per_feature && f > 0 ? size_t(i % f) : 0]);
+    }
+  }, DTypeSet{DType::Float32, DType::Int64});
+  return {y};
+}
+
+// OneHotEncoder: [..] -> float [.., categories], 1 at each value's category (cats_int64s; a float is converted to
+// an integer first); a value of no category gives a row of zeros, or an error when zeros is 0.
+std::vector<Tensor> one_hot_encoder(KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Tensor& x = ctx.input(0);
+  if (n.has_attr("cats_strings")) ctx.unsupported("attribute 'cats_strings': string categories are out of scope");
+  if (!kMlInputs.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+  if (x.rank() > 2) ctx.fail("input 'X' must have at most two axes, got " + x.describe());
+  const std::vector<int64_t> cats = n.attr_ints("cats_int64s");
+  if (cats.empty()) ctx.fail("attribute 'cats_int64s' is missing or empty");
+  const bool zeros = n.attr_int("zeros", 1) != 0;
+  std::map<int64_t, int64_t> column;
+  for (size_t i = 0; i < cats.size(); ++i) column[cats[i]] = int64_t(i);  // a repeated category: its last column
+  const int64_t k = int64_t(cats.size());
+  Shape shape = x.shape();
+  shape.push_back(k);
+  Tensor y(DType::Float32, shape);  // zeros
+  const Tensor d = x.cast(DType::Float64);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = d.data<double>()[i];
+    // Outside int64 (NaN included) a float is no category.
+    auto it = std::isfinite(v) && std::fabs(v) < 9.2e18 ? column.find(int64_t(v)) : column.end();
+    if (it != column.end()) y.data<float>()[i * k + it->second] = 1.0f;
+    else if (!zeros) ctx.fail("input 'X' holds " + std::to_string(v) + ", which is no category, and attribute 'zeros' is 0");
+  }
+  return {y};
+}
+
+// LabelEncoder (opsets 2-4, numbers only): each value of X looked up among the keys, replaced by the value at the
+// same place, or the default. Keys and values from keys_int64s / keys_floats / keys_tensor and values_int64s /
+// values_floats / values_tensor; a NaN key matches NaN.
+std::vector<Tensor> label_encoder(KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Tensor& x = ctx.input(0);
+  for (const char* a : {"keys_strings", "values_strings", "classes_strings"})
+    if (n.has_attr(a)) ctx.unsupported(std::string("attribute '") + a + "': string labels are out of scope");
+  // Each of keys and values as doubles with its type.
+  auto list = [&](const std::string& what) -> std::pair<std::vector<double>, DType> {
+    if (const Tensor* t = n.attr_tensor(what + "_tensor")) {
+      const Tensor d = t->cast(DType::Float64);
+      return {{d.data<double>(), d.data<double>() + d.numel()}, t->dtype()};
+    }
+    if (n.has_attr(what + "_int64s")) {
+      std::vector<double> v;
+      for (int64_t i : n.attr_ints(what + "_int64s")) v.push_back(double(i));
+      return {v, DType::Int64};
+    }
+    if (n.has_attr(what + "_floats")) {
+      const std::vector<float> f = n.attr_floats(what + "_floats");
+      return {{f.begin(), f.end()}, DType::Float32};
+    }
+    ctx.fail("attribute '" + what + "_int64s', '" + what + "_floats' or '" + what + "_tensor' is missing");
+  };
+  const auto [keys, key_type] = list("keys");
+  const auto [values, value_type] = list("values");
+  if (keys.size() != values.size())
+    ctx.fail("there are " + std::to_string(keys.size()) + " keys but " + std::to_string(values.size()) + " values");
+  if (x.dtype() != key_type) ctx.fail("input 'X' is " + x.describe() + ", expected the keys' type " + std::string(dtype_name(key_type)));
+  double fallback = value_type == DType::Float32 || value_type == DType::Float64 ? n.attr_float("default_float", -0.0f)
+                                                                                 : double(n.attr_int("default_int64", -1));
+  if (const Tensor* t = n.attr_tensor("default_tensor")) {
+    if (t->numel() != 1) ctx.fail("attribute 'default_tensor' must hold one value, got " + t->describe());
+    fallback = t->double_at(0);
+  }
+  std::map<double, double> table;
+  std::optional<double> nan_value;  // the value of a NaN key
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (std::isnan(keys[i])) nan_value = values[i];
+    else table.emplace(keys[i], values[i]);  // a repeated key: its first value
+  }
+  const Tensor d = x.cast(DType::Float64);
+  Tensor y(DType::Float64, x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = d.data<double>()[i];
+    auto it = table.find(v);
+    y.data<double>()[i] = std::isnan(v) ? nan_value.value_or(fallback) : it != table.end() ? it->second : fallback;
+  }
+  return {y.cast(value_type)};
+}
 }  // namespace
 
 void register_ml(KernelRegistry& r) {
@@ -638,6 +747,9 @@ void register_ml(KernelRegistry& r) {
   r.add("Normalizer", normalizer, ir::kMlDomain);
   r.add("Binarizer", binarizer, ir::kMlDomain);
   r.add("ArrayFeatureExtractor", array_feature_extractor, ir::kMlDomain);
+  r.add("Imputer", imputer, ir::kMlDomain);
+  r.add("OneHotEncoder", one_hot_encoder, ir::kMlDomain);
+  r.add("LabelEncoder", label_encoder, ir::kMlDomain);
 }
 
 }  // namespace onnxgpu::cpu

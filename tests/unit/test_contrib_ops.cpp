@@ -853,6 +853,18 @@ TEST(MlErrors, TreeEnsembleCycleAndOtherOps) {
                {"attribute 'classlabels_ints' has 1 labels, expected two or more"});
   expect_error(classifier([](onnx::NodeProto& n) { testing::set_ints(n, "classlabels_ints", {4, 5, 6}); }), in,
                {"there are 2 intercepts but 3 class labels"});
+  // Imputer without values; OneHotEncoder meeting no category with zeros 0; LabelEncoder keys of another type.
+  expect_error(model_of("Imputer", in, {"Y"}, "ai.onnx.ml"), in,
+               {"node 'n0' (Imputer)", "attribute 'imputed_value_floats' is missing or empty, for input 'X' of float32[2,3]"});
+  std::vector<Operand> cats{{"X", Tensor::from_vector<int64_t>({3}, {1, 4, 2})}};
+  expect_error(model_of("OneHotEncoder", cats, {"Y"}, "ai.onnx.ml", 1, [](onnx::NodeProto& n) {
+                 testing::set_ints(n, "cats_int64s", {1, 2});
+                 testing::set_int(n, "zeros", 0);
+               }), cats, {"node 'n0' (OneHotEncoder)", "input 'X' holds 4.000000, which is no category, and attribute 'zeros' is 0"});
+  expect_error(model_of("LabelEncoder", in, {"Y"}, "ai.onnx.ml", 2, [](onnx::NodeProto& n) {
+                 testing::set_ints(n, "keys_int64s", {1, 2});
+                 testing::set_floats(n, "values_floats", {0.5f, 1.5f});
+               }), in, {"node 'n0' (LabelEncoder)", "input 'X' is float32[2,3], expected the keys' type int64"});
   std::vector<Operand> r3{{"X", f32({2, 3, 4})}};
   expect_error(model_of("Normalizer", r3, {"Y"}, "ai.onnx.ml"), r3, {"node 'n0' (Normalizer)", "input 'X' must be [N, F] or [F], got float32[2,3,4]"});
 }

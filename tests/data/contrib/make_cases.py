@@ -1079,6 +1079,32 @@ def ml_cases():
     linear("ml_linear_classifier_one_row", [3, 7], 1)
     linear("ml_linear_classifier_one_row_logistic", [3, 7], 1, "LOGISTIC")
 
+    r = rng("ml_imputer")
+    xi = values(r, (5, 3))
+    xi[r.random((5, 3)) < 0.3] = np.nan
+    cases.append(Case("ml_imputer_nan_per_feature", "Imputer", [("X", xi, False)], [("Y", F32)],
+                      dict(imputed_value_floats=[1.5, -2.0, 0.25], replaced_value_float=float("nan")), domain=ML))
+    cases.append(Case("ml_imputer_int64", "Imputer", [("X", r.integers(-2, 3, size=(4, 3)), False)], [("Y", I64)],
+                      dict(imputed_value_int64s=[99], replaced_value_int64=-1), domain=ML))
+    r = rng("ml_one_hot_encoder")
+    cases.append(Case("ml_one_hot_encoder_int64", "OneHotEncoder", [("X", r.integers(0, 9, size=(4, 3)), False)],
+                      [("Y", F32)], dict(cats_int64s=[1, 3, 5, 7]), domain=ML))
+    cases.append(Case("ml_one_hot_encoder_float", "OneHotEncoder", [("X", (r.integers(-8, 32, size=(6,)) / 4).astype(np.float32), False)],
+                      [("Y", F32)], dict(cats_int64s=[0, 2, 4, -1]), domain=ML))  # fractions: converted to integers first
+    r = rng("ml_label_encoder")
+    cases.append(Case("ml_label_encoder_int64_to_float", "LabelEncoder", [("X", r.integers(0, 8, size=(3, 4)), False)],
+                      [("Y", F32)], dict(keys_int64s=[1, 2, 5, 7], values_floats=[0.5, -1.5, 2.25, 8.0], default_float=-3.0),
+                      domain=ML, domain_opset=2))
+    cases.append(Case("ml_label_encoder_float_to_int64", "LabelEncoder",
+                      [("X", np.array([0.5, 1.0, -2.5, 3.0, 1.0, 7.25], np.float32), False)], [("Y", I64)],
+                      dict(keys_floats=[0.5, 1.0, 3.0], values_int64s=[10, 20, 30]), domain=ML, domain_opset=2))
+    cases.append(Case("ml_label_encoder_tensors_float64_to_int64", "LabelEncoder",
+                      [("X", np.array([[0.5, 1.0], [2.0, -1.0]], np.float64), False)], [("Y", I64)],
+                      dict(keys_tensor=numpy_helper.from_array(np.array([0.5, 2.0]), "k"),
+                           values_tensor=numpy_helper.from_array(np.array([7, 9], np.int64), "v"),
+                           default_tensor=numpy_helper.from_array(np.array([-5], np.int64), "d")),
+                      domain=ML, domain_opset=4, opset=21))
+
     # TreeEnsemble (opset 5): one tree with set membership, missing values and both leaf kinds of children.
     r = rng("ml_tree_ensemble_v5")
     v5 = dict(nodes_featureids=[0, 1, 2, 1], nodes_modes=numpy_helper.from_array(np.array([6, 0, 4, 3], np.uint8), "m"),
