@@ -22,11 +22,11 @@ struct GpuExecutor::AheadRefresh {
   double decide_ms = 0;
 };
 
-GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options)
+GpuExecutor::GpuExecutor(const ir::Model& model, const SessionOptions& options, std::shared_ptr<SessionConstants> constants)
     : model_(model),
       options_(options),
       device_(shared_device()),
-      constants_(std::make_unique<SessionConstants>()),
+      constants_(constants ? std::move(constants) : std::make_shared<SessionConstants>()),
       fusion_(std::make_unique<Fusion>(model.graph, options.fusion, model.opset(""), &constants_->derived)) {
   if (options_.profile && !device_->features().timestamp_query)
     throw InvalidArgument("profiling (onnxgpu.profile) needs GPU timestamp queries, which " +

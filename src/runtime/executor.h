@@ -22,7 +22,9 @@ namespace onnxgpu::runtime {
 
 class GpuExecutor {
  public:
-  GpuExecutor(const ir::Model& model, const SessionOptions& options);
+  // `constants`: the uploaded weights, shared with other executors of the same session's models (branches.h);
+  // null: its own.
+  GpuExecutor(const ir::Model& model, const SessionOptions& options, std::shared_ptr<SessionConstants> constants = nullptr);
   ~GpuExecutor();
 
   std::vector<Tensor> run(const std::unordered_map<std::string, Tensor>& feeds);
@@ -32,6 +34,7 @@ class GpuExecutor {
   std::vector<DeviceTensor> to_device(const std::vector<Tensor>& tensors);
   PlanReport last_report() const;  // a copy, taken under the device lock
   webgpu::Device& device() { return *device_; }
+  std::shared_ptr<SessionConstants> constants() const { return constants_; }
   Profile profile() const;
   void reset_profile();
 
@@ -64,7 +67,7 @@ class GpuExecutor {
   const ir::Model& model_;
   SessionOptions options_;
   std::shared_ptr<webgpu::Device> device_;
-  std::unique_ptr<SessionConstants> constants_;  // uploaded once, shared by every plan
+  std::shared_ptr<SessionConstants> constants_;  // uploaded once, shared by every plan
   std::unique_ptr<Fusion> fusion_;               // the graph's fusable groups, found once
   PlanCache plans_;
   std::set<std::string> whole_graph_cpu_;  // signatures that fell back whole (fallback_per_op off)

@@ -1,13 +1,18 @@
 #include "onnxgpu/session.h"
 
+#include <atomic>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 #include <utility>
 
 #include "cpu/graph_runner.h"
 #include "ir/graph.h"
 #include "loader/model_loader.h"
+#include "runtime/branches.h"
 #include "runtime/executor.h"
 #include "runtime/options.h"
+#include "runtime/shared_device.h"
 
 namespace onnxgpu {
 
@@ -16,6 +21,17 @@ struct Session::Impl {
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
   std::unique_ptr<runtime::GpuExecutor> gpu;  // null for the CPU reference
+  // If nodes on flags (runtime/branches.h): per combination of the flags' values, the model with those
+  // branches taken and its executor, sharing gpu's uploaded weights. A run whose flags are not all on the
+  // host runs on gpu, its Ifs on the CPU.
+  std::vector<std::string> flags;
+  struct Taken {
+    ir::Model model;
+    std::unique_ptr<runtime::GpuExecutor> gpu;
+  };
+  std::map<std::vector<bool>, std::unique_ptr<Taken>> taken;
+  std::mutex taken_mutex;
+  std::atomic<runtime::GpuExecutor*> last_gpu = nullptr;  // the executor of the last run (last_plan, profile)
   PlanReport cpu_report;
   // Every graph input by name (the last declaration of a name), and whether a run must feed it (it
   // has no initializer); how many must.
@@ -42,7 +58,11 @@ std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options
   auto impl = std::make_unique<Session::Impl>();
   impl->model = std::move(model);
   impl->options = std::move(options);
-  if (impl->options.ep == "webgpu") impl->gpu = std::make_unique<runtime::GpuExecutor>(impl->model, impl->options);
+  if (impl->options.ep == "webgpu") {
+    impl->gpu = std::make_unique<runtime::GpuExecutor>(impl->model, impl->options);
+    impl->last_gpu = impl->gpu.get();
+    impl->flags = runtime::branch_flags(impl->model);
+  }
   impl->cpu_report.ep = "cpu";
   impl->cpu_report.nodes = impl->cpu_report.cpu_nodes = int(impl->model.graph.nodes.size());
   for (const auto& v : impl->model.graph.inputs)
@@ -110,6 +130,38 @@ void check_outputs(const ir::Graph& g, const std::vector<T>& got) {
   }
 }
 
+// The executor for these feeds: with the flags' values all on the host, the one of the model with those
+// branches taken (made at the first run of the combination); else the model's own.
+runtime::GpuExecutor& executor_for(Session::Impl& impl, const std::unordered_map<std::string, Tensor>& feeds) {
+  runtime::GpuExecutor* e = impl.gpu.get();
+  std::vector<bool> key;
+  std::map<std::string, bool> values;
+  for (const std::string& f : impl.flags) {
+    auto it = feeds.find(f);
+    if (it == feeds.end() || it->second.dtype() != DType::Bool || it->second.numel() != 1) {
+      key.clear();  // the If itself reports a condition that is not one value
+      break;
+    }
+    key.push_back(it->second.data<bool>()[0]);
+    values[f] = key.back();
+  }
+  if (!key.empty()) {
+    std::lock_guard<std::mutex> lock(impl.taken_mutex);
+    auto& t = impl.taken[key];
+    if (!t) {
+      auto made = std::make_unique<Session::Impl::Taken>();
+      made->model = runtime::take_branches(impl.model, values);
+      // The weights' buffers and the fusions' derived constants are shared: no run may use them meanwhile.
+      std::lock_guard<std::recursive_mutex> device_lock(runtime::device_mutex());
+      made->gpu = std::make_unique<runtime::GpuExecutor>(made->model, impl.options, impl.gpu->constants());
+      t = std::move(made);
+    }
+    e = t->gpu.get();
+  }
+  impl.last_gpu = e;
+  return *e;
+}
+
 }  // namespace
 
 Session::Session(const std::string& model_path, SessionOptions options) {
@@ -142,7 +194,7 @@ ModelMetadata Session::metadata() const {
 std::vector<Tensor> Session::run(const std::unordered_map<std::string, Tensor>& feeds) {
   check_feeds(*impl_, feeds);
   std::vector<Tensor> out =
-      impl_->gpu ? impl_->gpu->run(feeds) : cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
+      impl_->gpu ? executor_for(*impl_, feeds).run(feeds) : cpu::run_graph(impl_->model.graph, impl_->model.opsets, feeds);
   check_outputs(impl_->model.graph, out);
   return out;
 }
@@ -151,7 +203,7 @@ std::vector<DeviceTensor> Session::run_on_device(const std::unordered_map<std::s
                                                  const std::unordered_map<std::string, DeviceTensor>& device_feeds) {
   if (!impl_->gpu) throw InvalidArgument("run_on_device (IO binding) needs the webgpu execution provider");
   check_feeds(*impl_, feeds, device_feeds);
-  std::vector<DeviceTensor> out = impl_->gpu->run_on_device(feeds, device_feeds);
+  std::vector<DeviceTensor> out = executor_for(*impl_, feeds).run_on_device(feeds, device_feeds);
   check_outputs(impl_->model.graph, out);
   return out;
 }
@@ -162,12 +214,12 @@ DeviceTensor Session::to_device(const Tensor& tensor) {
   return impl_->gpu->to_device({tensor}).front();
 }
 
-PlanReport Session::last_plan() const { return impl_->gpu ? impl_->gpu->last_report() : impl_->cpu_report; }
+PlanReport Session::last_plan() const { return impl_->gpu ? impl_->last_gpu.load()->last_report() : impl_->cpu_report; }
 
-Profile Session::profile() const { return impl_->gpu ? impl_->gpu->profile() : Profile{}; }
+Profile Session::profile() const { return impl_->gpu ? impl_->last_gpu.load()->profile() : Profile{}; }
 
 void Session::reset_profile() {
-  if (impl_->gpu) impl_->gpu->reset_profile();
+  if (impl_->gpu) impl_->last_gpu.load()->reset_profile();
 }
 
 }  // namespace onnxgpu

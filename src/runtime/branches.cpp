@@ -1,0 +1,115 @@
+#include "runtime/branches.h"
+
+#include <set>
+
+#include "onnxgpu/error.h"
+
+namespace onnxgpu::runtime {
+namespace {
+
+// A branch's own names: its initializers and its nodes' outputs.
+std::set<std::string> own_names(const ir::Graph& branch) {
+  std::set<std::string> own;
+  for (const auto& [name, t] : branch.initializers) own.insert(name);
+  for (const auto& n : branch.nodes)
+    for (const auto& o : n.outputs)
+      if (!o.empty()) own.insert(o);
+  return own;
+}
+
+// Whether both branches can be taken by renaming their nodes' inputs and outputs: none of their nodes has a
+// subgraph of its own (a Loop, a Scan) that reads the branch's values, whose names it would not rename.
+bool takeable(const ir::Node& n) {
+  for (const char* side : {"then_branch", "else_branch"}) {
+    const ir::Graph* b = n.attr_graph(side);
+    if (!b) return false;
+    const std::set<std::string> own = own_names(*b);
+    for (const auto& m : b->nodes)
+      for (const auto& free : m.implicit_inputs())
+        if (own.count(free)) return false;
+  }
+  return true;
+}
+
+// The flag an If node branches on, or "" when its condition is not one of `candidates` (or its branches
+// cannot be taken).
+std::string flag_of(const ir::Node& n, const std::set<std::string>& candidates) {
+  if (n.op_type != "If" || !n.domain.empty() || n.inputs.empty() || !candidates.count(n.inputs[0])) return "";
+  return takeable(n) ? n.inputs[0] : "";
+}
+
+// The bool graph inputs a run must feed.
+std::set<std::string> bool_inputs(const ir::Graph& g) {
+  std::set<std::string> r;
+  for (const auto& v : g.inputs)
+    if (v.dtype == DType::Bool && !g.is_initializer(v.name)) r.insert(v.name);
+  return r;
+}
+
+void collect_flags(const ir::Graph& g, const std::set<std::string>& candidates, std::set<std::string>& found) {
+  for (const auto& n : g.nodes) {
+    const std::string f = flag_of(n, candidates);
+    if (f.empty()) continue;
+    found.insert(f);
+    for (const char* branch : {"then_branch", "else_branch"})
+      if (const ir::Graph* b = n.attr_graph(branch)) collect_flags(*b, candidates, found);
+  }
+}
+
+// Appends `node` to `out`, or, for an If on a flag, the nodes of the branch its value takes.
+void expand(const ir::Node& node, const std::map<std::string, bool>& flags, const std::set<std::string>& candidates,
+            ir::Graph& out) {
+  const std::string f = flag_of(node, candidates);
+  auto value = flags.find(f);
+  if (f.empty() || value == flags.end()) {
+    out.nodes.push_back(node);
+    return;
+  }
+  const char* side = value->second ? "then" : "else";
+  const ir::Graph* branch = node.attr_graph(value->second ? "then_branch" : "else_branch");
+  if (!branch) throw InvalidArgument(node.describe() + " has no " + side + "_branch");
+  if (branch->outputs.size() != node.outputs.size())
+    throw InvalidArgument(node.describe() + ": its " + std::string(side) + "_branch has " + std::to_string(branch->outputs.size()) +
+                          " outputs, the node " + std::to_string(node.outputs.size()));
+  // The branch's own names (its initializers and node outputs) get a prefix; the rest are outer values.
+  const std::string prefix = node.name + "/" + side + "/";
+  const std::set<std::string> own = own_names(*branch);
+  auto rename = [&](const std::string& name) { return own.count(name) ? prefix + name : name; };
+  for (const auto& [name, t] : branch->initializers) out.initializers[prefix + name] = t;
+  for (const auto& n : branch->nodes) {
+    ir::Node copy = n;
+    copy.name = prefix + n.name;
+    for (auto& i : copy.inputs)
+      if (!i.empty()) i = rename(i);
+    for (auto& o : copy.outputs)
+      if (!o.empty()) o = rename(o);
+    expand(copy, flags, candidates, out);
+  }
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (node.outputs[k].empty()) continue;
+    ir::Node id;
+    id.name = prefix + "output_" + std::to_string(k);
+    id.op_type = "Identity";
+    id.inputs = {rename(branch->outputs[k].name)};
+    id.outputs = {node.outputs[k]};
+    out.nodes.push_back(std::move(id));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> branch_flags(const ir::Model& model) {
+  std::set<std::string> found;
+  collect_flags(model.graph, bool_inputs(model.graph), found);
+  return {found.begin(), found.end()};
+}
+
+ir::Model take_branches(const ir::Model& model, const std::map<std::string, bool>& flags) {
+  ir::Model m = model;
+  m.graph.nodes.clear();
+  const std::set<std::string> candidates = bool_inputs(model.graph);
+  for (const auto& n : model.graph.nodes) expand(n, flags, candidates, m.graph);
+  return m;
+}
+
+}  // namespace onnxgpu::runtime
