@@ -112,7 +112,7 @@ void register_qlinear(KernelRegistry&);         // com.microsoft QLinearAdd, QLi
 void register_text(KernelRegistry&);           // TfIdfVectorizer
 void register_ml(KernelRegistry&);             // ai.onnx.ml TreeEnsembleRegressor/Classifier, TreeEnsemble, Linear*, Scaler,
                                                // Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder,
-                                               // LabelEncoder (numbers)
+                                               // LabelEncoder (numbers), SVMRegressor, FeatureVectorizer
 void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 
 }  // namespace onnxgpu::cpu

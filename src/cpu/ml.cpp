@@ -1,10 +1,11 @@
 // ai.onnx.ml's numeric operators, as ONNX Runtime's CPU EP computes them (the results that users of
 // scikit-learn, XGBoost or LightGBM exports compare with): the tree ensembles (TreeEnsembleRegressor and
 // TreeEnsembleClassifier, opsets 1 and 3; TreeEnsemble, opset 5), LinearRegressor, LinearClassifier, Scaler,
-// Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder and LabelEncoder (numbers).
+// Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder, LabelEncoder (numbers), SVMRegressor
+// and FeatureVectorizer.
 // CPU only: a tree walk per row has no GPU kernel here; in a WebGPU session each node falls back alone
-// (fail-loud refuses it). Not supported: string values (out of scope everywhere), the support vector machines
-// (SVMClassifier, SVMRegressor) and ZipMap's maps. Differences with ONNX Runtime 1.30, on purpose, where its
+// (fail-loud refuses it). Not supported: string values (out of scope everywhere), SVMClassifier and the maps
+// (ZipMap, DictVectorizer, CastMap). Differences with ONNX Runtime 1.30, on purpose, where its
 // results are not a model's: a float is a member of TreeEnsemble's set only when equal to one of its values
 // (ONNX Runtime tests the float converted to an integer; both agree on whole-numbered categories); a two-class
 // TreeEnsembleClassifier with two base values adds each to its class; LinearClassifier refuses PROBIT on a
@@ -735,6 +736,82 @@ std::vector<Tensor> label_encoder(KernelContext& ctx) {
   }
   return {y.cast(value_type)};
 }
+
+// SVMRegressor: with support vectors (n_supports > 0), sum_j coefficients[j] K(x, sv_j) + rho[0]; without,
+// x . coefficients + rho[0]. K: LINEAR x . v, POLY (gamma x . v + coef0)^degree, RBF exp(-gamma |x - v|^2),
+// SIGMOID tanh(gamma x . v + coef0), kernel_params = [gamma, coef0, degree]. one_class: +1 or -1 by the sign.
+// As in ONNX Runtime, post_transform is not applied. Y [N, 1].
+std::vector<Tensor> svm_regressor(KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  const std::vector<float> sv = n.attr_floats("support_vectors"), coef = n.attr_floats("coefficients"),
+                           rho = n.attr_floats("rho"), params = n.attr_floats("kernel_params");
+  const int64_t supports = n.attr_int("n_supports", 0);
+  const std::string kernel = supports > 0 ? n.attr_string("kernel_type", "LINEAR") : "LINEAR";
+  if (kernel != "LINEAR" && kernel != "POLY" && kernel != "RBF" && kernel != "SIGMOID")
+    ctx.fail("attribute 'kernel_type' is '" + kernel + "', expected LINEAR, POLY, RBF or SIGMOID");
+  if (rho.empty()) ctx.fail("attribute 'rho' is missing");
+  if (!params.empty() && params.size() != 3) ctx.fail("attribute 'kernel_params' must hold gamma, coef0 and degree, got " + std::to_string(params.size()) + " values");
+  const double gamma = params.empty() ? 0 : params[0], coef0 = params.empty() ? 0 : params[1], degree = params.empty() ? 0 : params[2];
+  if (supports < 0) ctx.fail("attribute 'n_supports' must not be negative");
+  const int64_t vectors = supports > 0 ? supports : 1;
+  if (supports > 0 ? int64_t(coef.size()) != supports || int64_t(sv.size()) != supports * x.f : int64_t(coef.size()) != x.f)
+    ctx.fail(supports > 0 ? "attributes 'coefficients' and 'support_vectors' must hold n_supports values and n_supports x features (" +
+                                std::to_string(supports) + " x " + std::to_string(x.f) + "), got " + std::to_string(coef.size()) + " and " +
+                                std::to_string(sv.size())
+                          : "attribute 'coefficients' has " + std::to_string(coef.size()) + " values, expected one per feature (" +
+                                std::to_string(x.f) + ")");
+  const bool one_class = n.attr_int("one_class", 0) != 0;
+  Tensor y(DType::Float32, {x.n, 1});
+  for (int64_t r = 0; r < x.n; ++r) {
+    const double* row = x.row(r);
+    double out = rho[0];
+    for (int64_t j = 0; j < vectors; ++j) {
+      if (supports == 0) {  // the linear form: the coefficients are the one vector, rho its bias
+        for (int64_t k = 0; k < x.f; ++k) out += row[k] * coef[size_t(k)];
+        break;
+      }
+      const float* v = sv.data() + j * x.f;
+      double dot = 0, dist = 0;
+      for (int64_t k = 0; k < x.f; ++k) dot += row[k] * v[k], dist += (row[k] - v[k]) * (row[k] - v[k]);
+      const double kv = kernel == "LINEAR" ? dot
+                        : kernel == "POLY"  ? std::pow(gamma * dot + coef0, degree)
+                        : kernel == "RBF"   ? std::exp(-gamma * dist)
+                                            : std::tanh(gamma * dot + coef0);
+      out += coef[size_t(j)] * kv;
+    }
+    y.data<float>()[r] = float(one_class ? (out > 0 ? 1.0 : -1.0) : out);
+  }
+  return {y};
+}
+
+// FeatureVectorizer: the inputs' rows side by side, input i giving inputdimensions[i] columns (its first
+// ones, zeros where it has fewer). Y float [N, sum of inputdimensions].
+std::vector<Tensor> feature_vectorizer(KernelContext& ctx) {
+  const std::vector<int64_t> dims = ctx.node.attr_ints("inputdimensions");
+  if (dims.size() != ctx.num_inputs())
+    ctx.fail("attribute 'inputdimensions' has " + std::to_string(dims.size()) + " values for " + std::to_string(ctx.num_inputs()) + " inputs");
+  int64_t total = 0, rows = -1;
+  std::vector<Rows> in;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (dims[i] < 0) ctx.fail("attribute 'inputdimensions' has a negative value");
+    total += dims[i];
+    in.push_back(rows_of(ctx, ctx.input(i), kMlInputs));
+    if (rows >= 0 && in.back().n != rows)
+      ctx.fail("input " + std::to_string(i) + " has " + std::to_string(in.back().n) + " rows, the first " + std::to_string(rows));
+    rows = in.back().n;
+  }
+  Tensor y(DType::Float32, {std::max<int64_t>(rows, 0), total});  // zeros
+  float* o = y.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t at = r * total;
+    for (size_t i = 0; i < in.size(); ++i) {
+      for (int64_t k = 0; k < std::min(dims[i], in[i].f); ++k) o[at + k] = float(in[i].row(r)[k]);
+      at += dims[i];
+    }
+  }
+  return {y};
+}
 }  // namespace
 
 void register_ml(KernelRegistry& r) {
@@ -750,6 +827,8 @@ void register_ml(KernelRegistry& r) {
   r.add("Imputer", imputer, ir::kMlDomain);
   r.add("OneHotEncoder", one_hot_encoder, ir::kMlDomain);
   r.add("LabelEncoder", label_encoder, ir::kMlDomain);
+  r.add("SVMRegressor", svm_regressor, ir::kMlDomain);
+  r.add("FeatureVectorizer", feature_vectorizer, ir::kMlDomain);
 }
 
 }  // namespace onnxgpu::cpu

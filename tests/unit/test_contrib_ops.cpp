@@ -25,6 +25,7 @@
 #include "onnxgpu/error.h"
 #include "onnxgpu/session.h"
 #include "runtime/compare.h"
+#include "runtime/conformance.h"
 
 namespace fs = std::filesystem;
 
@@ -750,6 +751,24 @@ TEST_P(MlOrt, WebGpuSessionRunsTheNodeOnTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Ml, MlOrt, ::testing::ValuesIn(case_names(kMlCases)),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// A data set without expected outputs fails: it would pass whatever the model computed.
+TEST(MlErrors, ADataSetWithoutOutputsFailsTheConformanceRun) {
+  const fs::path dir = fs::temp_directory_path() / "onnxgpu_no_outputs" / "case";
+  fs::remove_all(dir.parent_path());
+  fs::create_directories(dir / "test_data_set_0");
+  const fs::path from = kMlCases + "ml_binarizer";
+  fs::copy_file(from / "model.onnx", dir / "model.onnx");
+  fs::copy_file(from / "test_data_set_0" / "input_0.pb", dir / "test_data_set_0" / "input_0.pb");
+  runtime::ConformanceOptions o;
+  o.session.ep = "cpu";
+  runtime::ConformanceTest t = runtime::run_conformance_test(dir.string(), o);
+  EXPECT_EQ(t.status, "failed");
+  EXPECT_NE(t.detail.find("no output_*.pb to compare with"), std::string::npos) << t.detail;
+  fs::copy_file(from / "test_data_set_0" / "output_0.pb", dir / "test_data_set_0" / "output_0.pb");
+  EXPECT_EQ(runtime::run_conformance_test(dir.string(), o).status, "passed");
+  fs::remove_all(dir.parent_path());
+}
 
 void set_strings(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
   auto* a = testing::new_attr(n, name, onnx::AttributeProto::STRINGS);

@@ -1105,6 +1105,20 @@ def ml_cases():
                            default_tensor=numpy_helper.from_array(np.array([-5], np.int64), "d")),
                       domain=ML, domain_opset=4, opset=21))
 
+    r = rng("ml_svm_regressor")
+    sv = values(r, (5, 4))
+    for kernel, params in (("RBF", [0.5, 0.0, 0.0]), ("POLY", [0.25, 1.0, 3.0]), ("SIGMOID", [0.3, -0.2, 0.0]), ("LINEAR", [0.0, 0.0, 0.0])):
+        cases.append(Case(f"ml_svm_regressor_{kernel.lower()}", "SVMRegressor", [("X", values(r, (6, 4)), False)], [("Y", F32)],
+                          dict(kernel_type=kernel, kernel_params=params, n_supports=5, support_vectors=sv.flatten().tolist(),
+                               coefficients=values(r, (5,)).tolist(), rho=[0.125]), domain=ML))
+    cases.append(Case("ml_svm_regressor_linear_form_one_class", "SVMRegressor", [("X", values(r, (6, 4)), False)], [("Y", F32)],
+                      dict(n_supports=0, kernel_params=[0.0, 0.0, 0.0], coefficients=values(r, (4,)).tolist(), rho=[-0.25],
+                           one_class=1), domain=ML))
+    r = rng("ml_feature_vectorizer")
+    cases.append(Case("ml_feature_vectorizer", "FeatureVectorizer",
+                      [("A", values(r, (3, 2)), False), ("B", values(r, (3, 4)), False), ("C", values(r, (3, 1)), False)],
+                      [("Y", F32)], dict(inputdimensions=[2, 3, 2]), domain=ML))  # B cut to 3 columns, C padded to 2
+
     # TreeEnsemble (opset 5): one tree with set membership, missing values and both leaf kinds of children.
     r = rng("ml_tree_ensemble_v5")
     v5 = dict(nodes_featureids=[0, 1, 2, 1], nodes_modes=numpy_helper.from_array(np.array([6, 0, 4, 3], np.uint8), "m"),
