@@ -56,9 +56,10 @@ void collect_flags(const ir::Graph& g, const std::set<std::string>& candidates, 
   }
 }
 
-// Appends `node` to `out`, or, for an If on a flag, the nodes of the branch its value takes.
+// Appends `node` to `out`, or, for an If on a flag, the nodes of the branch its value takes. `prefixes`: those
+// given so far (node names need not be unique; the prefixes must).
 void expand(const ir::Node& node, const std::map<std::string, bool>& flags, const std::set<std::string>& candidates,
-            ir::Graph& out) {
+            ir::Graph& out, std::set<std::string>& prefixes) {
   const std::string f = flag_of(node, candidates);
   auto value = flags.find(f);
   if (f.empty() || value == flags.end()) {
@@ -72,7 +73,9 @@ void expand(const ir::Node& node, const std::map<std::string, bool>& flags, cons
     throw InvalidArgument(node.describe() + ": its " + std::string(side) + "_branch has " + std::to_string(branch->outputs.size()) +
                           " outputs, the node " + std::to_string(node.outputs.size()));
   // The branch's own names (its initializers and node outputs) get a prefix; the rest are outer values.
-  const std::string prefix = node.name + "/" + side + "/";
+  std::string prefix = node.name + "/" + side + "/";
+  for (int k = 2; prefixes.count(prefix); ++k) prefix = node.name + "~" + std::to_string(k) + "/" + side + "/";
+  prefixes.insert(prefix);
   const std::set<std::string> own = own_names(*branch);
   auto rename = [&](const std::string& name) { return own.count(name) ? prefix + name : name; };
   for (const auto& [name, t] : branch->initializers) out.initializers[prefix + name] = t;
@@ -83,7 +86,7 @@ void expand(const ir::Node& node, const std::map<std::string, bool>& flags, cons
       if (!i.empty()) i = rename(i);
     for (auto& o : copy.outputs)
       if (!o.empty()) o = rename(o);
-    expand(copy, flags, candidates, out);
+    expand(copy, flags, candidates, out, prefixes);
   }
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     if (node.outputs[k].empty()) continue;
@@ -108,7 +111,8 @@ ir::Model take_branches(const ir::Model& model, const std::map<std::string, bool
   ir::Model m = model;
   m.graph.nodes.clear();
   const std::set<std::string> candidates = bool_inputs(model.graph);
-  for (const auto& n : model.graph.nodes) expand(n, flags, candidates, m.graph);
+  std::set<std::string> prefixes;
+  for (const auto& n : model.graph.nodes) expand(n, flags, candidates, m.graph, prefixes);
   return m;
 }
 

@@ -52,7 +52,8 @@ void set_branches(onnx::NodeProto& n, const onnx::GraphProto& then_g, const onnx
   }
 }
 
-// x [2, 8], use_cache and inner (bool [1]) -> out = If(use_cache) * 2, and raw = the If's output.
+// x [2, 8], use_cache and inner (bool [1]) -> out = If(use_cache) * 2, raw = the If's output, and raw2 = a second
+// If on use_cache of the same node name (Relu(x) or Neg(x), each as `h`).
 //   then: h = x W; y = h + b (its own b); out_t = If(inner) { x (an outer value) } else { Tanh(x W2) } + y
 //   else: h = x W2; y = Sigmoid(h) (the same names as then's)
 std::string merged_model() {
@@ -90,10 +91,20 @@ std::string merged_model() {
   add_output(else_g, "y");
 
   set_branches(*add_node(g, "If", {"use_cache"}, {"raw"}, "branch"), then_g, else_g);
+  // A second If of the same node name whose branches define `h` too: the taken branches' names stay apart.
+  onnx::GraphProto then2, else2;
+  then2.set_name("then2");
+  add_node(then2, "Relu", {"x"}, {"h"}, "h");
+  add_output(then2, "h");
+  else2.set_name("else2");
+  add_node(else2, "Neg", {"x"}, {"h"}, "h");
+  add_output(else2, "h");
+  set_branches(*add_node(g, "If", {"use_cache"}, {"raw2"}, "branch"), then2, else2);
   loader::tensor_to_proto(Tensor::scalar<float>(2.0f), "two", *g.add_initializer());
   add_node(g, "Mul", {"raw", "two"}, {"out"}, "scale");
   add_output(g, "out");
   add_output(g, "raw");
+  add_output(g, "raw2");
   return m.SerializeAsString();
 }
 
@@ -120,8 +131,8 @@ TEST(RuntimeBranches, EachFlagCombinationRunsWholeOnTheGpu) {
                                                     {"use_cache", Tensor::from_vector<bool>({1}, {c[0]})},
                                                     {"inner", Tensor::from_vector<bool>({1}, {c[1]})}};
       std::vector<Tensor> want = cpu.run(feeds), got = gpu->run(feeds);
-      ASSERT_EQ(got.size(), 2u) << what;
-      for (size_t k = 0; k < 2; ++k) {
+      ASSERT_EQ(got.size(), 3u) << what;
+      for (size_t k = 0; k < 3; ++k) {
         auto cmp = runtime::compare_tensors(got[k], want[k], runtime::Tolerance{});
         EXPECT_TRUE(cmp.passed) << what << " output " << k << ": " << cmp.message;
       }
