@@ -34,6 +34,7 @@ void plan_command(const PlanFlags& f) {
             << (p.captured ? "yes" : "no") << (p.whole_graph_fallback ? ", WHOLE GRAPH ON THE CPU" : "") << "\n"
             << "  INT64 (" << p.int64_strategy << "): " << p.int64_tensors << " run-time int64 tensors, "
             << p.int64_on_gpu << " on the GPU\n";
+  for (const auto& b : p.branches_taken) std::cout << "  If taken: " << b << "\n";
   for (const auto& fb : p.fallbacks) std::cout << "  CPU: " << fb.node << " (" << fb.op << "): " << fb.reason << "\n";
 }
 }  // namespace

@@ -187,7 +187,8 @@ nlohmann::json plan_json(const PlanReport& p) {
           {"fallbacks", fallbacks},
           {"int64", {{"strategy", p.int64_strategy}, {"tensors", p.int64_tensors}, {"on_gpu", p.int64_on_gpu}}},
           {"gpu_buffer_bytes", p.gpu_buffer_bytes},
-          {"value_keyed_inputs", p.value_keyed_inputs}};
+          {"value_keyed_inputs", p.value_keyed_inputs},
+          {"branches_taken", p.branches_taken}};
 }
 
 std::string checksum(const Tensor& t) {

@@ -130,6 +130,9 @@ struct PlanReport {
   // Graph inputs whose values shaped the plan (e.g. a Reshape's shape fed as an input): a run with
   // other values of these is planned (and recorded) again.
   std::vector<std::string> value_keyed_inputs;
+  // If nodes on a flag input whose branch the run took in place of the If ("node: flag=1, then_branch"):
+  // the plan is that of the taken branches.
+  std::vector<std::string> branches_taken;
 };
 
 // GPU time per node, from timestamp queries (SessionOptions::profile), over the runs made since the

@@ -179,6 +179,8 @@ py::dict plan_dict(const PlanReport& r) {
   d["fallbacks"] = fallbacks;
   d["int64"] = int64;
   d["gpu_buffer_bytes"] = r.gpu_buffer_bytes;
+  d["value_keyed_inputs"] = r.value_keyed_inputs;
+  d["branches_taken"] = r.branches_taken;
   return d;
 }
 

@@ -59,7 +59,7 @@ void collect_flags(const ir::Graph& g, const std::set<std::string>& candidates, 
 // Appends `node` to `out`, or, for an If on a flag, the nodes of the branch its value takes. `prefixes`: those
 // given so far (node names need not be unique; the prefixes must).
 void expand(const ir::Node& node, const std::map<std::string, bool>& flags, const std::set<std::string>& candidates,
-            ir::Graph& out, std::set<std::string>& prefixes) {
+            ir::Graph& out, std::set<std::string>& prefixes, std::vector<std::string>* taken) {
   const std::string f = flag_of(node, candidates);
   auto value = flags.find(f);
   if (f.empty() || value == flags.end()) {
@@ -76,6 +76,7 @@ void expand(const ir::Node& node, const std::map<std::string, bool>& flags, cons
   std::string prefix = node.name + "/" + side + "/";
   for (int k = 2; prefixes.count(prefix); ++k) prefix = node.name + "~" + std::to_string(k) + "/" + side + "/";
   prefixes.insert(prefix);
+  if (taken) taken->push_back(node.name + ": " + f + "=" + (value->second ? "1" : "0") + ", " + side + "_branch");
   const std::set<std::string> own = own_names(*branch);
   auto rename = [&](const std::string& name) { return own.count(name) ? prefix + name : name; };
   for (const auto& [name, t] : branch->initializers) out.initializers[prefix + name] = t;
@@ -86,7 +87,7 @@ void expand(const ir::Node& node, const std::map<std::string, bool>& flags, cons
       if (!i.empty()) i = rename(i);
     for (auto& o : copy.outputs)
       if (!o.empty()) o = rename(o);
-    expand(copy, flags, candidates, out, prefixes);
+    expand(copy, flags, candidates, out, prefixes, taken);
   }
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     if (node.outputs[k].empty()) continue;
@@ -107,12 +108,12 @@ std::vector<std::string> branch_flags(const ir::Model& model) {
   return {found.begin(), found.end()};
 }
 
-ir::Model take_branches(const ir::Model& model, const std::map<std::string, bool>& flags) {
+ir::Model take_branches(const ir::Model& model, const std::map<std::string, bool>& flags, std::vector<std::string>* taken) {
   ir::Model m = model;
   m.graph.nodes.clear();
   const std::set<std::string> candidates = bool_inputs(model.graph);
   std::set<std::string> prefixes;
-  for (const auto& n : model.graph.nodes) expand(n, flags, candidates, m.graph, prefixes);
+  for (const auto& n : model.graph.nodes) expand(n, flags, candidates, m.graph, prefixes, taken);
   return m;
 }
 

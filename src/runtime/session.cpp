@@ -28,10 +28,12 @@ struct Session::Impl {
   struct Taken {
     ir::Model model;
     std::unique_ptr<runtime::GpuExecutor> gpu;
+    std::vector<std::string> branches;  // PlanReport::branches_taken
   };
   std::map<std::vector<bool>, std::unique_ptr<Taken>> taken;
   std::mutex taken_mutex;
   std::atomic<runtime::GpuExecutor*> last_gpu = nullptr;  // the executor of the last run (last_plan, profile)
+  std::atomic<const Taken*> last_taken = nullptr;           // its branches (null: the model's own executor)
   PlanReport cpu_report;
   // Every graph input by name (the last declaration of a name), and whether a run must feed it (it
   // has no initializer); how many must.
@@ -150,13 +152,16 @@ runtime::GpuExecutor& executor_for(Session::Impl& impl, const std::unordered_map
     auto& t = impl.taken[key];
     if (!t) {
       auto made = std::make_unique<Session::Impl::Taken>();
-      made->model = runtime::take_branches(impl.model, values);
+      made->model = runtime::take_branches(impl.model, values, &made->branches);
       // The weights' buffers and the fusions' derived constants are shared: no run may use them meanwhile.
       std::lock_guard<std::recursive_mutex> device_lock(runtime::device_mutex());
       made->gpu = std::make_unique<runtime::GpuExecutor>(made->model, impl.options, impl.gpu->constants());
       t = std::move(made);
     }
     e = t->gpu.get();
+    impl.last_taken = t.get();
+  } else {
+    impl.last_taken = nullptr;
   }
   impl.last_gpu = e;
   return *e;
@@ -214,7 +219,12 @@ DeviceTensor Session::to_device(const Tensor& tensor) {
   return impl_->gpu->to_device({tensor}).front();
 }
 
-PlanReport Session::last_plan() const { return impl_->gpu ? impl_->last_gpu.load()->last_report() : impl_->cpu_report; }
+PlanReport Session::last_plan() const {
+  if (!impl_->gpu) return impl_->cpu_report;
+  PlanReport r = impl_->last_gpu.load()->last_report();
+  if (const Session::Impl::Taken* t = impl_->last_taken.load()) r.branches_taken = t->branches;
+  return r;
+}
 
 Profile Session::profile() const { return impl_->gpu ? impl_->last_gpu.load()->profile() : Profile{}; }
 

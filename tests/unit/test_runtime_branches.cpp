@@ -138,6 +138,11 @@ TEST(RuntimeBranches, EachFlagCombinationRunsWholeOnTheGpu) {
       }
       const PlanReport r = gpu->last_plan();
       EXPECT_EQ(r.cpu_nodes, 0) << what;
+      // The Ifs taken: both on use_cache, and the nested one on inner where use_cache took then_branch.
+      std::vector<std::string> taken{std::string("branch: use_cache=") + (c[0] ? "1, then" : "0, else") + "_branch"};
+      if (c[0]) taken.push_back(std::string("branch/then/nested: inner=") + (c[1] ? "1, then" : "0, else") + "_branch");
+      taken.push_back(std::string("branch: use_cache=") + (c[0] ? "1, then" : "0, else") + "_branch");
+      EXPECT_EQ(r.branches_taken, taken) << what;
       if (round == 1) {
         EXPECT_TRUE(r.replayed) << what << ": the combination's plan, recorded in round 0";
       }
