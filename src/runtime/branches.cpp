@@ -17,22 +17,31 @@ std::set<std::string> own_names(const ir::Graph& branch) {
   return own;
 }
 
-// Whether both branches can be taken by renaming their nodes' inputs and outputs: none of their nodes has a
-// subgraph of its own (a Loop, a Scan) that reads the branch's values, whose names it would not rename.
-bool takeable(const ir::Node& n) {
-  for (const char* side : {"then_branch", "else_branch"}) {
-    const ir::Graph* b = n.attr_graph(side);
-    if (!b) return false;
-    const std::set<std::string> own = own_names(*b);
-    for (const auto& m : b->nodes)
-      for (const auto& free : m.implicit_inputs())
-        if (own.count(free)) return false;
+// Whether both branches are there to take.
+bool takeable(const ir::Node& n) { return n.attr_graph("then_branch") && n.attr_graph("else_branch"); }
+
+// In a copy of each subgraph of `n` (a Loop's body, a nested If's branches, theirs in turn), the reads of the
+// taken branch's own values renamed as the branch's nodes are. ONNX forbids a subgraph to define a name of an
+// enclosing scope, so such a name there is always the branch's value.
+void rename_in_subgraphs(ir::Node& n, const std::set<std::string>& own, const std::string& prefix) {
+  auto renamed = [&](const std::shared_ptr<ir::Graph>& g) {
+    auto c = std::make_shared<ir::Graph>(*g);
+    for (auto& m : c->nodes) {
+      for (auto& i : m.inputs)
+        if (own.count(i)) i = prefix + i;
+      rename_in_subgraphs(m, own, prefix);
+    }
+    for (auto& o : c->outputs)
+      if (own.count(o.name)) o.name = prefix + o.name;
+    return c;
+  };
+  for (auto& [k, a] : n.attrs) {
+    if (a.g) a.g = renamed(a.g);
+    for (auto& sg : a.graphs) sg = renamed(sg);
   }
-  return true;
 }
 
-// The flag an If node branches on, or "" when its condition is not one of `candidates` (or its branches
-// cannot be taken).
+// The flag an If node branches on, or "" when its condition is not one of `candidates` (or a branch is missing).
 std::string flag_of(const ir::Node& n, const std::set<std::string>& candidates) {
   if (n.op_type != "If" || !n.domain.empty() || n.inputs.empty() || !candidates.count(n.inputs[0])) return "";
   return takeable(n) ? n.inputs[0] : "";
@@ -87,6 +96,7 @@ void expand(const ir::Node& node, const std::map<std::string, bool>& flags, cons
       if (!i.empty()) i = rename(i);
     for (auto& o : copy.outputs)
       if (!o.empty()) o = rename(o);
+    rename_in_subgraphs(copy, own, prefix);
     expand(copy, flags, candidates, out, prefixes, taken);
   }
   for (size_t k = 0; k < node.outputs.size(); ++k) {

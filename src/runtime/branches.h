@@ -20,7 +20,8 @@ std::vector<std::string> branch_flags(const ir::Model& model);
 // The model with each If on one of `flags` replaced by the nodes of the branch its value takes (again inside
 // a taken branch). A branch's own values and initializers are renamed "<If node>/<then|else>/<name>" (with "~2",
 // "~3" after the node's name where two Ifs share one), so no branch's names meet another's or the outer graph's;
-// an Identity gives each branch output the If's output name.
+// an Identity gives each branch output the If's output name. Subgraphs inside a taken branch (a Loop's body, an
+// If on a computed condition) read the renamed values.
 // `taken`, when given, receives one line per If taken: "<node>: <flag>=<0|1>, <then|else>_branch".
 ir::Model take_branches(const ir::Model& model, const std::map<std::string, bool>& flags,
                         std::vector<std::string>* taken = nullptr);

@@ -149,5 +149,64 @@ TEST(RuntimeBranches, EachFlagCombinationRunsWholeOnTheGpu) {
     }
 }
 
+
+// A taken branch whose nested If, on a condition computed from the branch's values, reads them: the nested
+// If runs on the CPU (its condition is known only in the run) and reads the renamed values.
+TEST(RuntimeBranches, ASubgraphInsideATakenBranchReadsItsValues) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("computed");
+  add_input(g, "x", onnx::TensorProto::FLOAT, {2, 8});
+  add_input(g, "flag", onnx::TensorProto::BOOL, {1});
+  loader::tensor_to_proto(testing::random_float(DType::Float32, {8, 8}, 31), "W", *g.add_initializer());
+  onnx::GraphProto pos, neg, then_g, else_g;
+  pos.set_name("pos");
+  add_node(pos, "Abs", {"y"}, {"a"}, "abs");
+  add_output(pos, "a");
+  neg.set_name("neg");
+  add_output(neg, "y");  // the branch's value itself
+  then_g.set_name("then");
+  add_node(then_g, "MatMul", {"x", "W"}, {"y"}, "y");
+  auto* sum = add_node(then_g, "ReduceSum", {"y"}, {"s"}, "s");
+  auto* keep = sum->add_attribute();
+  keep->set_name("keepdims");
+  keep->set_type(onnx::AttributeProto::INT);
+  keep->set_i(0);
+  loader::tensor_to_proto(Tensor::scalar<float>(0.0f), "zero", *then_g.add_initializer());
+  add_node(then_g, "Greater", {"s", "zero"}, {"c"}, "c");
+  set_branches(*add_node(then_g, "If", {"c"}, {"z"}, "computed"), pos, neg);
+  add_output(then_g, "z");
+  else_g.set_name("else");
+  add_node(else_g, "Sigmoid", {"x"}, {"y"}, "y");
+  add_output(else_g, "y");
+  set_branches(*add_node(g, "If", {"flag"}, {"out"}, "branch"), then_g, else_g);
+  add_output(g, "out");
+  const std::string model = m.SerializeAsString();
+
+  SessionOptions cpu_options;
+  cpu_options.ep = "cpu";
+  Session cpu = Session::from_bytes(model, cpu_options);
+  std::unique_ptr<Session> gpu;
+  try {
+    gpu = std::make_unique<Session>(Session::from_bytes(model, testing::webgpu_options()));
+  } catch (const std::exception& e) {
+    if (testing::skip_gpu()) GTEST_SKIP() << "no WebGPU session: " << e.what();
+    FAIL() << e.what();
+  }
+  for (uint32_t seed : {40u, 41u, 42u, 43u})
+    for (bool flag : {true, false}) {
+      // Seeds of either sign of sum(y), so the nested If goes both ways.
+      std::unordered_map<std::string, Tensor> feeds{{"x", testing::random_float(DType::Float32, {2, 8}, seed)},
+                                                    {"flag", Tensor::from_vector<bool>({1}, {flag})}};
+      auto cmp = runtime::compare_tensors(gpu->run(feeds)[0], cpu.run(feeds)[0], runtime::Tolerance{});
+      EXPECT_TRUE(cmp.passed) << "seed " << seed << " flag " << flag << ": " << cmp.message;
+      const PlanReport r = gpu->last_plan();
+      EXPECT_EQ(r.branches_taken.size(), 1u);
+      EXPECT_EQ(r.cpu_nodes, flag ? 1 : 0) << "flag " << flag << ": the nested If, on a computed condition, on the CPU";
+    }
+}
+
 }  // namespace
 }  // namespace onnxgpu
