@@ -12,7 +12,6 @@ test_data_set_0 with the inputs and ONNX Runtime's outputs), so that it can be r
 exporters write for each architecture, not speed.
 """
 import concurrent.futures as cf
-import json
 import os
 import subprocess
 import sys
@@ -213,8 +212,7 @@ def main():
     env = compare.vulkan_env(libs)
     root = os.path.join(out, "hf")
     os.makedirs(root, exist_ok=True)
-    import torch  # noqa: F401 - imported once before the workers fork
-    import transformers  # noqa: F401
+    import torch  # imported once before the workers fork
     import transformers as tf
     import onnxruntime
     print(f"torch {torch.__version__} transformers {tf.__version__} onnxruntime {onnxruntime.__version__}", flush=True)

@@ -20,11 +20,19 @@
 #include <set>
 
 #include "cpu/kernel.h"
+#include "ops/values.h"
 
 namespace onnxgpu::cpu {
 namespace {
 
 const DTypeSet kMlInputs{DType::Float32, DType::Float64, DType::Int64, DType::Int32};
+const DTypeSet kV5Inputs{DType::Float32, DType::Float64, DType::Float16};  // TreeEnsemble's X, also its Y's type
+
+// Input 'X' of one of `allowed` (the ops' usual numbers by default), else an error naming them.
+void check_x(const KernelContext& ctx, const Tensor& x, DTypeSet allowed = kMlInputs,
+             const char* expected = "float32, float64, int64 or int32") {
+  if (!allowed.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected " + expected);
+}
 
 // X as doubles in rows: [N, F] is N rows of F, [F] one row.
 struct Rows {
@@ -33,8 +41,9 @@ struct Rows {
   const double* row(int64_t i) const { return values.data<double>() + i * f; }
 };
 
-Rows rows_of(const KernelContext& ctx, const Tensor& x, DTypeSet allowed) {
-  if (!allowed.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+Rows rows_of(const KernelContext& ctx, const Tensor& x, DTypeSet allowed = kMlInputs,
+             const char* expected = "float32, float64, int64 or int32") {
+  check_x(ctx, x, allowed, expected);
   if (x.rank() != 1 && x.rank() != 2) ctx.fail("input 'X' must be [N, F] or [F], got " + x.describe());
   return {x.cast(DType::Float64), x.rank() == 2 ? x.dim(0) : 1, x.dim(x.rank() - 1)};
 }
@@ -213,10 +222,7 @@ std::vector<double> floats_or_tensor(const KernelContext& ctx, const std::string
   const ir::Node& n = ctx.node;
   if (n.has_attr(name) && n.has_attr(name + "_as_tensor"))
     ctx.fail("attributes '" + name + "' and '" + name + "_as_tensor' are both given");
-  if (const Tensor* t = n.attr_tensor(name + "_as_tensor")) {
-    const Tensor d = t->cast(DType::Float64);
-    return {d.data<double>(), d.data<double>() + d.numel()};
-  }
+  if (const Tensor* t = n.attr_tensor(name + "_as_tensor")) return ops::to_doubles(*t);
   const std::vector<float> f = n.attr_floats(name);
   return {f.begin(), f.end()};
 }
@@ -328,8 +334,7 @@ Ensemble tree_ensemble_v5(const KernelContext& ctx) {
       if (required) ctx.fail("attribute '" + name + "' is missing");
       return std::vector<double>{};
     }
-    const Tensor d = t->cast(DType::Float64);
-    return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+    return ops::to_doubles(*t);
   };
   const auto features = n.attr_ints("nodes_featureids"), trues = n.attr_ints("nodes_truenodeids"),
              falses = n.attr_ints("nodes_falsenodeids"), true_leaf = n.attr_ints("nodes_trueleafs"),
@@ -382,15 +387,24 @@ Ensemble tree_ensemble_v5(const KernelContext& ctx) {
   return e;
 }
 
-std::vector<Tensor> run_ensemble(KernelContext& ctx, const Ensemble& e, DType out_type) {
-  const Rows x = rows_of(ctx, ctx.input(0), out_type == DType::Float32 ? kMlInputs : kFloatTypes);
+std::vector<Tensor> run_ensemble(KernelContext& ctx, const Ensemble& e, const Rows& x, DType out_type) {
   check_ensemble(ctx, e, x.f);
   const std::vector<double> scores = evaluate(e, x);
   return {Tensor::from_vector<double>({x.n, e.targets}, scores).cast(out_type)};
 }
 
 std::vector<Tensor> tree_ensemble_regressor(KernelContext& ctx) {
-  return run_ensemble(ctx, ids_ensemble(ctx, "target"), DType::Float32);
+  const Rows x = rows_of(ctx, ctx.input(0));
+  return run_ensemble(ctx, ids_ensemble(ctx, "target"), x, DType::Float32);
+}
+
+// One row's linear scores: s[k] = b[k] + W[k] . x, W [classes or targets, F] row-major; b may be empty (0).
+void linear_scores(const std::vector<float>& w, const std::vector<float>& b, const double* x, int64_t f, double* s, int64_t count) {
+  for (int64_t k = 0; k < count; ++k) {
+    double v = b.empty() ? 0.0 : b[size_t(k)];
+    for (int64_t j = 0; j < f; ++j) v += double(w[size_t(k * f + j)]) * x[j];
+    s[k] = v;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -430,7 +444,7 @@ std::vector<Tensor> tree_ensemble_classifier(KernelContext& ctx) {
   const std::vector<int64_t> labels = class_labels(ctx, "classlabels_int64s");
   const int64_t c = int64_t(labels.size());
   const Ensemble e = ids_ensemble(ctx, "class", c);
-  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  const Rows x = rows_of(ctx, ctx.input(0));
   check_ensemble(ctx, e, x.f);
   bool all_positive = true;
   std::set<int64_t> weighted;  // the classes that have weights
@@ -487,7 +501,7 @@ std::vector<Tensor> tree_ensemble_classifier(KernelContext& ctx) {
 std::vector<Tensor> linear_classifier(KernelContext& ctx) {
   const ir::Node& n = ctx.node;
   const std::vector<int64_t> labels = class_labels(ctx, "classlabels_ints");
-  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  const Rows x = rows_of(ctx, ctx.input(0));
   const std::vector<float> w = n.attr_floats("coefficients"), b = n.attr_floats("intercepts");
   const int64_t c = int64_t(b.size());
   if (c < 1) ctx.fail("attribute 'intercepts' is empty: it gives the number of classes");
@@ -505,11 +519,7 @@ std::vector<Tensor> linear_classifier(KernelContext& ctx) {
   Tensor y(DType::Int64, {x.n});
   std::vector<double> z(static_cast<size_t>(x.n * out)), s(static_cast<size_t>(c));
   for (int64_t r = 0; r < x.n; ++r) {
-    for (int64_t k = 0; k < c; ++k) {
-      double v = b[size_t(k)];
-      for (int64_t j = 0; j < x.f; ++j) v += double(w[size_t(k * x.f + j)]) * x.row(r)[j];
-      s[size_t(k)] = v;
-    }
+    linear_scores(w, b, x.row(r), x.f, s.data(), c);
     double* zr = z.data() + r * out;
     if (c == 1) {
       y.data<int64_t>()[r] = s[0] > 0 ? labels[1] : labels[0];
@@ -525,9 +535,8 @@ std::vector<Tensor> linear_classifier(KernelContext& ctx) {
 }
 
 std::vector<Tensor> tree_ensemble(KernelContext& ctx) {
-  const DType t = ctx.input(0).dtype();
-  if (!kFloatTypes.has(t) || t == DType::BFloat16) ctx.fail("input 'X' is " + ctx.input(0).describe() + ", expected float32, float64 or float16");
-  return run_ensemble(ctx, tree_ensemble_v5(ctx), t);
+  const Rows x = rows_of(ctx, ctx.input(0), kV5Inputs, "float32, float64 or float16");
+  return run_ensemble(ctx, tree_ensemble_v5(ctx), x, ctx.input(0).dtype());
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -535,7 +544,7 @@ std::vector<Tensor> tree_ensemble(KernelContext& ctx) {
 // LinearRegressor: Y[N, targets] = X W^T + intercepts, W = coefficients as [targets, F], then the post transform.
 std::vector<Tensor> linear_regressor(KernelContext& ctx) {
   const ir::Node& n = ctx.node;
-  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  const Rows x = rows_of(ctx, ctx.input(0));
   const int64_t targets = n.attr_int("targets", 1);
   const std::vector<float> w = n.attr_floats("coefficients"), b = n.attr_floats("intercepts");
   if (targets < 1) ctx.fail("attribute 'targets' must be positive, got " + std::to_string(targets));
@@ -548,11 +557,7 @@ std::vector<Tensor> linear_regressor(KernelContext& ctx) {
   std::vector<double> y(size_t(x.n * targets));
   for (int64_t r = 0; r < x.n; ++r) {
     double* o = y.data() + r * targets;
-    for (int64_t t = 0; t < targets; ++t) {
-      double s = b.empty() ? 0.0 : b[size_t(t)];
-      for (int64_t k = 0; k < x.f; ++k) s += double(w[size_t(t * x.f + k)]) * x.row(r)[k];
-      o[t] = s;
-    }
+    linear_scores(w, b, x.row(r), x.f, o, targets);
     post_transform(post, o, targets);
   }
   return {Tensor::from_vector<double>({x.n, targets}, y).cast(DType::Float32)};
@@ -561,7 +566,7 @@ std::vector<Tensor> linear_regressor(KernelContext& ctx) {
 // Scaler: Y = (X - offset) * scale, each of offset and scale one value for every feature or one per feature.
 std::vector<Tensor> scaler(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
-  const Rows x = rows_of(ctx, in, kMlInputs);
+  const Rows x = rows_of(ctx, in);
   const std::vector<float> offset = ctx.node.attr_floats("offset"), scale = ctx.node.attr_floats("scale");
   for (const auto& [name, v] : {std::pair{"offset", &offset}, std::pair{"scale", &scale}})
     if (v->size() != 1 && int64_t(v->size()) != x.f)
@@ -579,7 +584,7 @@ std::vector<Tensor> scaler(KernelContext& ctx) {
 // norm (L2); a row whose divisor is 0 is copied.
 std::vector<Tensor> normalizer(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
-  const Rows x = rows_of(ctx, in, kMlInputs);
+  const Rows x = rows_of(ctx, in);
   const std::string norm = ctx.node.attr_string("norm", "MAX");
   if (norm != "MAX" && norm != "L1" && norm != "L2") ctx.fail("attribute 'norm' is '" + norm + "', expected MAX, L1 or L2");
   Tensor y(DType::Float32, in.shape());
@@ -597,7 +602,7 @@ std::vector<Tensor> normalizer(KernelContext& ctx) {
 // Binarizer: 1 where X > threshold, else 0 (NaN too), in X's type.
 std::vector<Tensor> binarizer(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if (!kMlInputs.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+  check_x(ctx, x);
   const double threshold = ctx.node.attr_float("threshold", 0.0f);
   Tensor y(DType::Float64, x.shape());
   const Tensor d = x.cast(DType::Float64);
@@ -609,7 +614,7 @@ std::vector<Tensor> binarizer(KernelContext& ctx) {
 std::vector<Tensor> array_feature_extractor(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& idx = ctx.input(1);
-  if (!kMlInputs.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+  check_x(ctx, x);
   if (idx.dtype() != DType::Int64) ctx.fail("input 'Y' is " + idx.describe() + ", expected int64 indices");
   if (x.rank() < 1) ctx.fail("input 'X' must have at least one axis, got " + x.describe());
   const std::vector<int64_t> at = idx.to_int64_vector();
@@ -663,7 +668,7 @@ std::vector<Tensor> one_hot_encoder(KernelContext& ctx) {
   const ir::Node& n = ctx.node;
   const Tensor& x = ctx.input(0);
   if (n.has_attr("cats_strings")) ctx.unsupported("attribute 'cats_strings': string categories are out of scope");
-  if (!kMlInputs.has(x.dtype())) ctx.fail("input 'X' is " + x.describe() + ", expected float32, float64, int64 or int32");
+  check_x(ctx, x);
   if (x.rank() > 2) ctx.fail("input 'X' must have at most two axes, got " + x.describe());
   const std::vector<int64_t> cats = n.attr_ints("cats_int64s");
   if (cats.empty()) ctx.fail("attribute 'cats_int64s' is missing or empty");
@@ -695,10 +700,7 @@ std::vector<Tensor> label_encoder(KernelContext& ctx) {
     if (n.has_attr(a)) ctx.unsupported(std::string("attribute '") + a + "': string labels are out of scope");
   // Each of keys and values as doubles with its type.
   auto list = [&](const std::string& what) -> std::pair<std::vector<double>, DType> {
-    if (const Tensor* t = n.attr_tensor(what + "_tensor")) {
-      const Tensor d = t->cast(DType::Float64);
-      return {{d.data<double>(), d.data<double>() + d.numel()}, t->dtype()};
-    }
+    if (const Tensor* t = n.attr_tensor(what + "_tensor")) return {ops::to_doubles(*t), t->dtype()};
     if (n.has_attr(what + "_int64s")) {
       std::vector<double> v;
       for (int64_t i : n.attr_ints(what + "_int64s")) v.push_back(double(i));
@@ -743,7 +745,7 @@ std::vector<Tensor> label_encoder(KernelContext& ctx) {
 // As in ONNX Runtime, post_transform is not applied. Y [N, 1].
 std::vector<Tensor> svm_regressor(KernelContext& ctx) {
   const ir::Node& n = ctx.node;
-  const Rows x = rows_of(ctx, ctx.input(0), kMlInputs);
+  const Rows x = rows_of(ctx, ctx.input(0));
   const std::vector<float> sv = n.attr_floats("support_vectors"), coef = n.attr_floats("coefficients"),
                            rho = n.attr_floats("rho"), params = n.attr_floats("kernel_params");
   const int64_t supports = n.attr_int("n_supports", 0);
@@ -796,7 +798,7 @@ std::vector<Tensor> feature_vectorizer(KernelContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (dims[i] < 0) ctx.fail("attribute 'inputdimensions' has a negative value");
     total += dims[i];
-    in.push_back(rows_of(ctx, ctx.input(i), kMlInputs));
+    in.push_back(rows_of(ctx, ctx.input(i)));
     if (rows >= 0 && in.back().n != rows)
       ctx.fail("input " + std::to_string(i) + " has " + std::to_string(in.back().n) + " rows, the first " + std::to_string(rows));
     rows = in.back().n;

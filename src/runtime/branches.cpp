@@ -17,9 +17,6 @@ std::set<std::string> own_names(const ir::Graph& branch) {
   return own;
 }
 
-// Whether both branches are there to take.
-bool takeable(const ir::Node& n) { return n.attr_graph("then_branch") && n.attr_graph("else_branch"); }
-
 // In a copy of each subgraph of `n` (a Loop's body, a nested If's branches, theirs in turn), the reads of the
 // taken branch's own values renamed as the branch's nodes are. ONNX forbids a subgraph to define a name of an
 // enclosing scope, so such a name there is always the branch's value.
@@ -41,10 +38,11 @@ void rename_in_subgraphs(ir::Node& n, const std::set<std::string>& own, const st
   }
 }
 
-// The flag an If node branches on, or "" when its condition is not one of `candidates` (or a branch is missing).
+// The flag an If node branches on, or "" when its condition is not one of `candidates` (or a branch is missing:
+// the If reports that itself).
 std::string flag_of(const ir::Node& n, const std::set<std::string>& candidates) {
   if (n.op_type != "If" || !n.domain.empty() || n.inputs.empty() || !candidates.count(n.inputs[0])) return "";
-  return takeable(n) ? n.inputs[0] : "";
+  return n.attr_graph("then_branch") && n.attr_graph("else_branch") ? n.inputs[0] : "";
 }
 
 // The bool graph inputs a run must feed.
@@ -76,8 +74,7 @@ void expand(const ir::Node& node, const std::map<std::string, bool>& flags, cons
     return;
   }
   const char* side = value->second ? "then" : "else";
-  const ir::Graph* branch = node.attr_graph(value->second ? "then_branch" : "else_branch");
-  if (!branch) throw InvalidArgument(node.describe() + " has no " + side + "_branch");
+  const ir::Graph* branch = node.attr_graph(value->second ? "then_branch" : "else_branch");  // present: flag_of
   if (branch->outputs.size() != node.outputs.size())
     throw InvalidArgument(node.describe() + ": its " + std::string(side) + "_branch has " + std::to_string(branch->outputs.size()) +
                           " outputs, the node " + std::to_string(node.outputs.size()));

@@ -32,8 +32,11 @@ struct Session::Impl {
   };
   std::map<std::vector<bool>, std::unique_ptr<Taken>> taken;
   std::mutex taken_mutex;
-  std::atomic<runtime::GpuExecutor*> last_gpu = nullptr;  // the executor of the last run (last_plan, profile)
-  std::atomic<const Taken*> last_taken = nullptr;           // its branches (null: the model's own executor)
+  std::atomic<const Taken*> last_taken = nullptr;  // the last run's (null: it ran on gpu); last_plan, profile
+  runtime::GpuExecutor& last_gpu() const {
+    const Taken* t = last_taken.load();
+    return t ? *t->gpu : *gpu;
+  }
   PlanReport cpu_report;
   // Every graph input by name (the last declaration of a name), and whether a run must feed it (it
   // has no initializer); how many must.
@@ -62,7 +65,6 @@ std::unique_ptr<Session::Impl> make_impl(ir::Model model, SessionOptions options
   impl->options = std::move(options);
   if (impl->options.ep == "webgpu") {
     impl->gpu = std::make_unique<runtime::GpuExecutor>(impl->model, impl->options);
-    impl->last_gpu = impl->gpu.get();
     impl->flags = runtime::branch_flags(impl->model);
   }
   impl->cpu_report.ep = "cpu";
@@ -135,9 +137,7 @@ void check_outputs(const ir::Graph& g, const std::vector<T>& got) {
 // The executor for these feeds: with the flags' values all on the host, the one of the model with those
 // branches taken (made at the first run of the combination); else the model's own.
 runtime::GpuExecutor& executor_for(Session::Impl& impl, const std::unordered_map<std::string, Tensor>& feeds) {
-  runtime::GpuExecutor* e = impl.gpu.get();
   std::vector<bool> key;
-  std::map<std::string, bool> values;
   for (const std::string& f : impl.flags) {
     auto it = feeds.find(f);
     if (it == feeds.end() || it->second.dtype() != DType::Bool || it->second.numel() != 1) {
@@ -145,26 +145,25 @@ runtime::GpuExecutor& executor_for(Session::Impl& impl, const std::unordered_map
       break;
     }
     key.push_back(it->second.data<bool>()[0]);
-    values[f] = key.back();
   }
-  if (!key.empty()) {
-    std::lock_guard<std::mutex> lock(impl.taken_mutex);
-    auto& t = impl.taken[key];
-    if (!t) {
-      auto made = std::make_unique<Session::Impl::Taken>();
-      made->model = runtime::take_branches(impl.model, values, &made->branches);
-      // The weights' buffers and the fusions' derived constants are shared: no run may use them meanwhile.
-      std::lock_guard<std::recursive_mutex> device_lock(runtime::device_mutex());
-      made->gpu = std::make_unique<runtime::GpuExecutor>(made->model, impl.options, impl.gpu->constants());
-      t = std::move(made);
-    }
-    e = t->gpu.get();
-    impl.last_taken = t.get();
-  } else {
+  if (key.empty()) {
     impl.last_taken = nullptr;
+    return *impl.gpu;
   }
-  impl.last_gpu = e;
-  return *e;
+  std::lock_guard<std::mutex> lock(impl.taken_mutex);
+  auto& t = impl.taken[key];
+  if (!t) {
+    std::map<std::string, bool> values;
+    for (size_t i = 0; i < key.size(); ++i) values[impl.flags[i]] = key[i];
+    auto made = std::make_unique<Session::Impl::Taken>();
+    made->model = runtime::take_branches(impl.model, values, &made->branches);
+    // The weights' buffers and the fusions' derived constants are shared: no run may use them meanwhile.
+    std::lock_guard<std::recursive_mutex> device_lock(runtime::device_mutex());
+    made->gpu = std::make_unique<runtime::GpuExecutor>(made->model, impl.options, impl.gpu->constants());
+    t = std::move(made);
+  }
+  impl.last_taken = t.get();
+  return *t->gpu;
 }
 
 }  // namespace
@@ -221,15 +220,16 @@ DeviceTensor Session::to_device(const Tensor& tensor) {
 
 PlanReport Session::last_plan() const {
   if (!impl_->gpu) return impl_->cpu_report;
-  PlanReport r = impl_->last_gpu.load()->last_report();
-  if (const Session::Impl::Taken* t = impl_->last_taken.load()) r.branches_taken = t->branches;
+  const Session::Impl::Taken* t = impl_->last_taken.load();  // read once: the report and its branches agree
+  PlanReport r = (t ? *t->gpu : *impl_->gpu).last_report();
+  if (t) r.branches_taken = t->branches;
   return r;
 }
 
-Profile Session::profile() const { return impl_->gpu ? impl_->last_gpu.load()->profile() : Profile{}; }
+Profile Session::profile() const { return impl_->gpu ? impl_->last_gpu().profile() : Profile{}; }
 
 void Session::reset_profile() {
-  if (impl_->gpu) impl_->last_gpu.load()->reset_profile();
+  if (impl_->gpu) impl_->last_gpu().reset_profile();
 }
 
 }  // namespace onnxgpu
