@@ -4,12 +4,19 @@ there by torch.onnx (torch.export's exporter, TorchScript's where that fails), e
 (the reference) and by onnxgpu on the GPU (captured, fail-loud, recorded and replayed) and on its CPU EP.
 
   bench/compare --make-bundle --size full                  # here: bench/.carry (onnxgpu and its libraries)
-  run, carry bench/.carry:  cd bench && python3 hf_device.py .carry $OUT [NAME ...] [--deadline S]
+  run, carry bench/.carry:  cd bench && python3 hf_device.py .carry $OUT [NAME ...] [--deadline S] [--speed]
+
+--deadline: exports not done by then are reported and left; with --speed, timing stops 200 s after it.
 
 Writes OUT/hf.txt (one line per model) and OUT/hf.tgz: the folder of each model that failed a check (model.onnx,
 test_data_set_0 with the inputs and ONNX Runtime's outputs), so that it can be run again anywhere
 (`onnxgpu run MODEL --data-set DIR`). Sizes are tiny (width 64, two layers): these check the graphs that the
 exporters write for each architecture, not speed.
+
+With --speed the same architectures are exported at working sizes (width 256, sequences of 128, images of
+224, a second of audio; still two layers) and each is timed beside the peer (ONNX Runtime's WebGPU EP), both
+captured with their inputs on the GPU, one model after the other: OUT/hf_speed.txt, a line per model with
+both medians and their ratio. It looks for the architectures where onnxgpu falls behind, not for a headline.
 """
 import concurrent.futures as cf
 import os
@@ -44,7 +51,8 @@ CASES = {
     "deberta_v2": ("deberta-v2", dict(TEXT, relative_attention=True, position_buckets=32, max_relative_positions=64,
                                       pos_att_type=["p2c", "c2p"]), "base", "text_tt"),
     "mpnet": ("mpnet", TEXT, "base", "text"),
-    "modernbert": ("modernbert", dict(TEXT, global_attn_every_n_layers=2, local_attention=16), "base", "text"),
+    "modernbert": ("modernbert", dict(TEXT, global_attn_every_n_layers=2, local_attention=16, pad_token_id=0,
+                                      bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2), "base", "text"),
     "gpt_neo": ("gpt_neo", dict(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, window_size=8,
                                 attention_types=[[["global", "local"], 1]], max_position_embeddings=128), "lm", "text"),
     "gptj": ("gptj", dict(vocab_size=512, n_embd=64, n_layer=2, n_head=4, rotary_dim=8, n_positions=128), "lm", "text"),
@@ -69,8 +77,8 @@ CASES = {
     "dinov2": ("dinov2", VIS, "base", "image"),
     "swin": ("swin", dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4),
              "base", "image"),
-    "convnext": ("convnext", dict(hidden_sizes=[16, 32], depths=[1, 1]), "base", "image"),
-    "convnextv2": ("convnextv2", dict(hidden_sizes=[16, 32], depths=[1, 1]), "base", "image"),
+    "convnext": ("convnext", dict(num_stages=2, hidden_sizes=[16, 32], depths=[1, 1]), "base", "image"),
+    "convnextv2": ("convnextv2", dict(num_stages=2, hidden_sizes=[16, 32], depths=[1, 1]), "base", "image"),
     "segformer": ("segformer", dict(hidden_sizes=[16, 32], depths=[1, 1], num_encoder_blocks=2, sr_ratios=[2, 1],
                                     num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2]), "base", "image64"),
     "mobilevit": ("mobilevit", dict(hidden_sizes=[32, 40, 48], neck_hidden_sizes=[8, 8, 16, 24, 32, 40, 160],
@@ -86,7 +94,8 @@ CASES = {
                "base", "clip"),
     "wav2vec2": ("wav2vec2", AUDIO, "base", "audio"),
     "hubert": ("hubert", AUDIO, "base", "audio"),
-    "whisper": ("whisper", dict(SEQ2SEQ, num_mel_bins=16, max_source_positions=32, max_target_positions=32), "base",
+    "whisper": ("whisper", dict(SEQ2SEQ, num_mel_bins=16, max_source_positions=32, max_target_positions=32,
+                                    pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1), "base",
                 "whisper"),
     "t5": ("t5", dict(vocab_size=512, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4), "base", "seq2seq"),
     "bart": ("bart", SEQ2SEQ, "base", "seq2seq"),
@@ -94,29 +103,60 @@ CASES = {
 }
 
 
+SPEED = False  # --speed: working sizes (scaled below), timed beside the peer
+
+
+def scaled(kw):
+    """A case's configuration at working sizes: widths x4, images 224, audio and mel frames longer."""
+    out = {}
+    for k, v in kw.items():
+        if isinstance(v, dict):
+            v = scaled(v)
+        elif k in ("hidden_size", "dim", "d_model", "n_embd", "embed_dim", "intermediate_size", "ffn_dim", "d_ff",
+                   "hidden_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_kv", "embedding_size",
+                   "word_embed_proj_dim", "projection_dim", "head_dim") and isinstance(v, int):
+            v *= 4
+        elif k in ("hidden_sizes", "neck_hidden_sizes", "conv_dim") and isinstance(v, (list, tuple)):
+            v = type(v)(x * 4 for x in v)
+        elif k == "image_size":
+            v = [224, 224] if isinstance(v, list) else 224
+        elif k == "patch_size" and v == 8:
+            v = 16
+        elif k in ("max_position_embeddings", "n_positions", "n_ctx"):
+            v = max(v, 130) * 4
+        elif k == "max_source_positions":
+            v = 300
+        elif k == "max_target_positions":
+            v = 128
+        out[k] = v
+    return out
+
+
 def inputs_for(kind, cfg):
     rng = np.random.default_rng(7)
+    seq = 128 if SPEED else 16
     vocab = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", 512)
-    ids = rng.integers(3, min(vocab, 512), size=(2, 16)).astype(np.int64)
-    mask = np.ones((2, 16), np.int64)
-    mask[1, 11:] = 0  # the second row padded
+    ids = rng.integers(3, min(vocab, 512), size=(2, seq)).astype(np.int64)
+    mask = np.ones((2, seq), np.int64)
+    mask[1, seq * 2 // 3:] = 0  # the second row padded
     if kind == "text":
         return {"input_ids": ids, "attention_mask": mask}
     if kind == "text_tt":
-        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": (np.arange(16) >= 8).astype(np.int64)[None].repeat(2, 0)}
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": (np.arange(seq) >= seq // 2).astype(np.int64)[None].repeat(2, 0)}
     if kind in ("image", "image64"):
-        side = 32 if kind == "image" else 64
+        side = 224 if SPEED else 32 if kind == "image" else 64
         return {"pixel_values": rng.standard_normal((2, 3, side, side)).astype(np.float32)}
     if kind == "audio":
-        return {"input_values": rng.standard_normal((2, 1600)).astype(np.float32)}
+        return {"input_values": rng.standard_normal((2, 16000 if SPEED else 1600)).astype(np.float32)}
     if kind == "whisper":
-        return {"input_features": rng.standard_normal((1, 16, 64)).astype(np.float32),
+        frames = 2 * cfg.max_source_positions
+        return {"input_features": rng.standard_normal((1, cfg.num_mel_bins, frames)).astype(np.float32),
                 "decoder_input_ids": ids[:1, :4]}
     if kind == "seq2seq":
-        return {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": ids[:, :5]}
+        return {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": ids[:, :seq // 3]}
     if kind == "clip":
         return {"input_ids": ids, "attention_mask": mask,
-                "pixel_values": rng.standard_normal((2, 3, 32, 32)).astype(np.float32)}
+                "pixel_values": rng.standard_normal((2, 3, 224, 224) if SPEED else (2, 3, 32, 32)).astype(np.float32)}
     raise ValueError(kind)
 
 
@@ -135,7 +175,7 @@ def export(name, root):
     os.makedirs(data, exist_ok=True)
     res = {"name": name}
     t0 = time.time()
-    cfg = tf.AutoConfig.for_model(model_type, **kw)
+    cfg = tf.AutoConfig.for_model(model_type, **(scaled(kw) if SPEED else kw))
     cfg.use_cache = False  # one run over the whole sequence, no past
     cls = tf.AutoModelForCausalLM if head == "lm" else tf.AutoModel
     model = cls.from_config(cfg).eval()
@@ -198,8 +238,39 @@ def check(og, env, res, root, ep):
         return 124, "timed out (120 s)"
 
 
+def speed(og, peer, env, res, root, stop_at):
+    """Both engines captured, inputs on the GPU, one after the other: (onnxgpu ms, peer ms, a note)."""
+    if time.time() > stop_at:
+        return None, None, "not timed: past the deadline"
+    folder = os.path.join(root, res["name"])
+    model, data = os.path.join(folder, "model.onnx"), os.path.join(folder, "test_data_set_0")
+    tol = ["--rtol", "1e-3", "--atol", f"{max(res['scale'], 1e-6) * 1e-4:.3g}"]
+    cmds = {"onnxgpu": [og, "bench", model, "--ep", "webgpu", "--capture", "--io", "bind", "--data-set", data,
+                        "--warmup", "5", "--runs", "30", "--time-limit", "10", "--json"] + tol,
+            "peer": [peer, model, "--ep", "webgpu", "--capture", "--io", "bind", "--input-dir", data, "--ref-dir", data,
+                     "--warmup", "5", "--runs", "30", "--json"] + tol}
+    import compare
+    ms, notes = {}, []
+    for engine, cmd in cmds.items():
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=90)
+            j = compare.parse_json(r.stdout) or {}
+            ms[engine] = (j.get("latency_ms") or {}).get("median")
+            if r.returncode or ms[engine] is None or j.get("ok", True) is False:
+                notes.append(f"{engine}: rc={r.returncode} " + str(j.get("error") or j.get("capture_error") or
+                                                                   r.stderr.strip()[-300:])[:300])
+        except subprocess.TimeoutExpired:
+            ms[engine] = None
+            notes.append(f"{engine}: timed out (90 s)")
+    return ms.get("onnxgpu"), ms.get("peer"), "; ".join(notes)
+
+
 def main():
+    global SPEED
     args = [a for a in sys.argv[1:]]
+    if "--speed" in args:
+        args.remove("--speed")
+        SPEED = True
     deadline = 1e9
     if "--deadline" in args:
         i = args.index("--deadline")
@@ -208,15 +279,15 @@ def main():
     bundle, out, names = args[0], args[1], args[2:] or list(CASES)
     start = time.time()
     import compare
-    og, _, libs, _ = compare.unpack_bundle(bundle)
+    og, peer, libs, _ = compare.unpack_bundle(bundle)
     env = compare.vulkan_env(libs)
-    root = os.path.join(out, "hf")
+    root = "/tmp/hf"  # the models stay there; their folders come back in the two tarballs
     os.makedirs(root, exist_ok=True)
     import torch  # imported once before the workers fork
     import transformers as tf
     import onnxruntime
     print(f"torch {torch.__version__} transformers {tf.__version__} onnxruntime {onnxruntime.__version__}", flush=True)
-    log = open(os.path.join(out, "hf.txt"), "w")
+    log = open(os.path.join(out, "hf_speed.txt" if SPEED else "hf.txt"), "w")
 
     def say(line):
         print(line, flush=True)
@@ -224,6 +295,10 @@ def main():
         log.flush()
     ctx = __import__("multiprocessing").get_context("fork")
     checks = cf.ThreadPoolExecutor(4)
+    timed = cf.ThreadPoolExecutor(1)
+
+    def fmt(x):
+        return "-" if x is None else f"{x:.3f}"
     pool = cf.ProcessPoolExecutor(8, mp_context=ctx)
     futures = {pool.submit(export, n, root): n for n in names}
     pending, seen = [], set()
@@ -238,12 +313,26 @@ def main():
             if "error" in res:
                 say(f"HF {n:12s} {res['error']}")
                 continue
+            if SPEED:  # one model at a time on the GPU, in the order they are exported
+                fut = timed.submit(speed, og, peer, env, res, root, start + deadline + 200)
+                fut.add_done_callback(lambda f, res=res: say(
+                    f"SPEED {res['name']:12s} onnxgpu {fmt(f.result()[0])} ms  peer {fmt(f.result()[1])} ms  ratio "
+                    f"{fmt(f.result()[0] / f.result()[1]) if f.result()[0] and f.result()[1] else '-'}  "
+                    f"{res['exporter']} {res['nodes']} nodes {f.result()[2]}"))
+                continue
             pending.append((res, checks.submit(check, og, env, res, root, "webgpu"),
                             checks.submit(check, og, env, res, root, "cpu")))
     except cf.TimeoutError:
         for n in names:
             if n not in seen:
                 say(f"HF {n:12s} not exported by the deadline")
+    if SPEED:
+        timed.shutdown(wait=True)
+        log.close()
+        print(f"done in {time.time() - start:.0f} s", flush=True)
+        for p in list(getattr(pool, "_processes", {}).values()):
+            p.kill()
+        os._exit(0)
     failed = []
     for res, gpu, cpu in pending:
         (grc, gtail), (crc, ctail) = gpu.result(), cpu.result()
@@ -254,17 +343,22 @@ def main():
         say(f"   ops {res['name']}: {' '.join(res['ops'])}")
     log.close()
     # The failures' folders come back (model and data set, to run again anywhere), up to 15 MB of them.
-    total = 0
-    with tarfile.open(os.path.join(out, "hf.tgz"), "w:gz") as t:
-        for n in failed:
-            folder = os.path.join(root, n)
-            size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs)
-            if total + size < 15e6:
-                t.add(folder, arcname=os.path.join("hf", n))
-                total += size
+    # The others come back in hf_pass.tgz (a corpus of exports to run here, on SwiftShader), as far as they fit.
+    passed = [res["name"] for res, _, _ in pending if res["name"] not in failed]
+    for tgz, group in (("hf.tgz", failed), ("hf_pass.tgz", passed)):
+        total = 0
+        with tarfile.open(os.path.join(out, tgz), "w:gz") as t:
+            for n in group:
+                folder = os.path.join(root, n)
+                size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs)
+                if total + size < 15e6:
+                    t.add(folder, arcname=os.path.join("hf", n))
+                    total += size
     print(f"done in {time.time() - start:.0f} s", flush=True)
     sys.stdout.flush()
-    os._exit(0)  # without joining a worker still exporting past the deadline
+    for p in list(getattr(pool, "_processes", {}).values()):  # a worker still exporting past the deadline
+        p.kill()  # holds stdout open: a pipe reading this script would wait for it
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernel_choice.h"
 #include "loader/tensor_proto.h"
 #include "one_node.h"
 #include "onnxgpu/error.h"
@@ -130,6 +131,49 @@ TEST_F(GpuLayout, Transpose) {
   check("scalar", one_node_model("Transpose", 13, scalar, 1, DType::Int64), scalar);
   std::vector<In> empty{{"x", random_tensor(DType::Float32, {2, 0, 3}, 3)}};
   check("empty", one_node_model("Transpose", 13, empty, 1, DType::Float32), empty);
+}
+
+// Transposes whose destination's innermost axis is not the source's, both at least 16 long, move 32 x 32
+// tiles through workgroup memory (layout.cpp, tiled_transpose): edge tiles, other axes before, between
+// and after the two, axes merged, 64-bit elements (INT64 beyond 32 bits, float64); 8- and 16-bit
+// elements take the plain copy. Each shape is checked to take the tiled program where it should.
+TEST_F(GpuLayout, TransposeTiled) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    bool tiled;
+  };
+  const Case cases[] = {
+      {{2, 70, 45}, {0, 2, 1}, true},             // [B, C, HW] -> [B, HW, C], edge tiles both ways
+      {{3, 17, 5, 33}, {0, 3, 1, 2}, true},       // NHWC -> NCHW: H and W merged (85 x 33)
+      {{2, 33, 4, 5, 6}, {0, 2, 3, 4, 1}, true},  // NCDHW -> NDHWC: D, H, W merged
+      {{20, 3, 40}, {2, 1, 0}, true},             // a batch axis between the two
+      {{32, 64}, {1, 0}, true},                   // whole tiles, no batch
+      {{2, 40, 3, 20}, {3, 1, 0, 2}, false},      // the destination's rows only 3 long: the plain copy
+      {{2, 3, 40, 50}, {0, 2, 1, 3}, false},      // rows kept: the plain copy
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + " perm " + shape_str(c.perm));
+    ir::Node node;
+    node.op_type = "Transpose";
+    node.inputs = {"x"};
+    node.outputs = {"y"};
+    ir::Attribute perm;
+    perm.kind = ir::Attribute::Kind::Ints;
+    perm.ints = c.perm;
+    node.attrs["perm"] = perm;
+    auto programs = kernel_programs(node, {{DType::Float32, c.shape}}, usual_limits());
+    ASSERT_EQ(programs.size(), 1u);
+    EXPECT_EQ(programs[0].first.find("tiled") != std::string::npos, c.tiled) << programs[0].first;
+    for (DType t : {DType::Float32, DType::Int64, DType::Float64, DType::Int32, DType::Float16, DType::UInt8}) {
+      SCOPED_TRACE(name_of(t));
+      std::vector<In> ins{{"x", random_tensor(t, c.shape, 7)}};
+      check("tiled", one_node_model("Transpose", 13, ins, 1, t, [&](auto& n) { testing::set_ints(n, "perm", c.perm); }), ins);
+    }
+  }
+  // DepthToSpace's copy is a transpose of six axes: [N, b, b, C, H, W] -> [N, C, H, b, W, b].
+  std::vector<In> d2s{{"x", random_tensor(DType::Float32, {1, 64, 20, 18}, 8)}};
+  check("DepthToSpace", one_node_model("DepthToSpace", 13, d2s, 1, DType::Float32, [](auto& n) { testing::set_int(n, "blocksize", 4); }), d2s);
 }
 
 TEST_F(GpuLayout, Concat) {

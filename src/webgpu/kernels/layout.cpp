@@ -197,12 +197,112 @@ std::string strided_fn(const std::string& name, size_t rank) {
          "  return o;\n}\n";
 }
 
+// ---- Tiled transpose ------------------------------------------------------------------------------
+//
+// A copy into a contiguous destination whose innermost axis is not the source's ([B, C, HW] -> [B, HW, C],
+// NCHW <-> NHWC) reads the source one element per row with the plain copy: a workgroup's reads fall on
+// as many cache lines as it has invocations. Here a workgroup moves a 32 x 32 tile of the two axes
+// through workgroup memory: it reads along the source's innermost axis and writes along the
+// destination's, both contiguous. The other axes are the tile's batch.
+
+constexpr int64_t kTile = 32;      // the tile's side
+constexpr int64_t kTileMin = 16;   // both axes at least this long, else the plain copy (a tile mostly idle)
+
+// `c` with its axes of one element left out and the neighbours that stay neighbours in the source
+// merged (the destination being contiguous, they are neighbours there too).
+StridedCopy merged_axes(const StridedCopy& c) {
+  StridedCopy m;
+  m.src_base = c.src_base;
+  for (size_t d = 0; d < c.dims.size(); ++d) {
+    if (c.dims[d] == 1) continue;
+    if (!m.dims.empty() && m.src_strides.back() == c.src_strides[d] * c.dims[d]) {
+      m.dims.back() *= c.dims[d];
+      m.src_strides.back() = c.src_strides[d];
+    } else {
+      m.dims.push_back(c.dims[d]);
+      m.src_strides.push_back(c.src_strides[d]);
+    }
+  }
+  m.dst_strides = shape_strides(m.dims);
+  return m;
+}
+
+// The tiled copy of `c` (contiguous destination, elements of 32 or 64 bits), when its shape calls for one.
+bool tiled_transpose(GpuKernelContext& ctx, size_t in, size_t out, const Shape& out_shape, const StridedCopy& c) {
+  StridedCopy m = merged_axes(c);
+  const size_t r = m.dims.size();
+  // The destination's rows are the source's (stride 1), or one source element repeated (0, Expand): plain copy.
+  if (r < 2 || m.src_strides[r - 1] <= 1) return false;
+  size_t a = r;  // the source's innermost axis
+  for (size_t d = 0; d + 1 < r; ++d)
+    if (m.src_strides[d] == 1) a = d;
+  if (a == r || m.dims[a] < kTileMin || m.dims[r - 1] < kTileMin) return false;
+  const int64_t ti = (m.dims[a] + kTile - 1) / kTile, tj = (m.dims[r - 1] + kTile - 1) / kTile;
+  const int64_t tiles = ti * tj * (shape_numel(m.dims) / (m.dims[a] * m.dims[r - 1]));
+  std::vector<ValueRef> binds;
+  auto p = gather_program(ctx, "tiled" + std::to_string(r), in, {}, out_shape, binds);
+  p.uniform_array("it_dims", words(m.dims));
+  p.uniform_array("src_strides", words(m.src_strides));
+  p.uniform_array("dst_strides", words(m.dst_strides));
+  p.uniform("src_base", uint32_t(m.src_base));
+  p.uniform("axis_a", uint32_t(a));
+  p.uniform("tiles_i", uint32_t(ti));
+  p.uniform("tiles_j", uint32_t(tj));
+  p.uniform("tiles", uint32_t(tiles));
+  const std::string R = u32_lit(uint32_t(r));
+  // i: the source's innermost axis (a), j: the destination's (the last); the tile is held [j][i] as read.
+  p.declare("var<workgroup> tile: array<array<x_raw_t, 33>, 32>;  // [j][i], one column of padding\n"
+            "// The source and destination offsets of batch b (the coordinates of the axes other than a and the last).\n"
+            "fn batch_offsets(b: u32) -> vec2<u32> {\n"
+            "  var rem = b;\n"
+            "  var o = vec2<u32>(src_base(), 0u);\n"
+            "  for (var k = 1u; k < " + R + "; k = k + 1u) {\n"
+            "    let d = " + R + " - 1u - k;\n"
+            "    if (d == axis_a()) { continue; }\n"
+            "    let n = it_dims(d);\n"
+            "    o = o + (rem % n) * vec2<u32>(src_strides(d), dst_strides(d));\n"
+            "    rem = rem / n;\n"
+            "  }\n"
+            "  return o;\n}\n");
+  p.body("  if (wg >= tiles()) { return; }  // (the grid's last row: whole workgroups)\n"
+         "  let per_batch = tiles_i() * tiles_j();\n"
+         "  let o = batch_offsets(wg / per_batch);\n"
+         "  let t = wg % per_batch;\n"
+         "  let i0 = (t / tiles_j()) * 32u;\n"
+         "  let j0 = (t % tiles_j()) * 32u;\n"
+         "  let ni = it_dims(axis_a());\n"
+         "  let nj = it_dims(" + R + " - 1u);\n"
+         "  let sj = src_strides(" + R + " - 1u);\n"
+         "  let di = dst_strides(axis_a());\n"
+         "  let lx = lid % 32u;\n"
+         "  let ly = lid / 32u;\n"
+         "  for (var k = 0u; k < 32u; k = k + 8u) {\n"
+         "    let i = i0 + lx;\n"
+         "    let j = j0 + ly + k;\n"
+         "    if (i < ni && j < nj) { tile[ly + k][lx] = x_raw(o.x + i + j * sj); }\n"
+         "  }\n"
+         "  workgroupBarrier();\n"
+         "  for (var k = 0u; k < 32u; k = k + 8u) {\n"
+         "    let i = i0 + ly + k;\n"
+         "    let j = j0 + lx;\n"
+         "    if (i < ni && j < nj) { y_store_raw(o.y + i * di + j, tile[lx][ly + k]); }\n"
+         "  }");
+  binds.push_back(ctx.out(out));
+  uint32_t x, y;
+  grid_for(uint64_t(tiles) * p.workgroup_size(), p.workgroup_size(), ctx.limits, x, y);
+  ctx.dispatch(p, binds, x, y);
+  return true;
+}
+
 // Dispatches the copy of input `in` into output `out` (of `out_shape`, already set) as `c` says.
 void dispatch_copy(GpuKernelContext& ctx, size_t in, size_t out, const Shape& out_shape, const StridedCopy& c) {
   int64_t n = shape_numel(c.dims);
   if (!ctx.output_wanted(out) || n == 0) return;
   size_t r = c.dims.size();
   bool strided_dst = c.dst_base != 0 || c.dst_strides != shape_strides(c.dims);
+  if (!strided_dst && shader::type_info(ctx.dtype(in), ctx.policy).storage_bits >= 32 &&
+      tiled_transpose(ctx, in, out, out_shape, c))
+    return;
   std::vector<ValueRef> binds;
   auto p = gather_program(ctx, std::string(strided_dst ? "scatter" : "copy") + std::to_string(r), in, {}, out_shape, binds);
   p.uniform_array("it_dims", words(c.dims));
