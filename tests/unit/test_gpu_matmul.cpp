@@ -187,6 +187,32 @@ TEST(GpuGemm, IntegersExact) {
   check_gemm(DType::UInt64, 7, 13, 9, true, false, 1.0f, 1.0f, &c_row, 73);
 }
 
+// The tile by the grid: 32 x 64 up to 256 rows, and above where 64 x 64 tiles would make fewer than 1,024
+// workgroups (SegFormer's [6272, 256] x [256, 64], a ViT's 394 rows); 64 x 64 where they fill the GPU alone
+// (a long prompt's [2048, 768] x [768, 3072], or a batch of many matrices). Checked against the CPU at a
+// shape of each kind.
+TEST(GpuMatMul, TileByGrid) {
+  auto tile_of = [](Shape a, Shape b) {
+    ir::Node node;
+    node.op_type = "MatMul";
+    node.inputs = {"A", "B"};
+    node.outputs = {"Y"};
+    auto programs = kernel_programs(node, {{DType::Float32, a}, {DType::Float32, b}}, usual_limits());
+    return programs.empty() ? std::string() : programs[0].first;
+  };
+  EXPECT_NE(tile_of({128, 768}, {768, 3072}).find("_32x64x16"), std::string::npos);
+  EXPECT_NE(tile_of({6272, 256}, {256, 64}).find("_32x64x16"), std::string::npos);
+  EXPECT_NE(tile_of({394, 256}, {256, 1024}).find("_32x64x16"), std::string::npos);
+  EXPECT_NE(tile_of({2048, 768}, {768, 3072}).find("_64x64x16"), std::string::npos);
+  EXPECT_NE(tile_of({64, 300, 256}, {64, 256, 256}).find("_64x64x16"), std::string::npos);  // 1,280 tiles
+  {
+    ScopedEnv env("ONNXGPU_MATMUL_WIDE_GRID", "0");  // as before: 64 x 64 above 256 rows
+    EXPECT_NE(tile_of({6272, 256}, {256, 64}).find("_64x64x16"), std::string::npos);
+  }
+  check_matmul(DType::Float32, {2, 700, 96}, {96, 72}, 60);  // 32 x 64 tiles above 256 rows, edge tiles
+  check_matmul(DType::Float32, {1100, 64}, {64, 3800}, 61);  // 64 x 64 (18 x 60 tiles)
+}
+
 // $ONNXGPU_MATMUL_BUFFERS=2: the tiles staged in two buffers, one barrier a K-slice. K of one slice,
 // of an odd number of slices and not a multiple of the slice, K = 0, the K split, batches, Gemm's transposes.
 TEST(GpuMatMul, TwoBuffersOfTiles) {

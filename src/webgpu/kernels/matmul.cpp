@@ -385,8 +385,21 @@ std::optional<Tile> tile_from_env(const char* name) {
 // whole BERT, GPT-2 (M = 128) and T5, BERT at batch 2 (M = 256) runs 3-5% faster than with 64 x 64.
 constexpr uint32_t kNarrowTileRows = 256;
 
-// Picks the tile: 32 x 64 up to kNarrowTileRows rows, 64 x 64 above, with K-slices of 16 and 4 x 4 per
-// invocation; smaller tiles where the device's limits demand it. Measured on an H200 with
+// Above kNarrowTileRows rows, 64 x 64 tiles only where they alone make a grid of this many workgroups
+// (batch included); a smaller grid takes 32 x 64 tiles, twice the workgroups in flight, which a K loop
+// bound by its loads' latency needs more than the wider tile's reuse of B. Measured on an H100
+// (docs/performance.md item 27): vision transformers' products (M = 394 to 6,272, 28 to 392 tiles of
+// 64 x 64) made SegFormer, Swin and DeiT 6-9% faster, MobileViT even. $ONNXGPU_MATMUL_WIDE_GRID sets
+// it (0: 64 x 64 for every product above kNarrowTileRows rows, as before), for measuring.
+constexpr uint64_t kWideTileGrid = 1024;
+
+uint64_t wide_tile_grid() {
+  const char* e = std::getenv("ONNXGPU_MATMUL_WIDE_GRID");
+  return e && *e ? std::strtoull(e, nullptr, 10) : kWideTileGrid;
+}
+
+// Picks the tile: 32 x 64 up to kNarrowTileRows rows or below kWideTileGrid workgroups of 64 x 64, else
+// 64 x 64, with K-slices of 16 and 4 x 4 per invocation; smaller tiles where the device's limits demand it. Measured on an H200 with
 // bench/variants.py and env_ab.py: larger register tiles (8 x 8 per invocation, 128-wide tiles, K-slices
 // of 32) were 10-50% slower, and 32 x 32 tiles no faster than 64 x 64 at M = 128 and 256.
 // $ONNXGPU_MATMUL_BUFFERS=2 stages the tiles twice where workgroup memory allows (one barrier a K-slice
@@ -394,7 +407,7 @@ constexpr uint32_t kNarrowTileRows = 256;
 Tile choose_tile(const Limits& limits, const Product& pr) {
   std::vector<Tile> order;
   if (auto t = tile_from_env(pr.M <= 32 ? "ONNXGPU_MATMUL_TILE_SMALL" : "ONNXGPU_MATMUL_TILE")) order.push_back(*t);
-  if (pr.M <= kNarrowTileRows) order.push_back({32, 64, 16, 4, 1});
+  if (pr.M <= kNarrowTileRows || tiles_of(pr, 64, 64) < wide_tile_grid()) order.push_back({32, 64, 16, 4, 1});
   order.insert(order.end(), {{64, 64, 16, 4, 1}, {32, 64, 16, 4, 1}, {32, 32, 16, 4, 1}, {16, 16, 16, 4, 1}});
   const char* bufs = std::getenv("ONNXGPU_MATMUL_BUFFERS");
   const bool two = bufs && std::string(bufs) == "2";
