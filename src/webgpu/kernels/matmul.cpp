@@ -388,8 +388,9 @@ constexpr uint32_t kNarrowTileRows = 256;
 // Above kNarrowTileRows rows, 64 x 64 tiles only where they alone make a grid of this many workgroups
 // (batch included); a smaller grid takes 32 x 64 tiles, twice the workgroups in flight, which a K loop
 // bound by its loads' latency needs more than the wider tile's reuse of B. Measured on an H100
-// (docs/performance.md item 27): vision transformers' products (M = 394 to 6,272, 28 to 392 tiles of
-// 64 x 64) made SegFormer, Swin and DeiT 6-9% faster, MobileViT even. $ONNXGPU_MATMUL_WIDE_GRID sets
+// (docs/performance.md item 27): with vision transformers' products (M = 394 to 6,272, 28 to 392 tiles of
+// 64 x 64) DeiT runs 11-13% faster, DINOv2, YOLOS, BEiT, Swin 2-12%, the rest of nine models 1-8% or even;
+// encoders up to 256 rows do not change. $ONNXGPU_MATMUL_WIDE_GRID sets
 // it (0: 64 x 64 for every product above kNarrowTileRows rows, as before), for measuring.
 constexpr uint64_t kWideTileGrid = 1024;
 
