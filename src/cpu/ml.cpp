@@ -1,15 +1,16 @@
 // ai.onnx.ml's numeric operators, as ONNX Runtime's CPU EP computes them (the results that users of
 // scikit-learn, XGBoost or LightGBM exports compare with): the tree ensembles (TreeEnsembleRegressor and
 // TreeEnsembleClassifier, opsets 1 and 3; TreeEnsemble, opset 5), LinearRegressor, LinearClassifier, Scaler,
-// Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder, LabelEncoder (numbers), SVMRegressor
-// and FeatureVectorizer.
+// Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder, LabelEncoder (numbers), SVMRegressor,
+// SVMClassifier and FeatureVectorizer.
 // CPU only: a tree walk per row has no GPU kernel here; in a WebGPU session each node falls back alone
-// (fail-loud refuses it). Not supported: string values (out of scope everywhere), SVMClassifier and the maps
-// (ZipMap, DictVectorizer, CastMap). Differences with ONNX Runtime 1.30, on purpose, where its
+// (fail-loud refuses it). Not supported: string values (out of scope everywhere) and the maps (ZipMap,
+// DictVectorizer, CastMap). Differences with ONNX Runtime 1.30, on purpose, where its
 // results are not a model's: a float is a member of TreeEnsemble's set only when equal to one of its values
 // (ONNX Runtime tests the float converted to an integer; both agree on whole-numbered categories); a two-class
 // TreeEnsembleClassifier with two base values adds each to its class; LinearClassifier refuses PROBIT on a
-// single score (ONNX Runtime writes those scores out of their rows).
+// single score (ONNX Runtime writes those scores out of their rows); SVMClassifier refuses PROBIT of two classes
+// without probabilities (ONNX Runtime leaves the second score unwritten).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -739,24 +740,45 @@ std::vector<Tensor> label_encoder(KernelContext& ctx) {
   return {y.cast(value_type)};
 }
 
+// The SVMs' kernel (kernel_type, kernel_params = [gamma, coef0, degree]) between a row and a support vector:
+// LINEAR x . v, POLY (gamma x . v + coef0)^degree, RBF exp(-gamma |x - v|^2), SIGMOID tanh(gamma x . v + coef0).
+struct SvmKernel {
+  std::string type = "LINEAR";
+  double gamma = 0, coef0 = 0, degree = 0;
+  double operator()(const double* x, const float* v, int64_t f) const {
+    double dot = 0, dist = 0;
+    for (int64_t k = 0; k < f; ++k) dot += x[k] * v[k], dist += (x[k] - v[k]) * (x[k] - v[k]);
+    return type == "LINEAR" ? dot
+           : type == "POLY" ? std::pow(gamma * dot + coef0, degree)
+           : type == "RBF"  ? std::exp(-gamma * dist)
+                            : std::tanh(gamma * dot + coef0);
+  }
+};
+
+// The node's kernel; `linear`: LINEAR whatever kernel_type says (the models without support vectors).
+SvmKernel svm_kernel(const KernelContext& ctx, bool linear) {
+  SvmKernel k;
+  k.type = linear ? "LINEAR" : ctx.node.attr_string("kernel_type", "LINEAR");
+  if (k.type != "LINEAR" && k.type != "POLY" && k.type != "RBF" && k.type != "SIGMOID")
+    ctx.fail("attribute 'kernel_type' is '" + k.type + "', expected LINEAR, POLY, RBF or SIGMOID");
+  const std::vector<float> params = ctx.node.attr_floats("kernel_params");
+  if (!params.empty() && params.size() != 3)
+    ctx.fail("attribute 'kernel_params' must hold gamma, coef0 and degree, got " + std::to_string(params.size()) + " values");
+  if (!params.empty()) k.gamma = params[0], k.coef0 = params[1], k.degree = params[2];
+  return k;
+}
+
 // SVMRegressor: with support vectors (n_supports > 0), sum_j coefficients[j] K(x, sv_j) + rho[0]; without,
-// x . coefficients + rho[0]. K: LINEAR x . v, POLY (gamma x . v + coef0)^degree, RBF exp(-gamma |x - v|^2),
-// SIGMOID tanh(gamma x . v + coef0), kernel_params = [gamma, coef0, degree]. one_class: +1 or -1 by the sign.
-// As in ONNX Runtime, post_transform is not applied. Y [N, 1].
+// x . coefficients + rho[0]. one_class: +1 or -1 by the sign. As in ONNX Runtime, post_transform is not
+// applied. Y [N, 1].
 std::vector<Tensor> svm_regressor(KernelContext& ctx) {
   const ir::Node& n = ctx.node;
   const Rows x = rows_of(ctx, ctx.input(0));
-  const std::vector<float> sv = n.attr_floats("support_vectors"), coef = n.attr_floats("coefficients"),
-                           rho = n.attr_floats("rho"), params = n.attr_floats("kernel_params");
+  const std::vector<float> sv = n.attr_floats("support_vectors"), coef = n.attr_floats("coefficients"), rho = n.attr_floats("rho");
   const int64_t supports = n.attr_int("n_supports", 0);
-  const std::string kernel = supports > 0 ? n.attr_string("kernel_type", "LINEAR") : "LINEAR";
-  if (kernel != "LINEAR" && kernel != "POLY" && kernel != "RBF" && kernel != "SIGMOID")
-    ctx.fail("attribute 'kernel_type' is '" + kernel + "', expected LINEAR, POLY, RBF or SIGMOID");
+  const SvmKernel kernel = svm_kernel(ctx, supports <= 0);
   if (rho.empty()) ctx.fail("attribute 'rho' is missing");
-  if (!params.empty() && params.size() != 3) ctx.fail("attribute 'kernel_params' must hold gamma, coef0 and degree, got " + std::to_string(params.size()) + " values");
-  const double gamma = params.empty() ? 0 : params[0], coef0 = params.empty() ? 0 : params[1], degree = params.empty() ? 0 : params[2];
   if (supports < 0) ctx.fail("attribute 'n_supports' must not be negative");
-  const int64_t vectors = supports > 0 ? supports : 1;
   if (supports > 0 ? int64_t(coef.size()) != supports || int64_t(sv.size()) != supports * x.f : int64_t(coef.size()) != x.f)
     ctx.fail(supports > 0 ? "attributes 'coefficients' and 'support_vectors' must hold n_supports values and n_supports x features (" +
                                 std::to_string(supports) + " x " + std::to_string(x.f) + "), got " + std::to_string(coef.size()) + " and " +
@@ -766,25 +788,161 @@ std::vector<Tensor> svm_regressor(KernelContext& ctx) {
   const bool one_class = n.attr_int("one_class", 0) != 0;
   Tensor y(DType::Float32, {x.n, 1});
   for (int64_t r = 0; r < x.n; ++r) {
-    const double* row = x.row(r);
     double out = rho[0];
-    for (int64_t j = 0; j < vectors; ++j) {
-      if (supports == 0) {  // the linear form: the coefficients are the one vector, rho its bias
-        for (int64_t k = 0; k < x.f; ++k) out += row[k] * coef[size_t(k)];
-        break;
-      }
-      const float* v = sv.data() + j * x.f;
-      double dot = 0, dist = 0;
-      for (int64_t k = 0; k < x.f; ++k) dot += row[k] * v[k], dist += (row[k] - v[k]) * (row[k] - v[k]);
-      const double kv = kernel == "LINEAR" ? dot
-                        : kernel == "POLY"  ? std::pow(gamma * dot + coef0, degree)
-                        : kernel == "RBF"   ? std::exp(-gamma * dist)
-                                            : std::tanh(gamma * dot + coef0);
-      out += coef[size_t(j)] * kv;
-    }
+    if (supports == 0)  // the linear form: the coefficients are the one vector, rho its bias
+      out += kernel(x.row(r), coef.data(), x.f);
+    for (int64_t j = 0; j < supports; ++j) out += coef[size_t(j)] * kernel(x.row(r), sv.data() + j * x.f, x.f);
     y.data<float>()[r] = float(one_class ? (out > 0 ? 1.0 : -1.0) : out);
   }
   return {y};
+}
+
+// Pairwise coupling (Wu, Lin and Weng, "Probability estimates for multi-class classification by pairwise
+// coupling", method 2, as libsvm and ONNX Runtime's multiclass_probability solve it, in float32 like them):
+// r[i * c + j] the probability of class i against j; p the c class probabilities.
+void pairwise_coupling(int64_t c, const std::vector<float>& r, float* p) {
+  std::vector<float> q(static_cast<size_t>(c * c)), qp(static_cast<size_t>(c));
+  const float eps = 0.005f / float(c);
+  for (int64_t i = 0; i < c; ++i) {
+    p[i] = 1.0f / float(c);
+    for (int64_t j = 0; j < i; ++j) {
+      q[size_t(i * c + i)] += r[size_t(j * c + i)] * r[size_t(j * c + i)];
+      q[size_t(i * c + j)] = q[size_t(j * c + i)];
+    }
+    for (int64_t j = i + 1; j < c; ++j) {
+      q[size_t(i * c + i)] += r[size_t(j * c + i)] * r[size_t(j * c + i)];
+      q[size_t(i * c + j)] = -r[size_t(j * c + i)] * r[size_t(i * c + j)];
+    }
+  }
+  for (int iter = 0; iter < 100; ++iter) {
+    float pqp = 0;
+    for (int64_t i = 0; i < c; ++i) {
+      qp[size_t(i)] = 0;
+      for (int64_t j = 0; j < c; ++j) qp[size_t(i)] += q[size_t(i * c + j)] * p[j];
+      pqp += p[i] * qp[size_t(i)];
+    }
+    float max_error = 0;
+    for (int64_t i = 0; i < c; ++i) max_error = std::max(max_error, std::fabs(qp[size_t(i)] - pqp));
+    if (max_error < eps) break;
+    for (int64_t i = 0; i < c; ++i) {
+      const float diff = (-qp[size_t(i)] + pqp) / q[size_t(i * c + i)];
+      p[i] += diff;
+      pqp = (pqp + diff * (diff * q[size_t(i * c + i)] + 2 * qp[size_t(i)])) / (1 + diff) / (1 + diff);
+      for (int64_t j = 0; j < c; ++j) {
+        qp[size_t(j)] = (qp[size_t(j)] + diff * q[size_t(i * c + j)]) / (1 + diff);
+        p[j] /= (1 + diff);
+      }
+    }
+  }
+}
+
+// SVMClassifier, as ONNX Runtime computes it (svmclassifier.cc there).
+// - Without support vectors (vectors_per_class empty): linear scores x . coefficients[k] + rho[0] per class;
+//   the label of the largest (two classes: the second where the score passes 0.5 with all weights positive,
+//   or 0 with mixed ones); Z [N, classes] after the post transform.
+// - With support vectors (libsvm's one-against-one): per pair of classes i < j, the decision
+//   sum over i's vectors of coefficients[j - 1][v] K(x, v) + sum over j's of coefficients[i][v] K(x, v) + rho[pair],
+//   a vote for i where positive, else for j; the label is the most voted class (the first of a tie).
+//   Without prob_a / prob_b, Z holds the decisions ([N, pairs]; two classes: [-d, d], [1 - p, p] with
+//   p = logistic(d) under LOGISTIC, and [1 - d, d] under SOFTMAX or SOFTMAX_ZERO); with them, the class probabilities by
+//   Platt's sigmoid per pair (1 - logistic(d a + b), kept within [1e-7, 1 - 1e-7]) and pairwise coupling.
+// PROBIT of two classes' single decision is refused: ONNX Runtime leaves the second score unwritten.
+std::vector<Tensor> svm_classifier(KernelContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const std::vector<int64_t> labels = class_labels(ctx, "classlabels_ints");
+  const int64_t c = int64_t(labels.size());
+  const Rows x = rows_of(ctx, ctx.input(0));
+  const std::vector<float> sv = n.attr_floats("support_vectors"), coef = n.attr_floats("coefficients"), rho = n.attr_floats("rho"),
+                           pa = n.attr_floats("prob_a"), pb = n.attr_floats("prob_b");
+  const std::vector<int64_t> per_class = n.attr_ints("vectors_per_class");
+  const Post post = post_from_name(ctx, n.attr_string("post_transform", "NONE"));
+  if (coef.empty()) ctx.fail("attribute 'coefficients' is empty");
+  if (rho.empty()) ctx.fail("attribute 'rho' is missing");
+  if (pa.size() != pb.size())
+    ctx.fail("attributes 'prob_a' and 'prob_b' have " + std::to_string(pa.size()) + " and " + std::to_string(pb.size()) + " values, expected as many");
+  int64_t vectors = 0;
+  std::vector<int64_t> first;  // each class's first support vector
+  for (int64_t v : per_class) {
+    if (v < 0) ctx.fail("attribute 'vectors_per_class' has a negative count");
+    first.push_back(vectors);
+    vectors += v;
+  }
+  const bool svc = vectors > 0;
+  const SvmKernel kernel = svm_kernel(ctx, !svc);
+  const int64_t pairs = c * (c - 1) / 2;
+  const bool proba = !pa.empty();
+  if (svc) {
+    if (int64_t(per_class.size()) != c)
+      ctx.fail("attribute 'vectors_per_class' has " + std::to_string(per_class.size()) + " counts for " + std::to_string(c) + " classes");
+    if (int64_t(sv.size()) != vectors * x.f)
+      ctx.fail("attribute 'support_vectors' has " + std::to_string(sv.size()) + " values, expected vectors x features = " +
+               std::to_string(vectors) + " x " + std::to_string(x.f));
+    if (int64_t(coef.size()) < (c - 1) * vectors)
+      ctx.fail("attribute 'coefficients' has " + std::to_string(coef.size()) + " values, expected (classes - 1) x vectors = " +
+               std::to_string((c - 1) * vectors));
+    if (int64_t(rho.size()) < pairs) ctx.fail("attribute 'rho' has " + std::to_string(rho.size()) + " values, expected one per pair of classes (" + std::to_string(pairs) + ")");
+    if (proba && int64_t(pa.size()) < pairs)
+      ctx.fail("attribute 'prob_a' has " + std::to_string(pa.size()) + " values, expected one per pair of classes (" + std::to_string(pairs) + ")");
+    if (!proba && c == 2 && post == Post::Probit)
+      ctx.unsupported("post_transform PROBIT of two classes' single decision: ONNX Runtime 1.30 leaves the second score unwritten, "
+                      "so there is no reference to follow");
+  } else if (int64_t(coef.size()) != c * x.f) {
+    ctx.fail("attribute 'coefficients' has " + std::to_string(coef.size()) + " values, expected classes x features = " +
+             std::to_string(c) + " x " + std::to_string(x.f));
+  }
+  const bool all_positive = std::all_of(coef.begin(), coef.end(), [](float w) { return w >= 0; });
+  const int64_t width = svc && !proba ? (c > 2 ? pairs : 2) : c;
+  Tensor y(DType::Int64, {x.n});
+  Tensor z(DType::Float32, {x.n, width});
+  std::vector<double> kv(static_cast<size_t>(vectors)), s(static_cast<size_t>(std::max(c, pairs)));
+  std::vector<float> decision(static_cast<size_t>(pairs)), r(static_cast<size_t>(c * c));
+  std::vector<int64_t> votes(static_cast<size_t>(c));
+  for (int64_t row = 0; row < x.n; ++row) {
+    float* zr = z.data<float>() + row * width;
+    int64_t best = 0;
+    if (!svc) {
+      for (int64_t k = 0; k < c; ++k) s[size_t(k)] = float(kernel(x.row(row), coef.data() + k * x.f, x.f) + rho[0]);
+      best = std::max_element(s.begin(), s.begin() + c) - s.begin();
+      const double top = s[size_t(best)];
+      y.data<int64_t>()[row] = c == 2 && !proba && ((all_positive && top >= 0.5) || (!all_positive && top > 0)) ? labels[1] : labels[size_t(best)];
+      post_transform(post, s.data(), c);
+      for (int64_t k = 0; k < c; ++k) zr[k] = float(s[size_t(k)]);
+      continue;
+    }
+    for (int64_t v = 0; v < vectors; ++v) kv[size_t(v)] = float(kernel(x.row(row), sv.data() + v * x.f, x.f));
+    std::fill(votes.begin(), votes.end(), 0);
+    int64_t pair = 0;
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = i + 1; j < c; ++j, ++pair) {
+        double d = rho[size_t(pair)];
+        for (int64_t v = first[size_t(i)]; v < first[size_t(i)] + per_class[size_t(i)]; ++v) d += coef[size_t((j - 1) * vectors + v)] * kv[size_t(v)];
+        for (int64_t v = first[size_t(j)]; v < first[size_t(j)] + per_class[size_t(j)]; ++v) d += coef[size_t(i * vectors + v)] * kv[size_t(v)];
+        decision[size_t(pair)] = float(d);
+        ++votes[size_t(d > 0 ? i : j)];
+      }
+    best = std::max_element(votes.begin(), votes.end()) - votes.begin();
+    y.data<int64_t>()[row] = labels[size_t(best)];
+    if (proba) {
+      pair = 0;
+      for (int64_t i = 0; i < c; ++i)
+        for (int64_t j = i + 1; j < c; ++j, ++pair) {
+          const float p = std::clamp(float(1 - logistic(double(decision[size_t(pair)]) * pa[size_t(pair)] + pb[size_t(pair)])), 1e-7f, 1 - 1e-7f);
+          r[size_t(i * c + j)] = p, r[size_t(j * c + i)] = 1 - p;
+        }
+      pairwise_coupling(c, r, zr);
+      for (int64_t k = 0; k < c; ++k) s[size_t(k)] = zr[k];
+      post_transform(post, s.data(), c);
+      for (int64_t k = 0; k < c; ++k) zr[k] = float(s[size_t(k)]);
+    } else if (c == 2) {
+      const float d = decision[0], p = post == Post::Logistic ? float(logistic(d)) : d;
+      zr[0] = post == Post::None ? -d : 1 - p, zr[1] = p;
+    } else {
+      for (int64_t k = 0; k < pairs; ++k) s[size_t(k)] = decision[size_t(k)];
+      post_transform(post, s.data(), pairs);
+      for (int64_t k = 0; k < pairs; ++k) zr[k] = float(s[size_t(k)]);
+    }
+  }
+  return {y, z};
 }
 
 // FeatureVectorizer: the inputs' rows side by side, input i giving inputdimensions[i] columns (its first
@@ -830,6 +988,7 @@ void register_ml(KernelRegistry& r) {
   r.add("OneHotEncoder", one_hot_encoder, ir::kMlDomain);
   r.add("LabelEncoder", label_encoder, ir::kMlDomain);
   r.add("SVMRegressor", svm_regressor, ir::kMlDomain);
+  r.add("SVMClassifier", svm_classifier, ir::kMlDomain);
   r.add("FeatureVectorizer", feature_vectorizer, ir::kMlDomain);
 }
 

@@ -56,7 +56,7 @@ const std::set<std::string>& in_scope_ops() {
       // ai.onnx.ml (CPU kernels only)
       "ai.onnx.ml.TreeEnsembleRegressor", "ai.onnx.ml.TreeEnsemble", "ai.onnx.ml.LinearRegressor", "ai.onnx.ml.Scaler",
       "ai.onnx.ml.Normalizer", "ai.onnx.ml.Binarizer", "ai.onnx.ml.ArrayFeatureExtractor", "ai.onnx.ml.TreeEnsembleClassifier",
-      "ai.onnx.ml.LinearClassifier", "ai.onnx.ml.Imputer", "ai.onnx.ml.OneHotEncoder", "ai.onnx.ml.LabelEncoder", "ai.onnx.ml.SVMRegressor",
+      "ai.onnx.ml.LinearClassifier", "ai.onnx.ml.Imputer", "ai.onnx.ml.OneHotEncoder", "ai.onnx.ml.LabelEncoder", "ai.onnx.ml.SVMRegressor", "ai.onnx.ml.SVMClassifier",
       "ai.onnx.ml.FeatureVectorizer"};
   return ops;
 }

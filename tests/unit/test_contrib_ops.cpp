@@ -888,5 +888,54 @@ TEST(MlErrors, TreeEnsembleCycleAndOtherOps) {
   expect_error(model_of("Normalizer", r3, {"Y"}, "ai.onnx.ml"), r3, {"node 'n0' (Normalizer)", "input 'X' must be [N, F] or [F], got float32[2,3,4]"});
 }
 
+// SVMClassifier: attribute sizes against the classes, vectors and features, and the case without a reference.
+TEST(MlErrors, SvmClassifier) {
+  std::vector<Operand> in{{"X", f32({2, 3})}};
+  // Three classes, one support vector each (3 x 3 values), coefficients (classes - 1) x vectors, a rho per pair.
+  auto svc = [&](const testing::Attrs& edit, const std::string& kernel = "RBF") {
+    return model_of("SVMClassifier", in, {"Y", "Z"}, "ai.onnx.ml", 1, [&](onnx::NodeProto& n) {
+      testing::set_ints(n, "classlabels_ints", {0, 1, 2});
+      testing::set_ints(n, "vectors_per_class", {1, 1, 1});
+      testing::set_floats(n, "support_vectors", {1, 0, 0, 0, 1, 0, 0, 0, 1});
+      testing::set_floats(n, "coefficients", {1, -1, 0.5f, 1, -0.5f, 1});
+      testing::set_floats(n, "rho", {0.1f, 0.2f, 0.3f});
+      testing::set_floats(n, "kernel_params", {0.5f, 0, 0});
+      testing::set_string(n, "kernel_type", kernel);
+      if (edit) edit(n);
+    });
+  };
+  ASSERT_EQ(error_of(svc({}), in, "cpu"), "");
+  expect_error(svc([](onnx::NodeProto& n) { replace_ints(n, "vectors_per_class", {1, 2}); }), in,
+               {"node 'n0' (SVMClassifier)", "attribute 'vectors_per_class' has 2 counts for 3 classes"});
+  expect_error(svc([](onnx::NodeProto& n) { replace_ints(n, "vectors_per_class", {1, 1, 2}); }), in,
+               {"attribute 'support_vectors' has 9 values, expected vectors x features = 4 x 3"});
+  expect_error(svc([](onnx::NodeProto& n) {
+                 for (auto& a : *n.mutable_attribute())
+                   if (a.name() == "rho") a.clear_floats(), a.add_floats(0.1f);
+               }), in,
+               {"attribute 'rho' has 1 values, expected one per pair of classes (3)"});
+  expect_error(svc([](onnx::NodeProto& n) {
+                 testing::set_floats(n, "prob_a", {-1, -1, -1});
+                 testing::set_floats(n, "prob_b", {0});
+               }), in, {"attributes 'prob_a' and 'prob_b' have 3 and 1 values, expected as many"});
+  expect_error(svc({}, "CUBIC"), in,
+               {"attribute 'kernel_type' is 'CUBIC', expected LINEAR, POLY, RBF or SIGMOID"});
+  // Two classes' single decision under PROBIT: ONNX Runtime leaves the second score unwritten.
+  expect_error(model_of("SVMClassifier", in, {"Y", "Z"}, "ai.onnx.ml", 1, [](onnx::NodeProto& n) {
+                 testing::set_ints(n, "classlabels_ints", {0, 1});
+                 testing::set_ints(n, "vectors_per_class", {1, 1});
+                 testing::set_floats(n, "support_vectors", {1, 0, 0, 0, 1, 0});
+                 testing::set_floats(n, "coefficients", {1, -1});
+                 testing::set_floats(n, "rho", {0.1f});
+                 testing::set_string(n, "post_transform", "PROBIT");
+               }), in, {"node 'n0' (SVMClassifier)", "post_transform PROBIT of two classes' single decision"});
+  // The linear form: coefficients one row per class.
+  expect_error(model_of("SVMClassifier", in, {"Y", "Z"}, "ai.onnx.ml", 1, [](onnx::NodeProto& n) {
+                 testing::set_ints(n, "classlabels_ints", {0, 1, 2});
+                 testing::set_floats(n, "coefficients", {1, 2, 3, 4});
+                 testing::set_floats(n, "rho", {0});
+               }), in, {"attribute 'coefficients' has 4 values, expected classes x features = 3 x 3"});
+}
+
 }  // namespace
 }  // namespace onnxgpu

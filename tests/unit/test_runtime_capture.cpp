@@ -1673,7 +1673,8 @@ TEST(RuntimeFamily, FedValuesAKernelReadsAreNotShared) {
 
 // A product whose kernel depends on M (webgpu/kernels/matmul.cpp: a smaller tile for M <= 256, the gemv
 // kernels for M <= 4): a run past such a bound fails the plan's guard and is planned anew; the plans
-// then serve their sizes.
+// then serve their sizes. (Above 256 rows this small product keeps the smaller tile unless
+// $ONNXGPU_MATMUL_WIDE_GRID is 0, which the tests set to have a bound at 256.)
 namespace {
 
 // x [-1, 64] and the product p = x @ w ([64, 48]), whose tile choice changes with x's rows.
@@ -1709,6 +1710,7 @@ void expect_runs_of_rows(const std::string& model, std::initializer_list<RowsRun
 
 TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
   SKIP_WITHOUT_GPU();
+  onnxgpu::testing::ScopedEnv wide("ONNXGPU_MATMUL_WIDE_GRID", "0");  // the tile changes above 256 rows
   ModelBuilder b;
   product_of_rows(b);
   b.output("p", DType::Float32);
@@ -1723,6 +1725,7 @@ TEST(RuntimeFamily, AnotherKernelChoicePlansAgain) {
 // the first plan (7 and 9 rows) equal the CPU reference.
 TEST(RuntimeFamily, ARefusedRefreshLeavesNothingToTheNext) {
   SKIP_WITHOUT_GPU();
+  onnxgpu::testing::ScopedEnv wide("ONNXGPU_MATMUL_WIDE_GRID", "0");  // the tile changes above 256 rows
   ModelBuilder b;
   row_column_constants(b);
   row_column(b, "x", "r");

@@ -1114,6 +1114,43 @@ def ml_cases():
     cases.append(Case("ml_svm_regressor_linear_form_one_class", "SVMRegressor", [("X", values(r, (6, 4)), False)], [("Y", F32)],
                       dict(n_supports=0, kernel_params=[0.0, 0.0, 0.0], coefficients=values(r, (4,)).tolist(), rho=[-0.25],
                            one_class=1), domain=ML))
+    # SVMClassifier: libsvm's one-against-one (support vectors per class, a decision per pair of classes, votes),
+    # with and without Platt's probabilities (pairwise coupling), two classes' single decision written as two,
+    # and the linear form (no support vectors: a score per class).
+    def svc(name, labels, per_class, kernel, params, proba=False, post="NONE", rows=7, dtype=np.float32):
+        r = rng(name)
+        c, v, f = len(labels), sum(per_class), 4
+        a = dict(classlabels_ints=labels, vectors_per_class=per_class, kernel_type=kernel, kernel_params=params,
+                 support_vectors=values(r, (v, f)).flatten().tolist(), coefficients=values(r, (c - 1, v)).flatten().tolist(),
+                 rho=values(r, (c * (c - 1) // 2,)).tolist(), post_transform=post)
+        if proba:
+            a.update(prob_a=(-1.0 - 2 * r.random(c * (c - 1) // 2)).tolist(), prob_b=(0.2 * values(r, (c * (c - 1) // 2,))).tolist())
+        x = values(r, (rows, f)).astype(dtype)
+        cases.append(Case(name, "SVMClassifier", [("X", x, False)], [("Y", I64), ("Z", F32)], a, domain=ML))
+    svc("ml_svm_classifier_rbf_3", [0, 1, 2], [2, 3, 2], "RBF", [0.7, 0.0, 0.0])
+    svc("ml_svm_classifier_poly_3_proba", [0, 1, 2], [3, 1, 2], "POLY", [0.5, 1.0, 2.0], proba=True)
+    svc("ml_svm_classifier_sigmoid_4_proba_labels", [7, 3, 11, 5], [2, 2, 1, 3], "SIGMOID", [0.4, 0.1, 0.0], proba=True,
+        dtype=np.float64)
+    svc("ml_svm_classifier_linear_3_softmax", [1, 2, 3], [2, 2, 2], "LINEAR", [0.0, 0.0, 0.0], post="SOFTMAX")
+    svc("ml_svm_classifier_rbf_2", [4, 9], [3, 2], "RBF", [0.5, 0.0, 0.0])
+    svc("ml_svm_classifier_rbf_2_logistic", [4, 9], [3, 2], "RBF", [0.5, 0.0, 0.0], post="LOGISTIC")
+    svc("ml_svm_classifier_rbf_2_softmax", [4, 9], [3, 2], "RBF", [0.5, 0.0, 0.0], post="SOFTMAX")
+    svc("ml_svm_classifier_sigmoid_2_softmax_zero", [0, 1], [2, 2], "SIGMOID", [0.5, 0.0, 0.0], post="SOFTMAX_ZERO")
+    svc("ml_svm_classifier_poly_2_proba", [0, 1], [2, 3], "POLY", [0.5, 0.5, 3.0], proba=True)
+    r = rng("ml_svm_classifier_linear_form")
+    for c, signs, post in ((3, "mixed", "SOFTMAX"), (2, "mixed", "NONE"), (2, "positive", "NONE"), (2, "mixed", "LOGISTIC")):
+        w = values(r, (c, 4))
+        if signs == "positive":
+            w = np.abs(w) * 0.2
+        cases.append(Case(f"ml_svm_classifier_linear_form_{c}_{signs}_{post.lower()}", "SVMClassifier",
+                          [("X", values(r, (7, 4)), False)], [("Y", I64), ("Z", F32)],
+                          dict(classlabels_ints=list(range(10, 10 + c)), coefficients=w.flatten().tolist(), rho=[0.125],
+                               kernel_type="RBF", kernel_params=[0.5, 0.0, 0.0], post_transform=post), domain=ML))
+    cases.append(Case("ml_svm_classifier_rbf_3_int64", "SVMClassifier", [("X", r.integers(-2, 3, size=(5, 4)), False)],
+                      [("Y", I64), ("Z", F32)],
+                      dict(classlabels_ints=[0, 1, 2], vectors_per_class=[1, 2, 1], kernel_type="RBF", kernel_params=[0.25, 0.0, 0.0],
+                           support_vectors=r.integers(-2, 3, size=(4, 4)).astype(float).flatten().tolist(),
+                           coefficients=values(r, (2, 4)).flatten().tolist(), rho=values(r, (3,)).tolist()), domain=ML))
     r = rng("ml_feature_vectorizer")
     cases.append(Case("ml_feature_vectorizer", "FeatureVectorizer",
                       [("A", values(r, (3, 2)), False), ("B", values(r, (3, 4)), False), ("C", values(r, (3, 1)), False)],
