@@ -73,6 +73,7 @@ const KernelRegistry& registry() {
     register_qlinear(r);
     register_text(r);
     register_ml(r);
+    register_linear_attention(r);
     return r;
   }();
   return reg;

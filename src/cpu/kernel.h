@@ -112,7 +112,8 @@ void register_qlinear(KernelRegistry&);         // com.microsoft QLinearAdd, QLi
 void register_text(KernelRegistry&);           // TfIdfVectorizer
 void register_ml(KernelRegistry&);             // ai.onnx.ml TreeEnsembleRegressor/Classifier, TreeEnsemble, Linear*, Scaler,
                                                // Normalizer, Binarizer, ArrayFeatureExtractor, Imputer, OneHotEncoder,
-                                               // LabelEncoder (numbers), SVMRegressor, FeatureVectorizer
+                                               // LabelEncoder (numbers), SVMRegressor, SVMClassifier, FeatureVectorizer
+void register_linear_attention(KernelRegistry&);  // LinearAttention, CausalConvWithState
 void register_spectral(KernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 
 }  // namespace onnxgpu::cpu

@@ -52,7 +52,7 @@ const std::set<std::string>& in_scope_ops() {
       "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitCast", "CumProd", "Swish", "Mish", "SwiGLU",
       "GridSample", "AffineGrid", "DFT", "STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix",
       "GroupNormalization", "LpNormalization", "CenterCropPad", "ReverseSequence", "TensorScatter", "Col2Im",
-      "RoiAlign", "QLinearMatMul", "DeformConv", "TfIdfVectorizer",
+      "RoiAlign", "QLinearMatMul", "DeformConv", "TfIdfVectorizer", "LinearAttention", "CausalConvWithState",
       // ai.onnx.ml (CPU kernels only)
       "ai.onnx.ml.TreeEnsembleRegressor", "ai.onnx.ml.TreeEnsemble", "ai.onnx.ml.LinearRegressor", "ai.onnx.ml.Scaler",
       "ai.onnx.ml.Normalizer", "ai.onnx.ml.Binarizer", "ai.onnx.ml.ArrayFeatureExtractor", "ai.onnx.ml.TreeEnsembleClassifier",

@@ -411,3 +411,82 @@ TEST(CpuNnErrors, BadInputsFailCleanly) {
   EXPECT_THROW(run(make_node("MaxUnpool", 2, 1, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}}), {&X, &I}),
                InvalidArgument);
 }
+
+namespace {
+
+// The first `from`..`to` tokens of a [B, T, D] tensor.
+Tensor tokens(const Tensor& x, int64_t from, int64_t to) {
+  const int64_t b = x.dim(0), t = x.dim(1), d = x.dim(2);
+  std::vector<float> v;
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t s = from; s < to; ++s)
+      for (int64_t k = 0; k < d; ++k) v.push_back(x.data<float>()[(i * t + s) * d + k]);
+  return Tensor::from_vector<float>({b, to - from, d}, v);
+}
+
+Tensor random_of(const Shape& s, unsigned seed, float scale = 1) {
+  std::vector<float> v = random_values(size_t(shape_numel(s)), seed);
+  for (auto& x : v) x *= scale;
+  return Tensor::from_vector<float>(s, v);
+}
+
+void expect_near(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * (1 + std::fabs(want.data<float>()[i]))) << what << " element " << i;
+}
+
+}  // namespace
+
+// LinearAttention and CausalConvWithState carry a state: a prompt of 5 tokens in one call equals 3 tokens,
+// then 2 fed with the first call's present_state (a prefill then decode steps), for every update rule,
+// grouped heads and decay per head or per key dimension. Their errors name the input at fault.
+TEST(CpuLinearAttention, StateCarriesAcrossCalls) {
+  const int64_t b = 2, t = 5, hq = 4, hkv = 2, dk = 3, dv = 2;
+  Tensor q = random_of({b, t, hq * dk}, 1), k = random_of({b, t, hkv * dk}, 2, 0.5f), v = random_of({b, t, hkv * dv}, 3);
+  Tensor decay_head = random_of({b, t, hkv}, 4, 0.25f), decay_key = random_of({b, t, hkv * dk}, 5, 0.25f), beta = random_of({b, t, hkv}, 6, 0.5f);
+  Tensor none;
+  for (const char* rule : {"linear", "gated", "delta", "gated_delta"})
+    for (const Tensor* decay : {&decay_head, &decay_key}) {
+      SCOPED_TRACE(std::string(rule) + (decay == &decay_head ? " decay per head" : " decay per key dimension"));
+      const bool gated = std::string(rule).find("gated") != std::string::npos, delta = std::string(rule).find("delta") != std::string::npos;
+      ir::Node node = make_node("LinearAttention", 6, 2, {{"q_num_heads", int1(hq)}, {"kv_num_heads", int1(hkv)}, {"update_rule", str(rule)}});
+      auto call = [&](int64_t from, int64_t to, const Tensor* past) {
+        Tensor qs = tokens(q, from, to), ks = tokens(k, from, to), vs = tokens(v, from, to);
+        Tensor ds = tokens(*decay, from, to), bs = tokens(beta, from, to);
+        return run(node, {&qs, &ks, &vs, past ? past : &none, gated ? &ds : &none, delta ? &bs : &none});
+      };
+      std::vector<Tensor> whole = call(0, t, nullptr), first = call(0, 3, nullptr), rest = call(3, t, &first[1]);
+      expect_near(rest[1], whole[1], "present_state");
+      expect_near(rest[0], tokens(whole[0], 3, t), "output of the last two tokens");
+      expect_near(first[0], tokens(whole[0], 0, 3), "output of the first three tokens");
+    }
+  for (const char* act : {"none", "silu"}) {
+    SCOPED_TRACE(act);
+    Tensor x = random_of({2, 3, 7}, 7), w = random_of({3, 1, 4}, 8), bias = random_of({3}, 9);
+    ir::Node node = make_node("CausalConvWithState", 4, 2, {{"activation", str(act)}});
+    auto call = [&](int64_t from, int64_t to, const Tensor* past) {
+      // (the convolution's time is axis 2, where tokens() slices axis 1)
+      std::vector<float> vals;
+      for (int64_t i = 0; i < 2 * 3; ++i)
+        for (int64_t s = from; s < to; ++s) vals.push_back(x.data<float>()[i * 7 + s]);
+      Tensor xs = Tensor::from_vector<float>({2, 3, to - from}, vals);
+      return run(node, {&xs, &w, &bias, past ? past : &none});
+    };
+    std::vector<Tensor> whole = call(0, 7, nullptr), first = call(0, 2, nullptr), rest = call(2, 7, &first[1]);
+    expect_near(rest[1], whole[1], "present_state");
+    for (int64_t i = 0; i < 2 * 3; ++i)
+      for (int64_t s = 0; s < 5; ++s)
+        ASSERT_NEAR(rest[0].data<float>()[i * 5 + s], whole[0].data<float>()[i * 7 + 2 + s], 1e-4) << "output " << i << ", " << s;
+  }
+  // Errors: a decay the rule does not take, heads that do not divide, a past state of another shape.
+  ir::Node lin = make_node("LinearAttention", 6, 2, {{"q_num_heads", int1(hq)}, {"kv_num_heads", int1(hkv)}, {"update_rule", str("linear")}});
+  EXPECT_THROW(run(lin, {&q, &k, &v, &none, &decay_head, &none}), InvalidArgument);
+  ir::Node odd = make_node("LinearAttention", 6, 2, {{"q_num_heads", int1(3)}, {"kv_num_heads", int1(2)}});
+  EXPECT_THROW(run(odd, {&q, &k, &v, &none, &decay_head, &beta}), InvalidArgument);
+  Tensor past_bad = random_of({b, hkv, dk + 1, dv}, 10);
+  ir::Node gd = make_node("LinearAttention", 6, 2, {{"q_num_heads", int1(hq)}, {"kv_num_heads", int1(hkv)}});
+  EXPECT_THROW(run(gd, {&q, &k, &v, &past_bad, &decay_head, &beta}), InvalidArgument);
+  Tensor x = random_of({2, 3, 7}, 7), w_bad = random_of({4, 1, 4}, 8);
+  EXPECT_THROW(run(make_node("CausalConvWithState", 2, 2), {&x, &w_bad}), InvalidArgument);
+}
