@@ -743,24 +743,30 @@ std::vector<Tensor> label_encoder(KernelContext& ctx) {
 // The SVMs' kernel (kernel_type, kernel_params = [gamma, coef0, degree]) between a row and a support vector:
 // LINEAR x . v, POLY (gamma x . v + coef0)^degree, RBF exp(-gamma |x - v|^2), SIGMOID tanh(gamma x . v + coef0).
 struct SvmKernel {
-  std::string type = "LINEAR";
+  enum class Type { Linear, Poly, Rbf, Sigmoid } type = Type::Linear;
   double gamma = 0, coef0 = 0, degree = 0;
   double operator()(const double* x, const float* v, int64_t f) const {
     double dot = 0, dist = 0;
     for (int64_t k = 0; k < f; ++k) dot += x[k] * v[k], dist += (x[k] - v[k]) * (x[k] - v[k]);
-    return type == "LINEAR" ? dot
-           : type == "POLY" ? std::pow(gamma * dot + coef0, degree)
-           : type == "RBF"  ? std::exp(-gamma * dist)
-                            : std::tanh(gamma * dot + coef0);
+    switch (type) {
+      case Type::Linear: return dot;
+      case Type::Poly: return std::pow(gamma * dot + coef0, degree);
+      case Type::Rbf: return std::exp(-gamma * dist);
+      case Type::Sigmoid: break;
+    }
+    return std::tanh(gamma * dot + coef0);
   }
 };
 
 // The node's kernel; `linear`: LINEAR whatever kernel_type says (the models without support vectors).
 SvmKernel svm_kernel(const KernelContext& ctx, bool linear) {
+  static const std::map<std::string, SvmKernel::Type> types{{"LINEAR", SvmKernel::Type::Linear}, {"POLY", SvmKernel::Type::Poly},
+                                                           {"RBF", SvmKernel::Type::Rbf}, {"SIGMOID", SvmKernel::Type::Sigmoid}};
   SvmKernel k;
-  k.type = linear ? "LINEAR" : ctx.node.attr_string("kernel_type", "LINEAR");
-  if (k.type != "LINEAR" && k.type != "POLY" && k.type != "RBF" && k.type != "SIGMOID")
-    ctx.fail("attribute 'kernel_type' is '" + k.type + "', expected LINEAR, POLY, RBF or SIGMOID");
+  const std::string name = linear ? "LINEAR" : ctx.node.attr_string("kernel_type", "LINEAR");
+  auto it = types.find(name);
+  if (it == types.end()) ctx.fail("attribute 'kernel_type' is '" + name + "', expected LINEAR, POLY, RBF or SIGMOID");
+  k.type = it->second;
   const std::vector<float> params = ctx.node.attr_floats("kernel_params");
   if (!params.empty() && params.size() != 3)
     ctx.fail("attribute 'kernel_params' must hold gamma, coef0 and degree, got " + std::to_string(params.size()) + " values");

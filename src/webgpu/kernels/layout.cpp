@@ -203,9 +203,10 @@ std::string strided_fn(const std::string& name, size_t rank) {
 // NCHW <-> NHWC) reads the source one element per row with the plain copy: a workgroup's reads fall on
 // as many cache lines as it has invocations. Here a workgroup moves a 32 x 32 tile of the two axes
 // through workgroup memory: it reads along the source's innermost axis and writes along the
-// destination's, both contiguous. The other axes are the tile's batch.
+// destination's, both contiguous. The other axes are the tile's batch. 256 invocations (gather_program's
+// workgroup): 32 along a row of the tile, 8 rows at a time.
 
-constexpr int64_t kTile = 32;      // the tile's side
+constexpr int64_t kTile = 32;      // the tile's side (the WGSL below is written for it)
 constexpr int64_t kTileMin = 16;   // both axes at least this long, else the plain copy (a tile mostly idle)
 
 // `c` with its axes of one element left out and the neighbours that stay neighbours in the source

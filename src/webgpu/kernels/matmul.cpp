@@ -390,8 +390,8 @@ constexpr uint32_t kNarrowTileRows = 256;
 // bound by its loads' latency needs more than the wider tile's reuse of B. Measured on an H100
 // (docs/performance.md item 27): with vision transformers' products (M = 394 to 6,272, 28 to 392 tiles of
 // 64 x 64) DeiT runs 11-13% faster, DINOv2, YOLOS, BEiT, Swin 2-12%, the rest of nine models 1-8% or even;
-// encoders up to 256 rows do not change. $ONNXGPU_MATMUL_WIDE_GRID sets
-// it (0: 64 x 64 for every product above kNarrowTileRows rows, as before), for measuring.
+// encoders up to 256 rows do not change. $ONNXGPU_MATMUL_WIDE_GRID sets it (0: 64 x 64 for every product
+// above kNarrowTileRows rows, the rule before), for measuring.
 constexpr uint64_t kWideTileGrid = 1024;
 
 uint64_t wide_tile_grid() {
@@ -400,9 +400,10 @@ uint64_t wide_tile_grid() {
 }
 
 // Picks the tile: 32 x 64 up to kNarrowTileRows rows or below kWideTileGrid workgroups of 64 x 64, else
-// 64 x 64, with K-slices of 16 and 4 x 4 per invocation; smaller tiles where the device's limits demand it. Measured on an H200 with
-// bench/variants.py and env_ab.py: larger register tiles (8 x 8 per invocation, 128-wide tiles, K-slices
-// of 32) were 10-50% slower, and 32 x 32 tiles no faster than 64 x 64 at M = 128 and 256.
+// 64 x 64, with K-slices of 16 and 4 x 4 per invocation; smaller tiles where the device's limits demand
+// it. Measured on an H200 with bench/variants.py and env_ab.py: larger register tiles (8 x 8 per
+// invocation, 128-wide tiles, K-slices of 32) were 10-50% slower, and 32 x 32 tiles no faster than
+// 64 x 64 at M = 128 and 256.
 // $ONNXGPU_MATMUL_BUFFERS=2 stages the tiles twice where workgroup memory allows (one barrier a K-slice
 // instead of two), for measuring.
 Tile choose_tile(const Limits& limits, const Product& pr) {
