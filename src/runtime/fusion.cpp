@@ -148,7 +148,9 @@ std::vector<size_t> Fusion::chain_nodes(size_t head) const {
 }
 
 // Softmax(e(MatMul(Q, K))) read only by MatMul(., V), e an elementwise group or node (or nothing)
-// that alone reads the score product. ($ONNXGPU_ATTENTION=0: none, for measuring what it buys.)
+// that alone reads the score product; or read by MatMul(., V) through the NaN guard
+// Where(IsNaN(p), 0, p) that torch's exported scaled_dot_product_attention puts there (nan_guard).
+// ($ONNXGPU_ATTENTION=0: none, for measuring what it buys.)
 void Fusion::find_attention() {
   if (!switched_on("ONNXGPU_ATTENTION")) return;
   auto product = [&](size_t n) {
@@ -160,13 +162,16 @@ void Fusion::find_attention() {
     if (!product(i)) continue;
     auto sp = producer_.find(g_.nodes[i].inputs[0]);
     if (sp == producer_.end() || root_of_.count(sp->second)) continue;
-    size_t s = sp->second;
+    std::optional<std::pair<size_t, size_t>> guard = nan_guard(sp->second, i);
+    auto smp = guard ? producer_.find(g_.nodes[guard->first].inputs[0]) : sp;
+    size_t s = smp->second;
     const ir::Node& sm = g_.nodes[s];
-    if (!plain(sm, "Softmax") || sm.inputs.size() != 1 || sm.outputs.size() != 1 || only_consumer(sm.outputs[0]) != i)
+    if (!plain(sm, "Softmax") || sm.inputs.size() != 1 || sm.outputs.size() != 1 || root_of_.count(s) ||
+        (!guard && only_consumer(sm.outputs[0]) != i))
       continue;
     auto ep = producer_.find(sm.inputs[0]);
     if (ep == producer_.end() || only_consumer(sm.inputs[0]) != s) continue;
-    Attention a{0, s, std::nullopt};
+    Attention a{0, s, std::nullopt, guard};
     size_t e = ep->second;
     if (product(e)) {
       a.scores = e;
@@ -196,11 +201,39 @@ void Fusion::find_attention() {
   }
 }
 
+// Where(IsNaN(p), 0, p) read only by `product` (its A), p a Softmax's output that only the IsNaN and the
+// Where read, 0 a float scalar initializer: the IsNaN and the Where. The IsNaN alone or in the Where's group.
+std::optional<std::pair<size_t, size_t>> Fusion::nan_guard(size_t where, size_t product) const {
+  const ir::Node& w = g_.nodes[where];
+  if (!plain(w, "Where") || w.inputs.size() != 3 || w.outputs.size() != 1 || only_consumer(w.outputs[0]) != product)
+    return std::nullopt;
+  auto c = producer_.find(w.inputs[0]);
+  if (c == producer_.end() || !plain(g_.nodes[c->second], "IsNaN") || only_consumer(w.inputs[0]) != where) return std::nullopt;
+  auto r = root_of_.find(c->second);
+  if (r != root_of_.end() && r->second != where) return std::nullopt;
+  const std::string& p = g_.nodes[c->second].inputs.empty() ? std::string() : g_.nodes[c->second].inputs[0];
+  auto sm = producer_.find(p);
+  if (p.empty() || w.inputs[2] != p || sm == producer_.end() || !plain(g_.nodes[sm->second], "Softmax") || graph_outputs_.count(p))
+    return std::nullopt;
+  const std::vector<size_t>& readers = consumers_.at(p);
+  if (readers.size() != 2 || !std::all_of(readers.begin(), readers.end(), [&](size_t x) { return x == where || x == c->second; }))
+    return std::nullopt;
+  auto zero = g_.initializers.find(w.inputs[1]);
+  if (zero == g_.initializers.end() || zero->second.numel() != 1 || !dtype_is_float(zero->second.dtype()) ||
+      zero->second.cast(DType::Float64).data<double>()[0] != 0.0)
+    return std::nullopt;
+  return std::pair{c->second, where};
+}
+
 std::vector<size_t> Fusion::attention_parts(size_t i) const {
   auto it = attention_.find(i);
   if (it == attention_.end()) return {};
   std::vector<size_t> parts{it->second.scores, it->second.softmax};
   if (it->second.chain) parts.push_back(*it->second.chain);
+  if (const auto& g = it->second.guard) {  // the Where, and the IsNaN unless it is in the Where's group
+    parts.push_back(g->second);
+    if (!root_of_.count(g->first)) parts.push_back(g->first);
+  }
   std::sort(parts.begin(), parts.end());
   return parts;
 }
@@ -254,6 +287,14 @@ std::optional<FusedGroup> Fusion::attention_group(size_t i, const Lookup& facts)
   axis.i = sm.attr_int("axis", opset_ < 13 ? 1 : -1);
   f.node.attrs["axis"] = axis;
   f.members.push_back(a.softmax);
+  if (a.guard) {  // rows whose softmax is NaN give zeros
+    ir::Attribute on;
+    on.kind = ir::Attribute::Kind::Int;
+    on.i = 1;
+    f.node.attrs["nan_rows_zero"] = on;
+    f.members.push_back(a.guard->first);
+    for (size_t m : chain_nodes(a.guard->second)) f.members.push_back(m);
+  }
   // The heads put back in place by a Transpose of the result: written where it puts them.
   if (auto j = only_consumer(pv.outputs[0]); j && plain(g_.nodes[*j], "Transpose") && !root_of_.count(*j) &&
                                                  g_.nodes[*j].outputs.size() == 1 && !g_.nodes[*j].outputs[0].empty()) {

@@ -202,7 +202,11 @@ class Fusion {
   struct Attention {
     size_t scores, softmax;
     std::optional<size_t> chain;  // the elementwise group's root, or a lone elementwise node
+    // The NaN guard between the Softmax and the product with V, Where(IsNaN(p), 0, p) (exported
+    // scaled_dot_product_attention: a row that sees no key gives zeros): the IsNaN and the Where.
+    std::optional<std::pair<size_t, size_t>> guard;
   };
+  std::optional<std::pair<size_t, size_t>> nan_guard(size_t where, size_t product) const;
   std::unordered_map<size_t, Attention> attention_;  // the product with V -> its parts
   struct NBitsPair {
     size_t second;  // the other product (after the first)

@@ -212,6 +212,46 @@ TEST(RuntimeAttention, ScoresStraightIntoTheSoftmaxFuse) {
   EXPECT_EQ(p.fused_nodes, 3);
 }
 
+// torch's exported scaled_dot_product_attention guards its probabilities, Where(IsNaN(p), 0, p), before
+// the product with V (wav2vec2, Whisper, BART as torch.export writes them): still one kernel, whose rows
+// with a NaN softmax give zeros as the guard makes them. The mask holds a row of -inf (every key
+// masked: 0 / 0), a NaN score and a +inf one (NaN rows in the reference too), and ordinary rows; over
+// more rows than a split takes and over one (a decode step's split, its combine). Without the guard
+// those rows stay NaN, as the CPU's (the split's combine once left a chunk of NaN sum out).
+TEST(RuntimeAttention, NanGuardedAttentionRunsAsOneKernel) {
+  SKIP_WITHOUT_GPU();
+  const int64_t H = 2, D = 16;
+  auto model = [&](bool guarded) {
+    ModelBuilder b;
+    b.input("q", DType::Float32, {H, -1, D}).input("kt", DType::Float32, {H, D, -1}).input("v", DType::Float32, {H, -1, D});
+    b.input("mask", DType::Float32, {H, -1, -1});
+    b.output("y", DType::Float32);
+    b.initializer("zero", Tensor::from_vector<float>({}, {0.0f}));
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    b.node("Add", {"s", "mask"}, {"sm"});
+    ModelBuilder::attr(b.node("Softmax", {"sm"}, {"p"}), "axis", -1);
+    if (guarded) {
+      b.node("IsNaN", {"p"}, {"bad"});
+      b.node("Where", {"bad", "zero", "p"}, {"pg"});
+    }
+    b.node("MatMul", {guarded ? "pg" : "p", "v"}, {"y"});
+    return b.bytes();
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  for (auto [lq, lk] : {std::pair<int64_t, int64_t>{9, 40}, {1, 300}})
+    for (bool guarded : {true, false}) {
+      SCOPED_TRACE(std::to_string(lq) + " x " + std::to_string(lk) + (guarded ? ", guarded" : ", not guarded"));
+      Tensor mask = floats({H, lq, lk}, 4);
+      for (int64_t j = 0; j < lk; ++j) mask.data<float>()[j] = -inf;  // head 0, row 0: every key masked
+      mask.data<float>()[lq * lk + 3] = std::nanf("");               // head 1, row 0: a NaN score
+      if (lq > 2) mask.data<float>()[2 * lk + 5] = inf;              // head 0, row 2: a +inf score
+      Plan p = check("nan rows", model(guarded),
+                     {{"q", floats({H, lq, D}, 1)}, {"kt", floats({H, D, lk}, 2)}, {"v", floats({H, lk, D}, 3)}, {"mask", mask}});
+      EXPECT_EQ(p.dispatches, lq == 1 ? 2 : 1);
+      EXPECT_EQ(p.fused_nodes, guarded ? 6 : 4);
+    }
+}
+
 // What must not become one kernel: a Softmax over another axis (a graph-level choice), the
 // probabilities also a graph output, a mask that widens the scores (the kernel declines; the
 // score product, the expression and the Softmax then run as their own groups). Same results.

@@ -3,7 +3,8 @@
 // each read through strides (a Transpose folded in) and broadcast over the batch dims like MatMul's.
 // e (optional) is the node's elementwise expression between the score product and the Softmax
 // (scale, mask), read through FusedSteps (fused_steps.h): the score is its product p, and its
-// inputs, broadcast to the scores' shape, are the node's inputs after Q, K and V.
+// inputs, broadcast to the scores' shape, are the node's inputs after Q, K and V. Attribute
+// nan_rows_zero: the probabilities went through Where(IsNaN(p), 0, p), so a NaN row gives zeros.
 //
 // Each workgroup computes RQ query rows x DV output columns of one batch element. It walks the keys in
 // blocks of BK: the scores of the block (Q and K staged in workgroup memory, DC of D at a time), the
@@ -130,6 +131,7 @@ void fused_attention(GpuKernelContext& ctx) {
   // A decode step's few rows over many keys split them over workgroups. At most as many rows as the
   // one-row products take (matmul.h): a prompt past that is one plan family with every longer one.
   spec.split = uint64_t(s.Lq) <= products::kGemvMaxRows;
+  spec.nan_rows_zero = ctx.node.attr_int("nan_rows_zero", 0) != 0;  // the fusion's NaN guard
   // The score: the expression over the product p and its inputs (constant scalars as literals).
   for (size_t x = 0; x < steps.num_inputs(); ++x) {
     std::string n = FusedSteps::input_name(x);

@@ -112,6 +112,17 @@ Split choose_split(const Spec& s, uint32_t pass) {
   return sp;
 }
 
+// A row's output element, `o` over the row's softmax sum (WGSL). Zeroed where the spec says: rows that see
+// no key (sum 0) for empty_rows_zero; with nan_rows_zero also rows whose softmax is NaN (a NaN or +inf
+// score makes the sum NaN or infinite; a row of -inf scores, 0), tested on the bits (NaN compares false).
+std::string row_value(const Spec& s, const std::string& o, const std::string& sum) {
+  if (s.nan_rows_zero)
+    return "select(" + o + " / " + sum + ", 0.0, " + sum + " == 0.0 || (bitcast<u32>(" + sum + ") & 0x7fffffffu) >= 0x7f800000u)";
+  if (s.empty_rows_zero) return "select(" + o + " / " + sum + ", 0.0, " + sum + " == 0.0)";
+  return o + " / " + sum;
+}
+std::string rows_key(const Spec& s) { return s.nan_rows_zero ? "nanzero " : s.empty_rows_zero ? "zero " : ""; }
+
 uint32_t max_grid(const GpuKernelContext& ctx) {
   return ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
 }
@@ -277,7 +288,7 @@ std::string store_wgsl(const Spec& s, bool split, const Tile& tile) {
            "    }\n"
            "    if (wid.x == 0u && lane == 0u) { pml_store(2u * pr, sh); pml_store(2u * pr + 1u, sum); }\n"
            "  }\n";
-  std::string value = s.empty_rows_zero ? "select(acc[t] / sum, 0.0, sum == 0.0)" : "acc[t] / sum";
+  const std::string value = row_value(s, "acc[t]", "sum");
   return "  if (i < Lq()) {\n"
          "    let yb = y_boff(z) + i * y_sr();\n"
          "    for (var t = 0u; t < 4u; t = t + 1u) {\n" + col +
@@ -377,7 +388,7 @@ std::string layout_key(const Layout& l) {
 
 // The combine's: the rows without keys, Y's layout, the batch's rank.
 std::string combine_key(const Spec& s) {
-  return std::string(s.empty_rows_zero ? "zero " : "") + layout_key(s.y.layout) + " batch" + std::to_string(s.batch.size());
+  return rows_key(s) + layout_key(s.y.layout) + " batch" + std::to_string(s.batch.size());
 }
 
 // A combine's operands: the chunks' partial outputs (po) and shifts and sums (pml), Y, and their sizes.
@@ -390,26 +401,29 @@ void declare_combine(shader::Program& p, const Spec& s, const Split& sp, uint64_
   p.uniform("Dv", uint32_t(s.Dv));
   p.uniform("NC", sp.chunks);
   strided::declare(p, s.batch, {{"y", &s.y.layout}});
+  // Whether a chunk summed something: its sum not +-0, tested on the bits so that a NaN sum (a NaN score)
+  // counts whatever a compiler makes of comparisons with NaN (SwiftShader's left NaN sums out).
+  p.declare("fn summed(l: f32) -> bool { return (bitcast<u32>(l) & 0x7fffffffu) != 0u; }\n");
 }
 
 // The combine of a split: per output element, the chunks' partial outputs weighed by their shifts
 // (chunks that summed nothing left out; NaN sums kept).
 void combine_wgsl(shader::Program& p, const Spec& s) {
-  std::string value = s.empty_rows_zero ? "select(o / lsum, 0.0, lsum == 0.0)" : "o / lsum";
+  const std::string value = row_value(s, "o", "lsum");
   p.body("  let c = gi % Dv();\n"
          "  let i = (gi / Dv()) % Lq();\n"
          "  let z = gi / Dv() / Lq();\n"
          "  var mx = -f32_inf();\n"
          "  for (var k = 0u; k < NC(); k = k + 1u) {\n"
          "    let pr = (z * NC() + k) * Lq() + i;\n"
-         "    if (pml_load(2u * pr + 1u) != 0.0) { mx = max(mx, pml_load(2u * pr)); }\n"
+         "    if (summed(pml_load(2u * pr + 1u))) { mx = max(mx, pml_load(2u * pr)); }\n"
          "  }\n"
          "  var lsum = 0.0;\n"
          "  var o = 0.0;\n"
          "  for (var k = 0u; k < NC(); k = k + 1u) {\n"
          "    let pr = (z * NC() + k) * Lq() + i;\n"
          "    let lk = pml_load(2u * pr + 1u);\n"
-         "    if (lk != 0.0) {\n"
+         "    if (summed(lk)) {\n"
          "      let w = exp(pml_load(2u * pr) - mx);\n"
          "      lsum = lsum + lk * w;\n"
          "      o = o + po_load(pr * Dv() + c) * w;\n"
@@ -633,7 +647,7 @@ void merge_wgsl(shader::Program& p, const Spec& s, uint32_t threads) {
             "var<workgroup> Wl: array<f32, " + u32_lit(kMaxChunks) + ">;  // its sum\n"
             "var<workgroup> Ww: array<f32, " + u32_lit(kMaxChunks) + ">;  // its weight\n"
             "var<workgroup> red: array<f32, NT>;\n");
-  std::string value = s.empty_rows_zero ? "select(o / lsum, 0.0, lsum == 0.0)" : "o / lsum";
+  const std::string value = row_value(s, "o", "lsum");
   p.body("  let z = wid.z;\n"
          "  let i = wid.y;\n"
          "  let cc = lid % CC;\n"
@@ -647,19 +661,19 @@ void merge_wgsl(shader::Program& p, const Spec& s, uint32_t threads) {
          "  }\n"
          "  workgroupBarrier();\n"
          "  var mx = -f32_inf();\n"
-         "  for (var k = 0u; k < NC(); k = k + 1u) { if (Wl[k] != 0.0) { mx = max(mx, Wm[k]); } }\n"
-         "  if (lid < NC()) { Ww[lid] = select(0.0, exp(Wm[lid] - mx), Wl[lid] != 0.0); }\n"
+         "  for (var k = 0u; k < NC(); k = k + 1u) { if (summed(Wl[k])) { mx = max(mx, Wm[k]); } }\n"
+         "  if (lid < NC()) { Ww[lid] = select(0.0, exp(Wm[lid] - mx), summed(Wl[lid])); }\n"
          "  workgroupBarrier();\n"
          "  var part = 0.0;\n"
          "  for (var u = 0u; u < CU; u = u + 1u) {\n"
          "    let k = cs + CS * u;\n"
-         "    if (k < NC() && c < Dv() && Wl[k] != 0.0) { part = part + po_load((pr0 + k * Lq()) * Dv() + c) * Ww[k]; }\n"
+         "    if (k < NC() && c < Dv() && summed(Wl[k])) { part = part + po_load((pr0 + k * Lq()) * Dv() + c) * Ww[k]; }\n"
          "  }\n"
          "  red[lid] = part;\n"
          "  workgroupBarrier();\n"
          "  if (cs == 0u && c < Dv()) {\n"
          "    var lsum = 0.0;\n"
-         "    for (var k = 0u; k < NC(); k = k + 1u) { if (Wl[k] != 0.0) { lsum = lsum + Wl[k] * Ww[k]; } }\n"
+         "    for (var k = 0u; k < NC(); k = k + 1u) { if (summed(Wl[k])) { lsum = lsum + Wl[k] * Ww[k]; } }\n"
          "    var o = 0.0;\n"
          "    for (var t = 0u; t < CS; t = t + 1u) { o = o + red[t * CC + cc]; }\n"
          "    y_store(y_boff(z) + i * y_sr() + c * y_sc(), " + value + ");\n"
@@ -697,7 +711,7 @@ std::string main_key(const Spec& s, const std::optional<DecodeTile>& dt, const T
                      : "tile " + std::to_string(t.rows) + "," + std::to_string(t.keys) + "," + std::to_string(t.depth) +
                            (t.quads ? " quads" : "");
   k += std::string(split ? " split" : "") + (s.key_range ? " ranged" : "") + (s.sink ? " sink" : "") +
-       (s.empty_rows_zero ? " zero" : "") + " batch" + std::to_string(s.batch.size());
+       " " + rows_key(s) + "batch" + std::to_string(s.batch.size());
   for (const Matrix* m : {&s.q, &s.k, &s.v, &s.y}) k += " " + layout_key(m->layout);
   for (const ScoreInput& x : s.inputs) k += " in:" + x.name + ":" + x.type + ":" + x.keys + ":" + layout_key(x.layout);
   for (const Spec::Extra& x : s.extras) k += " x:" + x.name;

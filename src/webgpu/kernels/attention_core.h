@@ -79,6 +79,7 @@ struct Spec {
   std::string score;
   bool key_range = false;
   bool empty_rows_zero = false;  // a row that sees no key outputs 0 (else 0 / 0: NaN, as Softmax gives)
+  bool nan_rows_zero = false;    // so does a row whose softmax is NaN (Where(IsNaN(p), 0, p) after it)
   bool split = false;            // may split the keys into chunks when the rows are few
   // An extra logit in each row's softmax sum, of value 0 (smooth softmax, a head's sink): decls define
   // fn sink_of(z: u32, i: u32) -> f32, row i's logit.
