@@ -171,7 +171,7 @@ void Fusion::find_attention() {
       continue;
     auto ep = producer_.find(sm.inputs[0]);
     if (ep == producer_.end() || only_consumer(sm.inputs[0]) != s) continue;
-    Attention a{0, s, std::nullopt, guard};
+    Attention a{0, s, std::nullopt, guard, guard && !root_of_.count(guard->first)};
     size_t e = ep->second;
     if (product(e)) {
       a.scores = e;
@@ -232,7 +232,7 @@ std::vector<size_t> Fusion::attention_parts(size_t i) const {
   if (it->second.chain) parts.push_back(*it->second.chain);
   if (const auto& g = it->second.guard) {  // the Where, and the IsNaN unless it is in the Where's group
     parts.push_back(g->second);
-    if (!root_of_.count(g->first)) parts.push_back(g->first);
+    if (it->second.guard_isnan_alone) parts.push_back(g->first);
   }
   std::sort(parts.begin(), parts.end());
   return parts;

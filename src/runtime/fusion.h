@@ -205,6 +205,7 @@ class Fusion {
     // The NaN guard between the Softmax and the product with V, Where(IsNaN(p), 0, p) (exported
     // scaled_dot_product_attention: a row that sees no key gives zeros): the IsNaN and the Where.
     std::optional<std::pair<size_t, size_t>> guard;
+    bool guard_isnan_alone = false;  // the IsNaN is not in the Where's group: a part of its own
   };
   std::optional<std::pair<size_t, size_t>> nan_guard(size_t where, size_t product) const;
   std::unordered_map<size_t, Attention> attention_;  // the product with V -> its parts

@@ -250,6 +250,24 @@ TEST(RuntimeAttention, NanGuardedAttentionRunsAsOneKernel) {
       EXPECT_EQ(p.dispatches, lq == 1 ? 2 : 1);
       EXPECT_EQ(p.fused_nodes, guarded ? 6 : 4);
     }
+  // A mask that widens the scores (a batch axis of its own): the kernel declines, and the parts, the guard
+  // included, run as their own kernels with the CPU's results.
+  ModelBuilder b;
+  b.input("q", DType::Float32, {H, 5, D}).input("kt", DType::Float32, {H, D, 7}).input("v", DType::Float32, {H, 7, D});
+  b.input("mask", DType::Float32, {2, H, 5, 7});
+  b.output("y", DType::Float32);
+  b.initializer("zero", Tensor::from_vector<float>({}, {0.0f}));
+  b.node("MatMul", {"q", "kt"}, {"s"});
+  b.node("Add", {"s", "mask"}, {"sm"});
+  ModelBuilder::attr(b.node("Softmax", {"sm"}, {"p"}), "axis", -1);
+  b.node("IsNaN", {"p"}, {"bad"});
+  b.node("Where", {"bad", "zero", "p"}, {"pg"});
+  b.node("MatMul", {"pg", "v"}, {"y"});
+  Tensor mask = floats({2, H, 5, 7}, 5);
+  for (int64_t j = 0; j < 7; ++j) mask.data<float>()[j] = -inf;
+  Plan p = check("wider mask", b.bytes(), {{"q", floats({H, 5, D}, 1)}, {"kt", floats({H, D, 7}, 2)}, {"v", floats({H, 7, D}, 3)},
+                                           {"mask", mask}});
+  EXPECT_GE(p.dispatches, 4);
 }
 
 // What must not become one kernel: a Softmax over another axis (a graph-level choice), the
