@@ -905,14 +905,19 @@ std::vector<Tensor> svm_classifier(KernelContext& ctx) {
   std::vector<int64_t> votes(static_cast<size_t>(c));
   for (int64_t row = 0; row < x.n; ++row) {
     float* zr = z.data<float>() + row * width;
+    // Z's row: the first `count` scores of s after the post transform.
+    auto write_scores = [&](int64_t count) {
+      post_transform(post, s.data(), count);
+      for (int64_t k = 0; k < count; ++k) zr[k] = float(s[size_t(k)]);
+    };
     int64_t best = 0;
-    if (!svc) {
-      for (int64_t k = 0; k < c; ++k) s[size_t(k)] = float(kernel(x.row(row), coef.data() + k * x.f, x.f) + rho[0]);
+    if (!svc) {  // the linear form: one score per class, rho[0] the bias of each
+      linear_scores(coef, {}, x.row(row), x.f, s.data(), c);
+      for (int64_t k = 0; k < c; ++k) s[size_t(k)] = float(s[size_t(k)] + rho[0]);
       best = std::max_element(s.begin(), s.begin() + c) - s.begin();
       const double top = s[size_t(best)];
       y.data<int64_t>()[row] = c == 2 && !proba && ((all_positive && top >= 0.5) || (!all_positive && top > 0)) ? labels[1] : labels[size_t(best)];
-      post_transform(post, s.data(), c);
-      for (int64_t k = 0; k < c; ++k) zr[k] = float(s[size_t(k)]);
+      write_scores(c);
       continue;
     }
     for (int64_t v = 0; v < vectors; ++v) kv[size_t(v)] = float(kernel(x.row(row), sv.data() + v * x.f, x.f));
@@ -936,16 +941,14 @@ std::vector<Tensor> svm_classifier(KernelContext& ctx) {
           r[size_t(i * c + j)] = p, r[size_t(j * c + i)] = 1 - p;
         }
       pairwise_coupling(c, r, zr);
-      for (int64_t k = 0; k < c; ++k) s[size_t(k)] = zr[k];
-      post_transform(post, s.data(), c);
-      for (int64_t k = 0; k < c; ++k) zr[k] = float(s[size_t(k)]);
+      std::copy(zr, zr + c, s.begin());
+      write_scores(c);
     } else if (c == 2) {
       const float d = decision[0], p = post == Post::Logistic ? float(logistic(d)) : d;
       zr[0] = post == Post::None ? -d : 1 - p, zr[1] = p;
     } else {
-      for (int64_t k = 0; k < pairs; ++k) s[size_t(k)] = decision[size_t(k)];
-      post_transform(post, s.data(), pairs);
-      for (int64_t k = 0; k < pairs; ++k) zr[k] = float(s[size_t(k)]);
+      std::copy(decision.begin(), decision.end(), s.begin());
+      write_scores(pairs);
     }
   }
   return {y, z};

@@ -163,8 +163,7 @@ void Fusion::find_attention() {
     auto sp = producer_.find(g_.nodes[i].inputs[0]);
     if (sp == producer_.end() || root_of_.count(sp->second)) continue;
     std::optional<std::pair<size_t, size_t>> guard = nan_guard(sp->second, i);
-    auto smp = guard ? producer_.find(g_.nodes[guard->first].inputs[0]) : sp;
-    size_t s = smp->second;
+    const size_t s = guard ? producer_.at(g_.nodes[guard->first].inputs[0]) : sp->second;  // the Softmax, if any
     const ir::Node& sm = g_.nodes[s];
     if (!plain(sm, "Softmax") || sm.inputs.size() != 1 || sm.outputs.size() != 1 || root_of_.count(s) ||
         (!guard && only_consumer(sm.outputs[0]) != i))
@@ -202,7 +201,8 @@ void Fusion::find_attention() {
 }
 
 // Where(IsNaN(p), 0, p) read only by `product` (its A), p a Softmax's output that only the IsNaN and the
-// Where read, 0 a float scalar initializer: the IsNaN and the Where. The IsNaN alone or in the Where's group.
+// Where read, 0 a float scalar (of rank 0 or 1: it widens no score): the IsNaN and the Where. The IsNaN alone
+// or in the Where's group.
 std::optional<std::pair<size_t, size_t>> Fusion::nan_guard(size_t where, size_t product) const {
   const ir::Node& w = g_.nodes[where];
   if (!plain(w, "Where") || w.inputs.size() != 3 || w.outputs.size() != 1 || only_consumer(w.outputs[0]) != product)
@@ -218,10 +218,7 @@ std::optional<std::pair<size_t, size_t>> Fusion::nan_guard(size_t where, size_t 
   const std::vector<size_t>& readers = consumers_.at(p);
   if (readers.size() != 2 || !std::all_of(readers.begin(), readers.end(), [&](size_t x) { return x == where || x == c->second; }))
     return std::nullopt;
-  auto zero = g_.initializers.find(w.inputs[1]);
-  if (zero == g_.initializers.end() || zero->second.numel() != 1 || !dtype_is_float(zero->second.dtype()) ||
-      zero->second.cast(DType::Float64).data<double>()[0] != 0.0)
-    return std::nullopt;
+  if (scalar_value(w.inputs[1], 1) != 0.0f) return std::nullopt;
   return std::pair{c->second, where};
 }
 
