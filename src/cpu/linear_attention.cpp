@@ -11,12 +11,10 @@
 namespace onnxgpu::cpu {
 namespace {
 
-const DTypeSet kFloats{DType::Float32, DType::Float16, DType::BFloat16, DType::Float64};
-
 // Input i, a float tensor of rank 3 (else an error naming it), as float64.
 Tensor rank3(const KernelContext& ctx, size_t i, const char* name) {
   const Tensor& t = ctx.input(i);
-  if (!kFloats.has(t.dtype())) ctx.fail(std::string("input '") + name + "' is " + t.describe() + ", expected a float type");
+  if (!kFloatTypes.has(t.dtype())) ctx.fail(std::string("input '") + name + "' is " + t.describe() + ", expected a float type");
   if (t.rank() != 3) ctx.fail(std::string("input '") + name + "' must be rank 3, got " + t.describe());
   return t.cast(DType::Float64);
 }
@@ -123,7 +121,7 @@ std::vector<Tensor> linear_attention(KernelContext& ctx) {
   if (ctx.has_input(6)) erase = per_token(6, "erase_gate", {hkv * dk});
   if (ctx.has_input(3)) {
     past = ctx.input(3).cast(DType::Float64);
-    if (!kFloats.has(ctx.input(3).dtype()) || past.shape() != Shape{b, hkv, dk, dv})
+    if (!kFloatTypes.has(ctx.input(3).dtype()) || past.shape() != Shape{b, hkv, dk, dv})
       ctx.fail("input 'past_state' must be a float [" + std::to_string(b) + ", " + std::to_string(hkv) + ", " + std::to_string(dk) +
                ", " + std::to_string(dv) + "] (batch, kv heads, d_k, d_v), got " + ctx.input(3).describe());
   }
