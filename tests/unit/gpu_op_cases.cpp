@@ -170,6 +170,15 @@ Gen ints_with(int64_t lo, int64_t hi, int64_t at, int64_t bad) {
   };
 }
 
+// Uniform reals in [lo, hi] in the input's dtype.
+Gen reals_in(double lo, double hi) {
+  return [lo, hi](DType dt, const Shape& s, Rng& r) {
+    std::vector<double> v(static_cast<size_t>(shape_numel(s)));
+    for (auto& x : v) x = uniform_real(r, lo, hi);
+    return Tensor::from_vector<double>(s, v).cast(dt);
+  };
+}
+
 // Fixed values (cast to the input's dtype), whatever the run.
 Gen fixed(std::vector<int64_t> v) {
   return [v](DType dt, const Shape& s, Rng&) { return Tensor::from_vector<int64_t>(s, v).cast(dt); };
@@ -1231,6 +1240,39 @@ std::vector<Case> build() {
             auto* be = attr(n, "activation_beta", onnx::AttributeProto_AttributeType_FLOATS);
             for (float v : {0.4f, 1.1f}) be->add_floats(v);
           }).outs(3).tol(10).quick());
+
+  // -- LinearAttention and CausalConvWithState (opset 25: no schema in ONNX 1.12) ------------------------------
+  // Each update rule; decay per head and per key dimension, beta per head and shared, the erase gate, a past
+  // state, grouped query heads, an explicit scale, 70 value columns (two column blocks, the second partial).
+  // Keys and queries in (-0.95, 0.95), beta in [0.05, 0.4] and decays in [-1, 0] (log space) keep the delta
+  // rule's state bounded, as in the models (normalized keys, beta a sigmoid).
+  family = "linear_attention";
+  {
+    const std::vector<DType> kLaTypes = {DType::Float32, DType::Float16, DType::Float64};
+    auto la = [&](std::string variant, std::string rule, int64_t hq, int64_t hkv, int64_t dk, int64_t dv, int64_t t) {
+      B b("LinearAttention", std::move(variant));
+      b.opset(25).without_schema(kLaTypes).x("query", {2, t, hq * dk}, Dom::Unit).x("key", {2, t, hkv * dk}, Dom::Unit)
+          .x("value", {2, t, hkv * dv}).i("q_num_heads", hq).i("kv_num_heads", hkv).s("update_rule", rule).outs(2).tol(10)
+          .extremes(Extremes::None, "a recurrence: extreme values overflow the state in float32 and not in the CPU's float64");
+      return b;
+    };
+    add(la("", "gated_delta", 2, 2, 8, 4, 3).x("past_state", {2, 2, 8, 4}, Dom::Unit).xg("decay", {2, 3, 2}, reals_in(-1, 0))
+            .xg("beta", {2, 3, 2}, reals_in(0.05, 0.4)).note("products over d_k: 10x tolerance"));
+    add(la("gated_delta, decay per key dim, shared beta, erase gate, grouped heads", "gated_delta", 4, 2, 8, 4, 3).none()
+            .xg("decay", {2, 3, 16}, reals_in(-1, 0)).xg("beta", {2, 3, 1}, reals_in(0.05, 0.4)).x("erase_gate", {2, 3, 16}, Dom::Unit)
+            .quick({DType::Float32}));
+    add(la("linear, scale", "linear", 2, 1, 4, 70, 4).fl("scale", 0.5f).quick({DType::Float32}));
+    add(la("gated, decay per head, past", "gated", 1, 1, 16, 8, 2).x("past_state", {2, 1, 16, 8}, Dom::Unit)
+            .xg("decay", {2, 2, 1}, reals_in(-1, 0)).quick({DType::Float32}));
+    add(la("delta, no past", "delta", 2, 2, 4, 4, 5).none().none().xg("beta", {2, 5, 2}, reals_in(0.05, 0.4)).quick({DType::Float32}));
+    add(B("CausalConvWithState").opset(25).without_schema(kLaTypes).x("input", {2, 3, 5}).x("weight", {3, 1, 4}).x("bias", {3})
+            .x("past_state", {2, 3, 3}).s("activation", "silu").outs(2).tol(10)
+            .extremes(Extremes::NoOverflow, "sums of products: the CPU's float64 does not overflow where float32 does"));
+    add(B("CausalConvWithState", "no bias, no past, longer than the state").opset(25).without_schema(kLaTypes).x("input", {1, 4, 2})
+            .x("weight", {4, 1, 4}).outs(2).tol(10).quick({DType::Float32}));
+    add(B("CausalConvWithState", "one tap").opset(25).without_schema(kLaTypes).x("input", {2, 2, 3}).x("weight", {2, 1, 1})
+            .s("activation", "swish").outs(2).tol(10).quick({DType::Float32}));
+  }
 
   // -- Larger shapes -----------------------------------------------------------------------------------------
   // Rows longer than a workgroup, outputs of many workgroups, tiles cut by the edges: the multi-pass

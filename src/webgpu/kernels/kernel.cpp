@@ -161,6 +161,7 @@ const GpuKernelRegistry& gpu_registry() {
     register_spectral(r);
     register_qlinear(r);
     register_rnn(r);
+    register_linear_attention(r);
     return r;
   }();
   return reg;

@@ -243,6 +243,7 @@ void register_qlinear(GpuKernelRegistry&);         // com.microsoft QLinearAdd, 
                                                   // QLinearGlobalAveragePool, QLinearConcat, QGemm, QLinearSoftmax (QLinearAveragePool: register_pool)
 void register_spectral(GpuKernelRegistry&);       // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 void register_rnn(GpuKernelRegistry&);            // RNN, GRU, LSTM
+void register_linear_attention(GpuKernelRegistry&);  // LinearAttention, CausalConvWithState
 
 // Workgroup counts for `threads` invocations of `workgroup_size`, within the device's per-dimension limit.
 void grid_for(uint64_t threads, uint32_t workgroup_size, const Limits& limits, uint32_t& x, uint32_t& y);
