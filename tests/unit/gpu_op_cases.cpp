@@ -1265,6 +1265,8 @@ std::vector<Case> build() {
     add(la("gated, decay per head, past", "gated", 1, 1, 16, 8, 2).x("past_state", {2, 1, 16, 8}, Dom::Unit)
             .xg("decay", {2, 2, 1}, reals_in(-1, 0)).quick({DType::Float32}));
     add(la("delta, no past", "delta", 2, 2, 4, 4, 5).none().none().xg("beta", {2, 5, 2}, reals_in(0.05, 0.4)).quick({DType::Float32}));
+    add(la("no tokens: the past state passes through", "gated", 1, 1, 4, 4, 0).x("past_state", {2, 1, 4, 4})
+            .xg("decay", {2, 0, 1}, reals_in(-1, 0)).quick({DType::Float32}));
     add(B("CausalConvWithState").opset(25).without_schema(kLaTypes).x("input", {2, 3, 5}).x("weight", {3, 1, 4}).x("bias", {3})
             .x("past_state", {2, 3, 3}).s("activation", "silu").outs(2).tol(10)
             .extremes(Extremes::NoOverflow, "sums of products: the CPU's float64 does not overflow where float32 does"));

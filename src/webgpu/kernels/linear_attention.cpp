@@ -95,6 +95,7 @@ void linear_attention(GpuKernelContext& ctx) {
   const bool want_y = ctx.output_wanted(0), want_state = ctx.output_wanted(1);
   if (want_y) ctx.set_output(0, lp.out_dtype, y_shape);
   if (want_state) ctx.set_output(1, lp.state_dtype, state_shape);
+  if (lp.dk == 0 && shape_numel(y_shape) > 0) ctx.unsupported("heads of d_k 0 (no state, an output of 0 x 1 / sqrt(0))");
   if (lp.dk > kMaxDk) ctx.unsupported("d_k " + std::to_string(lp.dk) + " (the GPU kernel keeps state columns of up to " + std::to_string(kMaxDk) + ")");
   const int64_t staged = lp.dk * (1 + lp.group() + (lp.has_erase ? 1 : 0)) + (lp.gated ? lp.decay_size : 0);
   if (staged > kMaxStaged)
@@ -104,7 +105,7 @@ void linear_attention(GpuKernelContext& ctx) {
     if (ctx.has_input(i)) u32_dim(ctx, shape_numel(ctx.shape(i)), "an input");
   u32_dim(ctx, shape_numel(y_shape), "the output");
   u32_dim(ctx, shape_numel(state_shape), "the state");
-  if (shape_numel(state_shape) == 0 || (!want_y && !want_state)) return;  // (no head, no column: nothing computed)
+  if (shape_numel(state_shape) == 0 || (!want_y && !want_state)) return;  // (no batch row or value column: nothing to compute)
   const uint32_t blocks = uint32_t((lp.dv + kColumns - 1) / kColumns);
   const uint64_t max_dim = ctx.limits.max_compute_workgroups_per_dimension ? ctx.limits.max_compute_workgroups_per_dimension : 65535;
   if (uint64_t(blocks) * uint64_t(lp.kv_heads) > max_dim || uint64_t(lp.batch) > max_dim)
