@@ -28,6 +28,23 @@ constexpr uint32_t kColumns = 64;   // value columns (invocations) per workgroup
 constexpr int64_t kMaxDk = 256;     // the state column an invocation keeps (registers, then local memory)
 constexpr int64_t kMaxStaged = 2048;  // floats a token stages: key, erase gate, decay, the group's query rows
 
+// A program's tensors and the bindings of its dispatch, declared together: an input, or an output the
+// node wants (else neither declared nor bound).
+struct Binder {
+  GpuKernelContext& ctx;
+  shader::Program& p;
+  std::vector<ValueRef> binds;
+  void in(const char* name, size_t i) {
+    p.input(name, ctx.dtype(i), ctx.shape(i));
+    binds.push_back(ctx.in(i));
+  }
+  void out(const char* name, size_t i, DType t, const Shape& shape) {
+    if (!ctx.output_wanted(i)) return;
+    p.output(name, t, shape);
+    binds.push_back(ctx.out(i));
+  }
+};
+
 void causal_conv(GpuKernelContext& ctx) {
   const ops::CausalConvParams cp = ops::causal_conv_params(ctx.node, ctx.operands(), ctx.fail_fn());
   const DType t = cp.dtype;
@@ -41,23 +58,13 @@ void causal_conv(GpuKernelContext& ctx) {
   if (ny + ns == 0) return;
   auto p = ctx.program(std::string("causal_conv") + (cp.has_bias ? "_b" : "") + (cp.has_past ? "_p" : "") + (cp.silu ? "_silu" : "") +
                        (want_y ? "_y" : "") + (want_state ? "_s" : ""));
-  std::vector<ValueRef> binds;
-  auto in = [&](const char* name, size_t i) {
-    p.input(name, ctx.dtype(i), ctx.shape(i));
-    binds.push_back(ctx.in(i));
-  };
-  in("x", 0);
-  in("w", 1);
-  if (cp.has_bias) in("bias", 2);
-  if (cp.has_past) in("past", 3);
-  if (want_y) {
-    p.output("y", t, y_shape);
-    binds.push_back(ctx.out(0));
-  }
-  if (want_state) {
-    p.output("state", t, state_shape);
-    binds.push_back(ctx.out(1));
-  }
+  Binder b{ctx, p, {}};
+  b.in("x", 0);
+  b.in("w", 1);
+  if (cp.has_bias) b.in("bias", 2);
+  if (cp.has_past) b.in("past", 3);
+  b.out("y", 0, t, y_shape);
+  b.out("state", 1, t, state_shape);
   p.uniform("len", uint32_t(cp.length));
   p.uniform("taps", uint32_t(cp.taps));
   p.uniform("channels", uint32_t(cp.channels));
@@ -85,7 +92,7 @@ void causal_conv(GpuKernelContext& ctx) {
             "  let np = taps() - 1u;\n"
             "  state_store(e, padded(e / np, len() + e % np));\n";
   p.body(body);
-  ctx.dispatch(p, std::move(binds));
+  ctx.dispatch(p, std::move(b.binds));
 }
 
 void linear_attention(GpuKernelContext& ctx) {
@@ -117,27 +124,17 @@ void linear_attention(GpuKernelContext& ctx) {
                            (lp.has_past ? "_p" : "") + (want_y ? "_y" : "") + (want_state ? "_s" : "") + "_k" + std::to_string(lp.dk) +
                            "_g" + std::to_string(lp.group()),
                        kColumns);
-  std::vector<ValueRef> binds;
-  auto in = [&](const char* name, size_t i) {
-    p.input(name, ctx.dtype(i), ctx.shape(i));
-    binds.push_back(ctx.in(i));
-  };
-  in("q", kLaQuery);
-  in("k", kLaKey);
-  in("v", kLaValue);
-  if (lp.has_past) in("past", kLaPast);
-  if (lp.gated) in("decay", kLaDecay);
-  if (lp.delta) in("beta", kLaBeta);
-  if (lp.has_erase) in("erase", kLaErase);
-  if (want_y) {
-    p.output("y", lp.out_dtype, y_shape);
-    binds.push_back(ctx.out(0));
-  }
-  if (want_state) {
-    p.output("state", lp.state_dtype, state_shape);
-    binds.push_back(ctx.out(1));
-  }
-  if (binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
+  Binder b{ctx, p, {}};
+  b.in("q", kLaQuery);
+  b.in("k", kLaKey);
+  b.in("v", kLaValue);
+  if (lp.has_past) b.in("past", kLaPast);
+  if (lp.gated) b.in("decay", kLaDecay);
+  if (lp.delta) b.in("beta", kLaBeta);
+  if (lp.has_erase) b.in("erase", kLaErase);
+  b.out("y", 0, lp.out_dtype, y_shape);
+  b.out("state", 1, lp.state_dtype, state_shape);
+  if (b.binds.size() + 1 > ctx.limits.max_storage_buffers_per_shader_stage)  // + the status words
     ctx.unsupported("more tensors than the device binds per dispatch");
   p.uniform("tokens", uint32_t(lp.tokens));
   p.uniform("hkv", uint32_t(lp.kv_heads));
@@ -205,7 +202,7 @@ void linear_attention(GpuKernelContext& ctx) {
             "    for (var d = 0u; d < DK; d = d + 1u) { state_store(((b * hkv() + h) * DK + d) * dv() + m, s[d]); }\n"
             "  }\n";
   p.body(body);
-  ctx.dispatch(p, std::move(binds), blocks * uint32_t(lp.kv_heads), uint32_t(lp.batch), 1);
+  ctx.dispatch(p, std::move(b.binds), blocks * uint32_t(lp.kv_heads), uint32_t(lp.batch), 1);
   // Multiply-adds per token, column and head: the update, the delta's dot product, the group's outputs.
   ctx.count_flops(2 * uint64_t(lp.batch * lp.tokens * lp.kv_heads * lp.dv * lp.dk) * (1 + (lp.delta ? 1 : 0) + lp.group()));
 }
